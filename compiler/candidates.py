@@ -1,0 +1,86 @@
+"""Candidates: the estimate stage's output and the optimizer's input.
+
+For each workload, every feasible (site, instance, layout, size, spot, fabric) option
+with what it needs (GPUs, nodes, hours per month) and what it achieves (the estimate).
+Options that were considered and rejected are kept with the reason, so a reviewer
+(and the infeasibility explainer) can see why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from compiler.catalog.model import Catalog
+from compiler.spec import Spec
+
+
+@dataclass(frozen=True, order=True)
+class Layout:
+    tp: int = 1   # tensor parallel, within a node
+    pp: int = 1   # pipeline parallel
+    dp: int = 1   # data parallel
+    ep: int = 1   # expert parallel (MoE)
+    cp: int = 1   # context/sequence parallel
+    zero: int = 0  # ZeRO/FSDP stage (0: none)
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    memory_gb_per_gpu: float
+    duration_hours: float         # wall clock on this candidate, overheads included
+    mfu: float                    # model FLOPs utilization achieved
+    tokens_per_s: float | None = None   # LLM
+    samples_per_s: float | None = None  # vision
+    notes: tuple[str, ...] = ()   # e.g. "communication dominates beyond 512 GPUs"
+
+
+@dataclass(frozen=True)
+class InferenceEstimate:
+    memory_gb_per_gpu: float
+    tokens_per_s: float           # sustained output tokens/s of ONE replica at the SLO
+    ttft_ms: float
+    tpot_ms: float
+    batch: int                    # concurrent sequences per replica
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One concrete, launchable way to run a workload."""
+
+    id: str                       # stable, unique: sorts candidates deterministically
+    workload: str
+    kind: str                     # training | inference
+    site: str
+    site_type: str                # cloud | on_prem
+    instance: str                 # cloud instance type or on-prem node model
+    gpu: str
+    gpus_per_node: int
+    gpus: int                     # training: GPUs held; inference: GPUs per replica
+    nodes: int                    # training: nodes held; inference: 0 (replicas pack into nodes)
+    layout: Layout
+    fabric: str                   # scale-out fabric the estimate assumed
+    spot: bool                    # runs on spot capacity (interruptible training only)
+    estimate: TrainingEstimate | InferenceEstimate
+    # Training schedule: starts at start_month, runs `hours`; usage = hours run per month.
+    start_month: int = 0
+    usage: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Rejection:
+    workload: str
+    site: str
+    instance: str
+    gpu: str
+    reason: str                   # "does not fit: needs 97 GB/GPU, has 80", "misses deadline by 12 days"
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class Candidates:
+    spec: Spec
+    catalog: Catalog
+    by_workload: Mapping[str, tuple[Candidate, ...]]
+    rejected: Mapping[str, tuple[Rejection, ...]] = field(default_factory=dict)

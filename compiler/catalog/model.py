@@ -1,0 +1,179 @@
+"""Typed, frozen records of the catalog. The figures themselves live in data/*.yaml.
+
+Every record names a `source` (a key into the catalog's `sources` table, which gives
+title, url and as_of) so each figure can be traced to where it was read.
+Units are in the field names: _gb (10^9 bytes), _gbps (gigabits/s, networks),
+_gb_s (gigabytes/s, memory and storage bandwidth), _usd, _kw, _w.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    key: str
+    title: str
+    url: str
+    as_of: str  # ISO date the figure was read
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str                     # H100, A100-80GB, MI300X ...
+    vendor: str
+    memory_gb: float
+    memory_bandwidth_gb_s: float  # HBM/GDDR, GB/s
+    nvlink_gb_s: float            # per-GPU scale-up bandwidth (bidirectional), 0 if PCIe only
+    tdp_w: float
+    tflops: Mapping[str, float]   # dense peak by precision: fp32, tf32, bf16, fp16, fp8, int8
+    source: str
+
+
+@dataclass(frozen=True)
+class InstancePrice:
+    region: str
+    on_demand: float              # USD per node-hour
+    spot: float | None
+    reserved_1y: float | None     # effective USD per node-hour over the term
+    reserved_3y: float | None
+    source: str
+
+    def get(self, option: str) -> float | None:
+        return getattr(self, option)
+
+
+@dataclass(frozen=True)
+class CloudInstance:
+    name: str                     # p5.48xlarge
+    provider: str                 # aws | gcp | azure
+    gpu: str
+    gpus: int
+    vcpus: int
+    ram_gb: float
+    fabric: str                   # efa | gpudirect-tcpx | gpudirect-tcpxo | gpudirect-rdma | infiniband | ethernet
+    network_gbps: float           # per node, scale-out
+    prices: tuple[InstancePrice, ...]
+    source: str
+    sockets: int = 2
+    local_nvme_tb: float = 0.0
+
+    def price(self, region: str, option: str) -> float | None:
+        for p in self.prices:
+            if p.region == region:
+                return p.get(option)
+        return None
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        return tuple(p.region for p in self.prices)
+
+
+@dataclass(frozen=True)
+class OnPremNode:
+    name: str                     # dgx-h100, hgx-h200 ...
+    gpu: str
+    gpus: int
+    vcpus: int
+    sockets: int
+    ram_gb: float
+    capex_usd: float
+    power_kw: float               # at load, per node
+    rack_units: int
+    useful_life_years: float
+    support_usd_per_year: float
+    source: str
+    fabrics: tuple[str, ...] = ("infiniband-ndr", "roce-400g", "ethernet-100g")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    name: str                     # infiniband-ndr | roce-400g | ethernet-100g
+    kind: str                     # infiniband | roce | ethernet
+    port_gbps: float
+    ports_per_node: int           # rails: 8 x 400G for an 8-GPU HGX node
+    cost_per_port_usd: float      # NIC + optic + cable share per node port
+    switch_radix: int
+    switch_cost_usd: float
+    switch_power_kw: float
+    source: str
+
+    @property
+    def node_gbps(self) -> float:
+        return self.port_gbps * self.ports_per_node
+
+
+@dataclass(frozen=True)
+class StorageTier:
+    name: str                     # fsx-lustre, filestore, parallelstore, managed-lustre, onprem-lustre
+    provider: str                 # aws | gcp | azure | on_prem
+    usd_per_tb_month: float       # cloud; for on_prem, amortized support + power
+    capex_usd_per_tb: float       # on_prem purchase; 0 for cloud
+    throughput_gb_s_per_tb: float
+    min_tb: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Egress:
+    provider: str                 # aws | gcp | azure | on_prem
+    usd_per_gb: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    family: str                   # llm | vision
+    arch: str                     # dense | moe | cnn | vit
+    params_b: float               # total parameters, billions
+    source: str
+    active_params_b: float | None = None
+    layers: int | None = None
+    hidden: int | None = None
+    heads: int | None = None
+    kv_heads: int | None = None
+    vocab: int | None = None
+    ffn_hidden: int | None = None
+    experts: int | None = None
+    experts_per_token: int | None = None
+    gflops_per_sample: float | None = None   # vision: forward pass at the reference resolution
+    image_size: int | None = None
+
+    @property
+    def active_b(self) -> float:
+        return self.active_params_b if self.active_params_b is not None else self.params_b
+
+    @property
+    def head_dim(self) -> int:
+        assert self.hidden and self.heads
+        return self.hidden // self.heads
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A named efficiency factor or model constant, with its source."""
+
+    name: str
+    value: float
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Catalog:
+    version: str
+    sources: Mapping[str, SourceRef]
+    gpus: Mapping[str, Gpu]
+    instances: Mapping[str, CloudInstance]
+    onprem_nodes: Mapping[str, OnPremNode]
+    fabrics: Mapping[str, Fabric]
+    storage: Mapping[str, StorageTier]
+    egress: Mapping[str, Egress]
+    models: Mapping[str, Model]
+    factors: Mapping[str, Factor] = field(default_factory=dict)
+
+    def factor(self, name: str) -> float:
+        return self.factors[name].value

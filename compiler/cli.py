@@ -1,0 +1,273 @@
+"""The command line: parse arguments, call the pipeline, print. No logic beyond that.
+
+Exit codes (the contract CI relies on): 0 done; 2 invalid input (usage or spec);
+3 infeasible; 4 --check found drift; 5 the solver gave no plan in time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+EXIT_OK, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_DRIFT, EXIT_NO_PLAN = 0, 2, 3, 4, 5
+EXIT_INTERNAL = 1
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Compile a declarative ML/GPU platform spec into a costed fleet plan, "
+         "Terraform, Slurm and Kubernetes files and a design-review report.\n\n"
+         "`infra-compile SPEC` is `infra-compile compile SPEC`.\n\n"
+         "Exit codes: 0 done, 2 invalid input, 3 infeasible, 4 --check found drift, "
+         "5 no plan within the time limit.",
+)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class Solver(str, Enum):
+    cbc = "cbc"
+    highs = "highs"
+
+
+def _stderr():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _stdout():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False, width=200 if not sys.stdout.isatty() else None)
+
+
+def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
+    """Run a command body; turn CompileError and missing stages into messages and codes."""
+    from compiler.diagnostics import CompileError, render_all
+    from compiler.pipeline import StageNotBuilt
+
+    try:
+        return fn()
+    except CompileError as exc:
+        if fmt is Format.json:
+            print(json.dumps({"ok": False, "exit_code": exc.exit_code,
+                              "diagnostics": [_diag_json(d, exc.source) for d in exc.diagnostics]},
+                             indent=2, sort_keys=True))
+        print(render_all(exc.diagnostics, exc.source), file=sys.stderr)
+        return exc.exit_code
+    except StageNotBuilt as exc:
+        print(f"infra-compile: {exc}; no plan was written.", file=sys.stderr)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        print("infra-compile: interrupted; the previous output is unchanged.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: say so plainly, traceback only on --debug
+        if debug:
+            raise
+        print(f"infra-compile: internal error: {type(exc).__name__}: {exc}\n"
+              "  rerun with --debug for a traceback, and please report it.", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _diag_json(d, source) -> dict:
+    from compiler.diagnostics import format_path
+
+    return {"code": d.code, "severity": d.severity, "message": d.message,
+            "path": format_path(d.path), "file": source.filename if source else None,
+            "line": d.position.line if d.position else None,
+            "column": d.position.column if d.position else None, "hint": d.hint}
+
+
+SpecArg = typer.Argument(..., help="The platform spec (YAML).", show_default=False)
+CatalogOpt = typer.Option(None, "--catalog", help="A catalog overlay file (negotiated prices, new GPUs).")
+DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
+FormatOpt = typer.Option(Format.text, "--format", help="Output format.")
+
+
+@app.command("compile")
+def compile_cmd(
+    spec: Path = SpecArg,
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Output directory [default: build/<spec name>]."),
+    catalog: Optional[Path] = CatalogOpt,
+    solver: Solver = typer.Option(Solver.cbc, "--solver", help="MILP solver."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.1, help="Solver time limit, seconds."),
+    gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="Relative MIP gap to stop at, e.g. 0.005."),
+    check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
+    fmt: Format = FormatOpt,
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
+    debug: bool = DebugOpt,
+) -> None:
+    """Validate, estimate, optimize and render SPEC into DIR."""
+
+    def body() -> int:
+        from compiler import output, pipeline
+
+        err = _stderr()
+        status = None
+        if err.is_terminal and not quiet:
+            status = err.status("compiling...")
+            status.start()
+        try:
+            def progress(msg: str) -> None:
+                if status is not None:
+                    status.update(msg)
+            result = pipeline.compile_spec(spec, pipeline.CompileOptions(
+                catalog=str(catalog) if catalog else None, solver=solver.value,
+                time_limit=time_limit, gap=gap, progress=progress))
+        finally:
+            if status is not None:
+                status.stop()
+        out_dir = out or Path("build") / result.plan.spec_name
+        if check:
+            d = output.drift(result.artifacts, out_dir)
+            if fmt is Format.json:
+                print(json.dumps({"clean": d.clean, "changed": list(d.changed),
+                                  "missing": list(d.missing), "extra": list(d.extra)}, indent=2))
+            if d.clean:
+                if fmt is Format.text:
+                    print(f"{out_dir}: up to date ({len(result.artifacts)} files)")
+                return EXIT_OK
+            for label, names in (("differs", d.changed), ("missing", d.missing), ("extra", d.extra)):
+                for name in names:
+                    print(f"{out_dir / name}: {label}", file=sys.stderr)
+            print(f"infra-compile: {out_dir} is out of date with {spec}; "
+                  f"run `infra-compile {spec} -o {out_dir}` and commit the result.", file=sys.stderr)
+            return EXIT_DRIFT
+        written = output.write(result.artifacts, out_dir)
+        if fmt is Format.json:
+            from compiler.plan import to_dict
+
+            print(json.dumps({"ok": True, "out": str(out_dir), "files": sorted(result.artifacts),
+                              "plan": to_dict(result.plan)}, indent=2, sort_keys=True))
+        elif not quiet:
+            try:
+                from compiler.report.summary import print_summary
+
+                print_summary(result.plan, _stdout())
+            except ImportError:
+                pass
+            print(f"wrote {len(result.artifacts)} files to {written}")
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
+@app.command()
+def validate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
+             fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+    """Check SPEC against the schema and the semantic rules; print every error at once."""
+
+    def body() -> int:
+        from compiler import pipeline
+
+        parsed, _, _ = pipeline.validate(spec, str(catalog) if catalog else None)
+        if fmt is Format.json:
+            print(json.dumps({"ok": True, "diagnostics": [], "spec": parsed.name}, indent=2))
+        else:
+            print(f"{spec}: ok ({len(parsed.workloads)} workloads, {len(parsed.sites)} sites)")
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
+@app.command()
+def estimate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
+             fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+    """Show, per workload, every candidate considered and why options were rejected."""
+
+    def body() -> int:
+        from compiler import pipeline
+        from compiler.estimate import table
+
+        candidates, _ = pipeline.estimate(spec, str(catalog) if catalog else None)
+        if fmt is Format.json:
+            print(json.dumps(table.to_json(candidates), indent=2, sort_keys=True))
+        else:
+            table.render_table(candidates, _stdout())
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
+@app.command()
+def diff(plan_a: Path = typer.Argument(..., help="The old plan.json."),
+         plan_b: Path = typer.Argument(..., help="The new plan.json."),
+         fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+    """What changed between two plans: pools, placements, estimates and cost. Exit 0 always."""
+
+    def body() -> int:
+        from compiler import diff as plan_diff
+        from compiler.plan import from_dict
+
+        plans = []
+        for path in (plan_a, plan_b):
+            try:
+                plans.append(from_dict(json.loads(Path(path).read_text(encoding="utf-8"))))
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                print(f"{path}: error[E009]: not a readable plan.json ({type(exc).__name__}: {exc})",
+                      file=sys.stderr)
+                return EXIT_INVALID
+        d = plan_diff.diff_plans(*plans)
+        if fmt is Format.json:
+            print(json.dumps(plan_diff.diff_to_json(d), indent=2, sort_keys=True))
+        else:
+            plan_diff.render_diff(d, _stdout())
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
+@app.command("catalog")
+def catalog_cmd(catalog: Optional[Path] = CatalogOpt,
+                section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, onprem, fabrics, storage or models."),
+                fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+    """Print the hardware, price and model catalog (with any overlay applied)."""
+
+    def body() -> int:
+        from compiler import pipeline
+        from compiler.catalog import tables
+
+        cat = pipeline.load_catalog(str(catalog) if catalog else None)
+        if fmt is Format.json:
+            print(json.dumps(tables.catalog_to_json(cat), indent=2, sort_keys=True))
+        else:
+            tables.render_catalog(cat, _stdout(), section)
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
+COMMANDS = {"compile", "validate", "estimate", "diff", "catalog"}
+TOP_LEVEL_FLAGS = {"--help", "-h", "--version"}
+
+
+def _route(argv: list[str]) -> list[str]:
+    """`infra-compile SPEC ...` means `infra-compile compile SPEC ...`."""
+    if argv and argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL_FLAGS:
+        return ["compile", *argv]
+    return argv
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _route(list(sys.argv[1:] if argv is None else argv))
+    if args == ["--version"]:
+        from compiler import __version__
+
+        print(f"infra-compile {__version__}")
+        raise SystemExit(0)
+    # click exits 2 on usage errors, which is the contract's "invalid input".
+    app(args=args, prog_name="infra-compile")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Diagnostics: errors for people.
+
+Every stage that can reject input returns or raises a list of `Diagnostic`s, never
+a bare exception. They are rendered like a compiler's messages:
+
+    spec.yaml:14:13: error[E102] at $.workloads[0].tokens: must be > 0, got -5
+       14 |     tokens: -5
+          |             ^
+       hint: ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+PathPart = str | int
+Path = tuple[PathPart, ...]
+
+
+def format_path(path: Sequence[PathPart]) -> str:
+    """Render a path as JSONPath: ('workloads', 0, 'tokens') -> $.workloads[0].tokens."""
+    out = "$"
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.replace("_", "").replace("-", "").isalnum() and not part[:1].isdigit():
+            out += f".{part}"
+        else:
+            out += "[" + repr(part) + "]"
+    return out
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """1-based line and column in a source file."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    path: Path = ()
+    position: Position | None = None
+    hint: str | None = None
+    severity: str = "error"
+
+    def sort_key(self) -> tuple:
+        pos = self.position or Position(10**9, 0)
+        return (pos.line, pos.column, self.code, format_path(self.path), self.message)
+
+
+@dataclass(frozen=True)
+class Source:
+    """The text a diagnostic points into."""
+
+    filename: str
+    text: str = ""
+    lines: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def of(cls, filename: str, text: str) -> "Source":
+        return cls(filename, text, tuple(text.splitlines()))
+
+
+class CompileError(Exception):
+    """Raised by a stage with every diagnostic it found; the CLI prints them and exits.
+
+    `exit_code` follows the CLI contract: 2 invalid input, 3 infeasible, 4 drift,
+    5 no plan in time.
+    """
+
+    def __init__(self, diagnostics: Iterable[Diagnostic], exit_code: int = 2,
+                 source: Source | None = None):
+        self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
+        self.exit_code = exit_code
+        self.source = source
+        super().__init__("\n".join(d.message for d in self.diagnostics))
+
+
+def render(diagnostic: Diagnostic, source: Source | None) -> str:
+    """One diagnostic as text: header line, source line with caret, hint."""
+    filename = source.filename if source else "<spec>"
+    where = ""
+    if diagnostic.position is not None:
+        where = f"{diagnostic.position.line}:{diagnostic.position.column}:"
+    else:
+        where = ""
+    at = f" at {format_path(diagnostic.path)}" if diagnostic.path or diagnostic.position else ""
+    head = f"{filename}:{where} {diagnostic.severity}[{diagnostic.code}]{at}: {diagnostic.message}"
+    out = [head]
+    pos = diagnostic.position
+    if source is not None and pos is not None and 1 <= pos.line <= len(source.lines):
+        text = source.lines[pos.line - 1].replace("\t", " ")
+        gutter = f"{pos.line:>5}"
+        out.append(f"{gutter} | {text}")
+        out.append(f"{' ' * len(gutter)} | {' ' * (pos.column - 1)}^")
+    if diagnostic.hint:
+        out.append(f"   hint: {diagnostic.hint}")
+    return "\n".join(out)
+
+
+def render_all(diagnostics: Iterable[Diagnostic], source: Source | None) -> str:
+    items = sorted(diagnostics, key=Diagnostic.sort_key)
+    return "\n".join(render(d, source) for d in items)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A 'did you mean' hint for a misspelt key or enum value, or None."""
+    import difflib
+
+    match = difflib.get_close_matches(str(word), sorted(set(map(str, choices))), n=1, cutoff=0.6)
+    return f"did you mean '{match[0]}'?" if match else None

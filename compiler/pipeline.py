@@ -1,0 +1,106 @@
+"""The stage calls, in order, and nothing else.
+
+    load -> validate -> estimate -> optimize (formulate + solve) -> render -> write
+
+Heavy modules (pulp, jinja2, matplotlib) are imported inside the stage that needs
+them so `infra-compile --help` and `validate` start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+
+class StageNotBuilt(Exception):
+    """A pipeline stage whose code has not landed yet; never replaced by a made-up result."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        super().__init__(f"the {stage} stage is not built yet")
+
+
+def _stage(module: str, func: str, stage: str) -> Callable[..., Any]:
+    try:
+        fn = getattr(importlib.import_module(module), func, None)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("compiler"):
+            raise StageNotBuilt(stage) from None
+        raise
+    if fn is None:
+        raise StageNotBuilt(stage)
+    return fn
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    catalog: str | None = None        # overlay file (--catalog)
+    solver: str = "cbc"
+    time_limit: float | None = None
+    gap: float | None = None
+    progress: Callable[[str], None] | None = None
+
+
+def load_catalog(overlay: str | None = None):
+    return _stage("compiler.catalog", "load_catalog", "catalog")(overlay)
+
+
+def validate(spec_path: str | Path, catalog_overlay: str | None = None):
+    """load + validate: (Spec, Catalog) or CompileError with every problem."""
+    from compiler.source import load
+
+    doc = load(spec_path)
+    catalog = load_catalog(catalog_overlay)
+    spec = _stage("compiler.validate", "validate", "validate")(doc, catalog)
+    return spec, catalog, doc
+
+
+def estimate(spec_path: str | Path, catalog_overlay: str | None = None):
+    spec, catalog, doc = validate(spec_path, catalog_overlay)
+    candidates = _stage("compiler.estimate", "estimate", "estimate")(spec, catalog)
+    return candidates, doc
+
+
+@dataclass(frozen=True)
+class Result:
+    plan: Any
+    artifacts: Mapping[str, str]   # relative path -> text, everything the compile writes
+
+
+def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
+    """Every stage; returns the plan and the artifacts without touching the disk."""
+    from compiler.diagnostics import CompileError
+
+    candidates, doc = estimate(spec_path, options.catalog)
+    optimize = _stage("compiler.optimize", "optimize", "optimize")
+    solve_options = _stage("compiler.optimize", "SolveOptions", "optimize")(
+        solver=options.solver, time_limit=options.time_limit, gap=options.gap,
+        progress=options.progress)
+    try:
+        plan = optimize(candidates, solve_options)
+    except CompileError as exc:
+        # Infeasibility diagnostics name spec paths; give them positions in the spec.
+        raise _positioned(exc, doc) from None
+    catalog = candidates.catalog
+    return Result(plan, render_artifacts(plan, catalog))
+
+
+def render_artifacts(plan, catalog) -> dict[str, str]:
+    from compiler.plan import to_json
+
+    artifacts: dict[str, str] = {"plan.json": to_json(plan)}
+    artifacts.update(_stage("compiler.render", "render", "render")(plan, catalog))
+    artifacts.update(_stage("compiler.report", "render_report", "report")(plan, catalog))
+    return dict(sorted(artifacts.items()))
+
+
+def _positioned(exc, doc):
+    from dataclasses import replace
+
+    from compiler.diagnostics import CompileError
+
+    diags = [d if d.position is not None or not d.path else replace(d, position=doc.position(d.path))
+             for d in exc.diagnostics]
+    return CompileError(diags, exc.exit_code, exc.source or doc.source)

@@ -1,0 +1,184 @@
+"""The load stage: YAML text -> Document (plain values + a path -> position map).
+
+YAML is composed (not constructed) with pyyaml's safe machinery so every value keeps
+its line and column; values are then built by hand so we can enforce limits on size,
+nesting depth and alias expansion (a "billion laughs" file is refused quickly) and
+report duplicate keys and non-finite numbers, which pyyaml accepts silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any, Mapping
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from compiler.diagnostics import CompileError, Diagnostic, Path, Position, Source
+
+MAX_BYTES = 1 << 20          # 1 MiB: a platform spec is a few KiB
+MAX_DEPTH = 32               # the spec language nests five levels deep
+MAX_NODES = 200_000          # values after alias expansion
+MAX_ALIASES = 1_000          # alias references
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed spec: the plain data and where each value and key came from."""
+
+    data: Any
+    source: Source
+    value_positions: Mapping[Path, Position]
+    key_positions: Mapping[Path, Position]
+
+    def position(self, path: Path, *, key: bool = False) -> Position | None:
+        """Position of `path` (its key when `key`), else of its nearest ancestor."""
+        path = tuple(path)
+        if key and path in self.key_positions:
+            return self.key_positions[path]
+        while True:
+            if path in self.value_positions:
+                return self.value_positions[path]
+            if not path:
+                return None
+            path = path[:-1]
+
+
+class _Builder:
+    def __init__(self, source: Source):
+        self.source = source
+        self.constructor = SafeConstructor()
+        self.values: dict[Path, Position] = {}
+        self.keys: dict[Path, Position] = {}
+        self.errors: list[Diagnostic] = []
+        self.nodes = 0
+        self.aliases = 0
+        self.seen_nodes: set[int] = set()
+
+    @staticmethod
+    def _pos(node: Node) -> Position:
+        return Position(node.start_mark.line + 1, node.start_mark.column + 1)
+
+    def _fatal(self, code: str, message: str, node: Node, path: Path, hint: str | None = None):
+        self.errors.append(Diagnostic(code, message, path, self._pos(node), hint))
+        raise CompileError(self.errors, 2, self.source)
+
+    def build(self, node: Node, path: Path, depth: int) -> Any:
+        self.nodes += 1
+        if id(node) in self.seen_nodes:
+            # The same node reached twice: an alias. Count expansions, not just references.
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                self._fatal("E005", f"too many alias expansions (more than {MAX_ALIASES})",
+                            node, path, "a spec has no need of YAML anchors at this scale")
+        self.seen_nodes.add(id(node))
+        if self.nodes > MAX_NODES:
+            self._fatal("E005", f"document expands to more than {MAX_NODES} values",
+                        node, path, "YAML aliases may be expanding exponentially")
+        if depth > MAX_DEPTH:
+            self._fatal("E004", f"nesting deeper than {MAX_DEPTH} levels", node, path)
+        self.values.setdefault(path, self._pos(node))
+        if isinstance(node, ScalarNode):
+            return self._scalar(node, path)
+        if isinstance(node, SequenceNode):
+            return [self.build(item, path + (i,), depth + 1) for i, item in enumerate(node.value)]
+        if isinstance(node, MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    self._fatal("E003", "YAML merge keys ('<<') are not supported", key_node, path)
+                if not isinstance(key_node, ScalarNode):
+                    self._fatal("E003", "mapping keys must be plain scalars", key_node, path)
+                key = self._scalar(key_node, path)
+                if not isinstance(key, str):
+                    key = str(key)
+                child = path + (key,)
+                if key in out:
+                    first = self.keys.get(child)
+                    where = f" (first at line {first.line})" if first else ""
+                    self.errors.append(Diagnostic("E006", f"duplicate key '{key}'{where}", child,
+                                                  self._pos(key_node), "remove one of the two"))
+                    continue
+                self.keys[child] = self._pos(key_node)
+                out[key] = self.build(value_node, child, depth + 1)
+            return out
+        self._fatal("E003", "unsupported YAML node", node, path)
+
+    def _scalar(self, node: ScalarNode, path: Path) -> Any:
+        try:
+            value = self.constructor.construct_object(node)
+        except yaml.YAMLError as exc:
+            self.errors.append(Diagnostic("E003", f"bad scalar: {exc.problem or exc}", path,
+                                          self._pos(node)))
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            self.errors.append(Diagnostic("E007", f"number must be finite, got {node.value}", path,
+                                          self._pos(node), "write a plain number"))
+            return None
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            # Timestamps, binary, sets: nothing in the spec language uses them.
+            return node.value
+        return value
+
+
+def parse(text: str, filename: str = "<spec>") -> Document:
+    """Parse YAML text into a Document, or raise CompileError with every problem found."""
+    source = Source.of(filename, text)
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2, source)
+    try:
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        pos = Position(mark.line + 1, mark.column + 1) if mark else None
+        msg = f"invalid YAML: {exc.problem or exc.context or 'syntax error'}"
+        raise CompileError([Diagnostic("E003", msg, (), pos)], 2, source) from None
+    except (yaml.YAMLError, RecursionError, ValueError) as exc:
+        raise CompileError([Diagnostic("E003", f"invalid YAML: {exc}")], 2, source) from None
+    if len(nodes) != 1 or nodes[0] is None:
+        what = "empty" if not nodes or nodes[0] is None else f"{len(nodes)} YAML documents"
+        raise CompileError([Diagnostic("E008", f"the spec must be one YAML mapping; file is {what}",
+                                       (), Position(1, 1))], 2, source)
+    builder = _Builder(source)
+    try:
+        data = builder.build(nodes[0], (), 0)
+    except RecursionError:
+        raise CompileError([Diagnostic("E004", f"nesting deeper than {MAX_DEPTH} levels")], 2,
+                           source) from None
+    if builder.errors:
+        raise CompileError(builder.errors, 2, source)
+    if not isinstance(data, dict):
+        raise CompileError([Diagnostic("E008", "the spec must be a YAML mapping at the top level",
+                                       (), Position(1, 1))], 2, source)
+    return Document(data, source, dict(builder.values), dict(builder.keys))
+
+
+def load(path: str | FsPath) -> Document:
+    """Read and parse a spec file."""
+    p = FsPath(path)
+    name = str(path)
+    try:
+        if p.stat().st_size > MAX_BYTES:
+            raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2,
+                               Source.of(name, ""))
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise CompileError([Diagnostic("E001", "no such file")], 2, Source.of(name, "")) from None
+    except IsADirectoryError:
+        raise CompileError([Diagnostic("E001", "is a directory, not a spec file")], 2,
+                           Source.of(name, "")) from None
+    except OSError as exc:
+        raise CompileError([Diagnostic("E001", f"cannot read: {exc.strerror}")], 2,
+                           Source.of(name, "")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CompileError([Diagnostic("E001", f"not UTF-8 text (byte {exc.start})")], 2,
+                           Source.of(name, "")) from None
+    if "\x00" in text:
+        raise CompileError([Diagnostic("E001", "binary file: contains NUL bytes")], 2,
+                           Source.of(name, "")) from None
+    return parse(text, name)

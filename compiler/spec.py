@@ -1,0 +1,199 @@
+"""The Spec: the validated, typed, frozen form of a spec file.
+
+Built by `compiler.validate` from a Document once the JSON Schema and the semantic
+checks pass. Units are normalised, defaults filled; the raw dict never travels past
+validation. Every workload and site remembers its JSON path so later stages
+(formulate, explain) can trace a constraint back to the spec text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
+PRICING_OPTIONS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+Precision = Literal["fp32", "bf16", "fp8"]
+Quantization = Literal["bf16", "fp8", "int8", "int4"]
+Orchestrator = Literal["slurm", "kubernetes"]
+HOURS_PER_MONTH = 730.0  # 8760 h / 12: the convention cloud price sheets use
+
+
+@dataclass(frozen=True)
+class InlineModel:
+    """A model defined in the spec rather than taken from the catalog."""
+
+    name: str
+    arch: Literal["dense", "moe"]
+    params_b: float
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    ffn_hidden: int
+    active_params_b: float | None = None  # MoE: parameters used per token
+    experts: int | None = None
+    experts_per_token: int | None = None
+
+
+@dataclass(frozen=True)
+class CloudSite:
+    name: str
+    provider: Literal["aws", "gcp", "azure"]
+    region: str
+    pricing: tuple[str, ...] = ("on_demand",)
+    quotas: Mapping[str, int] = field(default_factory=dict)  # GPU type -> GPUs at once
+    path: str = ""
+    type: Literal["cloud"] = "cloud"
+
+
+@dataclass(frozen=True)
+class OwnedNodes:
+    instance: str  # an on-prem node model from the catalog
+    nodes: int
+
+
+@dataclass(frozen=True)
+class OnPremSite:
+    name: str
+    power_kw: float
+    electricity_usd_per_kwh: float
+    pue: float
+    max_racks: int
+    rack_power_kw: float | None = None
+    max_gpus: int | None = None
+    owned: tuple[OwnedNodes, ...] = ()
+    path: str = ""
+    type: Literal["on_prem"] = "on_prem"
+
+
+Site = CloudSite | OnPremSite
+
+
+@dataclass(frozen=True)
+class Policy:
+    placement: Literal["cloud", "on_prem", "hybrid"] = "hybrid"
+    allowed_gpus: tuple[str, ...] | None = None
+    max_cloud_share: float | None = None
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Any subset of a workload's choice, fixed by the user."""
+
+    gpu: str | None = None
+    gpus: int | None = None
+    site: str | None = None
+    pricing: str | None = None
+    instance: str | None = None
+
+
+@dataclass(frozen=True)
+class Data:
+    dataset_tb: float = 0.0
+    home: str | None = None  # site name where the data lives
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    interval_min: float = 60.0
+    keep: int = 3
+
+
+@dataclass(frozen=True)
+class TrainingWindow:
+    start_month: int = 0
+    deadline_days: float | None = None  # None: may run until the end of the horizon
+
+
+@dataclass(frozen=True)
+class InferenceWindow:
+    start_month: int = 0  # runs from start_month to the end of the horizon
+
+
+@dataclass(frozen=True)
+class Traffic:
+    peak_rps: float
+    input_tokens: int
+    output_tokens: int
+    growth_per_month: float = 0.0
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_p99_ms: float
+    tpot_p99_ms: float
+    availability: float = 0.99
+
+
+@dataclass(frozen=True)
+class TrainingWorkload:
+    name: str
+    model: str | InlineModel
+    window: TrainingWindow
+    # LLM: tokens (+ seq_len). Vision: samples + epochs.
+    tokens: float | None = None
+    seq_len: int = 4096
+    samples: int | None = None
+    epochs: float | None = None
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    interruptible: bool = False
+    data: Data | None = None
+    checkpoint: Checkpoint = Checkpoint()
+    orchestrator: str = "slurm"
+    sites: tuple[str, ...] | None = None
+    pin: Pin | None = None
+    path: str = ""
+    kind: Literal["training"] = "training"
+
+    @property
+    def model_name(self) -> str:
+        return self.model if isinstance(self.model, str) else self.model.name
+
+
+@dataclass(frozen=True)
+class InferenceWorkload:
+    name: str
+    model: str | InlineModel
+    traffic: Traffic
+    slo: Slo
+    window: InferenceWindow = InferenceWindow()
+    quantization: str = "bf16"
+    data: Data | None = None
+    orchestrator: str = "kubernetes"
+    sites: tuple[str, ...] | None = None
+    pin: Pin | None = None
+    path: str = ""
+    kind: Literal["inference"] = "inference"
+
+    @property
+    def model_name(self) -> str:
+        return self.model if isinstance(self.model, str) else self.model.name
+
+
+Workload = TrainingWorkload | InferenceWorkload
+
+
+@dataclass(frozen=True)
+class Spec:
+    api_version: str
+    name: str
+    horizon_months: int
+    sites: tuple[Site, ...]
+    policy: Policy
+    workloads: tuple[Workload, ...]
+    sha256: str = ""   # of the spec file's bytes, for plan.json
+
+    def site(self, name: str) -> Site:
+        for s in self.sites:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def workload(self, name: str) -> Workload:
+        for w in self.workloads:
+            if w.name == name:
+                return w
+        raise KeyError(name)
