@@ -9,6 +9,7 @@ report duplicate keys and non-finite numbers, which pyyaml accepts silently.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Mapping
@@ -21,8 +22,44 @@ from compiler.diagnostics import CompileError, Diagnostic, Path, Position, Sourc
 
 MAX_BYTES = 1 << 20          # 1 MiB: a platform spec is a few KiB
 MAX_DEPTH = 32               # the spec language nests five levels deep
+MAX_EVENT_DEPTH = 100        # refused before composing: pyyaml's composer recurses
 MAX_NODES = 200_000          # values after alias expansion
 MAX_ALIASES = 1_000          # alias references
+
+
+class _Loader(yaml.SafeLoader):
+    """pyyaml's safe loader, but `2.0e12` and `1e9` are numbers as in YAML 1.2.
+
+    YAML 1.1 (pyyaml) demands a dot and a signed exponent, so the DESIGN.md example's
+    `tokens: 2.0e12` would otherwise arrive as a string.
+    """
+
+
+_FLOAT = "tag:yaml.org,2002:float"
+_Loader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != _FLOAT]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_FLOAT, re.compile(r"""^(?:
+     [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
+
+
+def _check_depth(text: str, source: Source) -> None:
+    """Refuse deep nesting from the event stream, before the recursive composer sees it."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_EVENT_DEPTH:
+                mark = event.start_mark
+                raise CompileError([Diagnostic("E004", f"nesting deeper than {MAX_DEPTH} levels", (),
+                                               Position(mark.line + 1, mark.column + 1))], 2, source)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 @dataclass(frozen=True)
@@ -130,7 +167,8 @@ def parse(text: str, filename: str = "<spec>") -> Document:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2, source)
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        _check_depth(text, source)
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = Position(mark.line + 1, mark.column + 1) if mark else None
