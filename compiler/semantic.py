@@ -1,0 +1,369 @@
+"""Semantic checks of a spec: what JSON Schema cannot express (codes E2xx).
+
+These run on the raw data even when the schema found problems, so one run reports
+every mistake; each check therefore looks only at values of the right type and
+leaves the rest to the schema's own diagnostics.
+
+  E201 duplicate site or workload name
+  E202 reference to a site that does not exist (`sites`, `data.home`, `pin.site`)
+  E203 pin or site restriction disagrees with the policy
+  E204 pinned pricing that the pinned site does not offer
+  E205 spot pricing pinned on a workload that is not interruptible
+  E206 pinned instance unknown, or at odds with the pinned GPU, site or region
+  E207 window outside the planning horizon
+  E208 training amount does not fit the model (tokens for LLMs, samples + epochs for vision)
+  E209 unknown catalog model
+  E210 inference workload with a non-LLM model
+  E211 unknown GPU (policy.allowed_gpus, quotas, pin.gpu)
+  E212 owned hardware that is not a catalog on-prem node model
+  E213 placement with no site of the type it needs
+  E214 inline model whose figures contradict each other
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from compiler.catalog.model import Catalog
+from compiler.diagnostics import Diagnostic, Path, did_you_mean
+from compiler.source import Document
+
+DAYS_PER_MONTH = 30.4167  # 365 / 12
+CLOUD_PRICING = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+ONPREM_PRICING = ("owned", "purchase")
+
+
+def check(doc: Document, data: Any, catalog: Catalog) -> list[Diagnostic]:
+    if not isinstance(data, dict):
+        return []
+    return list(_Checker(doc, data, catalog).run())
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _int(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return None
+
+
+def _num(v: Any) -> float | None:
+    return None if isinstance(v, bool) or not isinstance(v, (int, float)) else float(v)
+
+
+def _dict(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v: Any) -> list:
+    return v if isinstance(v, list) else []
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+class _Checker:
+    def __init__(self, doc: Document, data: dict, catalog: Catalog):
+        self.doc, self.data, self.catalog = doc, data, catalog
+        self.sites: dict[str, dict] = {}
+        for s in _list(data.get("sites")):
+            name = _str(_dict(s).get("name"))
+            if name is not None:
+                self.sites.setdefault(name, s)
+        self.policy = _dict(data.get("policy"))
+        self.placement = _str(self.policy.get("placement")) or "hybrid"
+        allowed = self.policy.get("allowed_gpus")
+        self.allowed_gpus = ({g for g in allowed if isinstance(g, str)}
+                             if isinstance(allowed, list) else None)
+
+    def diag(self, code: str, path: Path, message: str, hint: str | None = None,
+             key: bool = False) -> Diagnostic:
+        return Diagnostic(code, message, path, self.doc.position(path, key=key), hint)
+
+    def run(self) -> Iterator[Diagnostic]:
+        yield from self.unique_names("sites", "site")
+        yield from self.unique_names("workloads", "workload")
+        yield from self.policy_checks()
+        for i, s in enumerate(_list(self.data.get("sites"))):
+            if isinstance(s, dict):
+                yield from self.site_checks(("sites", i), s)
+        for i, w in enumerate(_list(self.data.get("workloads"))):
+            if isinstance(w, dict):
+                yield from self.workload_checks(("workloads", i), w)
+
+    # ------------------------------------------------------------------ names and references
+
+    def unique_names(self, section: str, what: str) -> Iterator[Diagnostic]:
+        first: dict[str, int] = {}
+        for i, item in enumerate(_list(self.data.get(section))):
+            name = _str(_dict(item).get("name"))
+            if name is None:
+                continue
+            if name in first:
+                pos = self.doc.position((section, first[name], "name"))
+                where = f" (first at line {pos.line})" if pos else ""
+                yield self.diag("E201", (section, i, "name"),
+                                f"duplicate {what} name '{name}'{where}",
+                                f"every {what} needs its own name")
+            else:
+                first[name] = i
+
+    def site_ref(self, path: Path, name: Any) -> Iterator[Diagnostic]:
+        # With no readable list of sites the schema has said so; no cascade of unknowns.
+        if not isinstance(self.data.get("sites"), list):
+            return
+        if isinstance(name, str) and name not in self.sites:
+            hint = did_you_mean(name, self.sites) or (
+                "sites are: " + ", ".join(sorted(self.sites)) if self.sites else None)
+            yield self.diag("E202", path, f"unknown site '{name}'", hint)
+
+    def gpu_ref(self, path: Path, gpu: Any, key: bool = False) -> Iterator[Diagnostic]:
+        if isinstance(gpu, str) and gpu not in self.catalog.gpus:
+            hint = did_you_mean(gpu, self.catalog.gpus) or (
+                "catalog GPUs: " + ", ".join(sorted(self.catalog.gpus)))
+            yield self.diag("E211", path, f"unknown GPU '{gpu}'", hint, key=key)
+
+    # ------------------------------------------------------------------ policy and sites
+
+    def policy_checks(self) -> Iterator[Diagnostic]:
+        for i, gpu in enumerate(_list(self.policy.get("allowed_gpus"))):
+            yield from self.gpu_ref(("policy", "allowed_gpus", i), gpu)
+        if self.placement in ("cloud", "on_prem") and isinstance(self.data.get("sites"), list):
+            types = {_dict(s).get("type") for s in self.data["sites"]}
+            if self.placement not in types:
+                yield self.diag("E213", ("policy", "placement"),
+                                f"placement '{self.placement}' needs at least one site of type "
+                                f"{self.placement}",
+                                "add such a site, or use placement: hybrid")
+
+    def site_checks(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        for gpu in sorted(_dict(site.get("quotas")), key=str):
+            yield from self.gpu_ref(path + ("quotas", gpu), gpu, key=True)
+        nodes = self.catalog.onprem_nodes
+        for j, owned in enumerate(_list(site.get("owned"))):
+            inst = _str(_dict(owned).get("instance"))
+            if inst is None or inst in nodes:
+                continue
+            if inst in self.catalog.instances:
+                hint = (f"'{inst}' is a cloud instance; owned nodes are on-prem node models: "
+                        + ", ".join(sorted(nodes)))
+            else:
+                hint = did_you_mean(inst, nodes) or ("on-prem node models: "
+                                                     + ", ".join(sorted(nodes)))
+            yield self.diag("E212", path + ("owned", j, "instance"),
+                            f"unknown on-prem node model '{inst}'", hint)
+
+    # ------------------------------------------------------------------ workloads
+
+    def workload_checks(self, path: Path, w: dict) -> Iterator[Diagnostic]:
+        kind = w.get("kind")
+        for j, name in enumerate(_list(w.get("sites"))):
+            yield from self.site_ref(path + ("sites", j), name)
+        yield from self.site_ref(path + ("data", "home"), _dict(w.get("data")).get("home"))
+        yield from self.placement_of_sites(path, w)
+        family = yield from self.model_checks(path, w)
+        if kind == "training":
+            yield from self.training_amounts(path, w, family)
+        elif kind == "inference" and family == "vision":
+            yield self.diag("E210", path + ("model",),
+                            f"inference needs an LLM; '{w['model']}' is a vision model")
+        yield from self.window_checks(path, w)
+        if isinstance(w.get("pin"), dict):
+            yield from self.pin_checks(path, w, w["pin"])
+
+    def placement_of_sites(self, path: Path, w: dict) -> Iterator[Diagnostic]:
+        names = [n for n in _list(w.get("sites")) if isinstance(n, str) and n in self.sites]
+        if self.placement == "hybrid" or not names:
+            return
+        if all(_dict(self.sites[n]).get("type") != self.placement for n in names):
+            yield self.diag("E203", path + ("sites",),
+                            f"none of this workload's sites is of type {self.placement}, "
+                            f"as policy.placement '{self.placement}' requires")
+
+    def model_checks(self, path: Path, w: dict):
+        """Yields diagnostics; returns the model family (llm | vision) or None if unknown."""
+        model = w.get("model")
+        mpath = path + ("model",)
+        if isinstance(model, dict):
+            yield from self.inline_model(mpath, model)
+            return "llm"
+        if not isinstance(model, str) or not model:
+            return None
+        known = self.catalog.models.get(model)
+        if known is None:
+            hint = did_you_mean(model, self.catalog.models) or (
+                "use a catalog model (infra-compile catalog) or define it inline with "
+                "params_b, layers, hidden, heads, kv_heads, vocab, ffn_hidden, arch")
+            yield self.diag("E209", mpath, f"unknown model '{model}'", hint)
+            return None
+        return known.family
+
+    def inline_model(self, path: Path, m: dict) -> Iterator[Diagnostic]:
+        hidden, heads, kv = _int(m.get("hidden")), _int(m.get("heads")), _int(m.get("kv_heads"))
+        if hidden and heads and hidden % heads:
+            yield self.diag("E214", path + ("hidden",),
+                            f"hidden {hidden} is not a multiple of heads {heads}")
+        if heads and kv and heads % kv:
+            yield self.diag("E214", path + ("kv_heads",),
+                            f"heads {heads} is not a multiple of kv_heads {kv}")
+        total, active = _num(m.get("params_b")), _num(m.get("active_params_b"))
+        if total and active and active > total:
+            yield self.diag("E214", path + ("active_params_b",),
+                            f"active_params_b {_fmt(active)} exceeds params_b {_fmt(total)}")
+        experts, per_token = _int(m.get("experts")), _int(m.get("experts_per_token"))
+        if experts and per_token and per_token > experts:
+            yield self.diag("E214", path + ("experts_per_token",),
+                            f"experts_per_token {per_token} exceeds experts {experts}")
+        if m.get("arch") == "dense":
+            for k in ("active_params_b", "experts", "experts_per_token"):
+                if k in m:
+                    yield self.diag("E214", path + (k,), f"'{k}' applies to arch moe only",
+                                    "set arch: moe, or remove it", key=True)
+
+    def training_amounts(self, path: Path, w: dict, family: str | None) -> Iterator[Diagnostic]:
+        if family is None:
+            return
+        model = w["model"] if isinstance(w["model"], str) else "this inline model"
+        if family == "vision":
+            if "tokens" in w:
+                yield self.diag("E208", path + ("tokens",),
+                                f"'tokens' is for LLM training; '{model}' is a vision model",
+                                "give samples and epochs instead", key=True)
+            missing = [k for k in ("samples", "epochs") if k not in w]
+            if missing:
+                yield self.diag("E208", path + ("model",),
+                                f"vision training needs {' and '.join(repr(k) for k in missing)}",
+                                key=True)
+        else:
+            for k in ("samples", "epochs"):
+                if k in w:
+                    yield self.diag("E208", path + (k,),
+                                    f"'{k}' is for vision training; {_quote(model)} is an LLM",
+                                    "give tokens instead", key=True)
+            if "tokens" not in w:
+                yield self.diag("E208", path + ("model",), "LLM training needs 'tokens'",
+                                "the number of training tokens, e.g. tokens: 2.0e12", key=True)
+
+    def window_checks(self, path: Path, w: dict) -> Iterator[Diagnostic]:
+        horizon = _int(self.data.get("horizon_months"))
+        window = _dict(w.get("window"))
+        if horizon is None or horizon < 1:
+            return
+        start = _int(window.get("start_month"))
+        if start is not None and start >= horizon:
+            yield self.diag("E207", path + ("window", "start_month"),
+                            f"start_month {start} is not within the {horizon}-month horizon "
+                            f"(0..{horizon - 1})")
+            return
+        deadline = _num(window.get("deadline_days"))
+        if w.get("kind") == "training" and deadline is not None and deadline > 0:
+            start = start if start is not None and start >= 0 else 0
+            end = start * DAYS_PER_MONTH + deadline
+            limit = horizon * DAYS_PER_MONTH
+            if end > limit + 1e-9:
+                yield self.diag("E207", path + ("window", "deadline_days"),
+                                f"window ends on day {_fmt(round(end, 1))} (start_month {start} + "
+                                f"{_fmt(deadline)} days), after the {horizon}-month horizon "
+                                f"ends on day {_fmt(round(limit, 1))}",
+                                "shorten the deadline or lengthen horizon_months")
+
+    # ------------------------------------------------------------------ pins
+
+    def pin_checks(self, path: Path, w: dict, pin: dict) -> Iterator[Diagnostic]:
+        ppath = path + ("pin",)
+        gpu, site_name = _str(pin.get("gpu")), _str(pin.get("site"))
+        pricing, inst_name = _str(pin.get("pricing")), _str(pin.get("instance"))
+        yield from self.gpu_ref(ppath + ("gpu",), gpu)
+        yield from self.site_ref(ppath + ("site",), site_name)
+        site = _dict(self.sites.get(site_name)) if site_name else {}
+        site_type = site.get("type")
+
+        # Policy.
+        if gpu and self.allowed_gpus is not None and gpu not in self.allowed_gpus \
+                and gpu in self.catalog.gpus:
+            yield self.diag("E203", ppath + ("gpu",),
+                            f"pinned gpu '{gpu}' is not in policy.allowed_gpus")
+        if site_type in ("cloud", "on_prem") and self.placement not in ("hybrid", site_type):
+            yield self.diag("E203", ppath + ("site",),
+                            f"pinned site '{site_name}' is {site_type} but policy.placement "
+                            f"is '{self.placement}'")
+        restricted = w.get("sites")
+        if site and isinstance(restricted, list) and site_name not in restricted:
+            yield self.diag("E203", ppath + ("site",),
+                            f"pinned site '{site_name}' is not in this workload's sites")
+
+        # Pricing.
+        if pricing:
+            if site_type == "cloud" and pricing in ONPREM_PRICING:
+                yield self.diag("E204", ppath + ("pricing",),
+                                f"pricing '{pricing}' is for on_prem sites; '{site_name}' is "
+                                "a cloud site")
+            elif site_type == "on_prem" and pricing in CLOUD_PRICING:
+                yield self.diag("E204", ppath + ("pricing",),
+                                f"pricing '{pricing}' is for cloud sites; '{site_name}' is "
+                                "on_prem", "use owned or purchase")
+            elif site_type == "cloud":
+                offered = site.get("pricing", ["on_demand"])
+                if isinstance(offered, list) and pricing not in offered:
+                    yield self.diag("E204", ppath + ("pricing",),
+                                    f"site '{site_name}' does not offer pricing '{pricing}'",
+                                    f"add {pricing} to the pricing list of site '{site_name}'")
+            if pricing == "spot" and w.get("kind") == "inference":
+                yield self.diag("E205", ppath + ("pricing",),
+                                "an inference workload cannot be pinned to spot pricing")
+            elif pricing == "spot" and w.get("interruptible") is not True:
+                yield self.diag("E205", ppath + ("pricing",),
+                                "pricing 'spot' needs interruptible: true",
+                                "spot nodes can be reclaimed; set interruptible: true if the job "
+                                "checkpoints and restarts")
+
+        if inst_name:
+            yield from self.pinned_instance(ppath, inst_name, gpu, site_name, site, pricing)
+
+    def pinned_instance(self, ppath: Path, name: str, gpu: str | None, site_name: str | None,
+                        site: dict, pricing: str | None) -> Iterator[Diagnostic]:
+        ipath = ppath + ("instance",)
+        cloud, onprem = self.catalog.instances.get(name), self.catalog.onprem_nodes.get(name)
+        if cloud is None and onprem is None:
+            choices = list(self.catalog.instances) + list(self.catalog.onprem_nodes)
+            yield self.diag("E206", ipath, f"unknown instance '{name}'",
+                            did_you_mean(name, choices))
+            return
+        inst_gpu = cloud.gpu if cloud else onprem.gpu
+        if gpu and gpu in self.catalog.gpus and inst_gpu != gpu:
+            yield self.diag("E206", ipath,
+                            f"instance '{name}' has {inst_gpu} GPUs, but pin.gpu is '{gpu}'")
+        if self.allowed_gpus is not None and inst_gpu not in self.allowed_gpus and not gpu:
+            yield self.diag("E203", ipath, f"pinned instance '{name}' has {inst_gpu} GPUs, "
+                                           "which policy.allowed_gpus does not allow")
+        site_type = site.get("type")
+        if onprem is not None and site_type == "cloud":
+            yield self.diag("E206", ipath, f"'{name}' is an on-prem node model, but site "
+                                           f"'{site_name}' is a cloud site")
+        elif cloud is not None and site_type == "on_prem":
+            yield self.diag("E206", ipath, f"'{name}' is a cloud instance, but site "
+                                           f"'{site_name}' is on_prem")
+        elif cloud is not None and site_type == "cloud":
+            provider, region = site.get("provider"), site.get("region")
+            if isinstance(provider, str) and cloud.provider != provider:
+                yield self.diag("E206", ipath, f"instance '{name}' is a {cloud.provider} "
+                                               f"instance, but site '{site_name}' is {provider}")
+            elif isinstance(region, str) and region not in cloud.regions:
+                where = ", ".join(sorted(cloud.regions)) or "no region"
+                yield self.diag("E206", ipath, f"instance '{name}' has no price in {region}",
+                                f"the catalog prices it in: {where}")
+            elif pricing in CLOUD_PRICING and isinstance(region, str) \
+                    and cloud.price(region, pricing) is None:
+                yield self.diag("E206", ipath,
+                                f"instance '{name}' has no {pricing} price in {region}")
+
+
+def _quote(model: str) -> str:
+    return model if model == "this inline model" else f"'{model}'"

@@ -1,0 +1,316 @@
+"""The validate stage: Document -> Spec, or CompileError with every problem at once.
+
+Three passes over the loaded data, all of which always run so a user sees every
+mistake in one go:
+  1. JSON Schema (schemas/spec.schema.json, Draft 2020-12): shape, types, enums, ranges,
+     names. Each jsonschema error becomes a Diagnostic with a stable code (E1xx).
+  2. Semantic checks the schema cannot express (compiler.semantic, E2xx).
+  3. Only when both are clean: the frozen Spec, with defaults filled.
+
+Schema codes:
+  E101 unknown key            E105 not one of the allowed values
+  E102 out of range           E106 bad name (pattern)
+  E103 wrong type             E107 wrong number of items / not unique / empty
+  E104 missing required key
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterable
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from compiler import semantic
+from compiler.catalog.model import Catalog
+from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
+from compiler.resources import schema as load_schema
+from compiler.source import Document
+from compiler.spec import (Checkpoint, CloudSite, Data, InferenceWindow, InferenceWorkload,
+                           InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Traffic,
+                           TrainingWindow, TrainingWorkload)
+
+SCHEMA_NAME = "spec.schema.json"
+
+# YAML 1.1 (pyyaml) reads `2.0e12` as a string: its float syntax wants a signed exponent.
+# Every user and YAML 1.2 read it as a number, so such plain strings become floats.
+_EXPONENT_NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
+_NUMBER_WITH_UNIT = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)\s*[A-Za-z%/]+\s*$")
+
+_TYPE_WORDS = {"integer": "an integer", "number": "a number", "string": "a string",
+               "object": "a mapping", "array": "a list", "boolean": "true or false",
+               "null": "null"}
+
+
+# ----------------------------------------------------------------------------- entry point
+
+def validate(doc: Document, catalog: Catalog) -> Spec:
+    """Validate a loaded spec against the schema and the catalog; return the frozen Spec.
+
+    Raises CompileError (exit 2) with every diagnostic, sorted by position.
+    """
+    data = _normalise_numbers(doc.data)
+    diagnostics = schema_diagnostics(doc, data)
+    diagnostics += semantic.check(doc, data, catalog)
+    if diagnostics:
+        raise CompileError(_dedupe(diagnostics), 2, doc.source)
+    return build_spec(doc, data, catalog)
+
+
+def _normalise_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _normalise_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise_numbers(v) for v in value]
+    if isinstance(value, str) and _EXPONENT_NUMBER.match(value):
+        return float(value)
+    return value
+
+
+def _dedupe(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    seen: dict[tuple, Diagnostic] = {}
+    for d in diagnostics:
+        seen.setdefault((d.code, d.path, d.message), d)
+    return list(seen.values())
+
+
+# ----------------------------------------------------------------------------- schema errors
+
+def schema_diagnostics(doc: Document, data: Any) -> list[Diagnostic]:
+    spec_schema = load_schema(SCHEMA_NAME)
+    validator = Draft202012Validator(spec_schema)
+    out: list[Diagnostic] = []
+    for error in validator.iter_errors(data):
+        out.extend(_leaf_diagnostics(doc, error, spec_schema))
+    return out
+
+
+def _leaf_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[Diagnostic]:
+    # The schema discriminates with if/then (on `type` and `kind`), so errors arrive from
+    # the right branch. A oneOf/anyOf, should one be added, is reduced to its best branch.
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        return _leaf_diagnostics(doc, best_match(error.context), root)
+    return _to_diagnostics(doc, error, root)
+
+
+def _to_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[Diagnostic]:
+    path: Path = tuple(error.absolute_path)
+    value = error.instance
+    kind = error.validator
+    expected = error.validator_value
+
+    def at(code: str, message: str, hint: str | None = None, target: Path | None = None,
+           key: bool = False) -> Diagnostic:
+        where = path if target is None else target
+        return Diagnostic(code, message, path, doc.position(where, key=key), hint)
+
+    if kind == "additionalProperties" and isinstance(value, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        return [at("E101", f"unknown key '{k}'", _unknown_key_hint(k, allowed, error, root),
+                   target=path + (k,), key=True)
+                for k in sorted(value) if k not in allowed]
+    if kind == "required" and isinstance(value, dict):
+        missing = [f"'{k}'" for k in expected if k not in value]
+        if len(missing) == 1:
+            return [at("E104", f"missing required key {missing[0]}", key=True)]
+        listed = ", ".join(missing[:-1]) + " and " + missing[-1]
+        return [at("E104", f"missing required keys {listed}", key=True)]
+    if kind in _BOUNDS:
+        return [at("E102", f"must be {_BOUNDS[kind]} {_num(expected)}, got {_num(value)}")]
+    if kind == "type":
+        types = [expected] if isinstance(expected, str) else list(expected)
+        want = " or ".join(_TYPE_WORDS[t] for t in types)
+        hint = None
+        if isinstance(value, str) and _NUMBER_WITH_UNIT.match(value) and \
+                {"number", "integer"} & set(types):
+            hint = "write a plain number; the unit is in the key's name"
+        return [at("E103", f"must be {want}, got {_describe(value)}", hint)]
+    if kind == "enum":
+        choices = ", ".join(str(c) for c in expected)
+        hint = did_you_mean(value, map(str, expected)) if isinstance(value, str) else None
+        return [at("E105", f"must be one of {choices}, got {_describe(value)}", hint)]
+    if kind == "const":
+        hint = None
+        if path == ("apiVersion",):
+            hint = f"this compiler reads apiVersion {expected}"
+        return [at("E105", f"must be '{expected}', got {_describe(value)}", hint)]
+    if kind == "pattern":
+        if path and path[-1] == "region":
+            return [at("E106", f"bad region name {_describe(value)}: use the provider's region "
+                               "id, e.g. us-east-1, us-central1, eastus")]
+        return [at("E106", f"bad name {_describe(value)}: use lowercase letters, digits and '-', "
+                           "starting with a letter and ending with a letter or digit, "
+                           "at most 63 characters", _name_hint(value))]
+    if kind == "minItems":
+        n = expected
+        return [at("E107", f"must have at least {n} item{'s' if n != 1 else ''}, "
+                           f"got {len(value)}")]
+    if kind == "uniqueItems" and isinstance(value, list):
+        dup = next((v for i, v in enumerate(value) if v in value[:i]), None)
+        return [at("E107", f"items must be unique; {_describe(dup)} appears more than once")]
+    if kind == "minLength":
+        return [at("E107", "must not be empty")]
+    return [at("E103", error.message)]
+
+
+_BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+
+
+def _unknown_key_hint(key: str, allowed: list[str], error: ValidationError,
+                      root: dict) -> str | None:
+    hint = did_you_mean(key, allowed)
+    if hint:
+        return hint
+    # A key that belongs to the other branch of a discriminated mapping says so.
+    defs = root.get("$defs", {})
+    for branch, sibling, label in _SIBLINGS:
+        if error.schema == defs.get(branch) and key in defs.get(sibling, {}).get("properties", {}):
+            return f"'{key}' applies to {label}"
+    if allowed == ["start_month"] and key == "deadline_days":
+        return "an inference workload runs from start_month to the end of the horizon"
+    return None
+
+
+_SIBLINGS = (("cloudSite", "onPremSite", "sites of type on_prem"),
+             ("onPremSite", "cloudSite", "sites of type cloud"),
+             ("trainingWorkload", "inferenceWorkload", "workloads of kind inference"),
+             ("inferenceWorkload", "trainingWorkload", "workloads of kind training"))
+
+
+def _name_hint(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    slug = re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-")[:63].strip("-")
+    if slug and slug[0].isalpha():
+        return f"try '{slug}'"
+    return None
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _describe(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return _num(value)
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"'{text}'"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+# ----------------------------------------------------------------------------- Spec building
+
+def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
+    """The frozen Spec from schema- and semantically-valid data, defaults filled."""
+    policy = data.get("policy", {})
+    return Spec(
+        api_version=data["apiVersion"],
+        name=data["name"],
+        horizon_months=int(data["horizon_months"]),
+        sites=tuple(_site(s, f"$.sites[{i}]") for i, s in enumerate(data["sites"])),
+        policy=Policy(
+            placement=policy.get("placement", "hybrid"),
+            allowed_gpus=_tuple(policy.get("allowed_gpus")),
+            max_cloud_share=_float(policy.get("max_cloud_share")),
+        ),
+        workloads=tuple(_workload(w, f"$.workloads[{i}]")
+                        for i, w in enumerate(data["workloads"])),
+        sha256=hashlib.sha256(doc.source.text.encode("utf-8")).hexdigest(),
+    )
+
+
+def _site(s: dict, path: str):
+    if s["type"] == "cloud":
+        return CloudSite(
+            name=s["name"], provider=s["provider"], region=s["region"],
+            pricing=tuple(s.get("pricing", ["on_demand"])),
+            quotas={k: int(v) for k, v in sorted(s.get("quotas", {}).items())},
+            path=path)
+    return OnPremSite(
+        name=s["name"], power_kw=float(s["power_kw"]),
+        electricity_usd_per_kwh=float(s["electricity_usd_per_kwh"]), pue=float(s["pue"]),
+        max_racks=int(s["max_racks"]), rack_power_kw=_float(s.get("rack_power_kw")),
+        max_gpus=_int(s.get("max_gpus")),
+        owned=tuple(OwnedNodes(o["instance"], int(o["nodes"])) for o in s.get("owned", [])),
+        path=path)
+
+
+def _workload(w: dict, path: str):
+    common = dict(
+        name=w["name"], model=_model(w["model"], w["name"]), data=_data(w.get("data")),
+        sites=_tuple(w.get("sites")), pin=_pin(w.get("pin")), path=path)
+    window = w.get("window", {})
+    if w["kind"] == "training":
+        ckpt = w.get("checkpoint", {})
+        return TrainingWorkload(
+            **common,
+            window=TrainingWindow(int(window.get("start_month", 0)),
+                                  _float(window.get("deadline_days"))),
+            tokens=_float(w.get("tokens")), seq_len=int(w.get("seq_len", 4096)),
+            samples=_int(w.get("samples")), epochs=_float(w.get("epochs")),
+            precision=w.get("precision", "bf16"), optimizer=w.get("optimizer", "adamw"),
+            interruptible=bool(w.get("interruptible", False)),
+            checkpoint=Checkpoint(float(ckpt.get("interval_min", 60.0)), int(ckpt.get("keep", 3))),
+            orchestrator=w.get("orchestrator", "slurm"))
+    traffic, slo = w["traffic"], w["slo"]
+    return InferenceWorkload(
+        **common,
+        traffic=Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]),
+                        int(traffic["output_tokens"]),
+                        float(traffic.get("growth_per_month", 0.0))),
+        slo=Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]),
+                float(slo.get("availability", 0.99))),
+        window=InferenceWindow(int(window.get("start_month", 0))),
+        quantization=w.get("quantization", "bf16"),
+        orchestrator=w.get("orchestrator", "kubernetes"))
+
+
+def _model(m: Any, workload: str) -> str | InlineModel:
+    if isinstance(m, str):
+        return m
+    return InlineModel(
+        name=m.get("name", workload), arch=m["arch"], params_b=float(m["params_b"]),
+        layers=int(m["layers"]), hidden=int(m["hidden"]), heads=int(m["heads"]),
+        kv_heads=int(m["kv_heads"]), vocab=int(m["vocab"]), ffn_hidden=int(m["ffn_hidden"]),
+        active_params_b=_float(m.get("active_params_b")), experts=_int(m.get("experts")),
+        experts_per_token=_int(m.get("experts_per_token")))
+
+
+def _data(d: dict | None) -> Data | None:
+    if d is None:
+        return None
+    return Data(float(d.get("dataset_tb", 0.0)), d.get("home"))
+
+
+def _pin(p: dict | None) -> Pin | None:
+    if p is None:
+        return None
+    return Pin(gpu=p.get("gpu"), gpus=_int(p.get("gpus")), site=p.get("site"),
+               pricing=p.get("pricing"), instance=p.get("instance"))
+
+
+def _tuple(v: list | None) -> tuple | None:
+    return None if v is None else tuple(v)
+
+
+def _float(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _int(v: Any) -> int | None:
+    return None if v is None else int(v)
