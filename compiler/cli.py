@@ -68,6 +68,10 @@ def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
     except StageNotBuilt as exc:
         print(f"infra-compile: {exc}; no plan was written.", file=sys.stderr)
         return EXIT_INTERNAL
+    except BrokenPipeError:
+        # `infra-compile catalog | head`: the reader left; not an error of ours.
+        sys.stdout = None  # keep the interpreter from flushing into the closed pipe at exit
+        return EXIT_OK
     except KeyboardInterrupt:
         print("infra-compile: interrupted; the previous output is unchanged.", file=sys.stderr)
         return 130

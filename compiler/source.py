@@ -151,6 +151,11 @@ class _Builder:
             self.errors.append(Diagnostic("E003", f"bad scalar: {exc.problem or exc}", path,
                                           self._pos(node)))
             return None
+        except ValueError:
+            # Python refuses int() of more than 4300 digits; no spec figure comes close.
+            self.errors.append(Diagnostic("E007", f"number is too large ({len(node.value)} digits)",
+                                          path, self._pos(node), "write a plain number"))
+            return None
         if isinstance(value, float) and not math.isfinite(value):
             self.errors.append(Diagnostic("E007", f"number must be finite, got {node.value}", path,
                                           self._pos(node), "write a plain number"))
