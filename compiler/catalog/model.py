@@ -18,6 +18,7 @@ class SourceRef:
     title: str
     url: str
     as_of: str  # ISO date the figure was read
+    note: str = ""  # e.g. "dense figures: half the datasheet's sparsity numbers"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,365 @@
+"""The catalog: data files valid against their schema, every figure traceable to a source,
+published figures where they should be, overlays, errors with positions, and JSON output."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import io
+import json
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+from rich.console import Console
+
+from compiler.catalog import load_catalog
+from compiler.catalog.tables import catalog_to_json, render_catalog
+from compiler.diagnostics import CompileError, render_all
+from compiler.resources import catalog_data_dir, schema
+from compiler.source import parse
+
+DATA_FILES = sorted(catalog_data_dir().glob("*.yaml"))
+
+GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "L4", "L40S", "MI300X"]
+INSTANCES = {
+    "aws": ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g6.xlarge", "g6.12xlarge",
+            "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge"],
+    "gcp": [*(f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)), *(f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)),
+            "a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
+            *(f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96))],
+    "azure": ["Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4", "Standard_ND96isr_H100_v5",
+              "Standard_ND96isr_H200_v5"],
+}
+ONPREM = ["dgx-h100", "hgx-h100", "hgx-h200", "hgx-b200", "dgx-a100", "l40s-server"]
+MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3-405b",
+          "mixtral-8x7b", "deepseek-v3", "gpt-3-175b", "resnet-50", "vit-b-16"]
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return load_catalog()
+
+
+def _write(tmp_path: Path, text: str, name: str = "overlay.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+# ---------------------------------------------------------------- schema and sources
+
+def test_schema_is_valid_2020_12():
+    Draft202012Validator.check_schema(schema("catalog.schema.json"))
+
+
+@pytest.mark.parametrize("path", DATA_FILES, ids=lambda p: p.name)
+def test_every_data_file_validates_against_the_schema(path):
+    doc = parse(path.read_text(encoding="utf-8"), path.name)
+    errors = list(Draft202012Validator(schema("catalog.schema.json")).iter_errors(doc.data))
+    assert errors == []
+
+
+def test_the_expected_data_files_ship():
+    names = {p.name for p in DATA_FILES}
+    assert {"sources.yaml", "gpus.yaml", "instances_aws.yaml", "instances_gcp.yaml", "instances_azure.yaml",
+            "onprem.yaml", "fabrics.yaml", "storage.yaml", "models.yaml"} <= names
+
+
+def test_every_record_and_price_row_has_a_resolving_source_with_iso_as_of(cat):
+    refs = []
+    for section in ("gpus", "instances", "onprem_nodes", "fabrics", "storage", "egress", "models", "factors"):
+        for record in getattr(cat, section).values():
+            refs.append(record.source)
+    for inst in cat.instances.values():
+        assert inst.prices, inst.name
+        refs.extend(p.source for p in inst.prices)
+    assert len(refs) > 100
+    for ref in refs:
+        src = cat.sources[ref]                       # KeyError = unresolved
+        assert dt.date.fromisoformat(src.as_of) <= dt.date(2026, 12, 31)
+        assert src.title and src.url
+
+
+def test_estimates_say_so_in_their_source_title(cat):
+    # Street prices are not public: every on-prem capex and every spot/reserved rate is an estimate.
+    for node in cat.onprem_nodes.values():
+        assert "estimate" in cat.sources[node.source].title.lower(), node.name
+    for inst in cat.instances.values():
+        for row in inst.prices:
+            if row.spot is not None or row.reserved_1y is not None:
+                assert "estimate" in cat.sources[row.source].title.lower(), (inst.name, row.region)
+
+
+def test_version_is_set_once(cat):
+    assert cat.version == "2026.11"
+
+
+# ---------------------------------------------------------------- coverage of the names everybody uses
+
+def test_all_catalog_names_of_the_brief_are_present(cat):
+    assert sorted(cat.gpus) == sorted(GPUS)
+    for provider, names in INSTANCES.items():
+        for name in names:
+            assert cat.instances[name].provider == provider
+    assert set(ONPREM) <= set(cat.onprem_nodes)
+    assert set(cat.fabrics) == {"infiniband-ndr", "roce-400g", "ethernet-100g"}
+    assert {n: s.provider for n, s in cat.storage.items()} == {
+        "fsx-lustre": "aws", "parallelstore": "gcp", "filestore": "gcp", "managed-lustre": "azure",
+        "onprem-lustre": "on_prem"}
+    assert set(cat.egress) == {"aws", "gcp", "azure", "on_prem"}
+    assert set(MODELS) <= set(cat.models)
+
+
+def test_big_gpu_instances_have_prices_in_two_regions(cat):
+    for inst in cat.instances.values():
+        if inst.gpu in ("A100-40GB", "A100-80GB", "H100", "H200", "B200") and inst.gpus == 8:
+            assert len(inst.regions) >= 2, inst.name
+    regions = {p: set() for p in INSTANCES}
+    for inst in cat.instances.values():
+        regions[inst.provider] |= set(inst.regions)
+    assert regions == {"aws": {"us-east-1", "us-west-2", "eu-west-1"}, "gcp": {"us-central1", "europe-west4"},
+                       "azure": {"eastus", "westeurope"}}
+
+
+def test_prices_are_ordered_spot_and_reservations_below_on_demand(cat):
+    for inst in cat.instances.values():
+        for row in inst.prices:
+            for option in ("spot", "reserved_1y", "reserved_3y"):
+                value = row.get(option)
+                assert value is None or value < row.on_demand, (inst.name, row.region, option)
+            if row.reserved_1y is not None and row.reserved_3y is not None:
+                assert row.reserved_3y < row.reserved_1y
+
+
+def test_instance_shapes(cat):
+    # AWS P5 page: 8x H100, 192 vCPU, 3200 Gbps EFA; GCP A3 docs: a3-megagpu-8g GPUDirect-TCPXO 1800 Gbps;
+    # GCP G2 docs: g2-standard-24 has 2 L4, g2-standard-96 has 8.
+    p5 = cat.instances["p5.48xlarge"]
+    assert (p5.gpu, p5.gpus, p5.vcpus, p5.fabric, p5.network_gbps) == ("H100", 8, 192, "efa", 3200)
+    mega = cat.instances["a3-megagpu-8g"]
+    assert (mega.fabric, mega.network_gbps) == ("gpudirect-tcpxo", 1800)
+    assert [cat.instances[f"g2-standard-{n}"].gpus for n in (4, 8, 12, 16, 24, 32, 48, 96)] == [1, 1, 1, 1, 2, 1, 4, 8]
+    assert cat.instances["Standard_ND96isr_H100_v5"].fabric == "infiniband"
+
+
+# ---------------------------------------------------------------- published figures
+
+def test_h100_figures_match_nvidias_datasheet(cat):
+    # NVIDIA H100 SXM datasheet: BF16 1,979 TFLOPS *with sparsity* -> 989 dense; FP8 3,958 -> 1,979;
+    # 80 GB HBM3 at 3.35 TB/s; NVLink 900 GB/s; up to 700 W.
+    h100 = cat.gpus["H100"]
+    assert h100.tflops["bf16"] == pytest.approx(989, abs=1)
+    assert h100.tflops["fp8"] == pytest.approx(1979, abs=1)
+    assert (h100.memory_gb, h100.memory_bandwidth_gb_s, h100.nvlink_gb_s, h100.tdp_w) == (80, 3350, 900, 700)
+
+
+def test_other_gpu_figures_match_their_datasheets(cat):
+    # A100 datasheet: BF16 312 dense, 80 GB at 2,039 GB/s (SXM). H200 page: 141 GB at 4.8 TB/s.
+    # L40S datasheet: FP8 733 dense. AMD MI300X: 192 GB, 5.3 TB/s, BF16 1,307.4 dense.
+    assert cat.gpus["A100-80GB"].tflops["bf16"] == 312
+    assert cat.gpus["A100-80GB"].memory_bandwidth_gb_s == 2039
+    assert (cat.gpus["H200"].memory_gb, cat.gpus["H200"].memory_bandwidth_gb_s) == (141, 4800)
+    assert cat.gpus["L40S"].tflops["fp8"] == 733
+    assert cat.gpus["MI300X"].tflops["bf16"] == pytest.approx(1307.4)
+    assert "bf16" not in cat.gpus["V100"].tflops          # Volta has no bf16
+    for gpu in cat.gpus.values():                          # dense, not sparsity: fp8 is 2x bf16 at most
+        if "fp8" in gpu.tflops:
+            assert gpu.tflops["fp8"] == pytest.approx(2 * gpu.tflops["bf16"], rel=0.02)
+
+
+def test_llama_2_70b_architecture(cat):
+    # Touvron et al. 2023 (Llama 2, arXiv:2307.09288) and meta-llama/Llama-2-70b-hf config.json:
+    # 80 layers, hidden 8192, 64 heads, 8 key/value heads (GQA), FFN 28672, vocab 32000.
+    m = cat.models["llama-2-70b"]
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (80, 8192, 64, 8, 28672, 32000)
+    assert m.head_dim == 128
+
+
+def test_moe_and_vision_models(cat):
+    # Mixtral paper: 46.7B total, 12.9B active, 8 experts top-2. DeepSeek-V3 report: 671B / 37B.
+    # torchvision: ResNet-50 4.09 GFLOPS, ViT-B/16 17.56 GFLOPS at 224x224.
+    mix, ds = cat.models["mixtral-8x7b"], cat.models["deepseek-v3"]
+    assert (mix.arch, mix.params_b, mix.active_b, mix.experts, mix.experts_per_token) == ("moe", 46.7, 12.9, 8, 2)
+    assert (ds.params_b, ds.active_b, ds.experts_per_token) == (671, 37, 8)
+    assert cat.models["resnet-50"].gflops_per_sample == pytest.approx(4.1)
+    assert cat.models["vit-b-16"].gflops_per_sample == pytest.approx(17.6)
+    assert cat.models["resnet-50"].image_size == 224
+
+
+def test_onprem_capex_is_near_the_published_reference(cat):
+    # Shared reference 002: 64 H100 (8 nodes) bought for about $2.5M, i.e. ~$312k per node all-in.
+    per_node = cat.onprem_nodes["hgx-h100"].capex_usd
+    assert 250_000 <= per_node <= 400_000
+
+
+# ---------------------------------------------------------------- overlays
+
+OVERLAY = """\
+sources:
+  acme-quote:
+    title: "ACME negotiated rates and GB200 evaluation unit, 2026"
+    url: "https://example.com/acme/quote-17"
+    as_of: "2026-10-01"
+gpus:
+  GB200:
+    vendor: nvidia
+    memory_gb: 186
+    memory_bandwidth_gb_s: 8000
+    nvlink_gb_s: 1800
+    tdp_w: 1200
+    tflops: {bf16: 2500, fp8: 5000}
+    source: acme-quote
+instances:
+  p5.48xlarge:
+    prices:
+      us-east-1: {on_demand: 40.0, source: acme-quote}
+"""
+
+
+def test_overlay_adds_a_gpu_and_overrides_one_price_keeping_the_rest(tmp_path, cat):
+    merged = load_catalog(_write(tmp_path, OVERLAY))
+    assert merged.gpus["GB200"].tflops == {"bf16": 2500.0, "fp8": 5000.0}
+    p5 = merged.instances["p5.48xlarge"]
+    assert p5.price("us-east-1", "on_demand") == 40.0
+    assert p5.price("us-east-1", "spot") == cat.instances["p5.48xlarge"].price("us-east-1", "spot")
+    assert p5.price("us-west-2", "on_demand") == cat.instances["p5.48xlarge"].price("us-west-2", "on_demand")
+    assert [p.source for p in p5.prices] == ["acme-quote", "aws-ec2-p-prices"]
+    assert p5.vcpus == 192 and p5.gpu == "H100"
+    assert merged.gpus["H100"] == cat.gpus["H100"]
+    # The built-in catalog is cached and untouched by the overlay.
+    assert load_catalog().instances["p5.48xlarge"].price("us-east-1", "on_demand") != 40.0
+    assert "GB200" not in load_catalog().gpus
+
+
+def test_overlay_can_add_an_instance_on_a_gpu_it_adds(tmp_path):
+    text = OVERLAY + """\
+  gb200-box:
+    provider: aws
+    gpu: GB200
+    gpus: 4
+    vcpus: 144
+    sockets: 2
+    ram_gb: 960
+    fabric: efa
+    network_gbps: 1600
+    prices:
+      us-east-1: {on_demand: 80, spot: null, reserved_1y: null, reserved_3y: null, source: acme-quote}
+    source: acme-quote
+"""
+    merged = load_catalog(_write(tmp_path, text))
+    assert merged.instances["gb200-box"].gpu == "GB200"
+    assert merged.instances["gb200-box"].price("us-east-1", "spot") is None
+
+
+BROKEN = """\
+gpus:
+  H100:
+    memry_gb: 96
+instances:
+  p5.48xlarge:
+    prices:
+      us-east-1: {on_demand: 40.0}
+"""
+
+
+def test_broken_overlay_unknown_key_and_missing_source_give_positions(tmp_path):
+    path = _write(tmp_path, BROKEN)
+    with pytest.raises(CompileError) as info:
+        load_catalog(path)
+    err = info.value
+    assert err.exit_code == 2
+    got = [(d.code, d.position.line, d.position.column, d.message) for d in err.diagnostics]
+    assert got == [("C001", 3, 5, "unknown key 'memry_gb'"),
+                   ("C002", 7, 7, "missing required field 'source'")]
+    text = render_all(err.diagnostics, err.source)
+    assert f"{path}:3:5: error[C001] at $.gpus.H100.memry_gb: unknown key 'memry_gb'" in text
+    assert "hint: did you mean 'memory_gb'?" in text
+    assert "Traceback" not in text
+
+
+def test_broken_overlay_bad_references(tmp_path):
+    text = """\
+sources:
+  acme-quote: {title: "ACME quote", url: "https://example.com/q", as_of: "2026-02-30"}
+gpus:
+  H100: {memory_gb: 96, source: acme-qoute}
+instances:
+  p5.48xlarge: {gpu: H1OO}
+onprem_nodes:
+  hgx-h100: {fabrics: [infiniband-hdr]}
+  mystery-box: {gpu: H100, source: acme-quote}
+"""
+    with pytest.raises(CompileError) as info:
+        load_catalog(_write(tmp_path, text))
+    got = [(d.code, d.position.line, d.message) for d in info.value.diagnostics]
+    assert got == [
+        ("C007", 2, "as_of must be a real ISO date (YYYY-MM-DD), got '2026-02-30'"),
+        ("C003", 4, "source 'acme-qoute' is not in any `sources` table"),
+        ("C005", 6, "unknown GPU 'H1OO'"),
+        ("C005", 8, "unknown fabric 'infiniband-hdr'"),
+        ("C002", 9, "missing required fields 'gpus', 'vcpus', 'sockets', 'ram_gb', 'capex_usd', 'power_kw', "
+                    "'rack_units', 'useful_life_years', 'support_usd_per_year'"),
+    ]
+    hints = {d.code: d.hint for d in info.value.diagnostics}
+    assert hints["C003"] == "did you mean 'acme-quote'?"
+    assert hints["C005"] == "did you mean 'infiniband-ndr'?"
+
+
+def test_overlay_that_is_not_yaml_or_missing(tmp_path):
+    with pytest.raises(CompileError) as info:
+        load_catalog(_write(tmp_path, "gpus: [unclosed\n"))
+    assert info.value.diagnostics[0].position is not None
+    with pytest.raises(CompileError) as info:
+        load_catalog(tmp_path / "nope.yaml")
+    assert info.value.diagnostics[0].code == "E001"
+
+
+def test_broken_builtin_data_is_reported_per_file(tmp_path, monkeypatch):
+    # Two files defining the same GPU, and a price row pointing at no source.
+    from compiler.catalog import loader
+
+    for p in DATA_FILES:
+        (tmp_path / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "zz_extra.yaml").write_text(
+        "gpus:\n  H100: {vendor: nvidia, memory_gb: 80, memory_bandwidth_gb_s: 1, nvlink_gb_s: 0,\n"
+        "         tdp_w: 1, tflops: {bf16: 1}, source: nvidia-h100-datasheet}\n", encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        loader.load_builtin(tmp_path)
+    (d,) = info.value.diagnostics
+    assert (d.code, d.position.line, info.value.source.filename) == ("C004", 2, "compiler/catalog/data/zz_extra.yaml")
+    assert "duplicate GPU 'H100' (also in compiler/catalog/data/gpus.yaml)" == d.message
+
+
+# ---------------------------------------------------------------- output
+
+def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
+    first = json.dumps(catalog_to_json(cat), sort_keys=True)
+    again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
+    assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
+    data = json.loads(first)
+    assert data["version"] == "2026.11"
+    assert json.loads(again)["version"] == "2026.11+x"
+    assert list(data["gpus"]) == sorted(data["gpus"])
+    assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
+    regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]
+    assert regions == sorted(regions)
+    assert set(data) == {f.name for f in dataclasses.fields(cat)}
+
+
+def test_render_catalog_prints_every_section(cat):
+    buf = io.StringIO()
+    render_catalog(cat, Console(file=buf, width=250, color_system=None), None)
+    out = buf.getvalue()
+    for needle in ("H100", "p5.48xlarge", "us-east-1", "hgx-b200", "infiniband-ndr", "fsx-lustre", "llama-3-405b"):
+        assert needle in out
+    buf = io.StringIO()
+    render_catalog(cat, Console(file=buf, width=250, color_system=None), "models")
+    assert "llama-2-70b" in buf.getvalue() and "p5.48xlarge" not in buf.getvalue()
+
+
+def test_render_catalog_unknown_section_is_a_diagnostic(cat):
+    with pytest.raises(CompileError) as info:
+        render_catalog(cat, Console(file=io.StringIO()), "model5")
+    (d,) = info.value.diagnostics
+    assert d.code == "C009" and d.hint == "did you mean 'models'?"
