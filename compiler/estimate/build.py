@@ -1,0 +1,190 @@
+"""Turn the performance model into Candidates, one workload at a time."""
+
+from __future__ import annotations
+
+from compiler.candidates import Candidate, InferenceEstimate, Layout, Rejection, TrainingEstimate
+from compiler.catalog.model import Catalog, Model
+from compiler.estimate import inference, training
+from compiler.estimate.factors import factor
+from compiler.estimate.layout import describe, inference_tps
+from compiler.estimate.memory import model_state_bytes, usable_training_gb
+from compiler.estimate.models import resolve_model
+from compiler.estimate.options import Hardware, hardware_options
+from compiler.estimate.vision import vision_rate
+from compiler.spec import HOURS_PER_MONTH, InferenceWorkload, Spec, TrainingWorkload
+
+
+def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
+    """Hours run in each month from start_month, 730 hours to a month."""
+    out, m, left = [], start_month, hours
+    while left > 1e-9:
+        h = min(HOURS_PER_MONTH, left)
+        out.append((m, round(h, 6)))
+        left -= h
+        m += 1
+    return tuple(out)
+
+
+def gpu_ladder(gpus_per_node: int, catalog: Catalog, pinned: int | None) -> list[int]:
+    """GPU counts to try: 1, 2, 4 ... nodes up to max_training_gpus, or the pinned count."""
+    if pinned is not None:
+        return [pinned]
+    limit = int(factor(catalog, "max_training_gpus"))
+    out, nodes = [], 1
+    while nodes * gpus_per_node <= limit:
+        out.append(nodes * gpus_per_node)
+        nodes *= 2
+    return out
+
+
+def spot_rate(provider: str, catalog: Catalog) -> float:
+    return factor(catalog, f"spot_preemptions_per_node_day.{provider}", "spot_preemptions_per_node_day.default")
+
+
+def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
+                          catalog: Catalog) -> tuple[TrainingEstimate | None, Layout | None, str]:
+    """(estimate, layout, '') or (None, None, reason)."""
+    if training.peak_flops(hw.gpu, w.precision) is None:
+        return None, None, f"no {w.precision} tensor cores on {hw.gpu.name}"
+    fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
+    best, leanest = training.best_step(model, gpus, hw.gpu, fabric, w.seq_len, w.precision,
+                                       w.optimizer, catalog)
+    if best is None:
+        need = leanest.memory.total_gb if leanest else float("inf")
+        return None, None, (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "
+                            f"{usable_training_gb(hw.gpu.memory_gb, catalog):.0f} usable")
+    tokens = w.tokens or 0.0
+    ideal_h = tokens / best.tokens * best.seconds / 3600
+    nodes = gpus // hw.gpus_per_node
+    state_gb = model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e9
+    lost, notes = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
+                                         spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    hours = ideal_h * (1 + lost)
+    notes = [f"layout {describe(best.layout)}; step {best.seconds:.2f} s for {best.tokens:,.0f} tokens"] + notes
+    if best.overhead_share > factor(catalog, "comm_dominates_threshold"):
+        notes.append(f"communication dominates: {best.overhead_share:.0%} of each step is communication "
+                     f"and pipeline bubble, so more GPUs may not shorten the run")
+    est = TrainingEstimate(memory_gb_per_gpu=round(best.memory.total_gb, 3), duration_hours=round(hours, 4),
+                           mfu=round(best.mfu, 4),
+                           tokens_per_s=round(tokens / (hours * 3600), 3) if hours else 0.0,
+                           notes=tuple(notes))
+    return est, best.layout, ""
+
+
+def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
+                             catalog: Catalog) -> tuple[TrainingEstimate | None, Layout | None, str]:
+    r = vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
+                    w.precision, w.optimizer, catalog)
+    if r is None:
+        return None, None, f"no {w.precision} tensor cores on {hw.gpu.name} (or no FLOPs per sample for {model.name})"
+    if r.memory_gb_per_gpu > usable_training_gb(hw.gpu.memory_gb, catalog):
+        return None, None, f"does not fit: needs {r.memory_gb_per_gpu:.0f} GB/GPU, has {hw.gpu.memory_gb:.0f}"
+    samples = (w.samples or 0) * (w.epochs or 1)
+    ideal_h = samples / r.samples_per_s / 3600
+    nodes = gpus // hw.gpus_per_node
+    state_gb = model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e9
+    lost, notes = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
+                                         spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    hours = ideal_h * (1 + lost)
+    if r.loader_bound:
+        notes.insert(0, f"data loading bound: {hw.vcpus // hw.gpus_per_node} vCPUs per GPU")
+    if r.overhead_share > factor(catalog, "comm_dominates_threshold"):
+        notes.append(f"communication dominates: {r.overhead_share:.0%} of each step")
+    est = TrainingEstimate(memory_gb_per_gpu=round(r.memory_gb_per_gpu, 3), duration_hours=round(hours, 4),
+                           mfu=round(r.mfu, 4), samples_per_s=round(samples / (hours * 3600), 3),
+                           notes=tuple(notes))
+    return est, Layout(dp=gpus), ""
+
+
+def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog):
+    model = resolve_model(w.model, catalog)
+    if model is None:
+        return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
+    cands: list[Candidate] = []
+    rejs: list[Rejection] = []
+    options = hardware_options(spec, w, catalog)
+    if not options:
+        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
+                              "GPU and pin filters"))
+    pin = w.pin
+    if w.window.deadline_days is not None:
+        limit_h, limit_what = w.window.deadline_days * 24, f"the {w.window.deadline_days:g}-day deadline"
+    else:
+        limit_h, limit_what = (spec.horizon_months - w.window.start_month) * HOURS_PER_MONTH, "the horizon"
+    keep = int(factor(catalog, "ladder_candidates"))
+    estimate_fn = vision_training_estimate if model.family == "vision" else llm_training_estimate
+    for hw in options:
+        variants = [False] + ([True] if w.interruptible and hw.spot_usd_h is not None else [])
+        if pin and pin.pricing:
+            variants = [s for s in variants if s == (pin.pricing == "spot")]
+        for spot in variants:
+            found, reason, tried = 0, "", 0
+            for gpus in gpu_ladder(hw.gpus_per_node, catalog, pin.gpus if pin else None):
+                if gpus % hw.gpus_per_node:
+                    reason = f"pin.gpus={gpus} is not a whole number of {hw.gpus_per_node}-GPU nodes"
+                    break
+                tried = gpus
+                est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog)
+                if est is None:
+                    reason = why
+                    if why.startswith("no "):
+                        break      # no size will help
+                    continue       # more GPUs shard more
+                if est.duration_hours > limit_h:
+                    reason = (f"misses {limit_what}: {est.duration_hours / 24:.1f} days on {gpus} GPUs "
+                              f"(limit {limit_h / 24:.1f})")
+                    continue
+                cands.append(Candidate(
+                    id=f"{w.name}/{hw.site}/{hw.label}/{gpus}g/{'spot' if spot else 'od'}",
+                    workload=w.name, kind="training", site=hw.site, site_type=hw.site_type,
+                    instance=hw.instance, gpu=hw.gpu.name, gpus_per_node=hw.gpus_per_node, gpus=gpus,
+                    nodes=gpus // hw.gpus_per_node, layout=layout, fabric=hw.fabric, spot=spot,
+                    estimate=est, start_month=w.window.start_month,
+                    usage=usage(w.window.start_month, est.duration_hours)))
+                found += 1
+                if found >= keep:
+                    break
+            if not found:
+                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                                      (reason or "no GPU count to try") + (" (spot)" if spot else ""), gpus=tried))
+    return cands, rejs
+
+
+def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog):
+    model = resolve_model(w.model, catalog)
+    if model is None:
+        return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
+    if model.family != "llm":
+        return [], [Rejection(w.name, "", "", "", f"{model.name} is not an LLM; inference is modelled for LLMs")]
+    cands: list[Candidate] = []
+    rejs: list[Rejection] = []
+    options = hardware_options(spec, w, catalog)
+    if not options:
+        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
+                              "GPU and pin filters"))
+    tr, slo = w.traffic, w.slo
+    for hw in options:
+        tps = inference_tps(hw.gpus_per_node)
+        if w.pin and w.pin.gpus:
+            tps = [t for t in tps if t == w.pin.gpus]
+            if not tps:
+                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                                      f"pin.gpus={w.pin.gpus} is not a tensor-parallel size (1, 2, 4, 8) "
+                                      f"within a {hw.gpus_per_node}-GPU node", gpus=w.pin.gpus))
+        for t in tps:
+            pt, why = inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens, tr.output_tokens,
+                                           slo.ttft_p99_ms, slo.tpot_p99_ms, catalog)
+            if pt is None:
+                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name, why, gpus=t))
+                continue
+            notes = (f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
+                     f"per request",)
+            est = InferenceEstimate(memory_gb_per_gpu=round(pt.memory_gb_per_gpu, 3),
+                                    tokens_per_s=round(pt.tokens_per_s, 3), ttft_ms=round(pt.ttft_ms, 3),
+                                    tpot_ms=round(pt.tpot_ms, 3), batch=pt.batch, notes=notes)
+            cands.append(Candidate(
+                id=f"{w.name}/{hw.site}/{hw.label}/tp{t}", workload=w.name, kind="inference",
+                site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
+                gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0, layout=Layout(tp=t), fabric=hw.fabric,
+                spot=False, estimate=est, start_month=w.window.start_month, usage=()))
+    return cands, rejs

@@ -1,0 +1,56 @@
+"""Parallel layouts: every (tp, pp, dp, ep, cp, zero) worth trying for a GPU count.
+
+Tensor parallel stays inside a node (NVLink); pipeline stages are powers of two up to the
+layer count; context parallel only for long sequences; expert parallel only for MoE and
+within the data-parallel group; ZeRO 1/2/3 when there is data parallelism to shard over.
+The caller picks the fastest layout that fits memory (for a fixed GPU count, fastest
+is cheapest).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from compiler.candidates import Layout
+from compiler.catalog.model import Model
+from compiler.estimate.models import is_moe
+
+POWERS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def training_layouts(model: Model, gpus: int, gpus_per_node: int, seq_len: int,
+                     cp_min_seq: int) -> Iterator[Layout]:
+    heads = model.heads or 1
+    tps = [t for t in (1, 2, 4, 8) if t <= gpus_per_node and gpus_per_node % t == 0 and heads % t == 0]
+    pps = [p for p in POWERS if p <= (model.layers or 1)]
+    cps = [c for c in (1, 2, 4, 8, 16) if c == 1 or seq_len >= cp_min_seq * c // 2]
+    experts = model.experts or 1
+    for tp in tps:
+        for pp in pps:
+            for cp in cps:
+                inner = tp * pp * cp
+                if gpus % inner:
+                    continue
+                dp = gpus // inner
+                eps = [1]
+                if is_moe(model):
+                    eps = [e for e in POWERS if e <= dp and dp % e == 0 and experts % e == 0]
+                for ep in eps:
+                    for zero in ((1, 2, 3) if dp > 1 else (0,)):
+                        yield Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero)
+
+
+def inference_tps(gpus_per_node: int) -> list[int]:
+    """One replica stays inside a node: t in {1,2,4,8}, t <= GPUs per node."""
+    return [t for t in (1, 2, 4, 8) if t <= gpus_per_node]
+
+
+def describe(layout: Layout) -> str:
+    parts = [f"tp{layout.tp}", f"pp{layout.pp}", f"dp{layout.dp}"]
+    if layout.ep > 1:
+        parts.append(f"ep{layout.ep}")
+    if layout.cp > 1:
+        parts.append(f"cp{layout.cp}")
+    if layout.zero:
+        parts.append(f"z{layout.zero}")
+    return " ".join(parts)

@@ -1,0 +1,107 @@
+"""Memory: model states, activations, KV cache. Bytes unless a name says _gb (10^9 bytes).
+
+Model state per parameter (Rajbhandari et al., ZeRO): weights + gradients + optimizer
+(+ an fp32 master copy under mixed precision). bf16 + AdamW: 2 + 2 + 8 + 4 = 16 bytes.
+ZeRO stage 1 shards optimizer + master over the data-parallel group, stage 2 also the
+gradients, stage 3 (FSDP) also the weights.
+Activations (Korthikanti et al. 2022, eq. 2 and sec. 4): per layer s*b*h*(34 + 5*a*s/h);
+with sequence parallelism and selective recompute s*b*h*34/t. Under 1F1B the first
+pipeline stage holds p micro-batches of L/p layers: L layers' worth in total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.candidates import Layout
+from compiler.catalog.model import Catalog, Model
+from compiler.estimate.factors import factor
+from compiler.estimate.models import expert_params
+
+GB = 1e9
+
+
+def state_bytes_per_param(precision: str, optimizer: str, catalog: Catalog) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer incl. master copy) bytes per parameter."""
+    w = factor(catalog, f"bytes_weights.{precision}")
+    g = factor(catalog, f"bytes_grads.{precision}")
+    o = factor(catalog, f"bytes_optimizer.{optimizer}")
+    if precision != "fp32":  # mixed precision keeps an fp32 master copy (not 8-bit Adam)
+        o += factor(catalog, f"bytes_master_weights.{optimizer}", "bytes_master_weights")
+    return w, g, o
+
+
+def model_state_bytes(params: float, precision: str, optimizer: str, catalog: Catalog) -> float:
+    """Whole-model training state, unsharded."""
+    return params * sum(state_bytes_per_param(precision, optimizer, catalog))
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    states_gb: float
+    activations_gb: float
+    buffer_gb: float
+
+    @property
+    def total_gb(self) -> float:
+        return self.states_gb + self.activations_gb + self.buffer_gb
+
+
+def params_per_gpu(model: Model, layout: Layout) -> tuple[float, float]:
+    """(dense, expert) parameters held by one GPU before ZeRO sharding."""
+    experts = expert_params(model)
+    dense = model.params_b * 1e9 - experts
+    return dense / (layout.tp * layout.pp), experts / (layout.tp * layout.pp * layout.ep)
+
+
+def states_per_gpu_bytes(model: Model, layout: Layout, precision: str, optimizer: str,
+                         catalog: Catalog) -> float:
+    w, g, o = state_bytes_per_param(precision, optimizer, catalog)
+    dense, experts = params_per_gpu(model, layout)
+    total = 0.0
+    # Experts are replicated over dp/ep ranks only; dense over all dp ranks.
+    for params, shard in ((dense, layout.dp), (experts, max(1, layout.dp // layout.ep))):
+        if params == 0:
+            continue
+        zw = shard if layout.zero >= 3 else 1
+        zg = shard if layout.zero >= 2 else 1
+        zo = shard if layout.zero >= 1 else 1
+        total += params * (w / zw + g / zg + o / zo)
+    return total
+
+
+def activation_bytes_per_gpu(model: Model, layout: Layout, seq_len: int, micro_batch: int,
+                             precision: str, catalog: Catalog) -> float:
+    """Korthikanti with sequence parallel + selective recompute: s*b*h*34/t per layer,
+    L layers in flight on the first pipeline stage; context parallel splits s."""
+    s = seq_len / layout.cp
+    per_layer = s * micro_batch * model.hidden * factor(catalog, "activation_bytes_per_sbh") / layout.tp
+    scale = factor(catalog, f"activation_scale.{precision}")
+    logits = s * micro_batch * (model.vocab or 0) * factor(catalog, "logits_bytes_per_token_vocab") / layout.tp
+    return per_layer * model.layers * scale + logits
+
+
+def training_memory(model: Model, layout: Layout, seq_len: int, precision: str, optimizer: str,
+                    catalog: Catalog) -> TrainingMemory:
+    mb = int(factor(catalog, "micro_batch_size"))
+    return TrainingMemory(
+        states_gb=states_per_gpu_bytes(model, layout, precision, optimizer, catalog) / GB,
+        activations_gb=activation_bytes_per_gpu(model, layout, seq_len, mb, precision, catalog) / GB,
+        buffer_gb=factor(catalog, "training_memory_buffer_gb"))
+
+
+def usable_training_gb(gpu_memory_gb: float, catalog: Catalog) -> float:
+    return gpu_memory_gb * (1 - factor(catalog, "memory_headroom"))
+
+
+# ---- inference ----
+
+def weight_bytes(params: float, quantization: str, catalog: Catalog) -> float:
+    """Weights at the quantized width: 70e9 params at bf16 = 140 GB."""
+    return params * factor(catalog, f"bytes_per_param.{quantization}")
+
+
+def kv_bytes_per_token(model: Model, quantization: str, catalog: Catalog) -> float:
+    """2 (K and V) * layers * kv_heads * head_dim * bytes. Llama-2-70B at 16 bits: 320 KiB."""
+    kv_heads = model.kv_heads or model.heads
+    return 2 * model.layers * kv_heads * model.head_dim * factor(catalog, f"kv_bytes.{quantization}")

@@ -1,0 +1,165 @@
+"""LLM training speed: FLOPs per token, the step-time model and the best layout.
+
+FLOPs per token (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, appendix B):
+    6*N_active + 12*L*h*s       (forward + backward; attention scores and values).
+Step time for a layout on G GPUs, global batch B tokens, m micro-batches per pipeline:
+    compute  = B * flops_per_token / (G * peak * base_mfu)
+    pipeline = (compute + exposed TP/CP/EP/PP comm) / (1 - bubble),
+               bubble = (p-1)/(v*m + p-1)
+    step     = pipeline + exposed DP gradient all-reduce (ring over the fabric)
+    MFU      = B * flops_per_token / (G * peak * step)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compiler.candidates import Layout
+from compiler.catalog.model import Catalog, Gpu, Model
+from compiler.estimate import comms
+from compiler.estimate.factors import factor, per
+from compiler.estimate.layout import training_layouts
+from compiler.estimate.memory import (TrainingMemory, params_per_gpu, state_bytes_per_param,
+                                      training_memory, usable_training_gb)
+
+PEAK_KEYS = {"fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp8": ("fp8",)}
+
+
+def peak_flops(gpu: Gpu, precision: str) -> float | None:
+    """Dense peak FLOP/s the precision runs at (fp32 uses TF32 tensor cores); None if absent."""
+    for key in PEAK_KEYS.get(precision, (precision,)):
+        if gpu.tflops.get(key):
+            return gpu.tflops[key] * 1e12
+    return None
+
+
+def flops_per_token(model: Model, seq_len: int) -> float:
+    """6*N_active + 12*L*h*s (MoE: active parameters only)."""
+    return 6 * model.active_b * 1e9 + 12 * model.layers * model.hidden * seq_len
+
+
+def model_flops(model: Model, tokens: float, seq_len: int) -> float:
+    return tokens * flops_per_token(model, seq_len)
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """What the step model needs to know about the network a candidate runs on."""
+    name: str
+    node_gbps: float
+    gpus_per_node: int
+
+
+@dataclass(frozen=True)
+class Step:
+    layout: Layout
+    seconds: float
+    tokens: float          # tokens per step
+    compute_s: float       # pure compute at base MFU
+    mfu: float
+    overhead_share: float  # (step - compute) / step: communication + bubble
+    memory: TrainingMemory
+
+
+def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: int,
+              precision: str, optimizer: str, catalog: Catalog) -> Step | None:
+    peak = peak_flops(gpu, precision)
+    if peak is None:
+        return None
+    gpus = layout.tp * layout.pp * layout.dp * layout.cp
+    gpn = fabric.gpus_per_node
+    mb = int(factor(catalog, "micro_batch_size"))
+    seqs = max(1, round(factor(catalog, "global_batch_tokens") / seq_len))
+    m = max(1, math.ceil(seqs / (layout.dp * mb)))
+    tokens = m * mb * layout.dp * seq_len
+    fpt = flops_per_token(model, seq_len)
+    base = per(catalog, "base_mfu", gpu.name, precision)
+    compute = tokens * fpt / (gpus * peak * base)
+
+    nvl = comms.scaleup_bw(gpu, catalog)
+    net = comms.scaleout_bw(fabric.node_gbps, gpn, fabric.name, catalog) if fabric.node_gbps > 0 else nvl
+    multi_node = gpus > gpn
+    layers = model.layers / layout.pp
+    s_local = seq_len / layout.cp
+    act = 2  # 16-bit activations exchanged between ranks
+    # TP: 2 all-reduces forward + 2 backward per layer per micro-batch (Megatron).
+    tp = m * layers * 4 * comms.ring_allreduce_s(mb * s_local * model.hidden * act, layout.tp, nvl)
+    # CP (ring attention): each rank's K,V chunk travels cp-1 hops, forward and twice backward.
+    kv_chunk = 2 * mb * s_local * (model.kv_heads or model.heads) * model.head_dim * act
+    cp_bw = nvl if layout.tp * layout.cp <= gpn else net
+    cp = m * layers * 3 * (layout.cp - 1) * kv_chunk / cp_bw if layout.cp > 1 else 0.0
+    # EP: dispatch + combine all-to-all, forward and backward, top-k copies of each token.
+    ep = 0.0
+    if layout.ep > 1:
+        ep_bw = nvl if layout.tp * layout.ep <= gpn else net
+        tok_bytes = mb * s_local / layout.tp * model.hidden * act * (model.experts_per_token or 1)
+        ep = m * layers * 4 * comms.all_to_all_s(tok_bytes, layout.ep, ep_bw)
+    # PP: activations to the next stage and gradients back, per micro-batch.
+    pp = 0.0
+    if layout.pp > 1:
+        pp_bw = net if multi_node else nvl
+        pp = m * 2 * mb * s_local * model.hidden * act / layout.tp / pp_bw
+    critical = (compute
+                + comms.exposed(tp, factor(catalog, "tp_overlap"), compute)
+                + comms.exposed(cp, factor(catalog, "cp_overlap"), compute)
+                + comms.exposed(ep, factor(catalog, "ep_overlap"), compute)
+                + pp)
+    v = min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers))) if layout.pp > 1 else 1
+    bubble = comms.pipeline_bubble(layout.pp, m, v)
+    pipeline = critical / (1 - bubble)
+    # DP: gradient all-reduce (ZeRO-3: all-gather params twice + reduce-scatter grads).
+    grad_b = state_bytes_per_param(precision, optimizer, catalog)[1]
+    dense, experts = params_per_gpu(model, layout)
+    dp_bw = net if multi_node else nvl
+    dp = (comms.ring_allreduce_s(dense * grad_b, layout.dp, dp_bw)
+          + comms.ring_allreduce_s(experts * grad_b, max(1, layout.dp // layout.ep), dp_bw))
+    if layout.zero >= 3:
+        dp *= factor(catalog, "zero3_comm_multiplier")
+    step = pipeline + comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    mfu = tokens * fpt / (gpus * peak * step)
+    mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
+    return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem)
+
+
+def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,
+              optimizer: str, catalog: Catalog) -> tuple[Step | None, Step | None]:
+    """(fastest layout that fits memory, smallest-memory layout) for this many GPUs.
+    The second explains a 'does not fit' rejection."""
+    cap = usable_training_gb(gpu.memory_gb, catalog)
+    best: Step | None = None
+    leanest: Step | None = None
+    cp_min = int(factor(catalog, "context_parallel_min_seq"))
+    for layout in training_layouts(model, gpus, fabric.gpus_per_node, seq_len, cp_min):
+        s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
+        if s is None:
+            return None, None
+        if leanest is None or s.memory.total_gb < leanest.memory.total_gb:
+            leanest = s
+        if s.memory.total_gb <= cap and (best is None or _key(s) < _key(best)):
+            best = s
+    return best, leanest
+
+
+def _key(s: Step) -> tuple:
+    l = s.layout
+    return (round(s.seconds, 9), l.pp, l.tp, l.cp, l.ep, l.zero)
+
+
+def lost_fraction(gpus: int, nodes: int, interval_min: float, spot_rate_node_day: float,
+                  state_gb_total: float, catalog: Catalog) -> tuple[float, list[str]]:
+    """Overheads added to the ideal run time, as a fraction of it (additive, first order):
+    hardware interruptions (per GPU) and spot preemptions (per node) each lose half a
+    checkpoint interval plus a restart; each synchronous checkpoint write stalls the job."""
+    restart_h = factor(catalog, "restart_minutes") / 60
+    lost_per_event_h = interval_min / 60 / 2 + restart_h
+    hw_per_h = factor(catalog, "hardware_interruptions_per_gpu_day") * gpus / 24
+    spot_per_h = spot_rate_node_day * nodes / 24
+    write_s = state_gb_total / (max(1, nodes) * factor(catalog, "checkpoint_write_gb_s_per_node"))
+    ckpt = write_s * (1 - factor(catalog, "checkpoint_async_fraction")) / (interval_min * 60)
+    fr = (hw_per_h + spot_per_h) * lost_per_event_h + ckpt
+    notes = []
+    if spot_per_h:
+        notes.append(f"spot: {spot_per_h * 24:.2f} preemptions/day expected, "
+                     f"{spot_per_h * lost_per_event_h:.1%} of run time lost")
+    return fr, notes

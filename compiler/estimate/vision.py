@@ -1,0 +1,47 @@
+"""Vision training speed: FLOPs per sample from the catalog, training = 3x forward
+(forward + backward at twice the forward), capped by a data-loading ceiling from the
+host CPUs per GPU. Data parallel only: the gradient all-reduce over the fabric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.catalog.model import Catalog, Gpu, Model
+from compiler.estimate import comms
+from compiler.estimate.factors import factor, per
+from compiler.estimate.memory import model_state_bytes
+from compiler.estimate.training import peak_flops
+
+TRAIN_OVER_FORWARD = 3  # backward costs twice the forward (Kaplan et al. 2020)
+
+
+@dataclass(frozen=True)
+class VisionRate:
+    samples_per_s: float
+    mfu: float
+    memory_gb_per_gpu: float
+    loader_bound: bool
+    overhead_share: float
+
+
+def vision_rate(model: Model, gpus: int, gpu: Gpu, gpus_per_node: int, vcpus: int, fabric: str,
+                node_gbps: float, precision: str, optimizer: str, catalog: Catalog) -> VisionRate | None:
+    peak = peak_flops(gpu, precision)
+    if peak is None or not model.gflops_per_sample:
+        return None
+    flops_sample = TRAIN_OVER_FORWARD * model.gflops_per_sample * 1e9
+    batch = factor(catalog, "vision_batch_per_gpu")
+    compute = batch * flops_sample / (peak * per(catalog, "vision_mfu", gpu.name))
+    nvl = comms.scaleup_bw(gpu, catalog)
+    bw = comms.scaleout_bw(node_gbps, gpus_per_node, fabric, catalog) if gpus > gpus_per_node and node_gbps > 0 else nvl
+    grads = model.params_b * 1e9 * (4 if precision == "fp32" else 2)
+    dp = comms.ring_allreduce_s(grads, gpus, bw)
+    step = compute + comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    compute_rate = gpus * batch / step
+    loader_rate = gpus * (vcpus / gpus_per_node) * factor(catalog, "dataloader_samples_per_s_per_vcpu")
+    rate = min(compute_rate, loader_rate)
+    mem = (model_state_bytes(model.params_b * 1e9, precision, optimizer, catalog) / 1e9
+           + factor(catalog, "vision_activation_gb") + factor(catalog, "training_memory_buffer_gb"))
+    return VisionRate(rate, rate * flops_sample / (gpus * peak), mem, loader_rate < compute_rate,
+                      (step - compute) / step)
