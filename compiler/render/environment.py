@@ -53,7 +53,50 @@ def tf_identifier(value: object) -> str:
     return text if text[:1].isalpha() else f"r_{text}"
 
 
+def money(value: object, signed: bool = False) -> str:
+    """USD for people: '$1,234,567', '$0.42' below ten dollars; '+$1,200' / '-$300' when signed."""
+    amount = float(value)  # type: ignore[arg-type]
+    digits = 2 if 0 < abs(amount) < 10 else 0
+    text = f"${abs(amount):,.{digits}f}"
+    if amount < 0 and round(abs(amount), digits) > 0:
+        return f"-{text}"
+    return f"+{text}" if signed else text
+
+
+def percent(value: object, digits: int = 1, signed: bool = False) -> str:
+    """A ratio as a percentage: 0.4123 -> '41.2%'."""
+    return f"{float(value) * 100:{'+' if signed else ''}.{digits}f}%"  # type: ignore[arg-type]
+
+
+def md_cell(value: object) -> str:
+    """Text safe inside a Markdown table cell: no pipe or newline can break the row."""
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
+    return text.replace("\r", " ").replace("\n", " ")
+
+
+_CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_field(value: object) -> str:
+    """One RFC 4180 CSV field; text that a spreadsheet would run as a formula is defused."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, float):
+        text = f"{value:.2f}"
+    else:
+        text = str(value)
+    if not isinstance(value, (int, float)) and text.startswith(_CSV_FORMULA):
+        text = "'" + text
+    if any(c in text for c in ',"\r\n'):
+        text = '"' + text.replace('"', '""') + '"'
+    return text
+
+
 FILTERS = {
+    "csv": csv_field,
+    "money": money,
+    "percent": percent,
+    "md_cell": md_cell,
     "hcl": hcl_string,
     "sh": shell_quote,
     "yaml": yaml_scalar,

@@ -1,0 +1,301 @@
+"""What changed between two plans: `infra-compile diff PLAN_A PLAN_B`.
+
+    diff_plans(a, b) -> PlanDiff        pure, frozen
+    render_diff(d, console)             rich tables for people
+    diff_to_json(d) -> dict             the same facts for CI (sorted, rounded: deterministic)
+
+Pools are matched by (site, instance, pricing); workloads by name. A workload "moved" when
+its site, instance, GPU, GPU count or pricing changed; replicas or nodes alone are a resize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.plan import Plan, Pool, WorkloadPlan
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class PoolRef:
+    site: str
+    instance: str
+    pricing: str
+    gpu: str
+    nodes: int
+    gpus: int
+    fabric: str
+
+
+@dataclass(frozen=True)
+class PoolResize:
+    site: str
+    instance: str
+    pricing: str
+    gpu: str
+    nodes_a: int
+    nodes_b: int
+    changes: tuple[Change, ...]   # every field that differs, nodes included
+
+    @property
+    def nodes_delta(self) -> int:
+        return self.nodes_b - self.nodes_a
+
+
+@dataclass(frozen=True)
+class Delta:
+    key: str
+    a: float | None
+    b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+@dataclass(frozen=True)
+class WorkloadDiff:
+    name: str
+    status: str                   # added | removed | changed | unchanged
+    moved: bool                   # site / instance / gpu / gpus / pricing changed
+    changes: tuple[Change, ...]   # placement-level fields that differ
+    estimate: tuple[Delta, ...]   # estimate keys whose value differs
+    cost: Delta
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    spec_a: str
+    spec_b: str
+    horizon_a: int
+    horizon_b: int
+    total: Delta
+    breakdown: tuple[Delta, ...]  # categories whose cost differs
+    pools_added: tuple[PoolRef, ...]
+    pools_removed: tuple[PoolRef, ...]
+    pools_resized: tuple[PoolResize, ...]
+    workloads: tuple[WorkloadDiff, ...]   # every workload of either plan, by name
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.pools_added or self.pools_removed or self.pools_resized or self.breakdown
+                    or any(w.status != "unchanged" for w in self.workloads)
+                    or abs(self.total.delta or 0.0) >= 0.005)
+
+
+MOVE_FIELDS = ("site", "instance", "gpu", "gpus", "pricing")
+_EPS = 1e-9
+
+
+def _pool_key(p: Pool) -> tuple[str, str, str]:
+    return (p.site, p.instance, p.pricing)
+
+
+def _ref(p: Pool) -> PoolRef:
+    return PoolRef(p.site, p.instance, p.pricing, p.gpu, p.nodes, p.nodes * p.gpus_per_node, p.fabric)
+
+
+def _pools(a: Plan, b: Plan):
+    pa = {_pool_key(p): p for p in a.pools}
+    pb = {_pool_key(p): p for p in b.pools}
+    added = tuple(_ref(pb[k]) for k in sorted(pb.keys() - pa.keys()))
+    removed = tuple(_ref(pa[k]) for k in sorted(pa.keys() - pb.keys()))
+    resized = []
+    for k in sorted(pa.keys() & pb.keys()):
+        x, y = pa[k], pb[k]
+        changes = tuple(Change(f, getattr(x, f), getattr(y, f))
+                        for f in ("gpu", "gpus_per_node", "nodes", "fabric") if getattr(x, f) != getattr(y, f))
+        if changes:
+            resized.append(PoolResize(*k, gpu=y.gpu, nodes_a=x.nodes, nodes_b=y.nodes, changes=changes))
+    return added, removed, tuple(resized)
+
+
+def _shape(w: WorkloadPlan) -> dict[str, Any]:
+    """A workload's placement in comparable form: multi-site values joined in site order."""
+    ps = sorted(w.placements, key=lambda p: (p.site, p.instance, p.pricing))
+    return {
+        "site": "+".join(p.site for p in ps),
+        "instance": "+".join(p.instance for p in ps),
+        "gpu": w.gpu,
+        "gpus": w.gpus,
+        "pricing": "+".join(p.pricing for p in ps),
+        "nodes": sum(p.nodes for p in ps),
+        "total_gpus": sum(p.gpus for p in ps),
+        "replicas": sum(p.replicas for p in ps),
+        "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}",
+        "orchestrator": w.orchestrator,
+    }
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _estimate(a: dict[str, Any], b: dict[str, Any]) -> tuple[Delta, ...]:
+    out = []
+    for key in sorted(set(a) | set(b)):
+        x, y = _num(a.get(key)), _num(b.get(key))
+        if x is None and y is None:
+            continue
+        if x is None or y is None or abs(x - y) > _EPS:
+            out.append(Delta(key, x, y))
+    return tuple(out)
+
+
+def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> WorkloadDiff:
+    if a is None or b is None:
+        w = a or b
+        assert w is not None
+        return WorkloadDiff(name, "added" if a is None else "removed", False, (), (),
+                            Delta("cost_usd", a.cost_usd if a else None, b.cost_usd if b else None))
+    sa, sb = _shape(a), _shape(b)
+    changes = tuple(Change(k, sa[k], sb[k]) for k in sa if sa[k] != sb[k])
+    estimate = _estimate(a.estimate, b.estimate)
+    cost = Delta("cost_usd", a.cost_usd, b.cost_usd)
+    moved = any(c.field in MOVE_FIELDS for c in changes)
+    same = not changes and not estimate and abs(a.cost_usd - b.cost_usd) < 0.005
+    return WorkloadDiff(name, "unchanged" if same else "changed", moved, changes, estimate, cost)
+
+
+def diff_plans(a: Plan, b: Plan) -> PlanDiff:
+    added, removed, resized = _pools(a, b)
+    wa = {w.name: w for w in a.workloads}
+    wb = {w.name: w for w in b.workloads}
+    workloads = tuple(_workload(n, wa.get(n), wb.get(n)) for n in sorted(wa.keys() | wb.keys()))
+    ca, cb = a.cost_breakdown_usd, b.cost_breakdown_usd
+    breakdown = tuple(Delta(k, ca.get(k), cb.get(k)) for k in sorted(ca.keys() | cb.keys())
+                      if abs((ca.get(k) or 0.0) - (cb.get(k) or 0.0)) >= 0.005 or (k in ca) != (k in cb))
+    return PlanDiff(
+        spec_a=a.spec_name, spec_b=b.spec_name, horizon_a=a.horizon_months, horizon_b=b.horizon_months,
+        total=Delta("total_cost_usd", a.total_cost_usd, b.total_cost_usd), breakdown=breakdown,
+        pools_added=added, pools_removed=removed, pools_resized=resized, workloads=workloads)
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+def _r(v: Any) -> Any:
+    """Rounded like plan.json: 6 decimals, 2 from a million up (money)."""
+    if isinstance(v, float):
+        return round(v, 6) if abs(v) < 1e6 else round(v, 2)
+    return v
+
+
+def _delta_json(d: Delta) -> dict[str, Any]:
+    pct = (d.delta / d.a) if d.delta is not None and d.a else None
+    return {"a": _r(d.a), "b": _r(d.b), "delta": _r(d.delta), "delta_ratio": _r(pct)}
+
+
+def _change_json(c: Change) -> dict[str, Any]:
+    return {"field": c.field, "a": _r(c.a), "b": _r(c.b)}
+
+
+def _pool_json(p: PoolRef) -> dict[str, Any]:
+    return {"site": p.site, "instance": p.instance, "pricing": p.pricing, "gpu": p.gpu,
+            "nodes": p.nodes, "gpus": p.gpus, "fabric": p.fabric}
+
+
+def diff_to_json(d: PlanDiff) -> dict[str, Any]:
+    return {
+        "plans": {"a": {"spec": d.spec_a, "horizon_months": d.horizon_a},
+                  "b": {"spec": d.spec_b, "horizon_months": d.horizon_b}},
+        "changed": d.changed,
+        "total_cost_usd": _delta_json(d.total),
+        "cost_breakdown_usd": {x.key: _delta_json(x) for x in d.breakdown},
+        "pools": {
+            "added": [_pool_json(p) for p in d.pools_added],
+            "removed": [_pool_json(p) for p in d.pools_removed],
+            "resized": [{"site": p.site, "instance": p.instance, "pricing": p.pricing, "gpu": p.gpu,
+                         "nodes_a": p.nodes_a, "nodes_b": p.nodes_b, "nodes_delta": p.nodes_delta,
+                         "changes": [_change_json(c) for c in p.changes]} for p in d.pools_resized],
+        },
+        "workloads": [{
+            "name": w.name, "status": w.status, "moved": w.moved,
+            "changes": [_change_json(c) for c in w.changes],
+            "estimate": {e.key: _delta_json(e) for e in w.estimate},
+            "cost_usd": _delta_json(w.cost),
+        } for w in d.workloads],
+    }
+
+
+# --- rich ---------------------------------------------------------------------------------
+
+def _money(v: float | None, signed: bool = False) -> str:
+    from compiler.render.environment import money
+    return "-" if v is None else money(v, signed)
+
+
+def _pct(d: Delta) -> str:
+    if d.delta is None or not d.a:
+        return ""
+    return f"{d.delta / d.a * 100:+.1f}%"
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    return "-" if v is None else str(v)
+
+
+def render_diff(d: PlanDiff, console) -> None:
+    from rich.table import Table
+
+    title = d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}"
+    console.print(f"[bold]{title}[/bold]: total {_money(d.total.a)} -> {_money(d.total.b)} "
+                  f"([bold]{_money(d.total.delta, True)}[/bold] {_pct(d.total)})")
+    if not d.changed:
+        console.print("The plans are the same.")
+        return
+
+    if d.breakdown:
+        t = Table(title="Cost by category", title_justify="left")
+        for col in ("category", "A", "B", "delta", ""):
+            t.add_column(col, justify="left" if col == "category" else "right")
+        for x in d.breakdown:
+            t.add_row(x.key, _money(x.a), _money(x.b), _money(x.delta, True), _pct(x))
+        console.print(t)
+
+    if d.pools_added or d.pools_removed or d.pools_resized:
+        t = Table(title="Pools", title_justify="left")
+        for col in ("change", "site", "instance", "pricing", "GPU", "nodes A", "nodes B", "other"):
+            t.add_column(col, justify="right" if col.startswith("nodes") else "left")
+        for p in d.pools_added:
+            t.add_row("added", p.site, p.instance, p.pricing, p.gpu, "-", str(p.nodes), p.fabric)
+        for p in d.pools_removed:
+            t.add_row("removed", p.site, p.instance, p.pricing, p.gpu, str(p.nodes), "-", p.fabric)
+        for r in d.pools_resized:
+            other = ", ".join(f"{c.field} {c.a} -> {c.b}" for c in r.changes if c.field != "nodes")
+            t.add_row("resized" if r.nodes_delta else "changed", r.site, r.instance, r.pricing, r.gpu,
+                      str(r.nodes_a), str(r.nodes_b), other)
+        console.print(t)
+
+    changed = [w for w in d.workloads if w.status != "unchanged"]
+    if changed:
+        t = Table(title="Workloads", title_justify="left")
+        for col in ("workload", "status", "what changed", "cost A", "cost B", "delta", ""):
+            t.add_column(col, justify="right" if col.startswith("cost") or col in ("delta", "") else "left")
+        for w in changed:
+            what = "; ".join(f"{c.field} {_value(c.a)} -> {_value(c.b)}" for c in w.changes)
+            status = "moved" if w.moved else w.status
+            t.add_row(w.name, status, what or "-", _money(w.cost.a), _money(w.cost.b),
+                      _money(w.cost.delta, True), _pct(w.cost))
+        console.print(t)
+
+        rows = [(w.name, e) for w in changed for e in w.estimate]
+        if rows:
+            t = Table(title="Estimates", title_justify="left")
+            for col in ("workload", "metric", "A", "B", "delta", ""):
+                t.add_column(col, justify="left" if col in ("workload", "metric") else "right")
+            for name, e in rows:
+                t.add_row(name, e.key, _value(e.a), _value(e.b),
+                          "-" if e.delta is None else f"{e.delta:+,.6g}", _pct(e))
+            console.print(t)
+    unchanged = len(d.workloads) - len(changed)
+    if unchanged:
+        console.print(f"{unchanged} workload{'s' if unchanged != 1 else ''} unchanged.")

@@ -1,0 +1,48 @@
+"""The one-screen summary printed at the end of a compile (rich tables)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from compiler.plan import Plan
+from compiler.render.environment import money, percent
+from compiler.report.views import build
+
+
+def print_summary(plan: Plan, console: Console) -> None:
+    view = build(plan)
+    s = view.solver
+    console.print(
+        f"[bold]{view.spec_name}[/bold]: total [bold]{money(view.total_cost_usd)}[/bold] over "
+        f"{view.horizon_months} months ({money(view.monthly_average_usd)} a month); solver {s.name} "
+        f"{s.status}, gap {percent(s.gap, 2)}, {s.seconds:.1f} s")
+
+    costs = Table(title="Cost", title_justify="left", box=None, pad_edge=False)
+    costs.add_column("category")
+    costs.add_column("USD", justify="right")
+    costs.add_column("share", justify="right")
+    for row in view.by_category:
+        costs.add_row(row.label, money(row.usd), percent(row.share))
+
+    pools = Table(title="Pools", title_justify="left", box=None, pad_edge=False)
+    for col in ("site", "instance", "GPU", "nodes", "GPUs", "pricing"):
+        pools.add_column(col, justify="right" if col in ("nodes", "GPUs") else "left")
+    for site in view.sites:
+        for p in site.pools:
+            pools.add_row(site.name, p.instance, p.gpu, str(p.nodes), str(p.gpus), p.pricing)
+
+    work = Table(title="Workloads", title_justify="left", box=None, pad_edge=False)
+    for col in ("workload", "kind", "GPU", "GPUs", "site", "duration / capacity", "cost"):
+        work.add_column(col, justify="right" if col in ("GPUs", "cost") else "left")
+    for w in view.workloads:
+        gpus = sum(p.gpus for p in w.placements)
+        work.add_row(w.name, w.kind, w.gpu, str(gpus), w.sites, w.headline, money(w.cost_usd))
+
+    grid = Table.grid(padding=(0, 4))
+    grid.add_row(costs, pools)
+    console.print(grid)
+    console.print(work)
+    if not s.optimal:
+        console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}'; "
+                      f"a plan up to {percent(s.gap, 2)} cheaper may exist.")

@@ -1,0 +1,488 @@
+"""View models for the design-review report, built from the Plan (and the catalog).
+
+Templates see only these frozen records: every number a reviewer reads is computed here,
+once, so report.md and report.html cannot disagree. Nothing here formats money (the
+templates' `money` / `percent` filters do); estimate figures, whose units differ per key,
+are formatted here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from compiler.catalog.model import Catalog
+from compiler.plan import Plan, Pool, WorkloadPlan
+
+# Cloud pools are paid for what they run; on-prem pools are there every month once bought.
+ON_PREM_PRICING = ("owned", "purchase")
+
+
+@dataclass(frozen=True)
+class CostRow:
+    label: str
+    usd: float
+    share: float                  # of the plan's total
+
+
+@dataclass(frozen=True)
+class SolverView:
+    name: str
+    status: str
+    objective_usd: float
+    best_bound_usd: float
+    gap: float
+    seconds: float
+    optimal: bool
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    site: str
+    instance: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    gpus: int
+    pricing: str
+    fabric: str
+    gpu_memory_gb: float | None = None   # from the catalog, when it knows the GPU
+
+
+@dataclass(frozen=True)
+class SiteView:
+    name: str
+    type: str
+    where: str                    # "aws us-east-1" or "on-prem"
+    orchestrators: str
+    pools: tuple[PoolRow, ...]
+    gpus: int                     # peak GPUs provided by its pools
+
+
+@dataclass(frozen=True)
+class FleetSpan:
+    """Consecutive months in which every site's GPUs in use stay the same."""
+    first_month: int
+    last_month: int
+    gpus: tuple[int, ...]         # per site, in FleetView.sites order
+
+    @property
+    def months(self) -> str:
+        if self.first_month == self.last_month:
+            return str(self.first_month)
+        return f"{self.first_month}-{self.last_month}"
+
+
+@dataclass(frozen=True)
+class FleetView:
+    sites: tuple[str, ...]
+    monthly_gpus: tuple[tuple[int, ...], ...]   # per site: GPUs in use, month by month
+    spans: tuple[FleetSpan, ...]
+
+
+@dataclass(frozen=True)
+class UtilizationRow:
+    pool: str                     # "fra-dc1 dgx-h100 (owned)"
+    site: str
+    pricing: str
+    gpus: int                     # peak GPUs of the pool
+    mean: float                   # busy GPU-months / provided GPU-months
+    low: float
+    high: float
+    idle_gpu_months: float        # provided but not busy, summed over the horizon
+    series: tuple[float, ...]     # utilization month by month (empty: not reported)
+    provided: tuple[int, ...] = ()  # GPUs paid for, month by month (0: the pool is not running)
+
+
+@dataclass(frozen=True)
+class ConstraintRow:
+    name: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class EstimateItem:
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class PlacementRow:
+    site: str
+    instance: str
+    pricing: str
+    nodes: int
+    gpus: int
+    replicas: int
+
+
+@dataclass(frozen=True)
+class AlternativeRow:
+    site: str
+    instance: str
+    gpu: str
+    gpus: int
+    pricing: str
+    cost_usd: float
+    delta_usd: float
+    delta_share: float            # delta / chosen cost (0 when the chosen cost is 0)
+    note: str
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    name: str
+    kind: str
+    gpu: str
+    gpus_label: str               # "512 x H100" or "32 replicas on 64 x H100"
+    sites: str
+    pricing: str
+    layout: str                   # "TP 8 x PP 4 x DP 16"
+    orchestrator: str
+    start_month: int
+    cost_usd: float
+    placements: tuple[PlacementRow, ...]
+    estimate: tuple[EstimateItem, ...]
+    headline: str                 # duration (training) or capacity (inference), for tables
+    alternatives: tuple[AlternativeRow, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class BreakevenRow:
+    gpu: str
+    on_prem: str
+    cloud: str
+    capex_per_gpu: float
+    opex_per_gpu_month: float
+    cloud_per_gpu_month: float
+    months: float | None
+    utilization: float | None
+    verdict: str
+    note: str
+
+
+@dataclass(frozen=True)
+class StorageRow:
+    site: str
+    tier: str
+    capacity_tb: float
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class ReportView:
+    spec_name: str
+    spec_sha256: str
+    catalog_version: str
+    horizon_months: int
+    total_cost_usd: float
+    monthly_average_usd: float
+    solver: SolverView
+    summary: tuple[str, ...]      # the chosen design and why, one sentence each
+    by_category: tuple[CostRow, ...]
+    by_site: tuple[CostRow, ...]
+    by_workload: tuple[CostRow, ...]
+    sites: tuple[SiteView, ...]
+    fleet: FleetView
+    utilization: tuple[UtilizationRow, ...]
+    binding: tuple[ConstraintRow, ...]
+    workloads: tuple[WorkloadView, ...]
+    breakeven: tuple[BreakevenRow, ...]
+    storage: tuple[StorageRow, ...]
+
+
+UNATTRIBUTED = "shared (not charged to one site or workload)"
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole else 0.0
+
+
+def _rows(amounts: dict[str, float], total: float, sort: bool = True) -> tuple[CostRow, ...]:
+    items = sorted(amounts.items(), key=lambda kv: (-kv[1], kv[0])) if sort else list(amounts.items())
+    return tuple(CostRow(k, v, _share(v, total)) for k, v in items)
+
+
+def _with_remainder(amounts: dict[str, float], total: float) -> tuple[CostRow, ...]:
+    """Rows that add up to the total: what cannot be attributed goes into one last row."""
+    rows = _rows(amounts, total)
+    rest = total - sum(amounts.values())
+    if abs(rest) >= 0.005:
+        rows += (CostRow(UNATTRIBUTED, rest, _share(rest, total)),)
+    return rows
+
+
+def _placement_costs(w: WorkloadPlan) -> dict[str, float]:
+    """A workload's cost split over its sites in proportion to the GPUs placed there."""
+    gpus = sum(p.gpus for p in w.placements)
+    out: dict[str, float] = {}
+    for p in w.placements:
+        share = p.gpus / gpus if gpus else 1 / len(w.placements)
+        out[p.site] = out.get(p.site, 0.0) + w.cost_usd * share
+    return out
+
+
+def cost_by_site(plan: Plan) -> tuple[CostRow, ...]:
+    amounts: dict[str, float] = {s.name: 0.0 for s in plan.sites}
+    for w in plan.workloads:
+        for site, usd in _placement_costs(w).items():
+            amounts[site] = amounts.get(site, 0.0) + usd
+    for s in plan.storage:
+        amounts[s.site] = amounts.get(s.site, 0.0) + s.cost_usd
+    return _with_remainder(amounts, plan.total_cost_usd)
+
+
+def cost_by_workload(plan: Plan) -> tuple[CostRow, ...]:
+    amounts = {w.name: w.cost_usd for w in plan.workloads}
+    storage = sum(s.cost_usd for s in plan.storage)
+    if storage:
+        amounts["storage"] = storage
+    return _with_remainder(amounts, plan.total_cost_usd)
+
+
+def _pool_label(p: Pool) -> str:
+    return f"{p.site} {p.instance} ({p.pricing})"
+
+
+def _monthly_nodes(p: Pool, horizon: int) -> tuple[int, ...]:
+    if p.monthly_nodes:
+        return tuple(int(n) for n in p.monthly_nodes[:horizon]) + (0,) * max(0, horizon - len(p.monthly_nodes))
+    return (int(p.nodes),) * horizon
+
+
+def provided_gpus(p: Pool, horizon: int) -> tuple[int, ...]:
+    """GPUs paid for in each month: on-prem pools all the time, cloud pools while they run."""
+    if p.pricing in ON_PREM_PRICING:
+        return (p.nodes * p.gpus_per_node,) * horizon
+    return tuple(n * p.gpus_per_node for n in _monthly_nodes(p, horizon))
+
+
+def utilization_row(p: Pool, horizon: int) -> UtilizationRow:
+    series = tuple(float(u) for u in p.monthly_utilization[:horizon])
+    provided = provided_gpus(p, horizon)
+    pairs = [(u, g) for u, g in zip(series, provided) if g > 0]
+    provided_total = sum(g for _, g in pairs)
+    busy = sum(u * g for u, g in pairs)
+    return UtilizationRow(
+        pool=_pool_label(p), site=p.site, pricing=p.pricing, gpus=p.nodes * p.gpus_per_node,
+        mean=_share(busy, provided_total),
+        low=min((u for u, _ in pairs), default=0.0), high=max((u for u, _ in pairs), default=0.0),
+        idle_gpu_months=provided_total - busy, series=series, provided=provided)
+
+
+def fleet(plan: Plan) -> FleetView:
+    sites = tuple(s.name for s in plan.sites)
+    h = plan.horizon_months
+    per_site = []
+    for s in sites:
+        total = [0] * h
+        for p in plan.pools:
+            if p.site == s:
+                for m, n in enumerate(_monthly_nodes(p, h)):
+                    total[m] += n * p.gpus_per_node
+        per_site.append(tuple(total))
+    spans: list[FleetSpan] = []
+    for m in range(h):
+        col = tuple(series[m] for series in per_site)
+        if spans and spans[-1].gpus == col:
+            spans[-1] = FleetSpan(spans[-1].first_month, m, col)
+        else:
+            spans.append(FleetSpan(m, m, col))
+    return FleetView(sites=sites, monthly_gpus=tuple(per_site), spans=tuple(spans))
+
+
+def _number(value: float, digits: int = 0) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def _estimate_items(w: WorkloadPlan) -> tuple[EstimateItem, ...]:
+    e: dict[str, Any] = dict(w.estimate)
+    items: list[EstimateItem] = []
+
+    def take(key: str, label: str, fmt) -> None:
+        value = e.pop(key, None)
+        if value is not None:
+            items.append(EstimateItem(label, fmt(value)))
+
+    if w.kind == "training":
+        take("duration_hours", "Duration", lambda v: f"{_number(v, 1)} h ({v / 24:,.1f} days)")
+        take("tokens_per_s", "Throughput", lambda v: f"{_number(v)} tokens/s")
+        take("samples_per_s", "Throughput", lambda v: f"{_number(v, 1)} samples/s")
+        take("mfu", "MFU", lambda v: f"{v * 100:.1f}%")
+    else:
+        take("tokens_per_s", "Capacity at the SLO", lambda v: f"{_number(v)} output tokens/s")
+        take("ttft_ms", "TTFT", lambda v: f"{_number(v, 1)} ms")
+        take("tpot_ms", "TPOT", lambda v: f"{_number(v, 1)} ms")
+        take("batch", "Batch per replica", lambda v: str(int(v)))
+    take("memory_gb_per_gpu", "Memory per GPU", lambda v: f"{_number(v, 1)} GB")
+    take("notes", "Notes", lambda v: "; ".join(str(n) for n in v) if not isinstance(v, str) else v)
+    for key in sorted(e):              # keys a newer estimator added: shown, not dropped
+        if e[key] is not None:
+            items.append(EstimateItem(key, str(e[key])))
+    return tuple(items)
+
+
+def _headline(w: WorkloadPlan) -> str:
+    e = w.estimate
+    if w.kind == "training" and e.get("duration_hours") is not None:
+        return f"{e['duration_hours'] / 24:,.1f} days"
+    if w.kind == "inference" and e.get("tokens_per_s") is not None:
+        return f"{_number(e['tokens_per_s'])} tok/s"
+    return "-"
+
+
+def _joined(values) -> str:
+    return ", ".join(sorted(set(values)))
+
+
+def _gpu_types(w: WorkloadPlan, pools: tuple[Pool, ...]) -> str:
+    """The GPU types a workload runs on: an inference workload may span several pools."""
+    by_pool = {(p.site, p.instance): p.gpu for p in pools}
+    types = sorted({by_pool.get((pl.site, pl.instance), w.gpu) for pl in w.placements} or {w.gpu})
+    return "/".join(types)
+
+
+def _gpus_label(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> str:
+    if w.kind == "inference":
+        replicas = sum(p.replicas for p in w.placements)
+        gpus = sum(p.gpus for p in w.placements)
+        return f"{replicas} replicas on {gpus} x {_gpu_types(w, pools)}"
+    return f"{w.gpus} x {_gpu_types(w, pools)}"
+
+
+def _layout(w: WorkloadPlan) -> str:
+    parts = [f"TP {w.layout.tp}", f"PP {w.layout.pp}", f"DP {w.layout.dp}"]
+    if w.layout.ep > 1:
+        parts.append(f"EP {w.layout.ep}")
+    return " x ".join(parts)
+
+
+def _alternatives(w: WorkloadPlan) -> tuple[AlternativeRow, ...]:
+    alts = sorted(w.alternatives, key=lambda a: (a.delta_usd, a.site, a.instance, a.pricing, a.gpus))
+    return tuple(AlternativeRow(a.site, a.instance, a.gpu, a.gpus, a.pricing, a.cost_usd, a.delta_usd,
+                                _share(a.delta_usd, w.cost_usd), a.note) for a in alts)
+
+
+def _money(usd: float) -> str:
+    from compiler.render.environment import money
+    return money(usd)
+
+
+def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, ...]) -> str:
+    where = ", ".join(f"{p.site} ({p.instance}, {p.pricing.replace('_', ' ')})" for p in w.placements)
+    text = f"{w.name} runs as {_gpus_label(w, pools)} at {where} for {_money(w.cost_usd)}"
+    if alts:
+        a = alts[0]
+        option = f"{a.gpus} x {a.gpu} at {a.site} ({a.instance}, {a.pricing.replace('_', ' ')})"
+        if a.delta_usd >= 0:
+            text += f"; the next best option, {option}, costs {_money(a.delta_usd)} more"
+        else:
+            # priced alone an option can look cheaper than its share of a shared fleet
+            text += f"; {option} costs {_money(-a.delta_usd)} less"
+            text += f" ({a.note})" if a.note else " on its own but not within the whole plan"
+    else:
+        text += "; no other feasible option was found"
+    return text + "."
+
+
+def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView:
+    alts = _alternatives(w)
+    return WorkloadView(
+        name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus_label=_gpus_label(w, pools),
+        sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
+        layout=_layout(w), orchestrator=w.orchestrator, start_month=w.start_month,
+        cost_usd=w.cost_usd,
+        placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas)
+                         for p in w.placements),
+        estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools))
+
+
+def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
+    months, util = b.get("breakeven_months"), b.get("breakeven_utilization")
+    if months is None:
+        verdict = "cloud stays cheaper: owning never pays off at this price"
+    else:
+        verdict = f"owning pays off after {months:,.1f} months of full use"
+        if util is not None:
+            verdict += (f"; over the horizon, a GPU busy more than {util * 100:.0f}% of the time "
+                        "is cheaper owned")
+    return BreakevenRow(
+        gpu=str(b.get("gpu", "")),
+        on_prem=f"{b.get('on_prem_site', '')} {b.get('on_prem_instance', '')}".strip(),
+        cloud=(f"{b.get('cloud_site', '')} {b.get('cloud_instance', '')} "
+               f"({b.get('cloud_pricing', '')})"),
+        capex_per_gpu=float(b.get("on_prem_capex_usd_per_gpu", 0.0)),
+        opex_per_gpu_month=float(b.get("on_prem_opex_usd_per_gpu_month", 0.0)),
+        cloud_per_gpu_month=float(b.get("cloud_usd_per_gpu_month", 0.0)),
+        months=months, utilization=util, verdict=verdict, note=str(b.get("note", "")))
+
+
+def _constraint(text: str) -> ConstraintRow:
+    name, sep, meaning = text.partition(": ")
+    return ConstraintRow(name, meaning) if sep else ConstraintRow(text, "")
+
+
+def _site_view(plan: Plan, s, catalog: Catalog | None) -> SiteView:
+    gpus = catalog.gpus if catalog is not None else {}
+    pools = tuple(PoolRow(p.site, p.instance, p.gpu, p.gpus_per_node, p.nodes, p.nodes * p.gpus_per_node,
+                          p.pricing, p.fabric, gpus[p.gpu].memory_gb if p.gpu in gpus else None)
+                  for p in plan.pools if p.site == s.name)
+    where = f"{s.provider} {s.region}" if s.type == "cloud" else "on-prem"
+    return SiteView(s.name, s.type, where, ", ".join(s.orchestrators) or "-", pools,
+                    sum(p.gpus for p in pools))
+
+
+def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple[CostRow, ...],
+             solver: SolverView, binding: tuple[ConstraintRow, ...]) -> tuple[str, ...]:
+    lines = []
+    cloud_sites = [s.name for s in plan.sites if s.type == "cloud"]
+    onprem_sites = [s.name for s in plan.sites if s.type == "on_prem"]
+    used = {p.site for w in plan.workloads for p in w.placements}
+    mix = ("hybrid" if used & set(cloud_sites) and used & set(onprem_sites)
+           else "cloud-only" if used & set(cloud_sites) else "on-prem-only")
+    gpus = sum(p.nodes * p.gpus_per_node for p in plan.pools)
+    top = by_category[0] if by_category else None
+    text = (f"A {mix} design: {gpus:,} GPUs at peak in {len(plan.pools)} pools across "
+            f"{len({p.site for p in plan.pools})} sites, {_money(plan.total_cost_usd)} over "
+            f"{plan.horizon_months} months")
+    if top and top.usd > 0:
+        text += f"; {top.label.replace('_', ' ')} is the largest cost ({top.share * 100:.0f}%)"
+    lines.append(text + ".")
+    lines.extend(w.why for w in workloads)
+    if solver.optimal:
+        lines.append(f"The solver ({solver.name.upper()}) found this plan {solver.status} within a gap of "
+                     f"{solver.gap * 100:.2f}% of the best bound in {solver.seconds:.1f} s.")
+    else:
+        lines.append(f"The solver ({solver.name.upper()}) stopped with status '{solver.status}' at a gap of "
+                     f"{solver.gap * 100:.2f}%: a cheaper plan may exist.")
+    if binding:
+        groups = sorted({b.name.split("[", 1)[0] for b in binding})
+        lines.append(f"{len(binding)} constraints are binding ({', '.join(groups)}): "
+                     "relaxing them is what would make this design cheaper.")
+    return tuple(lines)
+
+
+def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
+    """The report's view model. The catalog only adds hardware figures: the Plan is self-contained."""
+    h = plan.horizon_months
+    total = plan.total_cost_usd
+    solver = SolverView(plan.solver.name, plan.solver.status, plan.solver.objective_usd,
+                        plan.solver.best_bound_usd, plan.solver.gap, plan.solver.seconds,
+                        plan.solver.status == "optimal")
+    by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
+    workloads = tuple(workload_view(w, plan.pools) for w in sorted(plan.workloads, key=lambda w: w.name))
+    binding = tuple(_constraint(b) for b in plan.binding_constraints)
+    monthly = sum(plan.monthly_cost_usd) / len(plan.monthly_cost_usd) if plan.monthly_cost_usd else total / h
+    return ReportView(
+        spec_name=plan.spec_name, spec_sha256=plan.spec_sha256, catalog_version=plan.catalog_version,
+        horizon_months=h, total_cost_usd=total, monthly_average_usd=monthly, solver=solver,
+        summary=_summary(plan, workloads, by_category, solver, binding),
+        by_category=by_category, by_site=cost_by_site(plan), by_workload=cost_by_workload(plan),
+        sites=tuple(_site_view(plan, s, catalog) for s in plan.sites),
+        fleet=fleet(plan),
+        utilization=tuple(utilization_row(p, h) for p in plan.pools),
+        binding=binding, workloads=workloads,
+        breakeven=tuple(_breakeven_row(b) for b in plan.breakeven),
+        storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
+    )

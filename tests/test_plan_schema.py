@@ -1,0 +1,136 @@
+"""plan.json against schemas/plan.schema.json: every plan the compiler writes must validate."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import jsonschema
+import pytest
+
+from compiler.plan import (LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
+                           from_dict, to_dict, to_json)
+from compiler.resources import schema
+from plan_fixtures import ALL, hybrid_plan
+
+VALIDATOR = jsonschema.Draft202012Validator(schema("plan.schema.json"))
+
+
+def errors(doc) -> list[str]:
+    return sorted(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in VALIDATOR.iter_errors(doc))
+
+
+def test_schema_is_valid_2020_12():
+    s = schema("plan.schema.json")
+    assert s["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(s)
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_every_fixture_plan_validates(name):
+    plan = ALL[name]()
+    assert errors(to_dict(plan)) == []
+    # what is written to disk, read back, is the same document and still valid
+    doc = json.loads(to_json(plan))
+    assert errors(doc) == []
+    assert to_dict(from_dict(doc)) == doc
+
+
+def _minimal(kind: str, estimate: dict) -> Plan:
+    """A hand-built plan with one workload and nothing optional."""
+    return Plan(
+        spec_name="tiny", spec_sha256="a" * 64, catalog_version="2026.11", horizon_months=1,
+        solver=SolverInfo("highs", "optimal", 10.0, 10.0, 0.0, 0.01), total_cost_usd=10.0,
+        cost_breakdown_usd={"cloud_compute": 10.0},
+        sites=(SitePlan("gcp-usc1", "cloud", "gcp", "us-central1", ("kubernetes",)),),
+        pools=(Pool("gcp-usc1", "g2-standard-8", "L4", 1, 1, "on_demand", "ethernet"),),
+        workloads=(WorkloadPlan(
+            name="w", kind=kind, gpu="L4", gpus=1, layout=LayoutPlan(),
+            placements=(Placement("gcp-usc1", "g2-standard-8", "on_demand", 1, 1,
+                                  1 if kind == "inference" else 0),),
+            estimate=estimate, cost_usd=10.0, orchestrator="kubernetes"),))
+
+
+HAND_BUILT = {
+    "inference": ("inference", {"memory_gb_per_gpu": 20.1, "tokens_per_s": 900.0, "ttft_ms": 180.0,
+                                "tpot_ms": 30.5, "batch": 16}),
+    "llm-training": ("training", {"memory_gb_per_gpu": 18.0, "duration_hours": 3.5, "mfu": 0.31,
+                                  "tokens_per_s": 2100.0}),
+    # what dataclasses.asdict(TrainingEstimate) writes for a vision job
+    "vision-asdict": ("training", {"memory_gb_per_gpu": 9.0, "duration_hours": 20.0, "mfu": 0.2,
+                                   "tokens_per_s": None, "samples_per_s": 2500.0, "notes": []}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HAND_BUILT))
+def test_hand_built_plans_validate(case):
+    kind, estimate = HAND_BUILT[case]
+    assert errors(to_dict(_minimal(kind, estimate))) == []
+
+
+def _hybrid_doc() -> dict:
+    return to_dict(hybrid_plan())
+
+
+def _mutations():
+    """(what, edit) pairs: each edit breaks the contract in one place."""
+    def set_(path, value):
+        def edit(d):
+            *head, last = path
+            for k in head:
+                d = d[k]
+            d[last] = value
+        return edit
+
+    def delete(path):
+        def edit(d):
+            *head, last = path
+            for k in head:
+                d = d[k]
+            del d[last]
+        return edit
+
+    # workloads are in plan order: chat-70b (inference), llama-70b-pretrain, resnet50
+    return {
+        "unknown top-level key": set_(["optimiser"], "cbc"),
+        "missing total": delete(["total_cost_usd"]),
+        "bad pricing": set_(["pools", 0, "pricing"], "reserved_5y"),
+        "nodes not an integer": set_(["pools", 0, "nodes"], 2.5),
+        "unknown pool key": set_(["pools", 0, "zone"], "a"),
+        "bad sha256": set_(["spec", "sha256"], "xyz"),
+        "inference estimate without tpot": delete(["workloads", 0, "estimate", "tpot_ms"]),
+        "training estimate with inference keys": set_(["workloads", 1, "estimate", "ttft_ms"], 3.0),
+        "training estimate without throughput": delete(["workloads", 1, "estimate", "tokens_per_s"]),
+        "mfu above one": set_(["workloads", 1, "estimate", "mfu"], 1.4),
+        "training in two places": set_(["workloads", 1, "placements"],
+                                       [_hybrid_doc()["workloads"][1]["placements"][0]] * 2),
+        "unknown orchestrator": set_(["workloads", 0, "orchestrator"], "nomad"),
+        "utilization above one": set_(["pools", 0, "monthly_utilization", 0], 1.5),
+        "breakeven missing months": delete(["breakeven", 0, "breakeven_months"]),
+        "layout with cp": set_(["workloads", 0, "layout", "cp"], 2),
+        "bad cost category name": set_(["cost_breakdown_usd", "Cloud Compute"], 1.0),
+    }
+
+
+@pytest.mark.parametrize("what", sorted(_mutations()))
+def test_schema_rejects(what):
+    doc = copy.deepcopy(_hybrid_doc())
+    assert errors(doc) == []
+    _mutations()[what](doc)
+    assert errors(doc) != [], what
+
+
+def test_compiled_example_plan_validates(tmp_path):
+    """The real pipeline's plan, once the optimizer has landed (skipped until then)."""
+    from pathlib import Path
+
+    from compiler import pipeline
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "llm-pretrain-aws.yaml"
+    if not example.exists():
+        pytest.skip("examples/llm-pretrain-aws.yaml is absent")
+    try:
+        result = pipeline.compile_spec(example)
+    except pipeline.StageNotBuilt as exc:
+        pytest.skip(f"pipeline not complete: {exc}")
+    assert errors(to_dict(result.plan)) == []

@@ -1,0 +1,207 @@
+"""report.md / report.html from hand-made plans: sections, figures, self-containment, determinism."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from compiler.catalog import load_catalog
+from compiler.render.environment import money, percent
+from compiler.report import render_report
+from compiler.report import views
+from compiler.report.summary import print_summary
+from plan_fixtures import doubled_inference_plan, hybrid_plan, vision_only_plan
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def hybrid(catalog):
+    return render_report(hybrid_plan(), catalog)
+
+
+def test_files(hybrid):
+    assert sorted(hybrid) == ["report.html", "report.md"]
+
+
+def test_markdown_has_every_section(hybrid):
+    md = hybrid["report.md"]
+    headings = re.findall(r"^#{1,3} (.+)$", md, flags=re.M)
+    for section in ("Design review: acme-ml-platform", "The chosen design and why", "Cost breakdown",
+                    "By category", "By site", "By workload", "Fleet per site, month by month",
+                    "GPU utilization per pool", "Binding constraints", "Workloads",
+                    "chat-70b (inference)", "llama-70b-pretrain (training)", "resnet50 (training)",
+                    "On-prem versus cloud break-even", "Solver"):
+        assert section in headings, section
+
+
+def test_markdown_figures(hybrid):
+    md = hybrid["report.md"]
+    assert "Total cost **$9,209,396**" in md
+    # cost by category, largest first; shares of the 9,209,396.04 total
+    assert "| cloud_compute | $7,992,336 | 86.8% |" in md
+    assert md.index("| cloud_compute |") < md.index("| support |") < md.index("| power |")
+    # by site: chat-70b's 4,131,815.18 split by GPUs (32 + 32), plus storage at each site
+    #   aws-use1 = 4,057,989.12 + 2,065,907.59 + 82,944 = 6,206,840.71
+    assert "| aws-use1 | $6,206,841 | 67.4% |" in md
+    # support (912,000) and egress (3,600) belong to no single site
+    assert f"| {views.UNATTRIBUTED} | $915,600 | 9.9% |" in md
+    # the fleet, month by month with equal months merged: training in months 0-1, then inference
+    assert "| 0 | 512 | 0 |\n| 1 | 512 | 8 |\n| 2-35 | 32 | 32 |" in md
+    # fra-dc1's 64 owned GPUs: 8 busy in month 1, 32 from month 2; idle = 36*64 - (8 + 34*32) = 1208
+    assert "| fra-dc1 dgx-h100 (owned) | 64 | 47.6% | 0.0% | 50.0% | 1,208 |" in md
+    # estimates and alternatives with their cost delta
+    assert "| Capacity at the SLO | 48,000 output tokens/s |" in md
+    assert "| Duration | 1,152.0 h (48.0 days) |" in md
+    assert "+$1,280,863 (+31.0%)" in md
+    # binding constraints and break-even: 47,500 / (3,616.13 - 577.33) = 15.6 months
+    assert "`power[fra-dc1]`: new nodes at fra-dc1 are limited by power_kw 1200" in md
+    assert "owning pays off after 15.6 months of full use" in md
+    assert "cbc: optimal" in md
+
+
+def test_why_names_every_workload_and_its_next_best(hybrid):
+    why = hybrid["report.md"].split("## The chosen design and why")[1].split("##")[0]
+    assert "A hybrid design" in why
+    assert "chat-70b runs as 32 replicas on 64 x H100" in why
+    assert "costs $11,282,011 more" in why          # llama-70b-pretrain: buying on-prem instead
+    assert "3 constraints are binding (power, survive)" in why
+
+
+def test_cost_rows_add_up_to_the_total():
+    plan = doubled_inference_plan()
+    for rows in (views.cost_by_site(plan), views.cost_by_workload(plan)):
+        assert sum(r.usd for r in rows) == pytest.approx(plan.total_cost_usd)
+        assert sum(r.share for r in rows) == pytest.approx(1.0)
+
+
+def test_idle_gpu_months_count_only_paid_capacity():
+    plan = hybrid_plan()
+    rows = {r.pool: r for r in views.build(plan).utilization}
+    on_demand = rows["aws-use1 p5.48xlarge (on_demand)"]
+    # 64 nodes for months 0-1 at 100%: nothing idle; not running afterwards is not idle
+    assert on_demand.idle_gpu_months == 0 and on_demand.mean == 1.0
+    owned = rows["fra-dc1 dgx-h100 (owned)"]
+    assert owned.idle_gpu_months == pytest.approx(1208.0)
+    assert owned.mean == pytest.approx(1096 / 2304)
+
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "action", "poster", "data") and value:
+                self.refs.append(value)
+
+
+def test_html_is_self_contained(hybrid):
+    html = hybrid["report.html"]
+    parser = _Refs()
+    parser.feed(html)
+    remote = [r for r in parser.refs if re.match(r"\s*(https?:)?//", r)]
+    assert remote == []
+    assert all(r.startswith("#") for r in parser.refs), parser.refs   # only in-page references
+    for tag in ("script", "link", "img", "iframe", "object", "embed"):
+        assert tag not in parser.tags, tag
+    assert "@import" not in html and "url(http" not in html and "@font-face" not in html
+
+
+def test_html_has_inline_svg_charts(hybrid):
+    html = hybrid["report.html"]
+    charts = re.findall(r'<svg class="chart" role="img" aria-label="([^"]+)"', html)
+    assert charts == ["Cost breakdown by category, site and workload",
+                      "GPUs in use per site, month by month",
+                      "GPU utilization of every pool over the horizon"]
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
+    ids = re.findall(r' id="([^"]+)"', html)
+    assert len(ids) == len(set(ids)), "element ids must be unique across the inline charts"
+    for ref in re.findall(r"url\(#([^)]+)\)", html):
+        assert ref in ids
+
+
+def test_html_escapes_plan_text(catalog):
+    from dataclasses import replace
+
+    plan = hybrid_plan()
+    wl = replace(plan.workloads[0], alternatives=(replace(plan.workloads[0].alternatives[0],
+                                                          note="<script>alert(1)</script> | x"),))
+    out = render_report(replace(plan, workloads=(wl,) + plan.workloads[1:]), catalog)
+    assert "<script>" not in out["report.html"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in out["report.html"]
+    assert "<script>alert(1)</script> \\| x |" in out["report.md"]     # the cell stays one cell
+
+
+def test_rendering_is_deterministic_byte_for_byte(catalog, hybrid):
+    assert render_report(hybrid_plan(), catalog) == hybrid
+
+
+def test_rendering_is_the_same_in_another_process():
+    """A fresh interpreter with another hash seed renders the same bytes (no set/dict-order leaks)."""
+    code = ("import sys, hashlib; sys.path.insert(0, 'tests');"
+            "from plan_fixtures import hybrid_plan;"
+            "from compiler.catalog import load_catalog; from compiler.report import render_report;"
+            "out = render_report(hybrid_plan(), load_catalog());"
+            "print(hashlib.sha256(out['report.html'].encode()).hexdigest(),"
+            "      hashlib.sha256(out['report.md'].encode()).hexdigest())")
+    root = Path(__file__).resolve().parents[1]
+    digests = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True,
+                             text=True, check=True)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
+
+
+def test_small_plan_without_breakeven_or_series(catalog):
+    out = render_report(vision_only_plan(), catalog)
+    assert "No GPU type could run both on-prem and in the cloud in this spec." in out["report.md"]
+    assert "No constraint is binding" in out["report.md"]
+    assert "| aws-use1 p5.48xlarge (spot) | 8 | n/a | n/a | n/a | n/a |" in out["report.md"]
+    assert "No other feasible option was found." in out["report.md"]
+    assert out["report.html"].count('<svg class="chart"') == 3
+
+
+def test_filters():
+    assert money(1234567.4) == "$1,234,567"
+    assert money(0.424) == "$0.42"
+    assert money(-300, True) == "-$300" and money(1200, True) == "+$1,200"
+    assert percent(0.41234) == "41.2%" and percent(-0.05, 1, True) == "-5.0%"
+
+
+def test_summary_fits_one_screen():
+    console = Console(width=120, record=True, color_system=None)
+    print_summary(hybrid_plan(), console)
+    text = console.export_text()
+    assert len(text.splitlines()) <= 40
+    assert "total $9,209,396 over 36 months" in text
+    assert "solver cbc optimal, gap 0.05%" in text
+    assert re.search(r"cloud_compute\s+\$7,992,336\s+86.8%", text)
+    assert re.search(r"fra-dc1\s+dgx-h100\s+H100\s+8\s+64\s+owned", text)
+    assert re.search(r"chat-70b\s+inference\s+H100\s+64\s+aws-use1, fra-dc1\s+48,000 tok/s", text)
+    assert re.search(r"llama-70b-pretrain\s+training\s+H100\s+512\s+aws-use1\s+48.0 days", text)
+
+
+def test_summary_warns_when_not_optimal():
+    from dataclasses import replace
+
+    plan = hybrid_plan()
+    plan = replace(plan, solver=replace(plan.solver, status="feasible", gap=0.031))
+    console = Console(width=120, record=True, color_system=None)
+    print_summary(plan, console)
+    assert "a plan up to 3.10% cheaper may exist" in console.export_text()
