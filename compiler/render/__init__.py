@@ -1,0 +1,50 @@
+"""The render stage: a Plan (+ the catalog's hardware figures) -> artifact files.
+
+    render(plan, catalog) -> {relative path: text}
+
+One module per target (terraform, slurm, kubernetes, onprem), each mostly a table from
+plan parts to templates under templates/<target>/; view models come from views.py.
+plan.json and the report are written by other stages. The output is sorted and holds
+no timestamps: the same plan renders the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compiler.catalog.model import Catalog
+from compiler.diagnostics import CompileError, Diagnostic
+from compiler.plan import Plan
+from compiler.render import kubernetes, onprem, slurm, terraform
+from compiler.render.views import site_view
+
+# The spec's name pattern; names become directory names, node names and identifiers, so
+# the renderer refuses anything else even if a caller skipped validation.
+SAFE_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+__all__ = ["render"]
+
+
+def _check_names(plan: Plan) -> None:
+    bad = [("site", s.name) for s in plan.sites if not SAFE_NAME.match(s.name)]
+    bad += [("workload", w.name) for w in plan.workloads if not SAFE_NAME.match(w.name)]
+    if bad:
+        raise CompileError([Diagnostic(
+            code="E701", message=f"{kind} name {name!r} cannot be rendered safely",
+            hint="names must match ^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$") for kind, name in bad])
+
+
+def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
+    _check_names(plan)
+    files: dict[str, str] = {}
+    for site in sorted(plan.sites, key=lambda s: s.name):
+        view = site_view(plan, catalog, site)
+        if site.type == "cloud":
+            files.update(terraform.render_site(view, catalog))
+        else:
+            files.update(onprem.render_site(view, catalog))
+        if "slurm" in view.orchestrators and view.slurm_pools:
+            files.update(slurm.render_site(view, catalog))
+        if "kubernetes" in view.orchestrators and view.kubernetes_pools:
+            files.update(kubernetes.render_site(view, catalog))
+    return dict(sorted(files.items()))

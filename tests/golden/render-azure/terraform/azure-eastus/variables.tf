@@ -1,0 +1,48 @@
+variable "subscription_id" {
+  description = "Azure subscription that hosts site azure-eastus."
+  type        = string
+}
+
+variable "location" {
+  description = "Azure region of site azure-eastus."
+  type        = string
+  default     = "eastus"
+}
+
+variable "zone" {
+  description = "Availability zone for the GPU nodes and the file system."
+  type        = string
+  default     = "1"
+}
+
+variable "name_prefix" {
+  description = "Prefix for the names of every resource created here."
+  type        = string
+  default     = "azure-eastus"
+}
+
+variable "subnet_id" {
+  description = "Subnet for the GPU nodes' Ethernet interface (InfiniBand needs no subnet)."
+  type        = string
+}
+
+variable "lustre_subnet_id" {
+  description = "Dedicated subnet for Azure Managed Lustre (its size depends on the capacity)."
+  type        = string
+}
+
+variable "admin_username" {
+  description = "Administrator user on the Slurm nodes."
+  type        = string
+  default     = "azureuser"
+}
+
+variable "ssh_public_key" {
+  description = "SSH public key of the administrator (the private key never comes here)."
+  type        = string
+}
+
+variable "aks_cluster_id" {
+  description = "Resource id of the existing AKS cluster the GPU node pools join."
+  type        = string
+}

@@ -1,0 +1,161 @@
+# GPU capacity for site gcp-euw4 as planned: 2 node group(s).
+
+# GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
+# for A3 machine types.
+resource "google_compute_network" "gpu" {
+  count                   = 4
+  name                    = "${var.name_prefix}-gpunet-${count.index}"
+  auto_create_subnetworks = false
+  mtu                     = 8244
+}
+
+resource "google_compute_subnetwork" "gpu" {
+  count         = 4
+  name          = "${var.name_prefix}-gpusub-${count.index}"
+  network       = google_compute_network.gpu[count.index].id
+  region        = var.region
+  ip_cidr_range = "192.168.${count.index}.0/24"
+}
+
+# Compact placement: the nodes of each pool share a low-latency network block.
+resource "google_compute_resource_policy" "compact" {
+  name   = "${var.name_prefix}-compact"
+  region = var.region
+
+  group_placement_policy {
+    collocation = "COLLOCATED"
+  }
+}
+
+# ---- pool a3-highgpu-8g-reserved-1y-k8s: 2 x a3-highgpu-8g (8x H100), reserved_1y, for kubernetes
+# reserved_1y: a specific reservation holds the capacity (the committed-use
+# discount is bought on the billing account, outside Terraform).
+resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y_kubernetes" {
+  name = "${var.name_prefix}-a3-highgpu-8g-reserved-1y-k8s"
+  zone = var.zone
+
+  specific_reservation_required = true
+
+  specific_reservation {
+    count = 2
+    instance_properties {
+      machine_type = "a3-highgpu-8g"
+      guest_accelerators {
+        accelerator_type  = "nvidia-h100-80gb"
+        accelerator_count = 8
+      }
+    }
+  }
+}
+
+resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
+  name           = "${var.name_prefix}-a3-highgpu-8g-reserved-1y-k8s"
+  cluster        = var.gke_cluster
+  location       = var.region
+  node_locations = [var.zone]
+  node_count     = 2
+
+  placement_policy {
+    type = "COMPACT"
+  }
+
+  node_config {
+    machine_type = "a3-highgpu-8g"
+    spot         = false
+
+    guest_accelerator {
+      type  = "nvidia-h100-80gb"
+      count = 8
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+
+    labels = {
+      "infra-compile.io/pool" = "a3-highgpu-8g-reserved-1y"
+    }
+
+    taint {
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }
+
+    reservation_affinity {
+      consume_reservation_type = "SPECIFIC_RESERVATION"
+      key                      = "compute.googleapis.com/reservation-name"
+      values                   = [google_compute_reservation.a3_highgpu_8g_reserved_1y_kubernetes.name]
+    }
+  }
+
+  network_config {
+    dynamic "additional_node_network_configs" {
+      for_each = range(4)
+      content {
+        network    = google_compute_network.gpu[additional_node_network_configs.value].name
+        subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
+      }
+    }
+  }
+}
+
+# ---- pool g2-standard-96-on-demand-k8s: 2 x g2-standard-96 (8x L4), on_demand, for kubernetes
+resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
+  name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
+  cluster        = var.gke_cluster
+  location       = var.region
+  node_locations = [var.zone]
+  node_count     = 2
+
+  placement_policy {
+    type = "COMPACT"
+  }
+
+  node_config {
+    machine_type = "g2-standard-96"
+    spot         = false
+
+    guest_accelerator {
+      type  = "nvidia-l4"
+      count = 8
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+
+    labels = {
+      "infra-compile.io/pool" = "g2-standard-96-on-demand"
+    }
+
+    taint {
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }
+  }
+}
+
+# Shared file system: 3.0 TB planned, rounded up to Filestore zonal sizes.
+resource "google_filestore_instance" "shared" {
+  name     = "${var.name_prefix}-shared"
+  location = var.zone
+  tier     = "ZONAL"
+
+  file_shares {
+    name        = "shared"
+    capacity_gb = 2816
+  }
+
+  networks {
+    network = var.network
+    modes   = ["MODE_IPV4"]
+  }
+}

@@ -1,0 +1,19 @@
+output "placement_policy" {
+  description = "Compact placement policy of the GPU nodes."
+  value       = google_compute_resource_policy.compact.id
+}
+
+output "a3_highgpu_8g_reserved_1y_kubernetes_nodes" {
+  description = "GKE node pool of pool a3-highgpu-8g-reserved-1y-k8s (2 x a3-highgpu-8g)."
+  value       = google_container_node_pool.a3_highgpu_8g_reserved_1y_kubernetes.name
+}
+
+output "g2_standard_96_on_demand_kubernetes_nodes" {
+  description = "GKE node pool of pool g2-standard-96-on-demand-k8s (2 x g2-standard-96)."
+  value       = google_container_node_pool.g2_standard_96_on_demand_kubernetes.name
+}
+
+output "filestore_ip" {
+  description = "Filestore address (mount shared at /mnt/filestore)."
+  value       = google_filestore_instance.shared.networks[0].ip_addresses[0]
+}

@@ -1,0 +1,168 @@
+"""Hand-made Plans for the render tests: realistic shapes the optimizer produces.
+
+Each covers a provider or site type and both orchestrators; figures are plausible, not
+solved (the render stage only translates what a Plan says).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from compiler.plan import (LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, StoragePlan,
+                           WorkloadPlan)
+
+SOLVER = SolverInfo(name="cbc", status="optimal", objective_usd=1.0, best_bound_usd=1.0,
+                    gap=0.0, seconds=0.1)
+
+
+def _plan(name: str, sites, pools, workloads, storage) -> Plan:
+    return Plan(spec_name=name, spec_sha256="0" * 64, catalog_version="test",
+                horizon_months=12, solver=SOLVER, total_cost_usd=1.0,
+                cost_breakdown_usd={"cloud_compute": 1.0}, sites=tuple(sites),
+                pools=tuple(pools), workloads=tuple(workloads), storage=tuple(storage))
+
+
+def training(name, site, instance, pricing, nodes, gpus, tp=8, pp=1, dp=None,
+             orchestrator="slurm", gpu="H100") -> WorkloadPlan:
+    dp = dp if dp is not None else max(1, gpus // (tp * pp))
+    return WorkloadPlan(
+        name=name, kind="training", gpu=gpu, gpus=gpus, layout=LayoutPlan(tp=tp, pp=pp, dp=dp),
+        placements=(Placement(site=site, instance=instance, pricing=pricing, nodes=nodes,
+                              gpus=gpus),),
+        estimate={"memory_gb_per_gpu": 61.2, "duration_hours": 410.5, "tokens_per_s": 1.2e6,
+                  "mfu": 0.41},
+        cost_usd=1.0, orchestrator=orchestrator)
+
+
+def inference(name, placements, tp, gpu="H100", batch=48) -> WorkloadPlan:
+    return WorkloadPlan(
+        name=name, kind="inference", gpu=gpu, gpus=sum(p.gpus for p in placements),
+        layout=LayoutPlan(tp=tp), placements=tuple(placements),
+        estimate={"memory_gb_per_gpu": 70.0, "tokens_per_s": 9000.0, "ttft_ms": 420.0,
+                  "tpot_ms": 38.0, "batch": batch},
+        cost_usd=1.0, orchestrator="kubernetes")
+
+
+def aws_plan() -> Plan:
+    return _plan(
+        "llm-pretrain-aws",
+        sites=[SitePlan("aws-use1", "cloud", "aws", "us-east-1", ("slurm",)),
+               SitePlan("aws-usw2", "cloud", "aws", "us-west-2", ("kubernetes",))],
+        pools=[Pool("aws-use1", "p5.48xlarge", "H100", 8, 16, "reserved_1y", "efa"),
+               Pool("aws-use1", "p5.48xlarge", "H100", 8, 8, "spot", "efa"),
+               Pool("aws-usw2", "p4de.24xlarge", "A100-80GB", 8, 4, "on_demand", "efa"),
+               Pool("aws-usw2", "g6e.48xlarge", "L40S", 8, 3, "on_demand", "ethernet")],
+        workloads=[
+            training("llama-70b-pretrain", "aws-use1", "p5.48xlarge", "reserved_1y", 16, 128,
+                     tp=8, pp=4),
+            training("llama-8b-ablation", "aws-use1", "p5.48xlarge", "spot", 8, 64, tp=2),
+            training("finetune-13b", "aws-usw2", "p4de.24xlarge", "on_demand", 4, 32, tp=4,
+                     orchestrator="kubernetes", gpu="A100-80GB"),
+            inference("chat-8b", [Placement("aws-usw2", "g6e.48xlarge", "on_demand", 3, 24, 6)],
+                      tp=4, gpu="L40S"),
+        ],
+        storage=[StoragePlan("aws-use1", "fsx-lustre", 52.0, 1.0),
+                 StoragePlan("aws-usw2", "fsx-lustre", 4.0, 1.0)])
+
+
+def gcp_plan() -> Plan:
+    return _plan(
+        "gcp-platform",
+        sites=[SitePlan("gcp-usc1", "cloud", "gcp", "us-central1", ("slurm",)),
+               SitePlan("gcp-euw4", "cloud", "gcp", "europe-west4", ("kubernetes",))],
+        pools=[Pool("gcp-usc1", "a3-megagpu-8g", "H100", 8, 8, "spot", "gpudirect-tcpxo"),
+               Pool("gcp-euw4", "a3-highgpu-8g", "H100", 8, 2, "reserved_1y", "gpudirect-tcpx"),
+               Pool("gcp-euw4", "g2-standard-96", "L4", 8, 2, "on_demand", "ethernet")],
+        workloads=[
+            training("mixtral-sft", "gcp-usc1", "a3-megagpu-8g", "spot", 8, 64, tp=8),
+            training("vit-b16", "gcp-euw4", "a3-highgpu-8g", "reserved_1y", 2, 16, tp=1,
+                     orchestrator="kubernetes"),
+            inference("chat-llama3-8b",
+                      [Placement("gcp-euw4", "g2-standard-96", "on_demand", 2, 16, 8)],
+                      tp=2, gpu="L4", batch=24),
+        ],
+        storage=[StoragePlan("gcp-usc1", "parallelstore", 20.0, 1.0),
+                 StoragePlan("gcp-euw4", "filestore", 3.0, 1.0)])
+
+
+def azure_plan() -> Plan:
+    return _plan(
+        "azure-platform",
+        sites=[SitePlan("azure-eastus", "cloud", "azure", "eastus", ("kubernetes", "slurm"))],
+        pools=[Pool("azure-eastus", "Standard_ND96isr_H100_v5", "H100", 8, 12, "on_demand",
+                    "infiniband"),
+               Pool("azure-eastus", "Standard_ND96amsr_A100_v4", "A100-80GB", 8, 2, "spot",
+                    "infiniband")],
+        workloads=[
+            training("llama-70b-pretrain", "azure-eastus", "Standard_ND96isr_H100_v5",
+                     "on_demand", 12, 96, tp=8, pp=2),
+            inference("chat-70b",
+                      [Placement("azure-eastus", "Standard_ND96amsr_A100_v4", "spot", 2, 16, 4)],
+                      tp=4, gpu="A100-80GB"),
+        ],
+        storage=[StoragePlan("azure-eastus", "managed-lustre", 30.0, 1.0)])
+
+
+def onprem_plan() -> Plan:
+    return _plan(
+        "hybrid-llm-platform",
+        sites=[SitePlan("fra-dc1", "on_prem", None, None, ("kubernetes", "slurm")),
+               SitePlan("aws-use1", "cloud", "aws", "us-east-1", ("kubernetes",))],
+        pools=[Pool("fra-dc1", "dgx-h100", "H100", 8, 8, "owned", "infiniband-ndr"),
+               Pool("fra-dc1", "hgx-h200", "H200", 8, 40, "purchase", "infiniband-ndr"),
+               Pool("fra-dc1", "l40s-server", "L40S", 8, 4, "purchase", "roce-400g"),
+               Pool("aws-use1", "p5.48xlarge", "H100", 8, 2, "on_demand", "efa")],
+        workloads=[
+            training("llama-405b-pretrain", "fra-dc1", "hgx-h200", "purchase", 40, 320, tp=8,
+                     pp=8, gpu="H200"),
+            training("resnet50", "fra-dc1", "dgx-h100", "owned", 1, 4, tp=1),
+            inference("chat-70b",
+                      [Placement("fra-dc1", "l40s-server", "purchase", 4, 32, 8),
+                       Placement("aws-use1", "p5.48xlarge", "on_demand", 2, 16, 4)],
+                      tp=4, gpu="L40S"),
+        ],
+        storage=[StoragePlan("fra-dc1", "onprem-lustre", 640.0, 1.0),
+                 StoragePlan("aws-use1", "fsx-lustre", 1.0, 1.0)])
+
+
+PLANS = {"aws": aws_plan, "gcp": gcp_plan, "azure": azure_plan, "onprem": onprem_plan}
+
+
+def renamed(plan: Plan, old: str, new: str) -> Plan:
+    """The same plan with one workload renamed (for edge-of-pattern and hostile names)."""
+    return replace(plan, workloads=tuple(replace(w, name=new) if w.name == old else w
+                                         for w in plan.workloads))
+
+
+def site_renamed(plan: Plan, old: str, new: str) -> Plan:
+    """The same plan with one site renamed everywhere it is referred to."""
+    def s(name: str) -> str:
+        return new if name == old else name
+    return replace(
+        plan,
+        sites=tuple(replace(x, name=s(x.name)) for x in plan.sites),
+        pools=tuple(replace(p, site=s(p.site)) for p in plan.pools),
+        workloads=tuple(replace(w, placements=tuple(replace(p, site=s(p.site))
+                                                    for p in w.placements))
+                        for w in plan.workloads),
+        storage=tuple(replace(x, site=s(x.site)) for x in plan.storage))
+
+
+_RENDERED: dict[str, dict[str, str]] = {}
+
+
+def rendered(case: str) -> dict[str, str]:
+    """The rendered tree of one of PLANS (rendered once per test session)."""
+    if case not in _RENDERED:
+        from compiler.catalog import load_catalog
+        from compiler.render import render
+        _RENDERED[case] = render(PLANS[case](), load_catalog())
+    return _RENDERED[case]
+
+
+def write(files: dict[str, str], root) -> None:
+    from pathlib import Path
+    for rel, text in files.items():
+        path = Path(root) / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,111 @@
+"""The render stage's output trees: golden files, layout and determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plans import PLANS, rendered
+
+CASES = sorted(PLANS)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_rendered_tree_matches_golden(case, golden):
+    golden(f"render-{case}", rendered(case))
+
+
+def test_layout_follows_the_contract():
+    # DESIGN.md section 5: terraform per cloud site, slurm/kubernetes per orchestrator,
+    # onprem BOM per on-prem site.
+    files = rendered("onprem")
+    assert {f for f in files if f.startswith("terraform/")} == {
+        f"terraform/aws-use1/{n}" for n in ("versions.tf", "providers.tf", "variables.tf",
+                                            "main.tf", "outputs.tf")}
+    assert "onprem/fra-dc1/bom.csv" in files
+    assert not any(f.startswith("terraform/fra-dc1") for f in files)
+    assert {f for f in files if f.startswith("slurm/fra-dc1/jobs/")} == {
+        "slurm/fra-dc1/jobs/llama-405b-pretrain.sbatch", "slurm/fra-dc1/jobs/resnet50.sbatch"}
+    assert "kubernetes/fra-dc1/30-serve-chat-70b.yaml" in files
+    assert "kubernetes/aws-use1/30-serve-chat-70b.yaml" in files
+    aws = rendered("aws")
+    assert "slurm/aws-use1/slurm.conf" in aws and not any(f.startswith("slurm/aws-usw2") for f in aws)
+    assert "kubernetes/aws-usw2/20-train-finetune-13b.yaml" in aws
+    assert list(aws) == sorted(aws)
+
+
+def test_rendering_twice_gives_identical_bytes():
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+    for case in CASES:
+        assert render(PLANS[case](), load_catalog()) == render(PLANS[case](), load_catalog())
+
+
+def _digest_in_subprocess(seed: str) -> str:
+    code = ("import sys, json, hashlib; sys.path.insert(0, 'tests'); import plans; "
+            "print(hashlib.sha256(json.dumps({c: plans.rendered(c) for c in sorted(plans.PLANS)},"
+            " sort_keys=True).encode()).hexdigest())")
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONHASHSEED": seed}, timeout=120, check=True)
+    return out.stdout.strip()
+
+
+def test_output_does_not_depend_on_the_hash_seed():
+    here = hashlib.sha256(json.dumps({c: rendered(c) for c in CASES}, sort_keys=True)
+                          .encode()).hexdigest()
+    assert _digest_in_subprocess("1") == here
+    assert _digest_in_subprocess("4242") == here
+
+
+def test_bom_totals_add_up():
+    import csv
+    import io
+    rows = list(csv.DictReader(io.StringIO(rendered("onprem")["onprem/fra-dc1/bom.csv"])))
+    lines, total = rows[:-1], rows[-1]
+    for row in lines:
+        assert float(row["total_price_usd"]) == pytest.approx(
+            int(row["quantity"]) * float(row["unit_price_usd"]), abs=0.01)
+    assert float(total["total_price_usd"]) == pytest.approx(
+        sum(float(r["total_price_usd"]) for r in lines), abs=0.01)
+    by_item = {r["item"]: r for r in lines}
+    # 40 hgx-h200 bought at the catalog's capex; the 8 owned dgx-h100 cost nothing.
+    assert by_item["hgx-h200"]["quantity"] == "40"
+    assert float(by_item["hgx-h200"]["unit_price_usd"]) == 330000.0
+    assert float(by_item["dgx-h100"]["total_price_usd"]) == 0.0
+    # 48 IB nodes x 8 rails = 384 ports > one 64-port switch: 2 groups x 8 rails of leaves,
+    # and spines taking 384 uplinks at 64 ports each.
+    assert by_item["infiniband-ndr-leaf"]["quantity"] == "16"
+    assert by_item["infiniband-ndr-spine"]["quantity"] == "6"
+    assert by_item["onprem-lustre"]["quantity"] == "640"
+
+
+def test_pool_shared_by_slurm_and_kubernetes_serves_both():
+    # The optimizer may place a Slurm job on all 8 owned nodes and a Kubernetes job on one
+    # of them in another month: both orchestrators must still get the nodes they need.
+    from dataclasses import replace
+
+    import yaml
+
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+    from plans import onprem_plan, training
+    plan = onprem_plan()
+    k8s = training("support-8b-finetune", "fra-dc1", "dgx-h100", "owned", 1, 8, tp=1,
+                   orchestrator="kubernetes")
+    plan = replace(plan, workloads=plan.workloads + (
+        replace(training("llama-70b-continued", "fra-dc1", "dgx-h100", "owned", 8, 64), ), k8s))
+    files = render(plan, load_catalog())
+    assert "NodeName=dgx-h100-owned[01-08]" in files["slurm/fra-dc1/slurm.conf"]
+    docs = list(yaml.safe_load_all(files["kubernetes/fra-dc1/10-kueue.yaml"]))
+    cq = next(d for d in docs if d and d["kind"] == "ClusterQueue")
+    quota = {r["name"]: r["nominalQuota"]
+             for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert quota["nvidia.com/gpu"] == 8
+    assert "time-shared with Slurm" in files["kubernetes/fra-dc1/10-kueue.yaml"]

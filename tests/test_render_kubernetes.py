@@ -1,0 +1,126 @@
+"""Kubernetes output: yamllint, kubernetes-validate --strict for built-in kinds, and the
+published Kueue/JobSet CRD schemas (vendored excerpts under tests/schemas/) for the rest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from plans import PLANS, rendered, write
+
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+K8S_VERSION = "1.30.0"
+CRD_KINDS = {"ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet"}
+
+
+def _yaml_files(case: str) -> dict[str, str]:
+    return {p: t for p, t in rendered(case).items() if p.endswith(".yaml")}
+
+
+def _docs(case: str) -> list[tuple[str, dict]]:
+    return [(p, d) for p, t in _yaml_files(case).items() for d in yaml.safe_load_all(t) if d]
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or str(Path(sys.executable).with_name(name))
+    if not Path(found).exists():
+        pytest.skip(f"{name} is not installed")
+    return found
+
+
+@pytest.mark.parametrize("case", sorted(PLANS))
+def test_yamllint(case, tmp_path):
+    write(_yaml_files(case), tmp_path)
+    config = "{extends: default, rules: {line-length: {max: 160}, document-start: disable}}"
+    out = subprocess.run([_tool("yamllint"), "-s", "-d", config, "."], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("case", sorted(PLANS))
+def test_builtin_kinds_pass_kubernetes_validate(case, tmp_path):
+    files = []
+    for i, (path, doc) in enumerate(_docs(case)):
+        if doc["kind"] in CRD_KINDS:
+            continue
+        f = tmp_path / f"{i:03d}-{doc['kind']}.yaml"
+        f.write_text(yaml.safe_dump(doc, sort_keys=True))
+        files.append(str(f))
+    # The JobSet's pod-per-node Job is a batch/v1 JobTemplateSpec: check it as a real Job.
+    for i, (path, doc) in enumerate(_docs(case)):
+        if doc["kind"] == "JobSet":
+            for rj in doc["spec"]["replicatedJobs"]:
+                job = {"apiVersion": "batch/v1", "kind": "Job",
+                       "metadata": {"name": doc["metadata"]["name"] + "-" + rj["name"],
+                                    "namespace": doc["metadata"]["namespace"]},
+                       "spec": rj["template"]["spec"]}
+                f = tmp_path / f"{i:03d}-jobset-{rj['name']}.yaml"
+                f.write_text(yaml.safe_dump(job, sort_keys=True))
+                files.append(str(f))
+    assert files
+    out = subprocess.run([_tool("kubernetes-validate"), "-k", K8S_VERSION, "--strict", *files],
+                         capture_output=True, text=True, timeout=120)
+    bad = [line for line in (out.stdout + out.stderr).splitlines()
+           if line.startswith(("ERROR", "WARN"))]
+    assert out.returncode == 0 and not bad, out.stdout + out.stderr
+
+
+def _crd_validator(kind: str) -> jsonschema.Draft7Validator:
+    if kind == "JobSet":
+        schema = json.loads((SCHEMAS / "jobset-v1alpha2.json").read_text())
+    else:
+        kueue = json.loads((SCHEMAS / "kueue-v1beta1.json").read_text())
+        schema = {"definitions": kueue["definitions"], "$ref": f"#/definitions/{kind}"}
+    return jsonschema.Draft7Validator(schema)
+
+
+@pytest.mark.parametrize("case", sorted(PLANS))
+def test_crd_objects_match_published_schemas(case):
+    checked = 0
+    for path, doc in _docs(case):
+        if doc["kind"] in CRD_KINDS:
+            errors = sorted(_crd_validator(doc["kind"]).iter_errors(doc), key=str)
+            assert not errors, f"{path}: " + "; ".join(e.message for e in errors)
+            checked += 1
+    if any(d["kind"] == "JobSet" for _, d in _docs(case)):
+        assert checked >= 4
+
+
+def test_crd_schema_catches_a_typo():
+    # The excerpt is closed: a misspelt field fails, as strict server-side validation does.
+    bad = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+           "metadata": {"name": "q", "namespace": "n"}, "spec": {"clusterQeue": "x"}}
+    assert list(_crd_validator("LocalQueue").iter_errors(bad))
+
+
+def test_kueue_quota_and_inference_objects_follow_the_plan():
+    docs = _docs("aws")
+    cq = next(d for _, d in docs if d["kind"] == "ClusterQueue")
+    flavors = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+               for f in cq["spec"]["resourceGroups"][0]["flavors"]}
+    # finetune-13b trains on the 4 p4de.24xlarge nodes: 32 GPUs, 4 x 96 vCPUs, and
+    # 4 x floor(1152e9 B / 2^20 x 0.95) = 4 x 1,043,701 MiB of memory.
+    assert flavors == {"p4de-24xlarge-on-demand": {"cpu": 384, "memory": "4174804Mi",
+                                                   "nvidia.com/gpu": 32}}
+    jobset = next(d for _, d in docs if d["kind"] == "JobSet")
+    assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training"
+    job = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert job["parallelism"] == 4 and job["completionMode"] == "Indexed"
+    dep = next(d for _, d in docs if d["kind"] == "Deployment")
+    assert dep["spec"]["replicas"] == 6
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 4
+    assert pod["nodeSelector"] == {"infra-compile.io/pool": "g6e-48xlarge-on-demand"}
+    assert pod["tolerations"][0]["key"] == "nvidia.com/gpu"
+    hpa = next(d for _, d in docs if d["kind"] == "HorizontalPodAutoscaler")
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
+    pdb = next(d for _, d in docs if d["kind"] == "PodDisruptionBudget")
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {
+        "matchLabels": {"app.kubernetes.io/name": "chat-8b"}}}

@@ -1,0 +1,120 @@
+"""Slurm output: loaded by a real slurmctld/slurmd, every job through `sbatch --test-only`,
+every job script through shellcheck."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import slurm_harness
+from plans import PLANS, rendered, write
+
+SLURM_SITES = sorted({(case, path.split("/")[1]) for case in PLANS for path in rendered(case)
+                      if path.startswith("slurm/")})
+JOBS = sorted((case, path) for case in PLANS for path in rendered(case)
+              if path.endswith(".sbatch"))
+
+needs_slurm = pytest.mark.skipif(
+    not slurm_harness.available(),
+    reason="slurmctld/slurmd/sbatch are not installed (apt-get install slurmctld slurmd slurm-client)")
+
+
+def _site_dir(case: str, site: str, root: Path) -> Path:
+    prefix = f"slurm/{site}/"
+    write({p[len(prefix):]: t for p, t in rendered(case).items() if p.startswith(prefix)}, root)
+    return root
+
+
+@needs_slurm
+@pytest.mark.parametrize("case,site", SLURM_SITES, ids=[f"{c}:{s}" for c, s in SLURM_SITES])
+def test_slurm_config_loads_and_jobs_test_submit(case, site, tmp_path):
+    conf = _site_dir(case, site, tmp_path / "conf")
+    with slurm_harness.SlurmHarness(conf, tmp_path / "run") as h:
+        # Every node registered with its typed GPUs (gres.conf File= lines were honoured).
+        for node, _ in h.node_lines:
+            assert "Gres=gpu:" in h.gres(node), h.gres(node)
+            assert "Count=0" not in h.gres_output[node]
+        jobs = sorted((conf / "jobs").glob("*.sbatch"))
+        assert jobs
+        for job in jobs:
+            out = h.test_job(job)
+            assert out.returncode == 0 and "to start at" in (out.stdout + out.stderr), \
+                f"{job.name}: {out.stdout}{out.stderr}"
+        assert h.errors() == []
+
+
+@needs_slurm
+def test_harness_rejects_a_bad_config(tmp_path):
+    # The harness must be able to fail: an unknown slurm.conf key stops slurmctld.
+    conf = _site_dir("onprem", "fra-dc1", tmp_path / "conf")
+    text = (conf / "slurm.conf").read_text()
+    (conf / "slurm.conf").write_text(text + "NoSuchKey=1\n")
+    with pytest.raises(RuntimeError):
+        with slurm_harness.SlurmHarness(conf, tmp_path / "run"):
+            pass
+
+
+@needs_slurm
+def test_harness_rejects_a_job_larger_than_its_partition(tmp_path):
+    conf = _site_dir("onprem", "fra-dc1", tmp_path / "conf")
+    job = conf / "jobs" / "resnet50.sbatch"
+    job.write_text(job.read_text().replace("--nodes=1", "--nodes=9"))
+    with slurm_harness.SlurmHarness(conf, tmp_path / "run") as h:
+        assert h.test_job(job).returncode != 0
+
+
+def test_slurm_conf_carries_catalog_figures():
+    conf = rendered("aws")["slurm/aws-use1/slurm.conf"]
+    # p5.48xlarge: 192 vCPUs on 2 sockets (48 cores x 2 threads), 2048 GB RAM, 8 x H100.
+    line = next(x for x in conf.splitlines() if x.startswith("NodeName=p5-48xlarge-spot"))
+    for part in ("NodeName=p5-48xlarge-spot[01-08]", "CPUs=192", "SocketsPerBoard=2",
+                 "CoresPerSocket=48", "ThreadsPerCore=2", "RealMemory=1855468",
+                 "Gres=gpu:h100:8"):
+        assert part in line.split(), line
+    assert "SelectType=select/cons_tres" in conf and "GresTypes=gpu" in conf
+    assert "PartitionName=p5-48xlarge-reserved-1y Nodes=p5-48xlarge-reserved-1y[01-16]" in conf
+    gres = rendered("aws")["slurm/aws-use1/gres.conf"]
+    assert "NodeName=p5-48xlarge-spot[01-08] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres
+
+
+def test_job_scripts_follow_layout_and_fabric():
+    job = rendered("aws")["slurm/aws-use1/jobs/llama-70b-pretrain.sbatch"]
+    assert "#SBATCH --nodes=16" in job and "#SBATCH --gpus-per-node=h100:8" in job
+    assert "export FI_PROVIDER=efa" in job and "--pipeline-parallel-size=4" in job
+    assert "CHECKPOINT_DIR=/fsx/checkpoints/llama-70b-pretrain" in job
+    spot = rendered("aws")["slurm/aws-use1/jobs/llama-8b-ablation.sbatch"]
+    assert "#SBATCH --requeue" in spot
+    ib = rendered("onprem")["slurm/fra-dc1/jobs/llama-405b-pretrain.sbatch"]
+    assert "export NCCL_IB_HCA=mlx5" in ib and "CHECKPOINT_DIR=/lustre/" in ib
+    tcpxo = rendered("gcp")["slurm/gcp-usc1/jobs/mixtral-sft.sbatch"]
+    assert "nccl-env-profile.sh" in tcpxo and "NCCL_FASTRAK_CTRL_DEV=eth0" in tcpxo
+    azure = rendered("azure")["slurm/azure-eastus/jobs/llama-70b-pretrain.sbatch"]
+    assert "NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in azure
+
+
+def test_topology_has_leaves_by_radix_and_a_spine():
+    topo = rendered("onprem")["slurm/fra-dc1/topology.conf"]
+    # NDR switches have 64 ports: 32 nodes per leaf, so 40 hgx-h200 take two leaves.
+    assert "SwitchName=leaf02 Nodes=hgx-h200-purchase[01-32]" in topo
+    assert "SwitchName=leaf03 Nodes=hgx-h200-purchase[33-40]" in topo
+    assert "SwitchName=spine Switches=leaf[01-03]" in topo
+
+
+def _shellcheck() -> str:
+    found = shutil.which("shellcheck") or str(Path(sys.executable).with_name("shellcheck"))
+    if not Path(found).exists():
+        pytest.skip("shellcheck is not installed")
+    return found
+
+
+@pytest.mark.parametrize("case,path", JOBS, ids=[f"{c}:{p}" for c, p in JOBS])
+def test_job_scripts_pass_shellcheck(case, path, tmp_path):
+    script = tmp_path / "job.sbatch"
+    script.write_text(rendered(case)[path])
+    out = subprocess.run([_shellcheck(), "-S", "warning", "-s", "bash", str(script)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
