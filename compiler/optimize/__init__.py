@@ -1,0 +1,49 @@
+"""The optimize stage: Candidates -> Plan (DESIGN.md section 4).
+
+formulate.py writes the MILP (maths in its docstring), solve.py runs pulp (CBC or HiGHS),
+decode.py reads the solution back into a Plan, explain.py says why a spec is infeasible,
+alternatives.py prices the next-best options for the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from compiler.candidates import Candidates
+from compiler.diagnostics import CompileError, Diagnostic
+from compiler.plan import Plan
+
+__all__ = ["SolveOptions", "optimize"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    solver: str = "cbc"                 # cbc | highs
+    time_limit: float | None = None     # seconds
+    gap: float | None = None            # relative MIP gap to stop at
+    progress: Callable[[str], None] | None = None
+
+
+def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
+    """Pick the cheapest platform; raise CompileError exit 3 (infeasible) or 5 (no plan in time)."""
+    from compiler.optimize.decode import decode
+    from compiler.optimize.explain import explain, no_candidates
+    from compiler.optimize.formulate import formulate
+    from compiler.optimize.solve import solve
+
+    say = options.progress or (lambda _msg: None)
+    problem = formulate(candidates)
+    missing = no_candidates(problem)
+    if missing:
+        raise CompileError(missing, exit_code=3)
+    say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
+    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap)
+    say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
+    if sol.status == "infeasible":
+        raise explain(problem, solver=options.solver, time_limit=options.time_limit)
+    if not sol.has_solution:
+        limit = f" within {options.time_limit:g} s" if options.time_limit else ""
+        raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{limit}",
+                                       hint="raise --time-limit or loosen --gap")], exit_code=5)
+    return decode(problem, sol)

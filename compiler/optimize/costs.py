@@ -1,0 +1,110 @@
+"""Unit costs for the optimizer, read from the catalog (every figure there has a source).
+
+All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_MONTH).
+
+- Cloud node-hour: the instance's price in the site's region for a pricing option.
+- On-prem node, bought: capex credited for the horizon only,
+  capex * min(1, horizon / useful life), plus support for the horizon. Owned: neither.
+- Power: node-hours run * kW per node * PUE * $/kWh (owned and bought alike).
+- Fabric, per bought on-prem node: ports * cost per port plus its share of a two-tier
+  leaf/spine tree (each leaf spends half its radix on nodes and half on uplinks; spines
+  take the uplinks: 1.5 switches per radix/2 node ports = 3 * ports / radix switches).
+- Storage: $/TB-month (cloud) or capex per TB + $/TB-month (on-prem), per tier.
+- Egress: dataset GB * $/GB of the provider at the data's home when a workload runs away.
+- Checkpoint size: keep * model-state bytes (weights + grads + optimizer), from
+  compiler.estimate.memory.model_state_bytes when the model resolves; else 16 bytes/param
+  (bf16 + AdamW, ZeRO paper) as a fallback.
+"""
+
+from __future__ import annotations
+
+from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
+from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite, Spec, TrainingWorkload
+
+TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
+FALLBACK_STATE_BYTES_PER_PARAM = 16.0  # bf16 weights+grads (4) + fp32 Adam m, v, master (12)
+CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
+                          "azure": ("managed-lustre",), "on_prem": ("onprem-lustre",)}
+
+
+def provider_of(site) -> str:
+    return site.provider if isinstance(site, CloudSite) else "on_prem"
+
+
+def cloud_price(catalog: Catalog, site: CloudSite, instance: str, option: str) -> float | None:
+    """USD per node-hour, or None when the option is not sold there or not allowed by the spec."""
+    if option not in site.pricing:
+        return None
+    inst = catalog.instances.get(instance)
+    return None if inst is None else inst.price(site.region, option)
+
+
+def capex_credit(node: OnPremNode, horizon_months: int) -> float:
+    """The part of a node's purchase price the horizon uses up."""
+    life_months = node.useful_life_years * 12.0
+    return node.capex_usd * min(1.0, horizon_months / life_months)
+
+
+def support_cost(node: OnPremNode, horizon_months: int) -> float:
+    return node.support_usd_per_year * horizon_months / 12.0
+
+
+def power_usd_per_node_hour(node: OnPremNode, site: OnPremSite) -> float:
+    return node.power_kw * site.pue * site.electricity_usd_per_kwh
+
+
+def fabric_switches_per_node(fabric: Fabric) -> float:
+    return 3.0 * fabric.ports_per_node / fabric.switch_radix
+
+
+def fabric_cost_per_node(fabric: Fabric) -> float:
+    return (fabric.ports_per_node * fabric.cost_per_port_usd
+            + fabric_switches_per_node(fabric) * fabric.switch_cost_usd)
+
+
+def bought_node_cost(node: OnPremNode, fabric: Fabric | None, horizon_months: int) -> float:
+    """Capex credit + support + fabric share for one bought node over the horizon."""
+    return (capex_credit(node, horizon_months) + support_cost(node, horizon_months)
+            + (fabric_cost_per_node(fabric) if fabric else 0.0))
+
+
+def storage_tiers(catalog: Catalog, site) -> tuple[StorageTier, ...]:
+    names = CLOUD_TIER_BY_PROVIDER.get(provider_of(site), ())
+    return tuple(catalog.storage[n] for n in names if n in catalog.storage)
+
+
+def storage_month_cost(tier: StorageTier) -> float:
+    """USD per TB per month provisioned (capex handled separately, per TB of peak)."""
+    return tier.usd_per_tb_month
+
+
+def egress_usd_per_tb(catalog: Catalog, home_site) -> float:
+    eg = catalog.egress.get(provider_of(home_site))
+    return 0.0 if eg is None else eg.usd_per_gb * 1000.0
+
+
+def checkpoint_tb(w: TrainingWorkload, catalog: Catalog) -> float:
+    """keep * bytes of model state, in TB (10^12 bytes)."""
+    params = None
+    try:
+        from compiler.estimate.memory import model_state_bytes
+        from compiler.estimate.models import resolve_model
+
+        model = resolve_model(w.model, catalog)
+        if model is not None:
+            params = model.params_b * 1e9
+            return w.checkpoint.keep * model_state_bytes(params, w.precision, w.optimizer, catalog) / 1e12
+    except Exception:  # noqa: BLE001 - estimate helpers absent or factor missing: fall back
+        pass
+    if params is None:
+        model = catalog.models.get(w.model) if isinstance(w.model, str) else w.model
+        params = (getattr(model, "params_b", 0.0) or 0.0) * 1e9
+    return w.checkpoint.keep * params * FALLBACK_STATE_BYTES_PER_PARAM / 1e12
+
+
+def hours(months: int) -> float:
+    return months * HOURS_PER_MONTH
+
+
+def spec_site(spec: Spec, name: str):
+    return spec.site(name)

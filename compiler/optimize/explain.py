@@ -1,0 +1,114 @@
+"""Explain an infeasible problem in the spec's terms (exit code 3).
+
+1. A workload with no candidate left: name the estimator's rejection reasons (and the
+   policy/pin filters that dropped the rest).
+2. Otherwise re-solve with penalized slack on the named constraint groups: resource limits
+   (power, racks, max GPUs, quota, cloud share) cheaply, serving the load (demand,
+   availability) and placing a job dearly. The constraints whose slack is positive are the
+   ones in conflict, and the slack says by how much.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compiler.diagnostics import CompileError, Diagnostic
+from compiler.optimize.formulate import Problem
+from compiler.optimize.solve import solve
+
+# USD per unit of violation: give up a kW or a GPU of quota long before a workload.
+PENALTY = {"power": 1e5, "racks": 1e6, "max_gpus": 1e5, "quota": 1e5, "cloud_share": 1.0,
+           "availability": 1e4, "demand": 1e5, "placement": 1e10, "capacity": 1e7}
+MAX_REPORTED = 8
+
+
+def path_tuple(path: str) -> tuple:
+    """'$.sites[1].power_kw' -> ('sites', 1, 'power_kw')."""
+    out: list = []
+    for name, index in re.findall(r"\.([A-Za-z0-9_\-]+)|\[(\d+)\]", path):
+        out.append(int(index) if index else name)
+    return tuple(out)
+
+
+def no_candidates(problem: Problem) -> list[Diagnostic]:
+    diags = []
+    for w in problem.spec.workloads:
+        if problem.chosen_from.get(w.name):
+            continue
+        reasons = [f"{r.site}/{r.instance}" + (f" ({r.gpus} GPUs)" if r.gpus else "") + f": {r.reason}"
+                   for r in problem.candidates.rejected.get(w.name, ())]
+        reasons += list(problem.filtered_out.get(w.name, ()))
+        shown = "; ".join(sorted(set(reasons))[:6]) or "no site offers a GPU it can run on"
+        more = len(set(reasons)) - 6
+        diags.append(Diagnostic("E301", f"{w.name} has no feasible candidate: {shown}"
+                                + (f" (and {more} more)" if more > 0 else ""), path_tuple(w.path)))
+    return diags
+
+
+def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = None) -> CompileError:
+    """Build the CompileError (exit 3) for an infeasible problem."""
+    diags = no_candidates(problem)
+    if diags:
+        return CompileError(diags, exit_code=3)
+    sol = solve(problem, solver=solver, time_limit=time_limit, gap=1e-4, elastic=PENALTY)
+    if not sol.has_solution:
+        return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
+                                        "found no way to say which")], exit_code=3)
+    by_name = {c.name: c for c in problem.constraints}
+    # One diagnostic per constraint family (drop the month suffix), worst month kept.
+    worst: dict[str, tuple[float, str]] = {}
+    for name, amount in sol.slack.items():
+        family = re.sub(r"@\d+", "", name)
+        if family not in worst or abs(amount) > abs(worst[family][0]):
+            worst[family] = (amount, name)
+    for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:MAX_REPORTED]:
+        amount, name = worst[family]
+        c = by_name[name]
+        diags.append(Diagnostic("E303", _message(problem, c, amount, sol.values), path_tuple(c.path)))
+    if not diags:
+        diags.append(Diagnostic("E302", "the constraints conflict (integer rounding); no single limit is short"))
+    return CompileError(diags, exit_code=3)
+
+
+def _month(name: str) -> str:
+    m = re.search(r"@(\d+)", name)
+    return f" in month {int(m.group(1))}" if m else ""
+
+
+def _message(problem: Problem, c, amount: float, values) -> str:
+    spec = problem.spec
+    inner = c.name.split("[", 1)[1].rstrip("]") if "[" in c.name else c.name
+    if c.group == "power":
+        site = spec.site(inner)
+        return (f"{inner}'s power budget of {site.power_kw:g} kW is {amount:,.1f} kW short of what the "
+                f"workloads placed there need ({site.power_kw + amount:,.1f} kW)")
+    if c.group == "quota":
+        s, rest = inner.split("/", 1)
+        gpu = rest.split("@")[0]
+        return (f"the {gpu} quota at {s} ({c.rhs:g} GPUs) is {amount:,.0f} GPUs short{_month(c.name)}: "
+                f"the workloads that can only run there need {c.rhs + amount:,.0f}")
+    if c.group == "racks":
+        return f"{inner.split('@')[0]} needs {amount:,.1f} more racks than max_racks allows ({c.meaning})"
+    if c.group == "max_gpus":
+        return f"{inner} needs {amount:,.0f} more GPUs than its max_gpus allows"
+    if c.group == "cloud_share":
+        return (f"policy.max_cloud_share cannot be met: the cheapest feasible plan overspends the cloud "
+                f"share by ${amount:,.0f}")
+    if c.group in ("demand", "availability"):
+        w = inner.split("@")[0]
+        need = c.rhs
+        have = need - amount
+        if c.group == "availability":
+            lost = inner.split("/-")[-1]
+            remaining = sorted({cd.site for cd in problem.chosen_from.get(w, ()) if cd.site != lost})
+            where = ", ".join(remaining) if remaining else "no other site"
+            return (f"{w} needs {need:,.0f} output tokens/s{_month(c.name)} without {lost} "
+                    f"(slo.availability >= 0.999) but only {where} remains, and it carries "
+                    f"{max(have, 0):,.0f} tokens/s within its limits")
+        return (f"{w} needs {need:,.0f} output tokens/s{_month(c.name)} but its candidates carry only "
+                f"{max(have, 0):,.0f} within the site limits")
+    if c.group == "placement":
+        return f"{inner} cannot be placed on any candidate within the site limits"
+    if c.group == "capacity":
+        return f"{inner.split('@')[0]} is {amount:,.0f} GPUs short{_month(c.name)} ({c.meaning})"
+    return f"{c.name}: {c.meaning} (short by {amount:,.2f})"

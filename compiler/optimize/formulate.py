@@ -1,0 +1,568 @@
+r"""FORMULATE: Candidates -> Problem, a pulp-free MILP with named variables and constraints.
+
+The model
+=========
+
+Notation
+--------
+  M = {0..H-1}       months of the horizon (H = spec.horizon_months), 730 h each
+  W_T, W_I           training and inference workloads
+  C_w                candidates of workload w (after policy/pin filters and pruning)
+  for a candidate c:  s(c) site, i(c) instance / node model, g_c GPUs (training: held;
+                      inference: per replica), n_c nodes held (training), h_{c,m} hours
+                      run in month m (training), tau_c output tokens/s of one replica
+  P_cloud            cloud pools p = (site, instance) with a non-spot candidate
+  P_onprem           on-prem pools q = (site, node model) with a candidate
+  G_q                GPUs per node of pool q; O_q owned nodes; Phi_q fabrics offered
+  D_{w,m}            output tokens/s demanded: rps * out_tokens * (1+growth)^(m-start), m >= start
+
+Decisions
+---------
+  x_c  in {0,1}      training candidate c chosen                       (c in C_w, w in W_T)
+  y_{c,m} in Z+      replicas of inference candidate c in month m      (w in W_I, m >= start)
+  b_q in Z+          nodes bought in on-prem pool q
+  f_{q,phi} in {0,1} fabric phi chosen for pool q; z_{q,phi} >= 0 bought nodes wired with phi
+  r_{p,k,a} in Z+    reserved nodes of term k (1y, 3y) starting in month a, cloud pool p
+  u_{p,m} >= 0       on-demand node-hours of pool p in month m
+  v_{p,m} in Z+      nodes carrying inference replicas in cloud pool p, month m
+  S_{s,t,m} >= 0     TB of storage tier t at site s in month m; e_{s,t,m} in {0,1} tier open;
+  K_{s,t} >= 0       peak TB of an on-prem tier (bought once)
+
+Objective (USD over the horizon; costs.py documents every unit cost)
+---------
+  min  sum_c spot_c * n_c * sum_m h_{c,m} * x_c                      cloud spot
+     + sum_{p,m} price_od(p) * u_{p,m}                               cloud on-demand
+     + sum_{p,k,a} price_k(p) * 730 * |term(k,a) & M| * r_{p,k,a}    cloud reserved
+     + sum_q (capex(q) * min(1, H / life) + support(q) * H/12) * b_q  capex + support
+     + sum_{q,phi} fabric(phi) * z_{q,phi}                           fabric
+     + sum_c power(q) * n_c * sum_m h_{c,m} * x_c                    on-prem power (training)
+     + sum_{c,m} power(q) * g_c/G_q * 730 * y_{c,m}                  on-prem power (inference)
+     + sum_{s,t,m} $/TB-month * S_{s,t,m} + sum capex_t * K_{s,t}    storage
+     + sum_c egress_c * x_c                                          egress (data away from home)
+
+Constraints
+-----------
+  (1)  one[w]:             sum_{c in C_w} x_c = 1                                   w in W_T
+  (2)  demand[w@m]:        sum_{c in C_w} tau_c y_{c,m} >= D_{w,m}                    w in W_I
+  (3)  survive[w@m/-s]:    sum_{c in C_w, s(c) != s} tau_c y_{c,m} >= D_{w,m}
+                           for every site s, when slo.availability >= 0.999 (N+1 across sites)
+  (4)  quota[s/gpu@m]:     sum_{c at s, gpu} g_c x_c [h_{c,m}>0] + sum_p G_p v_{p,m} <= quota
+  (5)  fabric[q]:          sum_phi f_{q,phi} <= 1;   fabric_use[c]: x_c <= f_{q,phi(c)}
+                           (inference: sum_m y_{c,m} <= U_c f_{q,phi(c)});
+                           fabric_nodes[q/phi]: z_{q,phi} >= b_q - B_q (1 - f_{q,phi})
+  (6)  capacity[q@m]:      sum_c g_c x_c [h_{c,m}>0] + sum_c g_c y_{c,m} <= G_q (b_q + O_q)
+                           (a job that runs any hours in m holds its GPUs in m; replicas pack
+                           by GPU count, exact because tensor-parallel degrees divide G_q)
+  (7)  power[s]:           sum_q kW_q * PUE * b_q <= power_kw   (the spec's budget for NEW nodes)
+  (8)  racks[s]:           sum_q RU_q (b_q + O_q) / 42 <= max_racks;
+       rack_power[s]:      sum_q kW_q (b_q + O_q) / rack_power_kw <= max_racks
+  (9)  max_gpus[s]:        sum_q G_q (b_q + O_q) <= max_gpus
+  (10) cloud_share:        cloud spend <= max_cloud_share * total spend
+  (11) storage[s@m]:       sum_t S_{s,t,m} >= sum_{c at s active in m} (dataset_tb + ckpt_tb) x_c;
+                           storage_open: S <= BIG e, S >= min_tb e;  storage_peak: K >= S
+  (12) ondemand[p@m]:      u_{p,m} >= sum_c n_c h_{c,m} x_c + 730 v_{p,m}
+                                       - 730 sum_{k,a: a <= m < a+term_k} r_{p,k,a}
+                           (reserved node-hours are shared by every job in the pool that
+                           month; u_{p,m} = 0 where on_demand is not an allowed pricing)
+  (13) packing[p@m]:       G_p v_{p,m} >= sum_c g_c y_{c,m}
+
+Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
+before the model is built; dominated candidates are pruned (see `prune`).
+Each constraint keeps the spec path that caused it, so explain.py can point at the line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from compiler.candidates import Candidate, Candidates
+from compiler.optimize import costs
+from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec
+
+RACK_UNITS = 42.0
+TERMS = ("reserved_1y", "reserved_3y")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    kind: str                                    # binary | integer | continuous
+    ub: float | None = None
+    costs: tuple[tuple[str, float], ...] = ()    # (breakdown category, USD per unit)
+
+    @property
+    def cost(self) -> float:
+        return sum(v for _, v in self.costs)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    name: str
+    group: str                                   # one, demand, survive, quota, power ...
+    terms: tuple[tuple[str, float], ...]
+    sense: str                                   # <= | >= | ==
+    rhs: float
+    path: str = ""                               # JSONPath in the spec, e.g. $.sites[1].power_kw
+    meaning: str = ""                            # what it says, in the spec's terms
+
+
+@dataclass(frozen=True)
+class Problem:
+    spec: Spec
+    candidates: Candidates                       # as given (alternatives, rejections)
+    chosen_from: Mapping[str, tuple[Candidate, ...]]  # after filters and pruning
+    variables: tuple[Variable, ...]
+    constraints: tuple[Constraint, ...]
+    demand: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # w -> per month
+    filtered_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # w -> reasons
+
+
+# --- names (decode.py-free: the solver maps values back by these names) -----------------
+
+def x_name(c: Candidate) -> str:
+    return f"x[{c.id}]"
+
+
+def y_name(c: Candidate, m: int) -> str:
+    return f"y[{c.id}@{m:03d}]"
+
+
+def buy_name(site: str, inst: str) -> str:
+    return f"buy[{site}/{inst}]"
+
+
+def fab_name(site: str, inst: str, fabric: str) -> str:
+    return f"fab[{site}/{inst}/{fabric}]"
+
+
+def fabn_name(site: str, inst: str, fabric: str) -> str:
+    return f"fabnodes[{site}/{inst}/{fabric}]"
+
+
+def od_name(site: str, inst: str, m: int) -> str:
+    return f"ondemand[{site}/{inst}@{m:03d}]"
+
+
+def res_name(site: str, inst: str, term: str, a: int) -> str:
+    return f"reserved[{site}/{inst}/{term}@{a:03d}]"
+
+
+def inode_name(site: str, inst: str, m: int) -> str:
+    return f"inodes[{site}/{inst}@{m:03d}]"
+
+
+def stor_name(site: str, tier: str, m: int) -> str:
+    return f"storage[{site}/{tier}@{m:03d}]"
+
+
+def sopen_name(site: str, tier: str, m: int) -> str:
+    return f"storage_open[{site}/{tier}@{m:03d}]"
+
+
+def speak_name(site: str, tier: str) -> str:
+    return f"storage_peak[{site}/{tier}]"
+
+
+# --- candidate filters and pruning ------------------------------------------------------
+
+def pricing_of(c: Candidate) -> str:
+    if c.site_type == "on_prem":
+        return "purchase"
+    return "spot" if c.spot else "on_demand"
+
+
+def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate], list[str]]:
+    """Apply policy, site restriction and pin (estimate does too; this makes pins in tests and
+    what-if runs exact). Returns (kept, reasons for what was dropped)."""
+    kept, why = [], []
+    pin, pol = w.pin, spec.policy
+    for c in cands:
+        site = spec.site(c.site)
+        reason = None
+        if pol.placement != "hybrid" and c.site_type != pol.placement:
+            reason = f"{c.id}: policy.placement is {pol.placement}"
+        elif pol.allowed_gpus is not None and c.gpu not in pol.allowed_gpus:
+            reason = f"{c.id}: {c.gpu} not in policy.allowed_gpus"
+        elif w.sites and c.site not in w.sites:
+            reason = f"{c.id}: {c.site} not in the workload's sites"
+        elif c.spot and (not isinstance(site, CloudSite) or "spot" not in site.pricing):
+            reason = f"{c.id}: spot is not an allowed pricing at {c.site}"
+        elif pin is not None and (
+                (pin.site and c.site != pin.site) or (pin.gpu and c.gpu != pin.gpu)
+                or (pin.instance and c.instance != pin.instance)
+                or (pin.gpus and c.gpus != pin.gpus)
+                or (pin.pricing == "spot" and not c.spot)
+                or (pin.pricing and pin.pricing != "spot" and c.spot)
+                or (pin.pricing in ("on_demand", "spot", "reserved_1y", "reserved_3y")
+                    and c.site_type != "cloud")
+                or (pin.pricing in ("owned", "purchase") and c.site_type != "on_prem")):
+            reason = f"{c.id}: excluded by the pin"
+        if reason:
+            why.append(reason)
+        else:
+            kept.append(c)
+    return kept, why
+
+
+def _months(c: Candidate) -> frozenset[int]:
+    return frozenset(m for m, h in c.usage if h > 0)
+
+
+def _node_hours(c: Candidate) -> float:
+    return c.nodes * sum(h for _, h in c.usage)
+
+
+def prune(cands: list[Candidate]) -> list[Candidate]:
+    """Drop candidates no optimal plan needs.
+
+    Training: c is dominated by d on the same site, instance, pricing and fabric when d holds
+    no more nodes, runs no more node-hours and is active in no month c is not (so d costs no
+    more and uses no more capacity, storage or quota in any month).
+    Inference: dominated when d needs no more GPUs per replica and carries at least as many
+    tokens/s. Ties keep the smaller id.
+    """
+    out = []
+    for c in cands:
+        dominated = False
+        for d in cands:
+            if d is c or (d.site, d.instance, d.spot, d.fabric) != (c.site, c.instance, c.spot, c.fabric):
+                continue
+            if c.kind == "training":
+                le = (d.nodes <= c.nodes and _node_hours(d) <= _node_hours(c) + 1e-9
+                      and _months(d) <= _months(c))
+                strict = (d.nodes, _node_hours(d), len(_months(d))) != (c.nodes, _node_hours(c), len(_months(c)))
+            else:
+                le = d.gpus <= c.gpus and d.estimate.tokens_per_s >= c.estimate.tokens_per_s
+                strict = (d.gpus, d.estimate.tokens_per_s) != (c.gpus, c.estimate.tokens_per_s)
+            if le and (strict or d.id < c.id):
+                dominated = True
+                break
+        if not dominated:
+            out.append(c)
+    return out
+
+
+INFERENCE_PER_SITE = 1  # serving candidates kept per site, cheapest per token/s first
+INODE_KIND = "integer"  # whole nodes per month carry the replicas (13)
+
+
+def _cheapest_per_site(spec: Spec, cat, cands: list[Candidate]) -> list[Candidate]:
+    """Keep each site's INFERENCE_PER_SITE cheapest candidates per output token/s (heuristic:
+    a replica's node-hour price, or an on-prem node's horizon cost spread over its hours plus
+    power, times its share of the node, over its tokens/s). Cuts the symmetric choices that
+    make the MILP slow; a pin still narrows the list first."""
+    H = spec.horizon_months
+    by_site: dict[str, list[tuple[float, str, Candidate]]] = {}
+    for c in cands:
+        site = spec.site(c.site)
+        if isinstance(site, CloudSite):
+            rate = costs.cloud_price(cat, site, c.instance, "on_demand")
+            if rate is None:
+                rate = min((costs.cloud_price(cat, site, c.instance, t) or float("inf")) for t in TERMS)
+        else:
+            node = cat.onprem_nodes[c.instance]
+            rate = (costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H) / (H * HOURS_PER_MONTH)
+                    + costs.power_usd_per_node_hour(node, site))
+        per_tps = rate * c.gpus / c.gpus_per_node / max(c.estimate.tokens_per_s, 1e-9)
+        by_site.setdefault(c.site, []).append((per_tps, c.id, c))
+    out = []
+    for s in sorted(by_site):
+        out += [c for _, _, c in sorted(by_site[s], key=lambda t: (t[0], t[1]))[:INFERENCE_PER_SITE]]
+    return out
+
+
+def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
+    t = w.traffic
+    base = t.peak_rps * t.output_tokens
+    return tuple(0.0 if m < w.window.start_month
+                 else base * (1.0 + t.growth_per_month) ** (m - w.window.start_month)
+                 for m in range(horizon))
+
+
+# --- the builder ------------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self) -> None:
+        self.vars: dict[str, Variable] = {}
+        self.cons: dict[str, Constraint] = {}
+
+    def var(self, name: str, kind: str, ub: float | None = None, **costs_by_cat: float) -> str:
+        if name not in self.vars:
+            self.vars[name] = Variable(name, kind, ub, tuple(sorted((k, v) for k, v in costs_by_cat.items() if v)))
+        return name
+
+    def add_cost(self, name: str, category: str, usd: float) -> None:
+        v = self.vars[name]
+        merged = dict(v.costs)
+        merged[category] = merged.get(category, 0.0) + usd
+        self.vars[name] = Variable(v.name, v.kind, v.ub, tuple(sorted((k, x) for k, x in merged.items() if x)))
+
+    def con(self, name: str, group: str, terms: dict[str, float], sense: str, rhs: float,
+            path: str = "", meaning: str = "") -> None:
+        t = tuple(sorted((k, v) for k, v in terms.items() if v))
+        self.cons[name] = Constraint(name, group, t, sense, rhs, path, meaning)
+
+
+def formulate(candidates: Candidates) -> Problem:
+    spec, cat = candidates.spec, candidates.catalog
+    H = spec.horizon_months
+    months = range(H)
+    B = _Builder()
+
+    chosen: dict[str, tuple[Candidate, ...]] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    for w in spec.workloads:
+        kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
+        kept = prune(kept)
+        if isinstance(w, InferenceWorkload):
+            kept = _cheapest_per_site(spec, cat, kept)
+        chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
+        dropped[w.name] = tuple(why)
+
+    by_id = {c.id: c for cs in chosen.values() for c in cs}
+    demand = {w.name: demand_series(w, H) for w in spec.workloads if isinstance(w, InferenceWorkload)}
+
+    # Per-pool usage terms collected while walking the candidates.
+    onprem_gpu: dict[tuple[str, str, int], dict[str, float]] = {}   # (6)
+    quota_gpu: dict[tuple[str, str, int], dict[str, float]] = {}    # (4)
+    od_hours: dict[tuple[str, str, int], dict[str, float]] = {}     # (12)
+    packing: dict[tuple[str, str, int], dict[str, float]] = {}      # (13)
+    storage_need: dict[tuple[str, int], dict[str, float]] = {}      # (11)
+    fabric_users: dict[tuple[str, str, str], list[tuple[str, float]]] = {}  # (5)
+    pools_onprem: set[tuple[str, str]] = set()
+    pool_bound: dict[tuple[str, str], float] = {}                   # GPUs the pool could ever need
+    pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
+
+    def add(d: dict, key, name: str, coef: float) -> None:
+        d.setdefault(key, {})
+        d[key][name] = d[key].get(name, 0.0) + coef
+
+    for w in spec.workloads:
+        cands = chosen[w.name]
+        if isinstance(w, InferenceWorkload):
+            D = demand[w.name]
+            active = [m for m in months if D[m] > 0]
+            for c in cands:
+                site = spec.site(c.site)
+                tau = c.estimate.tokens_per_s
+                ub_rep = max(1, math.ceil(max(D) / tau - 1e-9)) if active else 0
+                for m in active:
+                    yn = B.var(y_name(c, m), "integer", ub_rep)
+                    if isinstance(site, OnPremSite):
+                        node = cat.onprem_nodes[c.instance]
+                        B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
+                                   * costs.power_usd_per_node_hour(node, site))
+                        add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
+                    else:
+                        add(packing, (c.site, c.instance, m), yn, c.gpus)
+                if isinstance(site, OnPremSite):
+                    pools_onprem.add((c.site, c.instance))
+                    pool_bound[(c.site, c.instance)] = pool_bound.get((c.site, c.instance), 0.0) + ub_rep * c.gpus
+                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(
+                        (c.id, float(ub_rep * len(active))))
+                else:
+                    pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
+            for m in active:
+                terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
+                B.con(f"demand[{w.name}@{m:03d}]", "demand", terms, ">=", D[m], f"{w.path}.traffic",
+                      f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
+                if w.slo.availability >= 0.999:
+                    for s in sorted({c.site for c in cands}):
+                        t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
+                        B.con(f"survive[{w.name}@{m:03d}/-{s}]", "availability", t, ">=", D[m],
+                              f"{w.path}.slo.availability",
+                              f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
+        else:
+            home = w.data.home if w.data else None
+            ds_tb = w.data.dataset_tb if w.data else 0.0
+            ck_tb = costs.checkpoint_tb(w, cat)
+            for c in cands:
+                site = spec.site(c.site)
+                xn = B.var(x_name(c), "binary")
+                hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
+                if home and c.site != home and ds_tb:
+                    B.add_cost(xn, "egress", ds_tb * costs.egress_usd_per_tb(cat, spec.site(home)))
+                for m, h in c.usage:
+                    if m >= H or h <= 0:
+                        continue
+                    add(storage_need, (c.site, m), xn, ds_tb + ck_tb)
+                    if isinstance(site, OnPremSite):
+                        add(onprem_gpu, (c.site, c.instance, m), xn, c.gpus)
+                    else:
+                        add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
+                        if not c.spot:
+                            add(od_hours, (c.site, c.instance, m), xn, c.nodes * h)
+                if isinstance(site, OnPremSite):
+                    node = cat.onprem_nodes[c.instance]
+                    B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
+                    pools_onprem.add((c.site, c.instance))
+                    pool_bound[(c.site, c.instance)] = pool_bound.get((c.site, c.instance), 0.0) + c.gpus
+                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 1.0))
+                elif c.spot:
+                    price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
+                    B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
+                else:
+                    pools_cloud.setdefault((c.site, c.instance), set()).add(c.start_month)
+            B.con(f"one[{w.name}]", "placement", {x_name(c): 1.0 for c in cands}, "==", 1.0, w.path,
+                  f"{w.name} runs on exactly one candidate")  # (1)
+
+    # Cloud pools: on-demand hours (12), reserved terms, inference node packing (13).
+    for (s, i) in sorted(pools_cloud):
+        site = spec.site(s)
+        od_price = costs.cloud_price(cat, site, i, "on_demand")
+        gpn = cat.instances[i].gpus
+        starts = sorted(pools_cloud[(s, i)] | {0})
+        res_vars = []
+        for term in TERMS:
+            price = costs.cloud_price(cat, site, i, term)
+            if price is None:
+                continue
+            tm = costs.TERM_MONTHS[term]
+            term_starts = sorted(set(starts) | ({a for a in range(0, H, tm)} if tm < H else set()))
+            for a in term_starts:
+                if a >= H:
+                    continue
+                covered = min(H, a + tm) - a
+                rn = B.var(res_name(s, i, term, a), "integer", None,
+                           cloud_compute=price * HOURS_PER_MONTH * covered)
+                res_vars.append((rn, a, tm))
+        for m in months:
+            hours = dict(od_hours.get((s, i, m), {}))
+            pack = packing.get((s, i, m))
+            if pack:
+                vn = B.var(inode_name(s, i, m), INODE_KIND)
+                B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
+                      ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
+                hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
+                add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
+            if not hours:
+                continue
+            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0,
+                       cloud_compute=od_price or 0.0)
+            terms = {un: 1.0, **{k: -v for k, v in hours.items()}}
+            for rn, a, tm in res_vars:
+                if a <= m < a + tm:
+                    terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
+            B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
+                  f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand")  # (12)
+
+    # Quotas (4).
+    for (s, g, m), terms in sorted(quota_gpu.items()):
+        site = spec.site(s)
+        q = site.quotas.get(g) if isinstance(site, CloudSite) else None
+        if q is not None:
+            B.con(f"quota[{s}/{g}@{m:03d}]", "quota", terms, "<=", float(q), f"{site.path}.quotas.{g}",
+                  f"at most {q} {g} GPUs at once at {s}")
+
+    # On-prem pools: buy, fabric (5), capacity (6); site limits (7)-(9).
+    by_site: dict[str, list[str]] = {}
+    for (s, i) in sorted(pools_onprem):
+        site: OnPremSite = spec.site(s)
+        node = cat.onprem_nodes[i]
+        owned = sum(o.nodes for o in site.owned if o.instance == i)
+        # Big-M for the fabric link: never more nodes than every candidate at once would need.
+        cap_nodes = max(1, math.ceil(pool_bound[(s, i)] / node.gpus))
+        bn = B.var(buy_name(s, i), "integer", None, capex=costs.capex_credit(node, H),
+                   support=costs.support_cost(node, H))
+        by_site.setdefault(s, []).append(i)
+        fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
+        if len(fabrics) == 1 and fabrics[0] in cat.fabrics:
+            B.add_cost(bn, "fabric", costs.fabric_cost_per_node(cat.fabrics[fabrics[0]]))
+        elif fabrics:
+            sel = {}
+            for f in fabrics:
+                fn = B.var(fab_name(s, i, f), "binary")
+                sel[fn] = 1.0
+                fab = cat.fabrics.get(f)
+                zn = B.var(fabn_name(s, i, f), "continuous", None,
+                           fabric=costs.fabric_cost_per_node(fab) if fab else 0.0)
+                B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
+                      ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}")
+                for cid, big in fabric_users[(s, i, f)]:
+                    cand = by_id[cid]
+                    if cand.kind == "training":
+                        terms = {f"x[{cid}]": 1.0, fn: -1.0}
+                    else:
+                        terms = {y_name(cand, m): 1.0 for m in months if y_name(cand, m) in B.vars}
+                        terms[fn] = -big
+                    B.con(f"fabric_use[{cid}]", "fabric", terms, "<=", 0.0, site.path,
+                          f"{cid} needs the pool's fabric to be {f}")
+            B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
+                  f"one fabric for the {i} pool at {s}")  # (5)
+        for m in months:
+            terms = onprem_gpu.get((s, i, m))
+            if terms:
+                B.con(f"capacity[{s}/{i}@{m:03d}]", "capacity",
+                      {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
+                      site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought")  # (6)
+
+    for s in sorted(by_site):
+        site = spec.site(s)
+        insts = by_site[s]
+        owned = {i: sum(o.nodes for o in site.owned if o.instance == i) for i in insts}
+        nodes = {i: cat.onprem_nodes[i] for i in insts}
+        B.con(f"power[{s}]", "power", {buy_name(s, i): nodes[i].power_kw * site.pue for i in insts}, "<=",
+              site.power_kw, f"{site.path}.power_kw", f"new nodes at {s} fit its {site.power_kw:g} kW")  # (7)
+        owned_ru = sum(owned[i] * nodes[i].rack_units for i in insts) / RACK_UNITS
+        B.con(f"racks[{s}]", "racks", {buy_name(s, i): nodes[i].rack_units / RACK_UNITS for i in insts}, "<=",
+              site.max_racks - owned_ru, f"{site.path}.max_racks",
+              f"nodes at {s} fit in {site.max_racks} racks")  # (8)
+        if site.rack_power_kw:
+            owned_kw = sum(owned[i] * nodes[i].power_kw for i in insts) / site.rack_power_kw
+            B.con(f"rack_power[{s}]", "racks",
+                  {buy_name(s, i): nodes[i].power_kw / site.rack_power_kw for i in insts}, "<=",
+                  site.max_racks - owned_kw, f"{site.path}.rack_power_kw",
+                  f"nodes at {s} fit {site.max_racks} racks of {site.rack_power_kw:g} kW")
+        if site.max_gpus is not None:
+            B.con(f"max_gpus[{s}]", "max_gpus", {buy_name(s, i): nodes[i].gpus for i in insts}, "<=",
+                  site.max_gpus - sum(owned[i] * nodes[i].gpus for i in insts), f"{site.path}.max_gpus",
+                  f"at most {site.max_gpus} GPUs at {s}")  # (9)
+
+    # Storage (11).
+    for (s, m), need in sorted(storage_need.items()):
+        site = spec.site(s)
+        tiers = costs.storage_tiers(cat, site)
+        if not tiers:
+            continue
+        big = sum(need.values()) + max(t.min_tb for t in tiers) + 1.0
+        terms = {k: -v for k, v in need.items()}
+        for t in tiers:
+            sn = B.var(stor_name(s, t.name, m), "continuous", None, storage=t.usd_per_tb_month)
+            on = B.var(sopen_name(s, t.name, m), "binary")
+            terms[sn] = 1.0
+            B.con(f"storage_max[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -big}, "<=", 0.0, site.path)
+            B.con(f"storage_min[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -t.min_tb}, ">=", 0.0,
+                  site.path, f"{t.name} is sold in at least {t.min_tb:g} TB")
+            if t.capex_usd_per_tb:
+                kn = B.var(speak_name(s, t.name), "continuous", None, storage=t.capex_usd_per_tb)
+                B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path)
+        B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", 0.0, site.path,
+              f"storage at {s} in month {m} holds the datasets and checkpoints of the jobs there")
+
+    # Cloud share (10): cloud - share * total <= 0, over variable costs.
+    share = spec.policy.max_cloud_share
+    if share is not None and share < 1.0:
+        terms = {}
+        for v in B.vars.values():
+            cloud = sum(x for k, x in v.costs if k == "cloud_compute")
+            cloud += v.cost if _is_cloud_var(v.name, spec) else 0.0
+            coef = cloud - share * v.cost
+            if coef:
+                terms[v.name] = coef
+        B.con("cloud_share", "cloud_share", terms, "<=", 0.0, "$.policy.max_cloud_share",
+              f"cloud spend is at most {share:.0%} of the total")
+
+    variables = tuple(B.vars[k] for k in sorted(B.vars))
+    constraints = tuple(B.cons[k] for k in sorted(B.cons))
+    return Problem(spec=spec, candidates=candidates, chosen_from=chosen, variables=variables,
+                   constraints=constraints, demand=demand, filtered_out=dropped)
+
+
+def _is_cloud_var(name: str, spec: Spec) -> bool:
+    if not name.startswith(("storage[", "storage_peak[")):
+        return False
+    site = name.split("[", 1)[1].split("/", 1)[0]
+    return spec.site(site).type == "cloud"
+

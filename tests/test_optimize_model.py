@@ -1,0 +1,226 @@
+"""Break-even physics, availability, infeasibility explained, solvers agreeing, determinism."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compiler.diagnostics import CompileError
+from compiler.optimize import SolveOptions, optimize
+from compiler.optimize import costs
+from compiler.optimize.formulate import formulate
+from compiler.plan import to_json
+
+from optimize_fixtures import (CATALOG, candidates, cloud, infer_cand, inference, onprem, spec, train_cand,
+                               training)
+
+EXACT = SolveOptions(gap=1e-9)
+
+
+def _train_platform(hours, usd_kwh=0.05, horizon=36, pricing=("on_demand", "spot")):
+    aws, dc = cloud(pricing=pricing), onprem(usd_kwh=usd_kwh)
+    w = training("job")
+    sp = spec([aws, dc], [w], horizon=horizon)
+    return candidates(sp, [train_cand(w, aws, "p5.48xlarge", 8, hours),
+                           train_cand(w, dc, "hgx-h100", 8, hours)])
+
+
+def test_whole_horizon_job_buys_hardware_when_power_is_cheap():
+    # 8 nodes for 36 x 730 h: on-demand p5 at $55.04/node-h (catalog) is ~$11.6M; buying 8 HGX H100
+    # is 8 x ($290k capex credit 36/60 + $60k support + fabric) + power at $0.05/kWh: ~$2.4M.
+    plan = optimize(_train_platform(36 * 730.0), EXACT)
+    (p,) = plan.workloads[0].placements
+    assert (p.site, p.pricing) == ("dc1", "purchase")
+    assert plan.cost_breakdown_usd["capex"] > 0 and plan.cost_breakdown_usd["cloud_compute"] == 0
+
+
+def test_two_week_burst_rents():
+    plan = optimize(_train_platform(14 * 24.0), EXACT)
+    (p,) = plan.workloads[0].placements
+    assert p.site == "aws-use1" and p.pricing == "on_demand"
+    assert plan.cost_breakdown_usd["capex"] == 0
+    # 8 nodes x 336 h x $55.04 (catalog on-demand p5.48xlarge, us-east-1)
+    assert plan.cost_breakdown_usd["cloud_compute"] == pytest.approx(8 * 336 * 55.04, rel=1e-9)
+
+
+def _cloud_job(months, horizon=36):
+    aws = cloud(pricing=("on_demand", "reserved_1y"))
+    w = training("job")
+    sp = spec([aws], [w], horizon=horizon)
+    return candidates(sp, [train_cand(w, aws, "p5.48xlarge", 8, months * 730.0)])
+
+
+def test_reserved_only_when_utilization_pays():
+    # A 1-year term costs 12 x 730 h x $39.63 whether used or not; on-demand is $55.04/h (catalog,
+    # p5.48xlarge us-east-1). It pays from 12 x 39.63 / 55.04 = 8.6 months of use a year.
+    eleven = optimize(_cloud_job(11), EXACT)
+    assert [p.pricing for p in eleven.pools] == ["reserved_1y"]
+    assert eleven.pools[0].nodes == 8
+    four = optimize(_cloud_job(4), EXACT)
+    assert [p.pricing for p in four.pools] == ["on_demand"]
+    assert four.total_cost_usd == pytest.approx(8 * 4 * 730 * 55.04 + four.cost_breakdown_usd["storage"])
+    # And a two-week training burst never reserves.
+    burst = optimize(_train_platform(14 * 24.0, pricing=("on_demand", "reserved_1y", "reserved_3y")), EXACT)
+    assert not any(p.pricing.startswith("reserved") for p in burst.pools)
+
+
+def test_high_availability_spans_two_sites():
+    aws, gcp = cloud(), cloud("gcp-usc1", "us-central1", "gcp", index=1)
+    dc = onprem(index=2)
+    w = inference("chat", rps=10, out=100, availability=0.999)
+    sp = spec([aws, gcp, dc], [w], horizon=6)
+    cs = candidates(sp, [infer_cand(w, aws, "p5.48xlarge", 8, 1000.0),
+                         infer_cand(w, gcp, "a3-highgpu-8g", 8, 1000.0),
+                         infer_cand(w, dc, "hgx-h100", 8, 1000.0)])
+    plan = optimize(cs, EXACT)
+    sites = {p.site for p in plan.workloads[0].placements}
+    assert len(sites) >= 2
+    # Losing any one site leaves enough: every site carries the whole load on its own here.
+    assert all(p.replicas >= 1 for p in plan.workloads[0].placements)
+    assert plan.workloads[0].estimate["tokens_per_s"] >= 2 * 1000.0
+
+
+def test_infeasible_power_budget_is_explained():
+    dc = onprem(power_kw=50.0, index=0)            # one HGX H100 draws 10.2 kW x PUE 1.2 = 12.24 kW
+    w = training("big")
+    sp = spec([dc], [w])
+    with pytest.raises(CompileError) as err:
+        optimize(candidates(sp, [train_cand(w, dc, "hgx-h100", 8, 500.0)]))
+    assert err.value.exit_code == 3
+    (d,) = [d for d in err.value.diagnostics if "power" in d.message]
+    assert d.path == ("sites", 0, "power_kw")
+    assert "dc1" in d.message and "50 kW" in d.message
+    # 8 nodes x 12.24 kW = 97.92 kW needed: 47.92 kW short
+    assert "47.9 kW short" in d.message
+
+
+def test_infeasible_quota_is_explained():
+    aws = cloud(quotas={"H100": 8}, index=0)
+    w = training("big")
+    sp = spec([aws], [w])
+    with pytest.raises(CompileError) as err:
+        optimize(candidates(sp, [train_cand(w, aws, "p5.48xlarge", 4, 500.0)]))
+    assert err.value.exit_code == 3
+    (d,) = [d for d in err.value.diagnostics if "quota" in d.message]
+    assert d.path == ("sites", 0, "quotas", "H100")
+    assert "24 GPUs short" in d.message
+
+
+def test_availability_without_second_site_is_explained():
+    aws = cloud(index=0)
+    w = inference("chat", availability=0.999, index=0)
+    sp = spec([aws], [w], horizon=3)
+    with pytest.raises(CompileError) as err:
+        optimize(candidates(sp, [infer_cand(w, aws, "p5.48xlarge", 8, 1000.0)]))
+    assert err.value.exit_code == 3
+    assert any("without aws-use1" in d.message and d.path == ("workloads", 0, "slo", "availability")
+               for d in err.value.diagnostics)
+
+
+def test_no_candidate_names_rejections():
+    from compiler.candidates import Rejection
+
+    aws = cloud(index=0)
+    w = training("huge")
+    sp = spec([aws], [w])
+    rej = {"huge": (Rejection("huge", "aws-use1", "p5.48xlarge", "H100", "does not fit: needs 97 GB/GPU, has 80"),)}
+    with pytest.raises(CompileError) as err:
+        optimize(candidates(sp, [], rejected=rej))
+    assert err.value.exit_code == 3
+    assert "needs 97 GB/GPU" in err.value.diagnostics[0].message
+    assert err.value.diagnostics[0].path == ("workloads", 0)
+
+
+def test_no_solution_in_time_exits_5(monkeypatch):
+    from compiler.optimize import solve as solve_mod
+
+    def no_plan(problem, **kw):
+        return solve_mod.Solution("cbc", "no_solution", float("nan"), float("nan"), float("nan"), 1.0)
+
+    monkeypatch.setattr(solve_mod, "solve", no_plan)
+    with pytest.raises(CompileError) as err:
+        optimize(_train_platform(500.0), SolveOptions(time_limit=1))
+    assert err.value.exit_code == 5
+
+
+def _mixed():
+    aws, dc = cloud(pricing=("on_demand", "spot", "reserved_1y")), onprem(owned=[("dgx-h100", 2)])
+    t1, t2 = training("pre", 0), training("tune", 1, start=2)
+    inf = inference("chat", index=2, rps=8, out=100, growth=0.05, availability=0.999)
+    sp = spec([aws, dc], [t1, t2, inf], horizon=12)
+    return candidates(sp, [
+        train_cand(t1, aws, "p5.48xlarge", 4, 2000.0), train_cand(t1, aws, "p5.48xlarge", 4, 2300.0, spot=True),
+        train_cand(t1, dc, "hgx-h100", 4, 2000.0), train_cand(t1, dc, "dgx-h100", 2, 4000.0),
+        train_cand(t2, aws, "p5.48xlarge", 1, 300.0), train_cand(t2, dc, "dgx-h100", 1, 300.0),
+        infer_cand(inf, aws, "p5.48xlarge", 2, 300.0), infer_cand(inf, dc, "hgx-h100", 4, 700.0,
+                                                                  fabric="infiniband-ndr")])
+
+
+def test_cbc_and_highs_agree():
+    cs = _mixed()
+    a = optimize(cs, SolveOptions(solver="cbc", gap=1e-9))
+    b = optimize(cs, SolveOptions(solver="highs", gap=1e-9))
+    assert a.total_cost_usd == pytest.approx(b.total_cost_usd, rel=1e-6)
+    assert a.solver.status == b.solver.status == "optimal"
+
+
+def test_deterministic_plan_json():
+    def strip(text):
+        d = json.loads(text)
+        d["solver"].pop("seconds")
+        return d
+    first = to_json(optimize(_mixed(), EXACT))
+    second = to_json(optimize(_mixed(), EXACT))
+    assert strip(first) == strip(second)
+
+
+def test_plan_is_complete_for_render_and_report():
+    plan = optimize(_mixed(), EXACT)
+    assert set(plan.cost_breakdown_usd) >= {"capex", "power", "support", "fabric", "cloud_compute",
+                                            "storage", "egress"}
+    assert len(plan.monthly_cost_usd) == 12
+    assert sum(plan.monthly_cost_usd) == pytest.approx(plan.total_cost_usd, rel=1e-6)
+    assert sum(w.cost_usd for w in plan.workloads) == pytest.approx(plan.total_cost_usd, rel=1e-6)
+    assert plan.solver.objective_usd == pytest.approx(plan.total_cost_usd, rel=1e-9)
+    for p in plan.pools:
+        assert len(p.monthly_nodes) == 12 and p.nodes == max(p.monthly_nodes) and p.fabric
+    chat = next(w for w in plan.workloads if w.name == "chat")
+    assert {"memory_gb_per_gpu", "tokens_per_s", "ttft_ms", "tpot_ms", "batch"} <= set(chat.estimate)
+    # capacity at the peak month carries the peak demand: 8 rps x 100 tokens x 1.05^11
+    assert chat.estimate["tokens_per_s"] >= 800 * 1.05 ** 11
+    pre = next(w for w in plan.workloads if w.name == "pre")
+    assert {"memory_gb_per_gpu", "duration_hours", "tokens_per_s", "mfu"} <= set(pre.estimate)
+    assert pre.alternatives and all(a.delta_usd >= -0.01 or a.note for a in pre.alternatives)
+    assert {s.name for s in plan.sites} == {p.site for w in plan.workloads for p in w.placements}
+    assert plan.breakeven
+
+
+def test_constraints_traced_to_spec_paths():
+    problem = formulate(_mixed())
+    by_group = {}
+    for c in problem.constraints:
+        by_group.setdefault(c.group, c)
+        assert c.path.startswith("$.")
+    assert by_group["power"].path == "$.sites[1].power_kw"
+    assert by_group["availability"].path == "$.workloads[2].slo.availability"
+    assert by_group["placement"].path == "$.workloads[0]"
+
+
+def test_capex_credit_and_fabric_unit_costs():
+    node = CATALOG.onprem_nodes["hgx-h100"]
+    # 36 of 60 months of useful life: 60% of $290k
+    assert costs.capex_credit(node, 36) == pytest.approx(0.6 * 290000)
+    assert costs.capex_credit(node, 120) == pytest.approx(290000)
+    ib = CATALOG.fabrics["infiniband-ndr"]
+    # 8 ports x $4k + 3 x 8/64 switches x $40k = $32k + $15k
+    assert costs.fabric_cost_per_node(ib) == pytest.approx(32000 + 15000)
+
+
+def test_break_even_reference_figures():
+    """002 (practitioners' notes): 64 H100 bought for ~$2.5M vs ~$98 per 8-GPU node-hour.
+    8 nodes x $98 x 730 h = $572,320 a month of rental; $2.5M / $572,320 = 4.4 months before
+    running costs. See docs/optimizer.md for the month-by-month crossing."""
+    monthly = 8 * 98 * 730
+    assert monthly == 572320
+    assert 2.5e6 / monthly == pytest.approx(4.37, abs=0.01)
