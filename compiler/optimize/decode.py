@@ -329,9 +329,15 @@ def _binding(problem, value) -> tuple[str, ...]:
 
 
 def _breakeven(problem) -> tuple[dict, ...]:
-    """Per workload with both cloud and on-prem candidates: months of cloud rental that pay for
-    buying the same capacity (capex + fabric) net of on-prem running costs."""
+    """Per workload with both cloud and on-prem candidates: owning one GPU against renting it
+    on demand, in the plan schema's `breakeven` shape (per GPU, so workloads compare).
+
+    breakeven_months: months of full use after which buying (capex + fabric) is cheaper.
+    breakeven_utilization: the share of the horizon a GPU must be busy for owning (capex
+    credited for the horizon, support every month, power only while busy) to be cheaper.
+    """
     spec, cat = problem.spec, problem.candidates.catalog
+    horizon = spec.horizon_months
     rows = []
     for w in sorted(spec.workloads, key=lambda w: w.name):
         cands = problem.chosen_from.get(w.name, ())
@@ -342,24 +348,32 @@ def _breakeven(problem) -> tuple[dict, ...]:
         priced = [(standalone_cost(problem, c), c.id, c) for c in cloud]
         priced = [p for p in priced if p[0] is not None]
         op = [(standalone_cost(problem, c), c.id, c) for c in onprem]
+        op = [p for p in op if p[0] is not None]
         if not priced or not op:
             continue
         cc = min(priced)[2]
         oc = min(op)[2]
-        cloud_site = spec.site(cc.site)
-        price = costs.cloud_price(cat, cloud_site, cc.instance, "on_demand") or 0.0
-        gpus = cc.gpus if cc.kind == "training" else cc.gpus_per_node
-        cloud_month = price * HOURS_PER_MONTH * gpus / cc.gpus_per_node
+        price = costs.cloud_price(cat, spec.site(cc.site), cc.instance, "on_demand") or 0.0
+        cloud_gpu_month = price * HOURS_PER_MONTH / cc.gpus_per_node
         node = cat.onprem_nodes[oc.instance]
         site = spec.site(oc.site)
-        nodes = math.ceil(gpus / node.gpus)
         fabric = cat.fabrics.get(oc.fabric)
-        upfront = nodes * (node.capex_usd + (costs.fabric_cost_per_node(fabric) if fabric else 0.0))
-        run_month = nodes * (HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site)
-                             + node.support_usd_per_year / 12.0)
-        saving = cloud_month - run_month
-        rows.append({"workload": w.name, "pool": f"{oc.site}/{oc.instance}", "cloud": f"{cc.site}/{cc.instance}",
-                     "gpus": gpus, "upfront_usd": _r(upfront), "cloud_usd_per_month": _r(cloud_month),
-                     "onprem_usd_per_month": _r(run_month),
-                     "months_to_break_even": round(upfront / saving, 2) if saving > 0 else None})
+        capex_gpu = (node.capex_usd + (costs.fabric_cost_per_node(fabric) if fabric else 0.0)) / node.gpus
+        power_gpu_month = HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site) / node.gpus
+        support_gpu_month = node.support_usd_per_year / 12.0 / node.gpus
+        saving = cloud_gpu_month - power_gpu_month - support_gpu_month
+        credited = capex_gpu * min(1.0, horizon / (node.useful_life_years * 12.0))
+        margin = horizon * (cloud_gpu_month - power_gpu_month)
+        gpus = cc.gpus if cc.kind == "training" else cc.gpus_per_node
+        rows.append({
+            "gpu": oc.gpu, "on_prem_site": oc.site, "on_prem_instance": oc.instance,
+            "cloud_site": cc.site, "cloud_instance": cc.instance, "cloud_pricing": "on_demand",
+            "on_prem_capex_usd_per_gpu": _r(capex_gpu),
+            "on_prem_opex_usd_per_gpu_month": _r(power_gpu_month + support_gpu_month),
+            "cloud_usd_per_gpu_month": _r(cloud_gpu_month),
+            "breakeven_months": round(capex_gpu / saving, 2) if saving > 0 else None,
+            "breakeven_utilization": (round((credited + horizon * support_gpu_month) / margin, 3)
+                                      if margin > 0 else None),
+            "note": f"{w.name}: {gpus} GPUs, {cc.gpu} in the cloud against {oc.gpu} owned",
+        })
     return tuple(rows)

@@ -1,0 +1,24 @@
+output "placement_group" {
+  description = "Cluster placement group holding every GPU node of the site."
+  value       = aws_placement_group.gpu.name
+}
+
+output "p5_48xlarge_on_demand_slurm_group" {
+  description = "Auto Scaling group of pool p5-48xlarge-on-demand (2 x p5.48xlarge)."
+  value       = aws_autoscaling_group.p5_48xlarge_on_demand_slurm.name
+}
+
+output "p5_48xlarge_spot_slurm_group" {
+  description = "Auto Scaling group of pool p5-48xlarge-spot (64 x p5.48xlarge)."
+  value       = aws_autoscaling_group.p5_48xlarge_spot_slurm.name
+}
+
+output "fsx_dns_name" {
+  description = "DNS name of the FSx for Lustre file system (mount at /fsx)."
+  value       = aws_fsx_lustre_file_system.shared.dns_name
+}
+
+output "fsx_mount_name" {
+  description = "Lustre mount name of the file system."
+  value       = aws_fsx_lustre_file_system.shared.mount_name
+}

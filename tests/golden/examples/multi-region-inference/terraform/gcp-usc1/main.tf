@@ -1,0 +1,105 @@
+# GPU capacity for site gcp-usc1 as planned: 1 node group(s).
+
+# GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
+# for A3 machine types (RDMA NICs on a RoCE network profile for A3 Ultra).
+resource "google_compute_network" "gpu" {
+  count                   = 8
+  name                    = "${var.name_prefix}-gpunet-${count.index}"
+  auto_create_subnetworks = false
+  mtu                     = 8244
+  network_profile         = "projects/${var.project_id}/global/networkProfiles/${var.zone}-vpc-roce"
+}
+
+resource "google_compute_subnetwork" "gpu" {
+  count         = 8
+  name          = "${var.name_prefix}-gpusub-${count.index}"
+  network       = google_compute_network.gpu[count.index].id
+  region        = var.region
+  ip_cidr_range = "192.168.${count.index}.0/24"
+}
+
+# Compact placement: the nodes of each pool share a low-latency network block.
+resource "google_compute_resource_policy" "compact" {
+  name   = "${var.name_prefix}-compact"
+  region = var.region
+
+  group_placement_policy {
+    collocation = "COLLOCATED"
+  }
+}
+
+# ---- pool a3-ultragpu-8g-reserved-1y-k8s: 1 x a3-ultragpu-8g (8x H200), reserved_1y, for kubernetes
+# reserved_1y: a specific reservation holds the capacity (the committed-use
+# discount is bought on the billing account, outside Terraform).
+resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y_kubernetes" {
+  name = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y-k8s"
+  zone = var.zone
+
+  specific_reservation_required = true
+
+  specific_reservation {
+    count = 1
+    instance_properties {
+      machine_type = "a3-ultragpu-8g"
+      guest_accelerators {
+        accelerator_type  = "nvidia-h200-141gb"
+        accelerator_count = 8
+      }
+    }
+  }
+}
+
+resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
+  name           = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y-k8s"
+  cluster        = var.gke_cluster
+  location       = var.region
+  node_locations = [var.zone]
+  node_count     = 1
+
+  placement_policy {
+    type = "COMPACT"
+  }
+
+  node_config {
+    machine_type = "a3-ultragpu-8g"
+    spot         = false
+
+    guest_accelerator {
+      type  = "nvidia-h200-141gb"
+      count = 8
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+
+    labels = {
+      "infra-compile.io/pool" = "a3-ultragpu-8g-reserved-1y"
+    }
+
+    taint {
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }
+
+    reservation_affinity {
+      consume_reservation_type = "SPECIFIC_RESERVATION"
+      key                      = "compute.googleapis.com/reservation-name"
+      values                   = [google_compute_reservation.a3_ultragpu_8g_reserved_1y_kubernetes.name]
+    }
+  }
+
+  network_config {
+    dynamic "additional_node_network_configs" {
+      for_each = range(8)
+      content {
+        network    = google_compute_network.gpu[additional_node_network_configs.value].name
+        subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
+      }
+    }
+  }
+}
