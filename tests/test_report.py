@@ -205,3 +205,24 @@ def test_summary_warns_when_not_optimal():
     console = Console(width=120, record=True, color_system=None)
     print_summary(plan, console)
     assert "a plan up to 3.10% cheaper may exist" in console.export_text()
+
+
+def test_cost_rows_do_not_charge_storage_twice():
+    # The optimizer charges storage to the workloads (their costs add up to the total);
+    # by-site and by-workload rows must then add up to the total with no negative remainder.
+    from dataclasses import replace
+
+    from compiler.report.views import cost_by_site, cost_by_workload
+    from plan_fixtures import hybrid_plan
+
+    plan = hybrid_plan()
+    storage = sum(s.cost_usd for s in plan.storage)
+    assert storage > 0
+    share = storage / len(plan.workloads)
+    carried = replace(plan, workloads=tuple(replace(w, cost_usd=w.cost_usd + share)
+                                             for w in plan.workloads))
+    carried = replace(carried, total_cost_usd=sum(w.cost_usd for w in carried.workloads))
+    for rows in (cost_by_site(carried), cost_by_workload(carried)):
+        assert all(r.usd >= 0 for r in rows), rows
+        assert abs(sum(r.usd for r in rows) - carried.total_cost_usd) < 1.0
+    assert "storage" not in {r.label for r in cost_by_workload(carried)}

@@ -208,7 +208,7 @@ def _with_remainder(amounts: dict[str, float], total: float) -> tuple[CostRow, .
     """Rows that add up to the total: what cannot be attributed goes into one last row."""
     rows = _rows(amounts, total)
     rest = total - sum(amounts.values())
-    if abs(rest) >= 0.005:
+    if abs(rest) >= 0.5:  # below half a dollar it is rounding in plan.json, not a cost
         rows += (CostRow(UNATTRIBUTED, rest, _share(rest, total)),)
     return rows
 
@@ -223,20 +223,29 @@ def _placement_costs(w: WorkloadPlan) -> dict[str, float]:
     return out
 
 
+def _workloads_carry_everything(plan: Plan) -> bool:
+    """The optimizer charges every cost (storage, fabric, support...) to some workload, so
+    workload costs add up to the total; a plan from elsewhere may leave storage apart.
+    Counting storage again would charge it twice."""
+    total = sum(w.cost_usd for w in plan.workloads)
+    return abs(total - plan.total_cost_usd) <= max(1.0, 1e-6 * abs(plan.total_cost_usd))
+
+
 def cost_by_site(plan: Plan) -> tuple[CostRow, ...]:
     amounts: dict[str, float] = {s.name: 0.0 for s in plan.sites}
     for w in plan.workloads:
         for site, usd in _placement_costs(w).items():
             amounts[site] = amounts.get(site, 0.0) + usd
-    for s in plan.storage:
-        amounts[s.site] = amounts.get(s.site, 0.0) + s.cost_usd
+    if not _workloads_carry_everything(plan):
+        for s in plan.storage:
+            amounts[s.site] = amounts.get(s.site, 0.0) + s.cost_usd
     return _with_remainder(amounts, plan.total_cost_usd)
 
 
 def cost_by_workload(plan: Plan) -> tuple[CostRow, ...]:
     amounts = {w.name: w.cost_usd for w in plan.workloads}
     storage = sum(s.cost_usd for s in plan.storage)
-    if storage:
+    if storage and not _workloads_carry_everything(plan):
         amounts["storage"] = storage
     return _with_remainder(amounts, plan.total_cost_usd)
 
