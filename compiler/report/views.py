@@ -356,7 +356,7 @@ def _gpus_label(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> str:
     if w.kind == "inference":
         replicas = sum(p.replicas for p in w.placements)
         gpus = sum(p.gpus for p in w.placements)
-        return f"{replicas} replicas on {gpus} x {_gpu_types(w, pools)}"
+        return f"{_count(replicas, 'replica')} on {gpus} x {_gpu_types(w, pools)}"
     return f"{w.gpus} x {_gpu_types(w, pools)}"
 
 
@@ -442,6 +442,10 @@ def _site_view(plan: Plan, s, catalog: Catalog | None) -> SiteView:
                     sum(p.gpus for p in pools))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple[CostRow, ...],
              solver: SolverView, binding: tuple[ConstraintRow, ...]) -> tuple[str, ...]:
     lines = []
@@ -452,8 +456,10 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
            else "cloud-only" if used & set(cloud_sites) else "on-prem-only")
     gpus = sum(p.nodes * p.gpus_per_node for p in plan.pools)
     top = by_category[0] if by_category else None
-    text = (f"A {mix} design: {gpus:,} GPUs at peak in {len(plan.pools)} pools across "
-            f"{len({p.site for p in plan.pools})} sites, {_money(plan.total_cost_usd)} over "
+    n_sites = len({p.site for p in plan.pools})
+    text = (f"{'An' if mix[0] in 'aeiou' else 'A'} {mix} design: {gpus:,} GPUs at peak in "
+            f"{_count(len(plan.pools), 'pool')} across {_count(n_sites, 'site')}, "
+            f"{_money(plan.total_cost_usd)} over "
             f"{plan.horizon_months} months")
     if top and top.usd > 0:
         text += f"; {top.label.replace('_', ' ')} is the largest cost ({top.share * 100:.0f}%)"
