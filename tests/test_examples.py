@@ -141,3 +141,35 @@ def test_check_is_clean_on_fresh_output_and_exit_4_after_edits(tmp_path):
     assert r.returncode == 4
     assert f"{report}: differs" in r.stderr
     assert f"{bom}: missing" in r.stderr
+
+
+def test_diff_names_what_doubled_traffic_changed(tmp_path):
+    """A spec and its edited copy (inference traffic doubled): diff names the workloads, the
+    pools that changed and the cost delta; exit 0."""
+    src = ROOT / "examples" / "multi-region-inference.yaml"
+    data = yaml.safe_load(src.read_text())
+    for w in data["workloads"]:
+        w["traffic"]["peak_rps"] *= 2
+    edited = tmp_path / "doubled.yaml"
+    edited.write_text(yaml.safe_dump(data, sort_keys=False))
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "compiler", *args], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    cli(str(src), "-o", str(tmp_path / "a"), "-q")
+    cli(str(edited), "-o", str(tmp_path / "b"), "-q")
+    a, b = (json.loads((tmp_path / x / "plan.json").read_text()) for x in "ab")
+    d = json.loads(cli("diff", str(tmp_path / "a" / "plan.json"), str(tmp_path / "b" / "plan.json"),
+                       "--format", "json"))
+    assert d["changed"] is True
+    total = d["total_cost_usd"]
+    assert total["delta"] == pytest.approx(b["total_cost_usd"] - a["total_cost_usd"], abs=0.01)
+    assert total["delta"] > 0
+    changed_workloads = {w["name"] for w in d["workloads"] if w["status"] == "changed"}
+    assert changed_workloads == {"chat-70b", "assistant-8b"}
+    assert d["pools"]["added"] or d["pools"]["resized"]
+    text = cli("diff", str(tmp_path / "a" / "plan.json"), str(tmp_path / "b" / "plan.json"))
+    assert "chat-70b" in text and "resized" in text
