@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -30,8 +31,15 @@ def installed(tmp_path_factory):
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
     env_dir = base / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
+    venv.EnvBuilder(system_site_packages=False, with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
+    # Reuse this environment's packages (pip, setuptools, the dependencies) through a .pth
+    # file: `system_site_packages` would expose the base interpreter's instead, whose older
+    # setuptools cannot build a wheel when pytest runs inside a virtual environment.
+    site_dir = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                   capture_output=True, text=True, check=True).stdout.strip())
+    outer = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    (site_dir / "_outer_env.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
     r = subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "--no-build-isolation",
                         "--no-index", "-q", str(src)], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
