@@ -73,7 +73,10 @@ def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
         sys.stdout = None  # keep the interpreter from flushing into the closed pipe at exit
         return EXIT_OK
     except KeyboardInterrupt:
-        print("infra-compile: interrupted; the previous output is unchanged.", file=sys.stderr)
+        _stop_children()
+        # Output is swapped in whole (compiler.output): the directory holds either the
+        # previous tree or, if Ctrl-C came after the swap, the complete new one; never a mix.
+        print("infra-compile: interrupted; no partial output was written.", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug: say so plainly, traceback only on --debug
         if debug:
@@ -81,6 +84,52 @@ def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
         print(f"infra-compile: internal error: {type(exc).__name__}: {exc}\n"
               "  rerun with --debug for a traceback, and please report it.", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _stop_children() -> None:
+    """End the solver processes this compile started (CBC finishes its search after a SIGINT).
+
+    pulp waits on its CBC child without killing it when the wait is interrupted, so on
+    Ctrl-C the solver would go on running, orphaned, for as long as its search takes.
+    Only our own children named cbc are signalled (Linux /proc; elsewhere this does nothing).
+    """
+    import os
+    import signal
+
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return
+    def is_solver(pid: str) -> bool:
+        # Only the solver: a host process embedding the CLI may have children of its own.
+        try:
+            return Path(f"/proc/{pid}/comm").read_text().strip() == "cbc"
+        except OSError:
+            return False
+
+    pids = []
+    for task in tasks:
+        try:
+            pids += [int(k) for k in (task / "children").read_text().split() if is_solver(k)]
+        except (OSError, ValueError):
+            continue
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+    # Reap them (briefly) so no zombie is left behind for init to collect.
+    import time
+
+    deadline = time.monotonic() + 2.0
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.02)
 
 
 def _diag_json(d, source) -> dict:

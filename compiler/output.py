@@ -13,6 +13,7 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,38 @@ def _locked(target: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM until the block ends, so Ctrl-C cannot land between two renames."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _swap(tmp: Path, target: Path) -> None:
+    """Move tmp to target; the old target goes aside first and comes back if the move fails."""
+    with _signals_deferred():
+        old = None
+        swapped = False
+        try:
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+                os.rename(target, old / "previous")
+            os.rename(tmp, target)
+            swapped = True
+        except BaseException:
+            if old is not None and (old / "previous").exists() and not target.exists():
+                os.rename(old / "previous", target)
+            raise
+        finally:
+            # Never delete the previous output unless it is back in place or replaced.
+            if old is not None and (swapped or not (old / "previous").exists()):
+                shutil.rmtree(old, ignore_errors=True)
+
+
 def write(artifacts: Mapping[str, str], out_dir: str | Path) -> Path:
     """Write every artifact under out_dir, replacing its previous content atomically."""
     target = Path(out_dir).resolve()
@@ -55,18 +88,7 @@ def write(artifacts: Mapping[str, str], out_dir: str | Path) -> Path:
                     fh.write(artifacts[rel])
                     fh.flush()
                     os.fsync(fh.fileno())
-            old = None
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-                os.rename(target, old / "previous")
-            try:
-                os.rename(tmp, target)
-            except BaseException:
-                if old is not None:
-                    os.rename(old / "previous", target)
-                raise
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
+            _swap(tmp, target)
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
