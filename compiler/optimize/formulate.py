@@ -66,6 +66,15 @@ Constraints
                            month; u_{p,m} = 0 where on_demand is not an allowed pricing)
   (13) packing[p@m]:       G_p v_{p,m} >= sum_c g_c y_{c,m}
 
+  (14) cuts (group `cut`, valid inequalities only: every integer solution of (1)-(13) keeps
+       them, so the optimum is unchanged; explain.py's elastic re-solve drops them):
+       demand/survive rows get the integer-hull facets of cuts.py; buy_for[c]:
+       b_q >= (ceil(n_c G/G_q) - O_q) x_c for a training job larger than the owned nodes;
+       storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c.
+  Bounds: y_{c,m} <= ceil(D_{w,m} / tau_c) (c alone carries month m); b_q <= nodes the busiest
+  month could fill (the fabric big-M B_q); inodes are continuous when every replica in the pool
+  fills whole nodes (then (13) makes them integral anyway).
+
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
 before the model is built; dominated candidates are pruned (see `prune`).
 Each constraint keeps the spec path that caused it, so explain.py can point at the line.
@@ -79,6 +88,7 @@ from typing import Mapping
 
 from compiler.candidates import Candidate, Candidates
 from compiler.optimize import costs
+from compiler.optimize.cuts import row_cuts
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec
 
 RACK_UNITS = 42.0
@@ -273,6 +283,21 @@ def _cheapest_per_site(spec: Spec, cat, cands: list[Candidate]) -> list[Candidat
     return out
 
 
+def replicas_needed(demand: float, tokens_per_s: float) -> int:
+    """Replicas of one candidate that carry `demand` output tokens/s alone."""
+    return max(1, math.ceil(demand / tokens_per_s - 1e-9))
+
+
+def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, path: str) -> None:
+    """Integer-hull cuts of one demand row (cuts.py); group `cut`, dropped when explaining."""
+    names = sorted(terms)
+    taus = tuple(terms[n] for n in names)
+    ubs = tuple(int(B.vars[n].ub) for n in names)
+    for k, (coef, rhs) in enumerate(row_cuts(taus, ubs, demand)):
+        B.con(f"{row}#cut{k:02d}", "cut", dict(zip(names, coef)), ">=", rhs, path,
+              "valid inequality: whole replicas carry the demand")
+
+
 def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
     t = w.traffic
     base = t.peak_rps * t.output_tokens
@@ -332,7 +357,7 @@ def formulate(candidates: Candidates) -> Problem:
     storage_need: dict[tuple[str, int], dict[str, float]] = {}      # (11)
     fabric_users: dict[tuple[str, str, str], list[tuple[str, float]]] = {}  # (5)
     pools_onprem: set[tuple[str, str]] = set()
-    pool_bound: dict[tuple[str, str], float] = {}                   # GPUs the pool could ever need
+    pool_peak: dict[tuple[str, str, int], dict[str, float]] = {}   # pool@m -> workload -> most GPUs
     pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
 
     def add(d: dict, key, name: str, coef: float) -> None:
@@ -347,33 +372,36 @@ def formulate(candidates: Candidates) -> Problem:
             for c in cands:
                 site = spec.site(c.site)
                 tau = c.estimate.tokens_per_s
-                ub_rep = max(1, math.ceil(max(D) / tau - 1e-9)) if active else 0
                 for m in active:
-                    yn = B.var(y_name(c, m), "integer", ub_rep)
+                    # c alone carries month m with ceil(D/tau) replicas; more never helps (every
+                    # constraint y appears in is a demand to cover or a resource to spend).
+                    ub_m = replicas_needed(D[m], tau)
+                    yn = B.var(y_name(c, m), "integer", ub_m)
                     if isinstance(site, OnPremSite):
                         node = cat.onprem_nodes[c.instance]
                         B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
                                    * costs.power_usd_per_node_hour(node, site))
                         add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
+                        add(pool_peak, (c.site, c.instance, m), w.name, ub_m * c.gpus)
                     else:
                         add(packing, (c.site, c.instance, m), yn, c.gpus)
                 if isinstance(site, OnPremSite):
                     pools_onprem.add((c.site, c.instance))
-                    pool_bound[(c.site, c.instance)] = pool_bound.get((c.site, c.instance), 0.0) + ub_rep * c.gpus
-                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(
-                        (c.id, float(ub_rep * len(active))))
+                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 0.0))
                 else:
                     pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
             for m in active:
                 terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
                 B.con(f"demand[{w.name}@{m:03d}]", "demand", terms, ">=", D[m], f"{w.path}.traffic",
                       f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
+                _add_cuts(B, f"demand[{w.name}@{m:03d}]", terms, D[m], w.path)
                 if w.slo.availability >= 0.999:
                     for s in sorted({c.site for c in cands}):
                         t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
                         B.con(f"survive[{w.name}@{m:03d}/-{s}]", "availability", t, ">=", D[m],
                               f"{w.path}.slo.availability",
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
+                        _add_cuts(B, f"survive[{w.name}@{m:03d}/-{s}]", t, D[m], w.path)
         else:
             home = w.data.home if w.data else None
             ds_tb = w.data.dataset_tb if w.data else 0.0
@@ -390,6 +418,9 @@ def formulate(candidates: Candidates) -> Problem:
                     add(storage_need, (c.site, m), xn, ds_tb + ck_tb)
                     if isinstance(site, OnPremSite):
                         add(onprem_gpu, (c.site, c.instance, m), xn, c.gpus)
+                        key = (c.site, c.instance, m)
+                        pool_peak.setdefault(key, {})
+                        pool_peak[key][w.name] = max(pool_peak[key].get(w.name, 0.0), float(c.gpus))
                     else:
                         add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
                         if not c.spot:
@@ -398,7 +429,6 @@ def formulate(candidates: Candidates) -> Problem:
                     node = cat.onprem_nodes[c.instance]
                     B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
                     pools_onprem.add((c.site, c.instance))
-                    pool_bound[(c.site, c.instance)] = pool_bound.get((c.site, c.instance), 0.0) + c.gpus
                     fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 1.0))
                 elif c.spot:
                     price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
@@ -432,7 +462,9 @@ def formulate(candidates: Candidates) -> Problem:
             hours = dict(od_hours.get((s, i, m), {}))
             pack = packing.get((s, i, m))
             if pack:
-                vn = B.var(inode_name(s, i, m), INODE_KIND)
+                # Replicas that each fill whole nodes make the node count integral already.
+                whole = all(v % gpn == 0 for v in pack.values())
+                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND)
                 B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
                       ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
                 hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
@@ -462,9 +494,12 @@ def formulate(candidates: Candidates) -> Problem:
         site: OnPremSite = spec.site(s)
         node = cat.onprem_nodes[i]
         owned = sum(o.nodes for o in site.owned if o.instance == i)
-        # Big-M for the fabric link: never more nodes than every candidate at once would need.
-        cap_nodes = max(1, math.ceil(pool_bound[(s, i)] / node.gpus))
-        bn = B.var(buy_name(s, i), "integer", None, capex=costs.capex_credit(node, H),
+        # Never more nodes than the busiest month could fill (each training workload at its
+        # largest candidate here, each service at the replicas that carry it alone): the bound
+        # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
+        peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
+        cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+        bn = B.var(buy_name(s, i), "integer", float(cap_nodes), capex=costs.capex_credit(node, H),
                    support=costs.support_cost(node, H))
         by_site.setdefault(s, []).append(i)
         fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
@@ -480,17 +515,29 @@ def formulate(candidates: Candidates) -> Problem:
                            fabric=costs.fabric_cost_per_node(fab) if fab else 0.0)
                 B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
                       ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}")
-                for cid, big in fabric_users[(s, i, f)]:
+                for cid, _ in fabric_users[(s, i, f)]:
                     cand = by_id[cid]
                     if cand.kind == "training":
-                        terms = {f"x[{cid}]": 1.0, fn: -1.0}
-                    else:
-                        terms = {y_name(cand, m): 1.0 for m in months if y_name(cand, m) in B.vars}
-                        terms[fn] = -big
-                    B.con(f"fabric_use[{cid}]", "fabric", terms, "<=", 0.0, site.path,
-                          f"{cid} needs the pool's fabric to be {f}")
+                        B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
+                              site.path, f"{cid} needs the pool's fabric to be {f}")
+                        continue
+                    # One link per month with the month's own replica bound: tighter than one
+                    # link over the sum of all months.
+                    for m in months:
+                        yn = y_name(cand, m)
+                        if yn in B.vars:
+                            B.con(f"fabric_use[{cid}@{m:03d}]", "fabric", {yn: 1.0, fn: -B.vars[yn].ub}, "<=",
+                                  0.0, site.path, f"{cid} needs the pool's fabric to be {f}")
             B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
                   f"one fabric for the {i} pool at {s}")  # (5)
+        # Valid inequality: a job bigger than the owned nodes buys the rest (the capacity rows
+        # alone let a half-chosen job sit on owned nodes for free).
+        for cid in sorted({n for (ss, ii, _m), t in onprem_gpu.items() if (ss, ii) == (s, i)
+                           for n in t if n.startswith("x[")}):
+            extra = math.ceil(by_id[cid[2:-1]].gpus / node.gpus - 1e-9) - owned
+            if 0 < extra <= cap_nodes:
+                B.con(f"buy_for[{cid[2:-1]}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
+                      f"valid inequality: {cid[2:-1]} needs {extra} bought {i} nodes")
         for m in months:
             terms = onprem_gpu.get((s, i, m))
             if terms:
@@ -526,7 +573,8 @@ def formulate(candidates: Candidates) -> Problem:
         tiers = costs.storage_tiers(cat, site)
         if not tiers:
             continue
-        big = sum(need.values()) + max(t.min_tb for t in tiers) + 1.0
+        # S never needs more than the need or the tier's minimum: the tightest big-M.
+        big = max(sum(need.values()), max(t.min_tb for t in tiers))
         terms = {k: -v for k, v in need.items()}
         for t in tiers:
             sn = B.var(stor_name(s, t.name, m), "continuous", None, storage=t.usd_per_tb_month)
@@ -540,6 +588,15 @@ def formulate(candidates: Candidates) -> Problem:
                 B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path)
         B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", 0.0, site.path,
               f"storage at {s} in month {m} holds the datasets and checkpoints of the jobs there")
+        # Valid inequality: a job that needs storage here this month opens some tier.
+        opens = {sopen_name(s, t.name, m): 1.0 for t in tiers}
+        per_w: dict[str, dict[str, float]] = {}
+        for xn, tb in need.items():
+            if tb > 0:
+                per_w.setdefault(by_id[xn[2:-1]].workload, {})[xn] = -1.0
+        for wn in sorted(per_w):
+            B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,
+                  "valid inequality: a job with data here opens a storage tier")
 
     # Cloud share (10): cloud - share * total <= 0, over variable costs.
     share = spec.policy.max_cloud_share

@@ -46,14 +46,16 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     pv: dict[str, pulp.LpVariable] = {}
     for k, v in enumerate(problem.variables):
         ub = 1 if v.kind == "binary" else v.ub
-        pv[v.name] = pulp.LpVariable(f"v{k:07d}", lowBound=0, upBound=ub, cat=cat[v.kind])
+        pv[v.name] = lp.add_variable(f"v{k:07d}", lowBound=0, upBound=ub, cat=cat[v.kind])
     objective = pulp.LpAffineExpression([(pv[v.name], v.cost) for v in problem.variables if v.cost])
     slacks: dict[str, pulp.LpVariable] = {}
     for k, c in enumerate(problem.constraints):
+        if elastic and c.group == "cut":
+            continue    # valid inequalities of rows that may now bend; the model means the same
         expr = pulp.LpAffineExpression([(pv[n], a) for n, a in c.terms])
         penalty = (elastic or {}).get(c.group)
         if penalty is not None:
-            up = pulp.LpVariable(f"s{k:07d}", lowBound=0)
+            up = lp.add_variable(f"s{k:07d}", lowBound=0)
             slacks[c.name] = up
             objective += penalty * up
             if c.sense == "<=":
@@ -61,7 +63,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
             elif c.sense == ">=":
                 expr = expr + up
             else:
-                down = pulp.LpVariable(f"t{k:07d}", lowBound=0)
+                down = lp.add_variable(f"t{k:07d}", lowBound=0)
                 objective += penalty * down
                 expr = expr + up - down
                 slacks[c.name + "#"] = down
@@ -107,8 +109,10 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap) -> tuple[str, float | None, fl
     fd, log = tempfile.mkstemp(suffix=".log", prefix="cbc-")
     os.close(fd)
     try:
-        cmd = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=gap, threads=1,
-                                logPath=log, options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"])
+        # COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3).
+        cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, timeLimit=time_limit,
+                            gapRel=gap, threads=1, logPath=log,
+                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"])
         lp.solve(cmd)
         with open(log, encoding="utf-8", errors="replace") as fh:
             text = fh.read()

@@ -1,0 +1,105 @@
+"""Valid inequalities for the serving-demand rows (2) and (3), added before the solver starts.
+
+Each row says sum_c tau_c y_c >= D over a few integer replica counts 0 <= y_c <= u_c. Its LP
+relaxation lets a service run 2.3 replicas; the solver's own cut loop closes that gap slowly on
+large platforms. Here every row gets the facets of the convex hull of its own integer points for
+each pair of its candidates (exact 2-D lower hull, integer coefficients), lifted over the row's
+other candidates by enumeration. Every cut holds for every integer point of its row, so the MILP
+keeps exactly the same integer solutions (and optimum); only its LP bound rises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache
+
+EPS = 1e-9
+MAX_LIFT_POINTS = 20_000    # enumeration budget for lifting one facet over the other candidates
+
+
+def _need(rest: float, tau: float) -> int:
+    return 0 if rest <= EPS else math.ceil(rest / tau - EPS)
+
+
+def _pair_facets(t1: float, t2: float, u1: int, u2: int, d: float) -> list[tuple[int, int, int]]:
+    """Facets a1 y1 + a2 y2 >= c (a > 0 integers) of conv{y in Z^2 in the box: t1 y1 + t2 y2 >= d},
+    the lower-left hull of the minimal points (k, need(d - t1 k))."""
+    pts = []
+    for k in range(u1 + 1):
+        n = _need(d - t1 * k, t2)
+        if n <= u2:
+            pts.append((k, n))
+        if n == 0:
+            break
+    hull: list[tuple[int, int]] = []
+    for p in pts:   # monotone chain: keep the lower convex chain from left to right
+        while len(hull) >= 2:
+            (ax, ay), (bx, by) = hull[-2], hull[-1]
+            if (bx - ax) * (p[1] - ay) - (by - ay) * (p[0] - ax) <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(p)
+    out = []
+    for (px, py), (qx, qy) in zip(hull, hull[1:]):
+        a1, a2 = py - qy, qx - px
+        if a1 <= 0 or a2 <= 0:
+            continue
+        g = math.gcd(a1, a2)
+        a1, a2 = a1 // g, a2 // g
+        out.append((a1, a2, a1 * px + a2 * py))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def row_cuts(taus: tuple[float, ...], ubs: tuple[int, ...], demand: float) -> tuple[tuple[tuple[float, ...], float], ...]:
+    """Cuts (coefficients aligned with taus, rhs) for sum taus[i] y_i >= demand, 0 <= y_i <= ubs[i]."""
+    n = len(taus)
+    if n < 2:
+        return ()
+    cuts = []
+    for i, j in itertools.combinations(range(n), 2):
+        others = [k for k in range(n) if k not in (i, j)]
+        if math.prod(ubs[k] + 1 for k in others) > MAX_LIFT_POINTS:
+            continue
+        for a1, a2, c in _pair_facets(taus[i], taus[j], ubs[i], ubs[j], demand):
+            coef = [0.0] * n
+            coef[i], coef[j] = float(a1), float(a2)
+            if others:
+                _lift(coef, c, i, j, others, taus, ubs, demand)
+            cuts.append((tuple(coef), float(c)))
+    return tuple(sorted(set(cuts)))
+
+
+def _lift(coef: list[float], c: int, i: int, j: int, others: list[int], taus, ubs, demand) -> None:
+    """Sequential lifting: the coefficient of y_k is the largest a with sum a y >= c still valid
+    for every integer point, found by enumerating y_k and the already lifted candidates."""
+    lifted: list[int] = []
+    for k in others:
+        best = 0.0
+        for t in range(1, ubs[k] + 1):
+            worst = math.inf   # min of the cut's current left side with y_k = t
+            for rest in itertools.product(*(range(ubs[q] + 1) for q in lifted)):
+                r = demand - taus[k] * t - sum(taus[q] * v for q, v in zip(lifted, rest))
+                base = sum(coef[q] * v for q, v in zip(lifted, rest))
+                worst = min(worst, base + _min_pair(coef[i], coef[j], taus[i], taus[j], ubs[i], ubs[j], r))
+            if worst < math.inf:
+                best = max(best, (c - worst) / t)
+        coef[k] = best + EPS if best > 0 else 0.0
+        lifted.append(k)
+
+
+@lru_cache(maxsize=262144)
+def _min_pair(a1: float, a2: float, t1: float, t2: float, u1: int, u2: int, r: float) -> float:
+    """min a1 y1 + a2 y2 over integer y in the box with t1 y1 + t2 y2 >= r (inf if none)."""
+    if r <= EPS:
+        return 0.0
+    best = math.inf
+    for k in range(u1 + 1):
+        n = _need(r - t1 * k, t2)
+        if n <= u2:
+            best = min(best, a1 * k + a2 * n)
+        if n == 0:
+            break
+    return best
