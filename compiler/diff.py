@@ -5,7 +5,8 @@
     diff_to_json(d) -> dict             the same facts for CI (sorted, rounded: deterministic)
 
 Pools are matched by (site, instance, pricing); workloads by name. A workload "moved" when
-its site, instance, GPU, GPU count or pricing changed; replicas or nodes alone are a resize.
+its site, instance, GPU, GPU count or pricing changed; replicas or nodes alone are a resize
+(for inference the GPU count is replicas x GPUs per replica, so it alone is a resize too).
 """
 
 from __future__ import annotations
@@ -159,7 +160,10 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> Work
     changes = tuple(Change(k, sa[k], sb[k]) for k in sa if sa[k] != sb[k])
     estimate = _estimate(a.estimate, b.estimate)
     cost = Delta("cost_usd", a.cost_usd, b.cost_usd)
-    moved = any(c.field in MOVE_FIELDS for c in changes)
+    # An inference workload's gpus is its replicas times the GPUs of one replica: more
+    # replicas on the same sites and instances is a resize, not a move.
+    move_fields = MOVE_FIELDS if b.kind == "training" else tuple(f for f in MOVE_FIELDS if f != "gpus")
+    moved = any(c.field in move_fields for c in changes)
     same = not changes and not estimate and abs(a.cost_usd - b.cost_usd) < 0.005
     return WorkloadDiff(name, "unchanged" if same else "changed", moved, changes, estimate, cost)
 

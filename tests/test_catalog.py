@@ -331,6 +331,40 @@ def test_broken_builtin_data_is_reported_per_file(tmp_path, monkeypatch):
     assert "duplicate GPU 'H100' (also in compiler/catalog/data/gpus.yaml)" == d.message
 
 
+def _copy_data(tmp_path: Path) -> None:
+    for p in DATA_FILES:
+        (tmp_path / p.name).write_text(p.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def test_version_twice_or_never_is_c006(tmp_path):
+    from compiler.catalog import loader
+
+    _copy_data(tmp_path)
+    (tmp_path / "zz_extra.yaml").write_text('version: "2027.01"\n', encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        loader.load_builtin(tmp_path)
+    (d,) = info.value.diagnostics
+    assert (d.code, d.message, d.hint) == ("C006", "version is already set in compiler/catalog/data/sources.yaml",
+                                           "keep `version` in sources.yaml only")
+    assert (d.position.line, d.position.column) == (1, 1)
+    (tmp_path / "zz_extra.yaml").unlink()
+    text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11"\n', ""), encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        loader.load_builtin(tmp_path)
+    assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
+
+
+def test_no_data_files_is_c008(tmp_path):
+    from compiler.catalog import loader
+
+    with pytest.raises(CompileError) as info:
+        loader.load_builtin(tmp_path)
+    (d,) = info.value.diagnostics
+    assert (d.code, d.message) == ("C008", f"no catalog data files in {tmp_path}")
+    assert info.value.exit_code == 2
+
+
 # ---------------------------------------------------------------- output
 
 def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
@@ -362,4 +396,5 @@ def test_render_catalog_unknown_section_is_a_diagnostic(cat):
     with pytest.raises(CompileError) as info:
         render_catalog(cat, Console(file=io.StringIO()), "model5")
     (d,) = info.value.diagnostics
-    assert d.code == "C009" and d.hint == "did you mean 'models'?"
+    assert (d.code, d.message) == ("C009", "unknown catalog section 'model5'")
+    assert d.hint == "did you mean 'models'?"

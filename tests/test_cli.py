@@ -47,3 +47,121 @@ def test_version_and_help():
     assert run("--version").stdout.startswith("infra-compile ")
     r = run("--help")
     assert r.returncode == 0 and "Exit codes" in r.stdout
+
+
+def test_five_mistakes_from_the_command_line(monkeypatch):
+    # Five different mistakes, all reported at once, each at its line and column, with the
+    # did-you-mean hint for the misspelt key; exit 2 and no traceback.
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    r = run("validate", "tests/errors/five-mistakes.yaml", cwd=root)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert r.stderr == (root / "tests" / "errors" / "five-mistakes.txt").read_text(encoding="utf-8")
+    heads = [line.split(": error[")[0] + " " + line.split("error[")[1][:4]
+             for line in r.stderr.splitlines() if ": error[" in line]
+    assert heads == ["tests/errors/five-mistakes.yaml:16:13 E102", "tests/errors/five-mistakes.yaml:17:5 E101",
+                     "tests/errors/five-mistakes.yaml:18:16 E105", "tests/errors/five-mistakes.yaml:20:33 E202",
+                     "tests/errors/five-mistakes.yaml:23:12 E209"]
+    assert "hint: did you mean 'optimizer'?" in r.stderr
+
+
+def test_every_example_validates_from_the_command_line():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    examples = sorted((root / "examples").glob("*.yaml"))
+    assert len(examples) >= 4
+    for path in examples:
+        r = run("validate", str(path))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith(f"{path}: ok (")
+
+
+def test_estimate_prints_candidates_per_workload_as_a_table_and_as_json():
+    import json
+    from pathlib import Path
+    spec = Path(__file__).resolve().parents[1] / "examples" / "multi-region-inference.yaml"
+    text = run("estimate", str(spec))
+    assert text.returncode == 0, text.stderr
+    for name in ("chat-70b (inference)", "assistant-8b (inference)"):
+        assert name in text.stdout
+    assert "TTFT" in text.stdout or "ttft" in text.stdout.lower()
+    r = run("estimate", str(spec), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert [w["name"] for w in data["workloads"]] == ["chat-70b", "assistant-8b"]
+    slo = {"chat-70b": (800, 60), "assistant-8b": (400, 40)}   # (TTFT, TPOT) p99 in the spec
+    for w in data["workloads"]:
+        assert w["kind"] == "inference" and w["candidates"]
+        ttft, tpot = slo[w["name"]]
+        for c in w["candidates"]:
+            assert c["tokens_per_s"] > 0 and c["batch"] >= 1 and c["memory_gb_per_gpu"] > 0
+            assert 0 < c["ttft_ms"] <= ttft and 0 < c["tpot_ms"] <= tpot
+
+
+def test_pinned_workloads_get_every_estimate_field_in_the_plan(tmp_path):
+    # A pin fixes the choice; the plan still carries the full estimate for that workload.
+    from pathlib import Path
+    from compiler.pipeline import compile_spec
+    import json
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "examples" / "llm-pretrain-aws.yaml").read_text(encoding="utf-8")
+    text = text.replace("    sites: [aws-use1]              # keep the ablation next to its data\n",
+                        "    sites: [aws-use1]\n    pin: {gpu: H100, gpus: 16, site: aws-use1, pricing: on_demand}\n")
+    text += ("\n  - name: chat\n    kind: inference\n    model: llama-3-8b\n"
+             "    traffic: {peak_rps: 5, input_tokens: 500, output_tokens: 100}\n"
+             "    slo: {ttft_p99_ms: 1000, tpot_p99_ms: 60}\n    pin: {gpu: H100, gpus: 2}\n")
+    spec = tmp_path / "pinned.yaml"
+    spec.write_text(text, encoding="utf-8")
+    plan = json.loads(compile_spec(spec).artifacts["plan.json"])
+    by_name = {w["name"]: w for w in plan["workloads"]}
+    ablation, chat = by_name["llama-8b-ablation"], by_name["chat"]
+    assert (ablation["gpu"], ablation["gpus"]) == ("H100", 16)
+    assert [p["site"] for p in ablation["placements"]] == ["aws-use1"]
+    for key in ("memory_gb_per_gpu", "duration_hours", "tokens_per_s", "mfu"):
+        assert ablation["estimate"][key] > 0, key
+    assert chat["gpu"] == "H100" and chat["layout"]["tp"] == 2
+    for key in ("memory_gb_per_gpu", "tokens_per_s", "ttft_ms", "tpot_ms", "batch"):
+        assert chat["estimate"][key] > 0, key
+
+
+def test_readme_commands_and_ci_agree():
+    # The README's two quick-start commands: the first runs an example that exists through the
+    # console script pyproject declares; the second is exactly what .ci/run executes.
+    import re
+    import tomllib
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    first, second = re.findall(r"```sh\n(.*?)\n```", quick, re.S)[:2]
+    assert first.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && ")
+    script, example = first.rsplit("&& ", 1)[1].split()
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert script in pyproject["project"]["scripts"]
+    assert (root / example).is_file()
+    assert second == "pip install -e '.[test]' && pytest"
+    ci = [line.strip() for line in (root / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert second in ci
+
+
+def test_progress_on_a_terminal_and_a_one_screen_summary(tmp_path):
+    """On a terminal the compile shows a live status (the stage, then the solver's result) on
+    stderr and ends with a summary that fits one screen; -q or a pipe shows no spinner."""
+    import os
+    from pathlib import Path
+
+    spec = str(Path(__file__).resolve().parents[1] / "examples" / "onprem-vision.yaml")
+    env = {**os.environ, "TTY_COMPATIBLE": "1", "COLUMNS": "120"}
+    r = subprocess.run([sys.executable, "-m", "compiler", spec, "-o", str(tmp_path / "a")],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    # The spinner redraws ~12 times a second: a stage shorter than that may never be drawn,
+    # but the start and the solver's result (shown while rendering) always are.
+    assert "compiling..." in r.stderr and "cbc: optimal" in r.stderr
+    lines = r.stdout.splitlines()
+    assert 3 <= len(lines) <= 40
+    assert "onprem-vision" in lines[0] and "total" in lines[0]
+    assert lines[-1].startswith("wrote ")
+    piped = run(spec, "-o", str(tmp_path / "b"))
+    assert piped.returncode == 0 and piped.stderr == ""

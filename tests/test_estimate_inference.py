@@ -85,3 +85,77 @@ def test_unmeetable_slo_is_rejected_at_batch_1():
 def test_pin_gpus_fixes_tensor_parallel():
     c = estimate(_spec(_chat(pin=Pin(gpus=4, gpu="H100"))), CAT)
     assert {x.gpus for x in c.by_workload["chat"]} == {4}
+
+
+# ---------------------------------------------------------------- hand-worked figures
+
+def test_largest_batch_beside_the_weights_worked_by_hand():
+    # Llama-3-70B (70.55B params) at fp8 on 2 x H100 80 GB, 2,000 in + 500 out tokens:
+    #   usable 2 x 80 x 0.90 = 144 GB, minus 2 x 3 GB runtime, minus 70.55 GB weights = 67.45 GB
+    #   KV per token at fp8: 2 x 80 layers x 8 kv heads x 128 x 1 B = 163,840 B
+    #   per sequence: 163,840 x 2,500 = 0.4096 GB -> floor(67.45 / 0.4096) = 164 sequences.
+    rep = inference.replica(CAT.models["llama-3-70b"], CAT.gpus["H100"], 2, "fp8", 2000, 500, CAT)
+    assert rep.weights_gb == pytest.approx(70.55)
+    assert rep.free_gb == pytest.approx(67.45)
+    assert rep.kv_per_seq_gb == pytest.approx(0.4096)
+    assert rep.max_batch == 164
+
+
+def test_decode_step_with_tensor_parallel_all_reduces_worked_by_hand():
+    # Same replica, batch 1, mean context 2,000 + 0.5 x 500 = 2,250 tokens:
+    #   bytes = 70.55e9 + 163,840 x 2,250 = 70.9186e9 over 2 x 3,350 GB/s x 0.8 = 13.231 ms
+    #   (compute, 147 GFLOP at 2 x 1,978.9 TFLOP/s x 0.5, is 0.15 ms: bandwidth binds)
+    #   TP: 2 all-reduces x 80 layers x (8 us + 2(2-1)/2 x 16,384 B / 337.5 GB/s) = 1.288 ms
+    step = inference.decode_step_s(CAT.models["llama-3-70b"], CAT.gpus["H100"], 2, "fp8", 1, 2250, CAT)
+    bw = (70.55e9 + 163840 * 2250) / (2 * 3350e9 * 0.8)
+    tp = 2 * 80 * (8e-6 + 16384 / 337.5e9)
+    assert step == pytest.approx(bw + tp)
+    assert step * 1e3 == pytest.approx(14.519, abs=1e-3)
+
+
+def test_ttft_and_tpot_under_continuous_batching_worked_by_hand():
+    # Batch B = 32 of the replica above: D = decode step at B, P = prefill of one request.
+    # TPOT = D + B P / out; tokens/s = B / TPOT; rho = (B/out) P / TPOT;
+    # TTFT = D + P + 4.6 x rho P / (2 (1 - rho)) (M/D/1 mean wait, p99 = ln(100) x mean).
+    m, g = CAT.models["llama-3-70b"], CAT.gpus["H100"]
+    rep = inference.replica(m, g, 2, "fp8", 2000, 500, CAT)
+    pt = inference.serving_point(m, g, 2, "fp8", 2000, 500, 32, rep, CAT)
+    d = inference.decode_step_s(m, g, 2, "fp8", 32, 2250, CAT)
+    p = rep.prefill_s
+    tpot = d + 32 * p / 500
+    rho = 32 / 500 * p / tpot
+    assert pt.tokens_per_s == pytest.approx(32 / tpot)
+    assert pt.tpot_ms == pytest.approx(tpot * 1.1 * 1e3)
+    assert pt.ttft_ms == pytest.approx((d + p + 4.6 * rho * p / (2 * (1 - rho))) * 1e3)
+    # The prefill of 2,000 tokens: (2 x 70.55e9 x 2000 + 2 x 80 x 8192 x 2000^2) FLOPs
+    # = 2.874e14 at 2 x 1,978.9 TFLOP/s x 0.45 = 161.4 ms (the attention term is 1.8% of it).
+    assert p == pytest.approx((2 * 70.55e9 * 2000 + 2 * 80 * 8192 * 2000 ** 2) / (2 * 1978.9e12 * 0.45))
+    assert p * 1e3 == pytest.approx(161.4, abs=0.1)
+
+
+def test_replicas_carry_the_grown_peak_and_survive_losing_a_site():
+    # Optimizer side of the serving model, with hand-made candidates of 300 output tokens/s a
+    # replica. 10 rps x 100 output tokens = 1,000 tok/s from month 2, growing 5% a month:
+    # month 11 needs 1,000 x 1.05^9 = 1,551 tok/s -> ceil(1551 / 300) = 6 replicas.
+    from compiler.optimize import SolveOptions, optimize
+    from optimize_fixtures import candidates, cloud, infer_cand, inference as chat, spec as platform
+
+    aws = cloud()
+    w = chat("chat", rps=10, out=100, growth=0.05, start=2)
+    plan = optimize(candidates(platform([aws], [w], horizon=12),
+                               [infer_cand(w, aws, "p5.48xlarge", 1, 300.0)]), SolveOptions(gap=1e-9))
+    assert sum(p.replicas for p in plan.workloads[0].placements) == 6
+    # Availability 0.999 over three sites: whichever site is lost, the others still carry
+    # 1,000 tok/s, i.e. at least 4 replicas (4 x 300 >= 1,000 > 3 x 300) outside each site.
+    gcp = cloud("gcp-usc1", "us-central1", "gcp", index=1)
+    az = cloud("az-eus", "eastus", "azure", index=2)
+    w = chat("chat", rps=10, out=100, availability=0.999)
+    plan = optimize(candidates(platform([aws, gcp, az], [w], horizon=6),
+                               [infer_cand(w, aws, "p5.48xlarge", 1, 300.0),
+                                infer_cand(w, gcp, "a3-highgpu-8g", 1, 300.0),
+                                infer_cand(w, az, "Standard_ND96isr_H100_v5", 1, 300.0)]),
+                    SolveOptions(gap=1e-9))
+    by_site = {p.site: p.replicas for p in plan.workloads[0].placements}
+    assert len(by_site) >= 2
+    for lost in ("aws-use1", "gcp-usc1", "az-eus"):
+        assert sum(n for s, n in by_site.items() if s != lost) * 300.0 >= 1000.0, (lost, by_site)

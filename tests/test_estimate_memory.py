@@ -23,6 +23,19 @@ def test_bf16_adam_is_16_bytes_per_param(cat):
     assert sum(state_bytes_per_param("fp32", "adamw", cat)) == 16   # 4 + 4 + 8, no master copy
 
 
+@pytest.mark.parametrize("precision,optimizer,parts", [
+    # (weights, grads, optimizer + master) bytes per parameter; docs/performance-model.md table.
+    ("bf16", "adamw", (2, 2, 12)),        # ZeRO paper: 2 + 2 + (4 master + 4 + 4)
+    ("fp32", "adamw", (4, 4, 8)),         # no separate master copy
+    ("fp8", "adamw", (1, 2, 12)),         # Transformer Engine: fp8 weights, bf16 grads
+    ("bf16", "adamw-8bit", (2, 2, 2)),    # Dettmers et al. 2022: 1 + 1 byte of Adam state
+    ("bf16", "sgd", (2, 2, 8)),           # fp32 momentum + fp32 master
+])
+def test_model_state_bytes_per_param_by_precision_and_optimizer(cat, precision, optimizer, parts):
+    got = state_bytes_per_param(precision, optimizer, cat)
+    assert (got[0], got[1], sum(got[2:])) == parts
+
+
 def test_70b_bf16_weights_are_140_gb(cat):
     # DESIGN.md section 3: 70B at 2 bytes/param = 140 GB of weights.
     assert weight_bytes(70e9, "bf16", cat) / 1e9 == pytest.approx(140)

@@ -109,3 +109,32 @@ def test_pool_shared_by_slurm_and_kubernetes_serves_both():
              for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
     assert quota["nvidia.com/gpu"] == 8
     assert "time-shared with Slurm" in files["kubernetes/fra-dc1/10-kueue.yaml"]
+
+
+def test_golden_check_fails_on_any_changed_byte_until_updated(tmp_path):
+    """The golden mechanism itself: one changed byte, a missing file or an extra file fails,
+    each named; only an explicit update (pytest --update-golden) makes the new tree pass."""
+    from golden import check_tree
+
+    files = rendered("onprem")
+    check_tree("case", files, update=True, root=tmp_path)
+    check_tree("case", files, root=tmp_path)                 # identical: passes
+    path = "slurm/fra-dc1/slurm.conf"
+    text = files[path]
+    i = text.index("RealMemory=") + len("RealMemory=")
+    one_byte = {**files, path: text[:i] + ("1" if text[i] != "1" else "2") + text[i + 1:]}
+    missing = {p: t for p, t in files.items() if p != "onprem/fra-dc1/bom.csv"}
+    extra = {**files, "slurm/fra-dc1/jobs/new.sbatch": "#!/bin/bash\n"}
+    for changed, expected in ((one_byte, f"different: {path}"),
+                              (missing, "missing: onprem/fra-dc1/bom.csv"),
+                              (extra, "extra: slurm/fra-dc1/jobs/new.sbatch")):
+        with pytest.raises(pytest.fail.Exception) as failed:
+            check_tree("case", changed, root=tmp_path)
+        assert expected in str(failed.value) and "--update-golden" in str(failed.value)
+    check_tree("case", one_byte, update=True, root=tmp_path)
+    check_tree("case", one_byte, root=tmp_path)
+    with pytest.raises(pytest.fail.Exception):
+        check_tree("case", files, root=tmp_path)
+    # no golden tree at all is a failure too, never a silent pass
+    with pytest.raises(pytest.fail.Exception):
+        check_tree("absent", files, root=tmp_path)

@@ -168,3 +168,96 @@ def test_longest_site_name_loads_in_slurm(tmp_path):
         for job in sorted((tmp_path / "c" / "jobs").glob("*.sbatch")):
             assert h.test_job(job).returncode == 0
         assert h.errors() == []
+
+
+# ---------------------------------------------------------------- the same names in a real spec
+
+ROOT = Path(__file__).resolve().parents[1]
+HYBRID = ROOT / "examples" / "hybrid-llm-platform.yaml"
+REJECTED = [h for h in HOSTILE if not SAFE_NAME.match(h)] + ["A", "-a", "a-", "a" * 64, "1abc",
+                                                          "a_b", "../x", "a.b"]
+
+
+def _spec_with_names(tmp_path: Path, names: dict[str, str]) -> Path:
+    data = yaml.safe_load(HYBRID.read_text())
+    for w in data["workloads"]:
+        w["name"] = names.get(w["name"], w["name"])
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def test_spec_pattern_and_render_guard_are_the_same():
+    from compiler.resources import schema
+    assert schema("spec.schema.json")["$defs"]["name"]["pattern"] == SAFE_NAME.pattern
+
+
+@pytest.mark.parametrize("name", REJECTED)
+def test_validator_rejects_hostile_workload_names(name, tmp_path):
+    from compiler.source import load
+    from compiler.validate import validate
+    path = _spec_with_names(tmp_path, {"chat-70b": name})
+    assert yaml.safe_load(path.read_text())["workloads"][2]["name"] == name   # reached the spec as is
+    with pytest.raises(CompileError) as err:
+        validate(load(path), load_catalog())
+    assert err.value.exit_code == 2
+    assert [d.code for d in err.value.diagnostics] == ["E106"], err.value.diagnostics
+    from compiler.diagnostics import format_path
+    assert format_path(err.value.diagnostics[0].path) == "$.workloads[2].name"
+
+
+EDGE_SPEC_NAMES = {"llama-70b-continued": "a" * 63, "support-8b-finetune": "z0-0",
+                   "chat-70b": "x", "eu-assistant-8b": "a-" * 31 + "z"}
+
+
+@pytest.mark.parametrize("name", EDGE_NAMES)
+def test_validator_accepts_names_at_the_edges_of_the_pattern(name, tmp_path):
+    from compiler.source import load
+    from compiler.validate import validate
+    spec = validate(load(_spec_with_names(tmp_path, {"chat-70b": name})), load_catalog())
+    assert name in {w.name for w in spec.workloads}
+
+
+def test_edge_names_through_the_whole_pipeline_pass_every_validator(tmp_path):
+    """Names that pass the pattern at its edges (63 characters, one character, dashes) through
+    validate, estimate, solve and render; every file then goes through the real tools."""
+    import slurm_harness
+    from compiler.pipeline import compile_spec
+    from test_render_kubernetes import CRD_KINDS, _crd_validator
+
+    files = compile_spec(_spec_with_names(tmp_path, EDGE_SPEC_NAMES)).artifacts
+    assert {w["name"] for w in yaml.safe_load(files["plan.json"])["workloads"]} == set(EDGE_SPEC_NAMES.values())
+    out = tmp_path / "out"
+    write(files, out)
+    jobs = sorted(p for p in files if p.endswith(".sbatch"))
+    assert f"slurm/fra-dc1/jobs/{'a' * 63}.sbatch" in jobs
+    shellcheck = _tool("shellcheck")
+    assert shellcheck, "shellcheck is not installed"
+    r = subprocess.run([shellcheck, "-S", "warning", "-s", "bash", *(str(out / j) for j in jobs)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout
+    builtin = []
+    for i, path in enumerate(sorted(p for p in files if p.startswith("kubernetes/"))):
+        for j, doc in enumerate(yaml.safe_load_all(files[path])):
+            if not doc:
+                continue
+            meta = doc["metadata"]
+            assert len(meta["name"]) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", meta["name"])
+            if doc["kind"] in CRD_KINDS:
+                assert not list(_crd_validator(doc["kind"]).iter_errors(doc)), (path, doc["kind"])
+            else:
+                one = tmp_path / f"k{i}-{j}.yaml"
+                one.write_text(yaml.safe_dump(doc))
+                builtin.append(str(one))
+    validate = _tool("kubernetes-validate")
+    assert validate and builtin
+    r = subprocess.run([validate, "-k", "1.30.0", "--strict", *builtin], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and not re.search(r"^(ERROR|WARN)", r.stdout + r.stderr, re.M), r.stdout
+    if not slurm_harness.available():
+        pytest.skip("slurmctld/slurmd/sbatch are not installed: the Slurm half was not run")
+    with slurm_harness.SlurmHarness(out / "slurm" / "fra-dc1", tmp_path / "run") as h:
+        for job in jobs:
+            t = h.test_job(out / job)
+            assert t.returncode == 0, f"{job}: {t.stdout}{t.stderr}"
+        assert h.errors() == []
