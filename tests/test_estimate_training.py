@@ -64,6 +64,25 @@ def test_slower_fabric_never_makes_training_faster(model, nodes, fast, ratio):
     assert slow.seconds / slow.tokens >= quick.seconds / quick.tokens * (1 - 1e-9)
 
 
+def test_slower_fabric_never_faster_over_a_grid():
+    # The same property, exhaustively: every model shape (dense, MoE, 405B), GPU and fabric kind,
+    # line rates from 100 to 3,200 Gb/s per node; time per token never drops as bandwidth does.
+    compared = 0
+    for model in ("llama-2-7b", "llama-3-70b", "mixtral-8x7b", "llama-3-405b"):
+        for gpu in ("H100", "A100-80GB"):
+            for nodes in (1, 8, 64):
+                for fabric in ("infiniband-ndr", "ethernet-100g"):
+                    per_token = []
+                    for gbps in (3200.0, 1600.0, 800.0, 400.0, 200.0, 100.0):
+                        s = _duration(model, nodes * 8, gbps, fabric, gpu)
+                        if s is None:
+                            break
+                        per_token.append(s.seconds / s.tokens)
+                    compared += max(0, len(per_token) - 1)
+                    assert per_token == sorted(per_token), (model, gpu, nodes, fabric)
+    assert compared > 100  # not vacuous: most combinations fit
+
+
 def test_fabric_kinds_are_ordered_for_the_same_line_rate():
     ib = _duration("llama-3-70b", 256, 3200, "infiniband-ndr")
     eth = _duration("llama-3-70b", 256, 3200, "ethernet-100g")
@@ -174,3 +193,55 @@ def test_vision_data_loading_ceiling():
     poor = vision_rate(m, 8, g, 8, 16, "infiniband-ndr", 3200, "bf16", "sgd", CAT)
     assert not rich.loader_bound and poor.loader_bound
     assert poor.samples_per_s == pytest.approx(8 * 2 * 300)   # 2 vCPUs/GPU x 300 img/s per vCPU
+
+
+# ---------------------------------------------------------------- hand-worked figures
+
+def test_per_gpu_bandwidths_from_the_catalog():
+    # p5.48xlarge: 3,200 Gb/s EFA per node over 8 GPUs = 50 GB/s per GPU, x 0.80 achieved
+    # (network_efficiency.efa) = 40 GB/s. H100 NVLink 900 GB/s bidirectional -> 450 one way
+    # x 0.75 (nvlink_efficiency) = 337.5 GB/s. L40S has no NVLink: PCIe at 25 GB/s.
+    assert comms.scaleout_bw(3200, 8, "efa", CAT) == pytest.approx(40e9)
+    assert comms.scaleout_bw(3200, 8, "infiniband-ndr", CAT) == pytest.approx(45e9)
+    assert comms.scaleout_bw(3200, 8, "ethernet-100g", CAT) == pytest.approx(30e9)
+    assert comms.scaleup_bw(CAT.gpus["H100"], CAT) == pytest.approx(337.5e9)
+    assert comms.scaleup_bw(CAT.gpus["L40S"], CAT) == pytest.approx(25e9)
+
+
+def test_hardware_interruption_rate_matches_llama3():
+    # Llama 3 paper, sec. 3.3.4: 466 job interruptions in 54 days on 16,384 H100.
+    rate = CAT.factor("hardware_interruptions_per_gpu_day")
+    assert rate * 16384 * 54 == pytest.approx(466, rel=0.01)
+
+
+def test_spot_checkpoint_restart_overhead_worked_by_hand():
+    from compiler.estimate.training import lost_fraction
+    # 1,024 GPUs on 128 nodes, checkpoint every 60 min, AWS spot 0.02 preemptions/node-day,
+    # 70B with bf16 + Adam = 1,120 GB of model state:
+    #   each event loses half an interval + a 10 min restart = 0.5 + 1/6 h = 0.6667 h
+    #   hardware: 0.00053 x 1024 / 24 = 0.022613 events/h; spot: 0.02 x 128 / 24 = 0.106667/h
+    #   checkpoint write: 1120 GB / (128 x 2 GB/s) = 4.375 s, 10% synchronous, per 3,600 s
+    #   lost = (0.022613 + 0.106667) x 0.6667 + 4.375 x 0.1 / 3600 = 0.086308
+    lost, notes = lost_fraction(1024, 128, 60, 0.02, 1120, CAT)
+    assert lost == pytest.approx((0.00053 * 1024 / 24 + 0.02 * 128 / 24) * (0.5 + 10 / 60)
+                                 + 4.375 * 0.1 / 3600)
+    assert lost == pytest.approx(0.086308, abs=1e-6)
+    assert notes and "preemptions/day" in notes[0]
+    on_demand, _ = lost_fraction(1024, 128, 60, 0.0, 1120, CAT)
+    assert on_demand == pytest.approx(lost - 0.02 * 128 / 24 * (0.5 + 10 / 60))
+    # A longer interval loses more per preemption (and writes less often).
+    assert lost_fraction(1024, 128, 240, 0.02, 1120, CAT)[0] > lost
+
+
+def test_vision_training_is_3x_forward_flops():
+    # ResNet-50: 4.1 GFLOP forward at 224^2 (torchvision), training = 3x = 12.3 GFLOP/sample.
+    # One H100 at 989.4 dense bf16 TFLOP/s x vision_mfu 0.086 = 85.1 TFLOP/s achieved
+    # -> 85.09e12 / 12.3e9 = 6,918 img/s, beside MLPerf v3.0's ~6,940 img/s/GPU (8 x H100 in
+    # 13.466 min for ~35 epochs of 1,281,167 images). No all-reduce on one GPU; 28 vCPUs/GPU
+    # x 300 img/s keep the loader (8,400 img/s) out of the way.
+    from compiler.estimate.vision import vision_rate
+    r = vision_rate(CAT.models["resnet-50"], 1, CAT.gpus["H100"], 8, 224, "infiniband-ndr", 3200,
+                    "bf16", "sgd", CAT)
+    assert r.samples_per_s == pytest.approx(989.4e12 * 0.086 / (3 * 4.1e9))
+    assert r.samples_per_s == pytest.approx(6918, rel=1e-3)
+    assert r.mfu == pytest.approx(0.086) and not r.loader_bound

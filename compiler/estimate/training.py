@@ -142,8 +142,11 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
 
 
 def _key(s: Step) -> tuple:
+    # Fastest per token, not per step: layouts round the global batch to whole micro-batches
+    # differently, so their steps carry different token counts (and the run's duration is
+    # tokens / s.tokens * s.seconds). Rounded to 12 significant digits so ties stay ties.
     l = s.layout
-    return (round(s.seconds, 9), l.pp, l.tp, l.cp, l.ep, l.zero)
+    return (float(f"{s.seconds / s.tokens:.12g}"), l.pp, l.tp, l.cp, l.ep, l.zero)
 
 
 def lost_fraction(gpus: int, nodes: int, interval_min: float, spot_rate_node_day: float,
