@@ -117,7 +117,7 @@ def test_pinned_workloads_get_every_estimate_field_in_the_plan(tmp_path):
     by_name = {w["name"]: w for w in plan["workloads"]}
     ablation, chat = by_name["llama-8b-ablation"], by_name["chat"]
     assert (ablation["gpu"], ablation["gpus"]) == ("H100", 16)
-    assert [p["site"] for p in ablation["placements"]] == ["aws-use1"]
+    assert [(p["site"], p["pricing"]) for p in ablation["placements"]] == [("aws-use1", "on_demand")]
     for key in ("memory_gb_per_gpu", "duration_hours", "tokens_per_s", "mfu"):
         assert ablation["estimate"][key] > 0, key
     assert chat["gpu"] == "H100" and chat["layout"]["tp"] == 2

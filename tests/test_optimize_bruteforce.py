@@ -38,6 +38,11 @@ def random_platform(seed: int):
     return sp, candidates(sp, cands)
 
 
+def _fabric_per_node(name: str) -> float:
+    fab = CATALOG.fabrics[name]
+    return fab.ports_per_node * fab.cost_per_port_usd + 3 * fab.ports_per_node / fab.switch_radix * fab.switch_cost_usd
+
+
 def brute_force(sp, cs) -> float | None:
     """Cheapest feasible combination, priced without the MILP."""
     dc = next(s for s in sp.sites if s.type == "on_prem")
@@ -61,19 +66,21 @@ def brute_force(sp, cs) -> float | None:
                 pools.setdefault(c.instance, []).append(c)
         feasible, kw = True, 0.0
         for inst, cs_ in pools.items():
-            if len({c.fabric for c in cs_}) > 1:
+            # One-node jobs run on any wiring; multi-node jobs need theirs, one per pool. With no
+            # multi-node job the nodes get the cheapest fabric offered for the pool.
+            wired = {c.fabric for c in cs_ if c.nodes > 1}
+            if len(wired) > 1:
                 feasible = False
                 break
+            offered = {c.fabric for cc in cs.by_workload.values() for c in cc if c.instance == inst}
+            fab_name = wired.pop() if wired else min(offered, key=lambda f: (_fabric_per_node(f), f))
             node = CATALOG.onprem_nodes[inst]
             peak = max(sum(c.nodes for c in cs_ if any(mm == m and h > 0 for mm, h in c.usage)) for m in range(H))
             owned = sum(o.nodes for o in dc.owned if o.instance == inst)
             buy = max(0, peak - owned)
             kw += buy * node.power_kw * dc.pue
-            fab = CATALOG.fabrics[cs_[0].fabric]
             per_node = (node.capex_usd * min(1.0, H / (node.useful_life_years * 12))
-                        + node.support_usd_per_year * H / 12
-                        + fab.ports_per_node * fab.cost_per_port_usd
-                        + 3 * fab.ports_per_node / fab.switch_radix * fab.switch_cost_usd)
+                        + node.support_usd_per_year * H / 12 + _fabric_per_node(fab_name))
             cost += buy * per_node
         if not feasible or kw > dc.power_kw + 1e-9:
             continue

@@ -224,3 +224,27 @@ def test_break_even_reference_figures():
     monthly = 8 * 98 * 730
     assert monthly == 572320
     assert 2.5e6 / monthly == pytest.approx(4.37, abs=0.01)
+
+
+def test_a_job_pinned_to_on_demand_does_not_ride_idle_reserved_nodes():
+    # A 12-month job on one p5 node makes a 1-year reservation pay; it leaves 30 idle reserved
+    # node-hours in month 11. A 25-hour job there would ride them for free, unless it is pinned
+    # to on_demand: then it buys its 25 node-hours on demand (formulate (12a)).
+    from dataclasses import replace
+    from compiler.spec import Pin
+    aws = cloud(pricing=("on_demand", "reserved_1y"))
+    steady, burst = training("steady", 0, start=0), training("burst", 1, start=11)
+    od = CATALOG.instances["p5.48xlarge"].price("us-east-1", "on_demand")
+
+    def total(pin):
+        b = replace(burst, pin=pin) if pin else burst
+        sp = spec([aws], [steady, b], horizon=12)
+        cs = candidates(sp, [train_cand(steady, aws, "p5.48xlarge", 1, 8000.0),
+                             train_cand(b, aws, "p5.48xlarge", 1, 25.0)])
+        return optimize(cs, SolveOptions(gap=1e-9))
+
+    free, pinned = total(None), total(Pin(pricing="on_demand"))
+    assert {p.pricing for p in free.pools} == {"reserved_1y"}
+    assert pinned.total_cost_usd - free.total_cost_usd == pytest.approx(25 * od, rel=1e-6)
+    burst_plan = next(w for w in pinned.workloads if w.name == "burst")
+    assert [p.pricing for p in burst_plan.placements] == ["on_demand"]

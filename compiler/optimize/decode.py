@@ -223,16 +223,21 @@ def _pool(s, i, gpu, gpn, pricing, fabric, monthly_nodes, util) -> Pool:
 
 def _fabric(problem, value, s, i) -> str:
     fabrics = sorted({c.fabric for cs in problem.chosen_from.values() for c in cs
-                      if c.site == s and c.instance == i})
+                      if c.site == s and c.instance == i and not F.fabric_free(c)})
     for f in fabrics:
         if value(F.fab_name(s, i, f)) > 0.5:
             return f
-    return fabrics[0] if len(fabrics) == 1 else ""
+    # No multi-node job chose a wiring: the pool gets the cheapest one offered (formulate
+    # charged every bought node for it).
+    return F.pool_base_fabric(F.problem_cands_at(problem.candidates.by_workload, s, i),
+                              problem.candidates.catalog)
 
 
-def _pricing(c: Candidate, pools: tuple[Pool, ...]) -> str:
+def _pricing(c: Candidate, pools: tuple[Pool, ...], pinned: str | None = None) -> str:
     if c.spot:
         return "spot"
+    if pinned in ("on_demand", *F.TERMS) and c.site_type == "cloud":
+        return pinned       # formulate (12a) holds the job to it
     mine = [p for p in pools if p.site == c.site and p.instance == c.instance]
     if c.site_type == "on_prem":
         return "purchase" if any(p.pricing == "purchase" for p in mine) else "owned"
@@ -254,7 +259,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, pools, value) -> Wor
         est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "duration_hours": e.duration_hours, "mfu": e.mfu}
         est["samples_per_s" if e.samples_per_s is not None and e.tokens_per_s is None else "tokens_per_s"] = (
             e.samples_per_s if e.samples_per_s is not None and e.tokens_per_s is None else e.tokens_per_s)
-        placement = Placement(c.site, c.instance, _pricing(c, pools), c.nodes, c.gpus)
+        placement = Placement(c.site, c.instance, _pricing(c, pools, w.pin.pricing if w.pin else None),
+                              c.nodes, c.gpus)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month, alts_for(c))
     rows = infer[w.name]

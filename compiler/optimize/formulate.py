@@ -47,9 +47,11 @@ Constraints
   (3)  survive[w@m/-s]:    sum_{c in C_w, s(c) != s} tau_c y_{c,m} >= D_{w,m}
                            for every site s, when slo.availability >= 0.999 (N+1 across sites)
   (4)  quota[s/gpu@m]:     sum_{c at s, gpu} g_c x_c [h_{c,m}>0] + sum_p G_p v_{p,m} <= quota
-  (5)  fabric[q]:          sum_phi f_{q,phi} <= 1;   fabric_use[c]: x_c <= f_{q,phi(c)}
-                           (inference: sum_m y_{c,m} <= U_c f_{q,phi(c)});
-                           fabric_nodes[q/phi]: z_{q,phi} >= b_q - B_q (1 - f_{q,phi})
+  (5)  fabric[q]:          sum_phi f_{q,phi} <= 1;   fabric_use[c]: x_c <= f_{q,phi(c)} for
+                           multi-node training (one-node jobs and inference replicas stay inside
+                           a node: fabric-free, any wiring will do);
+                           fabric_nodes[q/phi]: z_{q,phi} >= b_q - B_q (1 - f_{q,phi}); b_q pays
+                           the cheapest fabric offered, z_{q,phi} the difference to phi
   (6)  capacity[q@m]:      sum_c g_c x_c [h_{c,m}>0] + sum_c g_c y_{c,m} <= G_q (b_q + O_q)
                            (a job that runs any hours in m holds its GPUs in m; replicas pack
                            by GPU count, exact because tensor-parallel degrees divide G_q)
@@ -64,6 +66,9 @@ Constraints
                                        - 730 sum_{k,a: a <= m < a+term_k} r_{p,k,a}
                            (reserved node-hours are shared by every job in the pool that
                            month; u_{p,m} = 0 where on_demand is not an allowed pricing)
+  (12a) pin_pricing[p/k@m]: a job pinned to on_demand buys its node-hours on demand
+                           (u_{p,m} >= its n_c h_{c,m} x_c); one pinned to a reserved term runs on
+                           reserved nodes of that term (730 sum_a r_{p,k,a} >= its n_c h_{c,m} x_c)
   (13) packing[p@m]:       G_p v_{p,m} >= sum_c g_c y_{c,m}
 
   (14) cuts (group `cut`, valid inequalities only: every integer solution of (1)-(13) keeps
@@ -224,6 +229,16 @@ def _node_hours(c: Candidate) -> float:
     return c.nodes * sum(h for _, h in c.usage)
 
 
+def fabric_free(c: Candidate) -> bool:
+    """Work inside one node never crosses the scale-out fabric: an on-prem inference replica (TP
+    within a node) or a one-node training job runs the same on any fabric the pool is wired with."""
+    return c.site_type == "on_prem" and (c.kind == "inference" or c.nodes <= 1)
+
+
+def _fabric_key(c: Candidate) -> str:
+    return "*" if fabric_free(c) else c.fabric
+
+
 def prune(cands: list[Candidate]) -> list[Candidate]:
     """Drop candidates no optimal plan needs.
 
@@ -231,13 +246,16 @@ def prune(cands: list[Candidate]) -> list[Candidate]:
     no more nodes, runs no more node-hours and is active in no month c is not (so d costs no
     more and uses no more capacity, storage or quota in any month).
     Inference: dominated when d needs no more GPUs per replica and carries at least as many
-    tokens/s. Ties keep the smaller id.
+    tokens/s. Ties keep the smaller id. A fabric-free d (one node on-prem) stands in for any
+    fabric, so the copies of a one-node job estimated per fabric collapse into one.
     """
     out = []
     for c in cands:
         dominated = False
         for d in cands:
-            if d is c or (d.site, d.instance, d.spot, d.fabric) != (c.site, c.instance, c.spot, c.fabric):
+            if d is c or (d.site, d.instance, d.spot) != (c.site, c.instance, c.spot):
+                continue
+            if _fabric_key(d) not in ("*", _fabric_key(c)):
                 continue
             if c.kind == "training":
                 le = (d.nodes <= c.nodes and _node_hours(d) <= _node_hours(c) + 1e-9
@@ -252,6 +270,19 @@ def prune(cands: list[Candidate]) -> list[Candidate]:
         if not dominated:
             out.append(c)
     return out
+
+
+def problem_cands_at(chosen: Mapping[str, tuple[Candidate, ...]], site: str, inst: str) -> list[Candidate]:
+    return [c for cs in chosen.values() for c in cs if c.site == site and c.instance == inst]
+
+
+def pool_base_fabric(cands: list[Candidate], cat) -> str:
+    """The cheapest fabric offered for an on-prem pool (by the candidates' labels): what its nodes
+    are wired with when no multi-node job needs more. Ties by name."""
+    offered = sorted({c.fabric for c in cands if c.fabric in cat.fabrics})
+    if not offered:
+        return ""
+    return min(offered, key=lambda f: (costs.fabric_cost_per_node(cat.fabrics[f]), f))
 
 
 INFERENCE_PER_SITE = 1  # serving candidates kept per site, cheapest per token/s first
@@ -296,6 +327,25 @@ def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, p
     for k, (coef, rhs) in enumerate(row_cuts(taus, ubs, demand)):
         B.con(f"{row}#cut{k:02d}", "cut", dict(zip(names, coef)), ">=", rhs, path,
               "valid inequality: whole replicas carry the demand")
+
+
+def node_slope(gpus: int, gpn: int, ub: int) -> float:
+    """Slope of the convex hull of {(y, v) integer: gpn v >= gpus y, 0 <= y <= ub} from the origin:
+    min over 1 <= k <= ub of ceil(gpus k / gpn) / k. One replica already needs a whole node."""
+    return min(math.ceil(gpus * k / gpn - 1e-9) / k for k in range(1, max(1, ub) + 1))
+
+
+def _add_node_cut(B: "_Builder", name: str, vn: str, yn: str, gpus: float, gpn: int, owned: int,
+                  path: str) -> None:
+    """Valid inequality v >= slope * y: the nodes of a pool carry whole replicas (a pool with any
+    replica of c has at least one node). Stronger than packing (13) when few replicas are needed;
+    only where no owned nodes could carry them for free."""
+    if owned:
+        return
+    slope = node_slope(int(gpus), gpn, int(B.vars[yn].ub or 1))
+    if slope > gpus / gpn + 1e-9:
+        B.con(name, "cut", {vn: 1.0, yn: -slope}, ">=", 0.0, path,
+              "valid inequality: replicas sit on whole nodes")
 
 
 def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
@@ -359,6 +409,8 @@ def formulate(candidates: Candidates) -> Problem:
     pools_onprem: set[tuple[str, str]] = set()
     pool_peak: dict[tuple[str, str, int], dict[str, float]] = {}   # pool@m -> workload -> most GPUs
     pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
+    pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
+    pin_path: dict[str, str] = {}
 
     def add(d: dict, key, name: str, coef: float) -> None:
         d.setdefault(key, {})
@@ -387,7 +439,6 @@ def formulate(candidates: Candidates) -> Problem:
                         add(packing, (c.site, c.instance, m), yn, c.gpus)
                 if isinstance(site, OnPremSite):
                     pools_onprem.add((c.site, c.instance))
-                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 0.0))
                 else:
                     pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
             for m in active:
@@ -403,6 +454,9 @@ def formulate(candidates: Candidates) -> Problem:
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
                         _add_cuts(B, f"survive[{w.name}@{m:03d}/-{s}]", t, D[m], w.path)
         else:
+            pinned_term = w.pin.pricing if w.pin and w.pin.pricing in ("on_demand", *TERMS) else None
+            if pinned_term:
+                pin_path[w.name] = f"{w.path}.pin.pricing"
             home = w.data.home if w.data else None
             ds_tb = w.data.dataset_tb if w.data else 0.0
             ck_tb = costs.checkpoint_tb(w, cat)
@@ -425,11 +479,14 @@ def formulate(candidates: Candidates) -> Problem:
                         add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
                         if not c.spot:
                             add(od_hours, (c.site, c.instance, m), xn, c.nodes * h)
+                            if pinned_term:
+                                add(pinned_hours, (c.site, c.instance, m, pinned_term), xn, c.nodes * h)
                 if isinstance(site, OnPremSite):
                     node = cat.onprem_nodes[c.instance]
                     B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
                     pools_onprem.add((c.site, c.instance))
-                    fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 1.0))
+                    if not fabric_free(c):
+                        fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 1.0))
                 elif c.spot:
                     price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
                     B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
@@ -467,6 +524,8 @@ def formulate(candidates: Candidates) -> Problem:
                 vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND)
                 B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
                       ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
+                for yn, g in sorted(pack.items()):
+                    _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
                 hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
                 add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
             if not hours:
@@ -479,6 +538,19 @@ def formulate(candidates: Candidates) -> Problem:
                     terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
             B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
                   f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand")  # (12)
+            for term in ("on_demand", *TERMS):                                                    # (12a)
+                pinned = pinned_hours.get((s, i, m, term))
+                if not pinned:
+                    continue
+                who = sorted({by_id[n[2:-1]].workload for n in pinned})
+                if term == "on_demand":
+                    row = {un: 1.0, **{k: -v for k, v in pinned.items()}}
+                else:
+                    row = {rn: HOURS_PER_MONTH for rn, a, tm in res_vars
+                           if a <= m < a + tm and tm == costs.TERM_MONTHS[term]}
+                    row.update({k: -v for k, v in pinned.items()})
+                B.con(f"pin_pricing[{s}/{i}/{term}@{m:03d}]", "placement", row, ">=", 0.0,
+                      pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}")
 
     # Quotas (4).
     for (s, g, m), terms in sorted(quota_gpu.items()):
@@ -499,35 +571,27 @@ def formulate(candidates: Candidates) -> Problem:
         # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
         peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+        # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
+        # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
+        base_fabric = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
+        base = costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
         bn = B.var(buy_name(s, i), "integer", float(cap_nodes), capex=costs.capex_credit(node, H),
-                   support=costs.support_cost(node, H))
+                   support=costs.support_cost(node, H), fabric=base)
         by_site.setdefault(s, []).append(i)
         fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
-        if len(fabrics) == 1 and fabrics[0] in cat.fabrics:
-            B.add_cost(bn, "fabric", costs.fabric_cost_per_node(cat.fabrics[fabrics[0]]))
-        elif fabrics:
+        if fabrics:
             sel = {}
             for f in fabrics:
                 fn = B.var(fab_name(s, i, f), "binary")
                 sel[fn] = 1.0
                 fab = cat.fabrics.get(f)
                 zn = B.var(fabn_name(s, i, f), "continuous", None,
-                           fabric=costs.fabric_cost_per_node(fab) if fab else 0.0)
+                           fabric=(costs.fabric_cost_per_node(fab) - base) if fab else 0.0)
                 B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
                       ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}")
                 for cid, _ in fabric_users[(s, i, f)]:
-                    cand = by_id[cid]
-                    if cand.kind == "training":
-                        B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
-                              site.path, f"{cid} needs the pool's fabric to be {f}")
-                        continue
-                    # One link per month with the month's own replica bound: tighter than one
-                    # link over the sum of all months.
-                    for m in months:
-                        yn = y_name(cand, m)
-                        if yn in B.vars:
-                            B.con(f"fabric_use[{cid}@{m:03d}]", "fabric", {yn: 1.0, fn: -B.vars[yn].ub}, "<=",
-                                  0.0, site.path, f"{cid} needs the pool's fabric to be {f}")
+                    B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
+                          site.path, f"{cid} needs the pool's fabric to be {f}")
             B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
                   f"one fabric for the {i} pool at {s}")  # (5)
         # Valid inequality: a job bigger than the owned nodes buys the rest (the capacity rows
@@ -540,6 +604,9 @@ def formulate(candidates: Candidates) -> Problem:
                       f"valid inequality: {cid[2:-1]} needs {extra} bought {i} nodes")
         for m in months:
             terms = onprem_gpu.get((s, i, m))
+            for yn, g in sorted((terms or {}).items()):
+                if yn.startswith("y["):
+                    _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
             if terms:
                 B.con(f"capacity[{s}/{i}@{m:03d}]", "capacity",
                       {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
