@@ -38,7 +38,12 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if missing:
         raise CompileError(missing, exit_code=3)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
-    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap)
+    start = None
+    if options.solver == "cbc":
+        from compiler.optimize.start import greedy_start
+
+        start = greedy_start(problem)
+    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap, start=start)
     say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
         raise explain(problem, solver=options.solver, time_limit=options.time_limit)

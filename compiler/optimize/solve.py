@@ -40,7 +40,11 @@ class Solution:
 
 
 def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
-          gap: float | None = None, elastic: Mapping[str, float] | None = None) -> Solution:
+          gap: float | None = None, elastic: Mapping[str, float] | None = None,
+          start: Mapping[str, float] | None = None) -> Solution:
+    """`start`: values of integer variables for CBC's MIP start (start.py); HiGHS through pulp
+    takes none, and finds its own first plans quickly."""
+    mip_start = start
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
     cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
     pv: dict[str, pulp.LpVariable] = {}
@@ -79,7 +83,13 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     if solver == "highs":
         status, bound, mip_gap = _run_highs(lp, time_limit, gap)
     elif solver == "cbc":
-        status, bound, mip_gap = _run_cbc(lp, time_limit, gap)
+        warm = False
+        if mip_start and not elastic:
+            for name, value in mip_start.items():
+                if name in pv:
+                    pv[name].setInitialValue(value)
+            warm = True
+        status, bound, mip_gap = _run_cbc(lp, time_limit, gap, warm)
     else:
         raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
     seconds = time.perf_counter() - start
@@ -105,13 +115,13 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     return Solution(solver, status, obj, bound, g, seconds, values, slack)
 
 
-def _run_cbc(lp: pulp.LpProblem, time_limit, gap) -> tuple[str, float | None, float | None]:
+def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False) -> tuple[str, float | None, float | None]:
     fd, log = tempfile.mkstemp(suffix=".log", prefix="cbc-")
     os.close(fd)
     try:
         # COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3).
         cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, timeLimit=time_limit,
-                            gapRel=gap, threads=1, logPath=log,
+                            gapRel=gap, threads=1, logPath=log, warmStart=warm,
                             options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"])
         lp.solve(cmd)
         with open(log, encoding="utf-8", errors="replace") as fh:
