@@ -47,3 +47,12 @@ def test_cbc_returns_the_start_or_better_when_time_runs_out():
     assert plan.total_cost_usd <= at_start.objective * (1 + 1e-6)
     assert plan.solver.best_bound_usd <= plan.total_cost_usd
     assert 0.0 <= plan.solver.gap < 1.0
+
+
+def test_the_start_respects_site_limits_on_a_crowded_platform():
+    # 200 workloads: the cheapest candidates alone would buy more nodes than dc1's 1,500 kW
+    # power; the start passes over what no longer fits, and stays a feasible plan.
+    problem = formulate(generate(200, 0))
+    start = greedy_start(problem)
+    assert start is not None
+    assert solve(_fixed(problem, start), solver="highs").status == "optimal"

@@ -75,7 +75,9 @@ Constraints
        them, so the optimum is unchanged; explain.py's elastic re-solve drops them):
        demand/survive rows get the integer-hull facets of cuts.py; buy_for[c]:
        b_q >= (ceil(n_c G/G_q) - O_q) x_c for a training job larger than the owned nodes;
-       storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c.
+       storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c;
+       node_for[y]: v_{p,m} >= slope_c y_{c,m} (b_q for an on-prem pool with no owned nodes),
+       slope_c = min_{1<=k<=U} ceil(g_c k / G_p) / k: one replica already needs a whole node.
   Bounds: y_{c,m} <= ceil(D_{w,m} / tau_c) (c alone carries month m); b_q <= nodes the busiest
   month could fill (the fabric big-M B_q); inodes are continuous when every replica in the pool
   fills whole nodes (then (13) makes them integral anyway).

@@ -58,14 +58,73 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
                 left[m] = max(0.0, left[m] - HOURS_PER_MONTH)
 
 
+class _Ledger:
+    """What the start has placed so far, and whether one more placement still fits the sites'
+    limits (on-prem power, racks, GPUs, bought-node bounds; cloud GPU quotas; one fabric a pool)."""
+
+    def __init__(self, problem: F.Problem, kind) -> None:
+        self.spec, self.cat, self.kind = problem.spec, problem.candidates.catalog, kind
+        self.gpus: dict[tuple[str, str, int], float] = {}      # (site, instance, month) -> GPUs
+        self.train_quota: dict[tuple[str, str, int], float] = {}  # cloud jobs: (site, gpu, month)
+        self.fabric: dict[tuple[str, str], str] = {}
+
+    def add(self, c: Candidate, per_month: Mapping[int, float], commit: bool) -> bool:
+        """Place c's GPUs per month; with commit=False only say whether they would fit."""
+        gpus, quota = dict(self.gpus), dict(self.train_quota)
+        for m, g in per_month.items():
+            if c.kind == "training" and c.site_type == "cloud":
+                quota[(c.site, c.gpu, m)] = quota.get((c.site, c.gpu, m), 0.0) + g
+            else:
+                gpus[(c.site, c.instance, m)] = gpus.get((c.site, c.instance, m), 0.0) + g
+        fabric = dict(self.fabric)
+        if c.site_type == "on_prem" and c.kind == "training" and not F.fabric_free(c):
+            if fabric.setdefault((c.site, c.instance), c.fabric) != c.fabric:
+                return False
+        ok = self._site_ok(c.site, gpus, quota)
+        if ok and commit:
+            self.gpus, self.train_quota, self.fabric = gpus, quota, fabric
+        return ok
+
+    def bought(self, s: str, i: str, gpus) -> int:
+        node = self.cat.onprem_nodes[i]
+        peak = max((g for (ss, ii, _m), g in gpus.items() if (ss, ii) == (s, i)), default=0.0)
+        owned = sum(o.nodes for o in self.spec.site(s).owned if o.instance == i)
+        return max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+
+    def _site_ok(self, s: str, gpus, quota) -> bool:
+        site = self.spec.site(s)
+        if isinstance(site, OnPremSite):
+            insts = sorted({i for (ss, i, _m) in gpus if ss == s})
+            buy = {i: self.bought(s, i, gpus) for i in insts}
+            owned = {i: sum(o.nodes for o in site.owned if o.instance == i) for i in insts}
+            nodes = {i: self.cat.onprem_nodes[i] for i in insts}
+            ub = {i: self.kind[F.buy_name(s, i)].ub if F.buy_name(s, i) in self.kind else 0.0 for i in insts}
+            return (all(ub[i] is None or buy[i] <= ub[i] for i in insts)
+                    and sum(buy[i] * nodes[i].power_kw * site.pue for i in insts) <= site.power_kw + 1e-9
+                    and sum((buy[i] + owned[i]) * nodes[i].rack_units for i in insts) / F.RACK_UNITS
+                    <= site.max_racks + 1e-9
+                    and (not site.rack_power_kw or sum((buy[i] + owned[i]) * nodes[i].power_kw for i in insts)
+                         / site.rack_power_kw <= site.max_racks + 1e-9)
+                    and (site.max_gpus is None
+                         or sum((buy[i] + owned[i]) * nodes[i].gpus for i in insts) <= site.max_gpus))
+        used: dict[tuple[str, int], float] = {}
+        for (ss, g, m), n in quota.items():
+            if ss == s:
+                used[(g, m)] = used.get((g, m), 0.0) + n
+        for (ss, i, m), g in gpus.items():
+            if ss == s:
+                inst = self.cat.instances[i]
+                used[(inst.gpu, m)] = used.get((inst.gpu, m), 0.0) + math.ceil(g / inst.gpus - 1e-9) * inst.gpus
+        return all(n <= site.quotas[g] + 1e-9 for (g, _m), n in used.items() if g in site.quotas)
+
+
 def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
     """Values for the integer variables of a plausible plan, or None where none is obvious."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
     kind = {v.name: v for v in problem.variables}
     vals: dict[str, float] = {n: 0.0 for n, v in kind.items() if v.kind != "continuous"}
-    gpus_used: dict[tuple[str, str, int], float] = {}     # (site, instance, month) -> GPUs
-    fabric_need: dict[tuple[str, str], set[str]] = {}
+    ledger = _Ledger(problem, kind)
     storage_need: dict[tuple[str, int], float] = {}
     od_hours: dict[tuple[str, str, int], float] = {}      # cloud node-hours a month, before reserving
 
@@ -77,38 +136,43 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             demand = problem.demand[w.name]
             ranked = sorted(cands, key=lambda c: (_rank(problem, c)[0], c.id))
             # Spread over the k cheapest sites, each carrying 1/(k-1) of the load, so the
-            # service survives losing any one (k = 1 and the whole load without that need).
+            # service survives losing any one (k = 1 and the whole load without that need);
+            # a site whose limits cannot take its share is passed over.
             ks = range(2, len(ranked) + 1) if w.slo.availability >= 0.999 else (1,)
             if not ks:
                 return None
             k = min(ks, key=lambda k: (sum(_rank(problem, c)[0] for c in ranked[:k]) / max(1, k - 1), k))
             share = 1.0 / max(1, k - 1)
-            for c in ranked[:k]:
-                for m, d in enumerate(demand):
-                    if d <= 0:
-                        continue
-                    y = F.replicas_needed(d * share, c.estimate.tokens_per_s)
+            placed = 0
+            for c in ranked:
+                reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
+                        for m, d in enumerate(demand) if d > 0}
+                if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}, commit=True):
+                    continue
+                for m, y in reps.items():
                     vals[F.y_name(c, m)] = float(y)
-                    key = (c.site, c.instance, m)
-                    gpus_used[key] = gpus_used.get(key, 0.0) + y * c.gpus
+                placed += 1
+                if placed == k:
+                    break
+            if placed < k:
+                return None
             continue
-        c = min(cands, key=lambda c: _rank(problem, c))
+        for c in sorted(cands, key=lambda c: _rank(problem, c)):
+            months = {m: float(c.gpus) for m, h in c.usage if m < H and h > 0}
+            if ledger.add(c, months, commit=True):
+                break
+        else:
+            return None
         vals[F.x_name(c)] = 1.0
         ckpt = costs.checkpoint_tb(w, cat)
-        for m, h in c.usage:
-            if m >= H or h <= 0:
-                continue
+        for m in months:
             storage_need[(c.site, m)] = storage_need.get((c.site, m), 0.0) + (
                 (w.data.dataset_tb if w.data else 0.0) + ckpt)
-            if c.site_type == "on_prem":
-                key = (c.site, c.instance, m)
-                gpus_used[key] = gpus_used.get(key, 0.0) + c.gpus
         if c.site_type == "cloud" and not c.spot:
             for m, h in c.usage:
                 if m < H and h > 0:
                     od_hours[(c.site, c.instance, m)] = od_hours.get((c.site, c.instance, m), 0.0) + c.nodes * h
-        if c.site_type == "on_prem" and not F.fabric_free(c):
-            fabric_need.setdefault((c.site, c.instance), set()).add(c.fabric)
+    gpus_used, fabric_need = ledger.gpus, {k: {f} for k, f in ledger.fabric.items()}
 
     # Whole nodes: bought on-prem for the busiest month, rented per month in the cloud.
     peak: dict[tuple[str, str], float] = {}
