@@ -236,7 +236,7 @@ def _fabric(problem, value, s, i) -> str:
 def _pricing(c: Candidate, pools: tuple[Pool, ...], pinned: str | None = None) -> str:
     if c.spot:
         return "spot"
-    if pinned in ("on_demand", *F.TERMS) and c.site_type == "cloud":
+    if pinned and c.site_type == "cloud":
         return pinned       # formulate (12a) holds the job to it
     mine = [p for p in pools if p.site == c.site and p.instance == c.instance]
     if c.site_type == "on_prem":
@@ -259,8 +259,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, pools, value) -> Wor
         est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "duration_hours": e.duration_hours, "mfu": e.mfu}
         est["samples_per_s" if e.samples_per_s is not None and e.tokens_per_s is None else "tokens_per_s"] = (
             e.samples_per_s if e.samples_per_s is not None and e.tokens_per_s is None else e.tokens_per_s)
-        placement = Placement(c.site, c.instance, _pricing(c, pools, w.pin.pricing if w.pin else None),
-                              c.nodes, c.gpus)
+        placement = Placement(c.site, c.instance, _pricing(c, pools, F.pinned_cloud_pricing(w)), c.nodes, c.gpus)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month, alts_for(c))
     rows = infer[w.name]

@@ -184,6 +184,12 @@ def speak_name(site: str, tier: str) -> str:
 
 # --- candidate filters and pruning ------------------------------------------------------
 
+def pinned_cloud_pricing(w) -> str | None:
+    """The cloud pricing a workload's pin holds it to (constraint 12a), if any."""
+    pricing = w.pin.pricing if w.pin else None
+    return pricing if pricing in ("on_demand", *TERMS) else None
+
+
 def pricing_of(c: Candidate) -> str:
     if c.site_type == "on_prem":
         return "purchase"
@@ -407,7 +413,7 @@ def formulate(candidates: Candidates) -> Problem:
     od_hours: dict[tuple[str, str, int], dict[str, float]] = {}     # (12)
     packing: dict[tuple[str, str, int], dict[str, float]] = {}      # (13)
     storage_need: dict[tuple[str, int], dict[str, float]] = {}      # (11)
-    fabric_users: dict[tuple[str, str, str], list[tuple[str, float]]] = {}  # (5)
+    fabric_users: dict[tuple[str, str, str], list[str]] = {}          # (5) multi-node job ids
     pools_onprem: set[tuple[str, str]] = set()
     pool_peak: dict[tuple[str, str, int], dict[str, float]] = {}   # pool@m -> workload -> most GPUs
     pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
@@ -456,7 +462,7 @@ def formulate(candidates: Candidates) -> Problem:
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
                         _add_cuts(B, f"survive[{w.name}@{m:03d}/-{s}]", t, D[m], w.path)
         else:
-            pinned_term = w.pin.pricing if w.pin and w.pin.pricing in ("on_demand", *TERMS) else None
+            pinned_term = pinned_cloud_pricing(w)
             if pinned_term:
                 pin_path[w.name] = f"{w.path}.pin.pricing"
             home = w.data.home if w.data else None
@@ -488,7 +494,7 @@ def formulate(candidates: Candidates) -> Problem:
                     B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
                     pools_onprem.add((c.site, c.instance))
                     if not fabric_free(c):
-                        fabric_users.setdefault((c.site, c.instance, c.fabric), []).append((c.id, 1.0))
+                        fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(c.id)
                 elif c.spot:
                     price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
                     B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
@@ -591,7 +597,7 @@ def formulate(candidates: Candidates) -> Problem:
                            fabric=(costs.fabric_cost_per_node(fab) - base) if fab else 0.0)
                 B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
                       ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}")
-                for cid, _ in fabric_users[(s, i, f)]:
+                for cid in fabric_users[(s, i, f)]:
                     B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
                           site.path, f"{cid} needs the pool's fabric to be {f}")
             B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,

@@ -44,7 +44,6 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
           start: Mapping[str, float] | None = None) -> Solution:
     """`start`: values of integer variables for CBC's MIP start (start.py); HiGHS through pulp
     takes none, and finds its own first plans quickly."""
-    mip_start = start
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
     cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
     pv: dict[str, pulp.LpVariable] = {}
@@ -79,20 +78,20 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
             lp += (expr == c.rhs, f"c{k:07d}")
     lp += objective
 
-    start = time.perf_counter()
+    t0 = time.perf_counter()
     if solver == "highs":
         status, bound, mip_gap = _run_highs(lp, time_limit, gap)
     elif solver == "cbc":
         warm = False
-        if mip_start and not elastic:
-            for name, value in mip_start.items():
+        if start and not elastic:
+            for name, value in start.items():
                 if name in pv:
                     pv[name].setInitialValue(value)
             warm = True
         status, bound, mip_gap = _run_cbc(lp, time_limit, gap, warm)
     else:
         raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - t0
 
     if status not in ("optimal", "feasible"):
         return Solution(solver, status, float("nan"), float("nan"), float("nan"), seconds)

@@ -68,8 +68,8 @@ class _Ledger:
         self.train_quota: dict[tuple[str, str, int], float] = {}  # cloud jobs: (site, gpu, month)
         self.fabric: dict[tuple[str, str], str] = {}
 
-    def add(self, c: Candidate, per_month: Mapping[int, float], commit: bool) -> bool:
-        """Place c's GPUs per month; with commit=False only say whether they would fit."""
+    def add(self, c: Candidate, per_month: Mapping[int, float]) -> bool:
+        """Place c's GPUs per month if they fit the site's limits; say whether they did."""
         gpus, quota = dict(self.gpus), dict(self.train_quota)
         for m, g in per_month.items():
             if c.kind == "training" and c.site_type == "cloud":
@@ -80,10 +80,10 @@ class _Ledger:
         if c.site_type == "on_prem" and c.kind == "training" and not F.fabric_free(c):
             if fabric.setdefault((c.site, c.instance), c.fabric) != c.fabric:
                 return False
-        ok = self._site_ok(c.site, gpus, quota)
-        if ok and commit:
-            self.gpus, self.train_quota, self.fabric = gpus, quota, fabric
-        return ok
+        if not self._site_ok(c.site, gpus, quota):
+            return False
+        self.gpus, self.train_quota, self.fabric = gpus, quota, fabric
+        return True
 
     def bought(self, s: str, i: str, gpus) -> int:
         node = self.cat.onprem_nodes[i]
@@ -147,7 +147,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             for c in ranked:
                 reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
                         for m, d in enumerate(demand) if d > 0}
-                if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}, commit=True):
+                if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}):
                     continue
                 for m, y in reps.items():
                     vals[F.y_name(c, m)] = float(y)
@@ -159,7 +159,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             continue
         for c in sorted(cands, key=lambda c: _rank(problem, c)):
             months = {m: float(c.gpus) for m, h in c.usage if m < H and h > 0}
-            if ledger.add(c, months, commit=True):
+            if ledger.add(c, months):
                 break
         else:
             return None
@@ -172,32 +172,23 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             for m, h in c.usage:
                 if m < H and h > 0:
                     od_hours[(c.site, c.instance, m)] = od_hours.get((c.site, c.instance, m), 0.0) + c.nodes * h
-    gpus_used, fabric_need = ledger.gpus, {k: {f} for k, f in ledger.fabric.items()}
 
-    # Whole nodes: bought on-prem for the busiest month, rented per month in the cloud.
-    peak: dict[tuple[str, str], float] = {}
-    for (s, i, m), g in gpus_used.items():
-        site = spec.site(s)
-        if isinstance(site, OnPremSite):
-            peak[(s, i)] = max(peak.get((s, i), 0.0), g)
+    # Whole nodes: bought on-prem for the busiest month (the ledger kept them within the site's
+    # limits and the variables' bounds), rented per month in the cloud.
+    onprem_pools = set()
+    for (s, i, m), g in ledger.gpus.items():
+        if isinstance(spec.site(s), OnPremSite):
+            onprem_pools.add((s, i))
         elif F.inode_name(s, i, m) in kind:
             nodes = math.ceil(g / cat.instances[i].gpus - 1e-9)
             vals[F.inode_name(s, i, m)] = float(nodes)
             od_hours[(s, i, m)] = od_hours.get((s, i, m), 0.0) + nodes * HOURS_PER_MONTH
     _reserve(problem, kind, od_hours, vals)
-    for (s, i), g in peak.items():
-        site = spec.site(s)
-        node = cat.onprem_nodes[i]
-        owned = sum(o.nodes for o in site.owned if o.instance == i)
-        buy = max(0, math.ceil(g / node.gpus - 1e-9) - owned)
-        name = F.buy_name(s, i)
-        if name not in kind or (kind[name].ub is not None and buy > kind[name].ub):
-            return None
-        vals[name] = float(buy)
-    for (s, i), fabrics in fabric_need.items():
-        if len(fabrics) > 1:
-            return None
-        name = F.fab_name(s, i, next(iter(fabrics)))
+    for s, i in onprem_pools:
+        if F.buy_name(s, i) in kind:
+            vals[F.buy_name(s, i)] = float(ledger.bought(s, i, ledger.gpus))
+    for (s, i), fabric in ledger.fabric.items():
+        name = F.fab_name(s, i, fabric)
         if name in kind:
             vals[name] = 1.0
 
