@@ -18,12 +18,12 @@ __all__ = ["estimate"]
 
 
 def estimate(spec: Spec, catalog: Catalog) -> Candidates:
-    from compiler.estimate.build import inference_candidates, training_candidates
+    from compiler.estimate.build import Memo, inference_candidates, training_candidates
 
-    by_workload, rejected = {}, {}
+    by_workload, rejected, memo = {}, {}, Memo()
     for w in spec.workloads:
         build = training_candidates if isinstance(w, TrainingWorkload) else inference_candidates
-        cands, rejs = build(spec, w, catalog)
+        cands, rejs = build(spec, w, catalog, memo)
         by_workload[w.name] = tuple(sorted(cands, key=lambda c: c.id))
         rejected[w.name] = tuple(sorted(rejs, key=lambda r: (r.site, r.instance, r.gpus, r.reason)))
     return Candidates(spec=spec, catalog=catalog, by_workload=MappingProxyType(by_workload),

@@ -14,6 +14,22 @@ from compiler.estimate.vision import vision_rate
 from compiler.spec import HOURS_PER_MONTH, InferenceWorkload, Spec, TrainingWorkload
 
 
+class Memo:
+    """The layout and batch searches of one estimate() call, done once per distinct input. Many
+    workloads share a model, a GPU and a fabric, and these searches are the stage's hot loop.
+    Keyed by the objects' identity; the memo holds the objects, so no id is reused while it lives."""
+
+    def __init__(self) -> None:
+        self._done: dict = {}
+
+    def get(self, objs: tuple, values: tuple, work):
+        key = (tuple(id(o) for o in objs), values)
+        hit = self._done.get(key)
+        if hit is None:
+            hit = self._done[key] = (objs, work())
+        return hit[1]
+
+
 def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
     """Hours run in each month from start_month, 730 hours to a month."""
     out, m, left = [], start_month, hours
@@ -42,13 +58,16 @@ def spot_rate(provider: str, catalog: Catalog) -> float:
 
 
 def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
-                          catalog: Catalog) -> tuple[TrainingEstimate | None, Layout | None, str]:
+                          catalog: Catalog, memo: Memo | None = None
+                          ) -> tuple[TrainingEstimate | None, Layout | None, str]:
     """(estimate, layout, '') or (None, None, reason)."""
     if training.peak_flops(hw.gpu, w.precision) is None:
         return None, None, f"no {w.precision} tensor cores on {hw.gpu.name}"
     fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
-    best, leanest = training.best_step(model, gpus, hw.gpu, fabric, w.seq_len, w.precision,
-                                       w.optimizer, catalog)
+    memo = memo or Memo()
+    best, leanest = memo.get((model, hw.gpu, catalog), (gpus, fabric, w.seq_len, w.precision, w.optimizer),
+                             lambda: training.best_step(model, gpus, hw.gpu, fabric, w.seq_len,
+                                                        w.precision, w.optimizer, catalog))
     if best is None:
         need = leanest.memory.total_gb if leanest else float("inf")
         return None, None, (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "
@@ -72,7 +91,8 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
 
 
 def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
-                             catalog: Catalog) -> tuple[TrainingEstimate | None, Layout | None, str]:
+                             catalog: Catalog, memo: Memo | None = None
+                             ) -> tuple[TrainingEstimate | None, Layout | None, str]:
     r = vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
                     w.precision, w.optimizer, catalog)
     if r is None:
@@ -96,7 +116,7 @@ def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gp
     return est, Layout(dp=gpus), ""
 
 
-def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog):
+def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo: Memo | None = None):
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
@@ -124,7 +144,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog):
                     reason = f"pin.gpus={gpus} is not a whole number of {hw.gpus_per_node}-GPU nodes"
                     break
                 tried = gpus
-                est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog)
+                est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog, memo)
                 if est is None:
                     reason = why
                     if why.startswith("no "):
@@ -150,7 +170,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog):
     return cands, rejs
 
 
-def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog):
+def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, memo: Memo | None = None):
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
@@ -163,6 +183,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog):
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
     tr, slo = w.traffic, w.slo
+    memo = memo or Memo()
     for hw in options:
         tps = inference_tps(hw.gpus_per_node)
         if w.pin and w.pin.gpus:
@@ -172,8 +193,11 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog):
                                       f"pin.gpus={w.pin.gpus} is not a tensor-parallel size (1, 2, 4, 8) "
                                       f"within a {hw.gpus_per_node}-GPU node", gpus=w.pin.gpus))
         for t in tps:
-            pt, why = inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens, tr.output_tokens,
-                                           slo.ttft_p99_ms, slo.tpot_p99_ms, catalog)
+            pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
+                                                          slo.ttft_p99_ms, slo.tpot_p99_ms),
+                               lambda: inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens,
+                                                            tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
+                                                            catalog))
             if pt is None:
                 rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name, why, gpus=t))
                 continue
