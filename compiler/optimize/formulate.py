@@ -73,7 +73,12 @@ Constraints
 
   (14) cuts (group `cut`, valid inequalities only: every integer solution of (1)-(13) keeps
        them, so the optimum is unchanged; explain.py's elastic re-solve drops them):
-       demand/survive rows get the integer-hull facets of cuts.py; buy_for[c]:
+       mix[w@m]: each service-month chooses exactly one minimal replica mix (mixes.py: no
+       replica can be dropped; every plan can drop down to one, so the optimum is unchanged),
+       mix_y[y]: y_{c,m} = sum_k mix_k(c) lambda_k, node_mix[y]: v_{p,m} >= sum_k
+       ceil(g_c mix_k(c) / G_p) lambda_k (b_q for an on-prem pool with no owned nodes). The LP
+       of one mix is the convex hull of the month's integer points. Service-months with more than
+       mixes.MAX_MIXES mixes get the per-row integer-hull facets of cuts.py instead; buy_for[c]:
        b_q >= (ceil(n_c G/G_q) - O_q) x_c for a training job larger than the owned nodes;
        storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c;
        node_for[y]: v_{p,m} >= slope_c y_{c,m} (b_q for an on-prem pool with no owned nodes),
@@ -96,6 +101,7 @@ from typing import Mapping
 from compiler.candidates import Candidate, Candidates
 from compiler.optimize import costs
 from compiler.optimize.cuts import row_cuts
+from compiler.optimize.mixes import minimal_mixes
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec
 
 RACK_UNITS = 42.0
@@ -134,6 +140,8 @@ class Problem:
     constraints: tuple[Constraint, ...]
     demand: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # w -> per month
     filtered_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # w -> reasons
+    # w@m -> ((mix variable, ((y variable, replicas), ...)), ...): the minimal replica mixes (14)
+    mixes: Mapping[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = field(default_factory=dict)
 
 
 # --- names (decode.py-free: the solver maps values back by these names) -----------------
@@ -337,6 +345,37 @@ def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, p
               "valid inequality: whole replicas carry the demand")
 
 
+def _add_mixes(B: "_Builder", cat, w, m: int, cands, found, owned_nodes):
+    """One binary per minimal replica mix of w in month m (mixes.py): exactly one is chosen and
+    fixes every y_{c,m}. A valid reformulation (every optimal plan can drop replicas to a mix), so
+    its rows join the `cut` group that explain.py drops. Each mix also tells how many whole nodes
+    its replicas need in each pool (node_mix rows), which one service's rows alone cannot."""
+    path = w.path
+    names = [f"mix[{w.name}@{m:03d}#{k:03d}]" for k in range(len(found))]
+    for n in names:
+        B.var(n, "binary")
+    B.con(f"mix[{w.name}@{m:03d}]", "cut", {n: 1.0 for n in names}, "==", 1.0, path,
+          f"{w.name} runs one minimal mix of replicas in month {m}")
+    out = []
+    for k, (n, mix) in enumerate(zip(names, found)):
+        out.append((n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)))
+    for j, c in enumerate(cands):
+        yn = y_name(c, m)
+        B.con(f"mix_y[{yn}]", "cut", {yn: 1.0, **{n: -float(mix[j]) for n, mix in zip(names, found) if mix[j]}},
+              "==", 0.0, path, f"{yn} is its mix's replica count")
+        if c.site_type == "cloud":
+            node_var, gpn = inode_name(c.site, c.instance, m), cat.instances[c.instance].gpus
+        elif not owned_nodes.get((c.site, c.instance)):
+            node_var, gpn = buy_name(c.site, c.instance), c.gpus_per_node
+        else:
+            continue   # owned nodes may carry a mix for free
+        need = {n: float(math.ceil(c.gpus * mix[j] / gpn - 1e-9)) for n, mix in zip(names, found)}
+        if any(v * gpn > c.gpus * mix[j] + 1e-9 for v, mix in zip(need.values(), found)):
+            B.con(f"node_mix[{yn}]", "cut", {node_var: 1.0, **{n: -v for n, v in need.items()}}, ">=", 0.0,
+                  path, "valid inequality: a mix's replicas sit on whole nodes")
+    return tuple(out)
+
+
 def node_slope(gpus: int, gpn: int, ub: int) -> float:
     """Slope of the convex hull of {(y, v) integer: gpn v >= gpus y, 0 <= y <= ub} from the origin:
     min over 1 <= k <= ub of ceil(gpus k / gpn) / k. One replica already needs a whole node."""
@@ -419,6 +458,9 @@ def formulate(candidates: Candidates) -> Problem:
     pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
     pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
     pin_path: dict[str, str] = {}
+    mixes: dict[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}   # (14) w@m -> mixes
+    owned_nodes = {(s.name, o.instance): o.nodes for s in spec.sites if isinstance(s, OnPremSite)
+                   for o in s.owned}
 
     def add(d: dict, key, name: str, coef: float) -> None:
         d.setdefault(key, {})
@@ -449,17 +491,28 @@ def formulate(candidates: Candidates) -> Problem:
                     pools_onprem.add((c.site, c.instance))
                 else:
                     pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
+            survive = w.slo.availability >= 0.999
             for m in active:
                 terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
                 B.con(f"demand[{w.name}@{m:03d}]", "demand", terms, ">=", D[m], f"{w.path}.traffic",
                       f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
-                _add_cuts(B, f"demand[{w.name}@{m:03d}]", terms, D[m], w.path)
-                if w.slo.availability >= 0.999:
+                if survive:
                     for s in sorted({c.site for c in cands}):
                         t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
                         B.con(f"survive[{w.name}@{m:03d}/-{s}]", "availability", t, ">=", D[m],
                               f"{w.path}.slo.availability",
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
+                found = minimal_mixes(tuple(c.estimate.tokens_per_s for c in cands),
+                                      tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
+                                      tuple(c.site for c in cands), D[m], survive)
+                if found:
+                    mixes[f"{w.name}@{m:03d}"] = _add_mixes(B, cat, w, m, cands, found, owned_nodes)
+                    continue
+                # Too many mixes (or none: explain.py reports that): cuts on each row instead.
+                _add_cuts(B, f"demand[{w.name}@{m:03d}]", terms, D[m], w.path)
+                if survive:
+                    for s in sorted({c.site for c in cands}):
+                        t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
                         _add_cuts(B, f"survive[{w.name}@{m:03d}/-{s}]", t, D[m], w.path)
         else:
             pinned_term = pinned_cloud_pricing(w)
@@ -533,7 +586,8 @@ def formulate(candidates: Candidates) -> Problem:
                 B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
                       ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
                 for yn, g in sorted(pack.items()):
-                    _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
+                    if f"node_mix[{yn}]" not in B.cons:
+                        _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
                 hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
                 add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
             if not hours:
@@ -613,7 +667,7 @@ def formulate(candidates: Candidates) -> Problem:
         for m in months:
             terms = onprem_gpu.get((s, i, m))
             for yn, g in sorted((terms or {}).items()):
-                if yn.startswith("y["):
+                if yn.startswith("y[") and f"node_mix[{yn}]" not in B.cons:
                     _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
             if terms:
                 B.con(f"capacity[{s}/{i}@{m:03d}]", "capacity",
@@ -689,7 +743,7 @@ def formulate(candidates: Candidates) -> Problem:
     variables = tuple(B.vars[k] for k in sorted(B.vars))
     constraints = tuple(B.cons[k] for k in sorted(B.cons))
     return Problem(spec=spec, candidates=candidates, chosen_from=chosen, variables=variables,
-                   constraints=constraints, demand=demand, filtered_out=dropped)
+                   constraints=constraints, demand=demand, filtered_out=dropped, mixes=mixes)
 
 
 def _is_cloud_var(name: str, spec: Spec) -> bool:

@@ -58,6 +58,30 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
                 left[m] = max(0.0, left[m] - HOURS_PER_MONTH)
 
 
+def _to_mixes(problem: F.Problem, w: str, cands, vals: dict[str, float], ledger: "_Ledger") -> None:
+    """Drop the start's spare replicas down to one of the month's minimal mixes (formulate (14)
+    makes the plan choose exactly one), the leanest in GPUs, and give the GPUs back."""
+    gpus = {F.y_name(c, m): c for c in cands for m in range(problem.spec.horizon_months)}
+    for key, options in problem.mixes.items():
+        if key.rsplit("@", 1)[0] != w:
+            continue
+        below = [(sum(r * gpus[y].gpus for y, r in reps), n, reps) for n, reps in options
+                 if all(r <= vals.get(y, 0.0) + 1e-9 for y, r in reps)]
+        if not below:
+            continue   # cannot happen for a start that carries the month; leave it to the solver
+        _, name, reps = min(below)
+        vals[name] = 1.0
+        new = dict(reps)
+        m = int(key.rsplit("@", 1)[1])
+        for c in cands:
+            y = F.y_name(c, m)
+            spare = vals.get(y, 0.0) - new.get(y, 0)
+            if spare > 0:
+                vals[y] = float(new.get(y, 0))
+                pool = (c.site, c.instance, m)
+                ledger.gpus[pool] = ledger.gpus.get(pool, 0.0) - spare * c.gpus
+
+
 class _Ledger:
     """What the start has placed so far, and whether one more placement still fits the sites'
     limits (on-prem power, racks, GPUs, bought-node bounds; cloud GPU quotas; one fabric a pool)."""
@@ -156,6 +180,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
                     break
             if placed < k:
                 return None
+            _to_mixes(problem, w.name, cands, vals, ledger)
             continue
         for c in sorted(cands, key=lambda c: _rank(problem, c)):
             months = {m: float(c.gpus) for m, h in c.usage if m < H and h > 0}
