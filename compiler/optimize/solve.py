@@ -114,6 +114,12 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     return Solution(solver, status, obj, bound, g, seconds, values, slack)
 
 
+# Neighbourhood searches around the incumbent (DINS, RINS, RENS, VND). By default CBC stops
+# looking for better plans once it has the greedy start; with these on, the 100-workload
+# benchmark ends at a 7.5% gap in 85 s instead of staying on the start (26.9%).
+CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
+
+
 def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False) -> tuple[str, float | None, float | None]:
     fd, log = tempfile.mkstemp(suffix=".log", prefix="cbc-")
     os.close(fd)
@@ -121,7 +127,7 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False) -> tuple[s
         # COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3).
         cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, timeLimit=time_limit,
                             gapRel=gap, threads=1, logPath=log, warmStart=warm,
-                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"])
+                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS])
         lp.solve(cmd)
         with open(log, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
