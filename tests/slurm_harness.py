@@ -11,6 +11,7 @@ goes through `sbatch --test-only`. Every daemon is stopped and waited for on exi
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import socket
@@ -44,11 +45,31 @@ def available() -> bool:
     return all(shutil.which(tool) for tool in ("slurmctld", "slurmd", "sbatch", "sinfo"))
 
 
+def free_port_block(size: int = 1024, tries: int = 200) -> int:
+    """The first port of `size` consecutive free TCP ports on 127.0.0.1, so that two test runs
+    on one machine (or a slurmctld left behind) never meet on the same ports."""
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(tries):
+        base = rng.randrange(20000, 60000 - size)
+        if all(_port_free(p) for p in range(base, base + size)):
+            return base
+    raise RuntimeError(f"no {size} consecutive free ports found")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 class SlurmHarness:
-    def __init__(self, conf_dir: Path, work: Path, port_base: int = 16817):
+    def __init__(self, conf_dir: Path, work: Path, port_base: int | None = None):
         self.conf_dir = Path(conf_dir)
         self.work = Path(work)
-        self.port_base = port_base
+        self.port_base = port_base if port_base is not None else free_port_block()
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ, SLURM_CONF=str(self.work / "slurm.conf"))
         self.node_lines: list[tuple[str, str]] = []   # (first node, hostlist)
