@@ -16,6 +16,10 @@ from functools import lru_cache
 
 EPS = 1e-9
 MAX_LIFT_POINTS = 20_000    # enumeration budget for lifting one facet over the other candidates
+# Rows where one candidate may need more replicas than this get no cuts: rounding to whole
+# replicas matters little there (at most one replica in MAX_REPLICAS), and lifting grows with
+# the counts (a 4,000 rps service once took 47 s to formulate).
+MAX_REPLICAS = 16
 
 
 def _need(rest: float, tau: float) -> int:
@@ -56,7 +60,7 @@ def _pair_facets(t1: float, t2: float, u1: int, u2: int, d: float) -> list[tuple
 def row_cuts(taus: tuple[float, ...], ubs: tuple[int, ...], demand: float) -> tuple[tuple[tuple[float, ...], float], ...]:
     """Cuts (coefficients aligned with taus, rhs) for sum taus[i] y_i >= demand, 0 <= y_i <= ubs[i]."""
     n = len(taus)
-    if n < 2:
+    if n < 2 or max(ubs) > MAX_REPLICAS:
         return ()
     cuts = []
     for i, j in itertools.combinations(range(n), 2):

@@ -492,6 +492,7 @@ def formulate(candidates: Candidates) -> Problem:
                 else:
                     pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
             survive = w.slo.availability >= 0.999
+            too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
             for m in active:
                 terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
                 B.con(f"demand[{w.name}@{m:03d}]", "demand", terms, ">=", D[m], f"{w.path}.traffic",
@@ -502,9 +503,12 @@ def formulate(candidates: Candidates) -> Problem:
                         B.con(f"survive[{w.name}@{m:03d}/-{s}]", "availability", t, ">=", D[m],
                               f"{w.path}.slo.availability",
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
-                found = minimal_mixes(tuple(c.estimate.tokens_per_s for c in cands),
-                                      tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
-                                      tuple(c.site for c in cands), D[m], survive)
+                found = None if D[m] >= too_many else minimal_mixes(
+                    tuple(c.estimate.tokens_per_s for c in cands),
+                    tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
+                    tuple(c.site for c in cands), D[m], survive)
+                if found is None:
+                    too_many = min(too_many, D[m])
                 if found:
                     mixes[f"{w.name}@{m:03d}"] = _add_mixes(B, cat, w, m, cands, found, owned_nodes)
                     continue

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 EPS = 1e-9
 MAX_MIXES = 300          # more than this many mixes for one service-month: fall back to row cuts
-MAX_VISITS = 40_000      # enumeration budget (partial vectors visited) for one service-month
+MAX_VISITS = 10_000      # enumeration budget (partial vectors visited) for one service-month
 
 
 def minimal_mixes(taus: tuple[float, ...], ubs: tuple[int, ...], sites: tuple[str, ...],
