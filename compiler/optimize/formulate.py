@@ -132,6 +132,18 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """One reserved-node variable r_{p,k,a}: the nodes of a term starting in a month, the months
+    of the horizon it covers."""
+    var: str
+    site: str
+    instance: str
+    term: str                                    # reserved_1y | reserved_3y
+    start: int
+    months: range
+
+
+@dataclass(frozen=True)
 class Problem:
     spec: Spec
     candidates: Candidates                       # as given (alternatives, rejections)
@@ -142,6 +154,7 @@ class Problem:
     filtered_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # w -> reasons
     # w@m -> ((mix variable, ((y variable, replicas), ...)), ...): the minimal replica mixes (14)
     mixes: Mapping[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = field(default_factory=dict)
+    reservations: tuple[Reservation, ...] = ()
 
 
 # --- names (decode.py-free: the solver maps values back by these names) -----------------
@@ -459,6 +472,7 @@ def formulate(candidates: Candidates) -> Problem:
     pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
     pin_path: dict[str, str] = {}
     mixes: dict[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}   # (14) w@m -> mixes
+    reservations: list[Reservation] = []
     owned_nodes = {(s.name, o.instance): o.nodes for s in spec.sites if isinstance(s, OnPremSite)
                    for o in s.owned}
 
@@ -580,6 +594,7 @@ def formulate(candidates: Candidates) -> Problem:
                 rn = B.var(res_name(s, i, term, a), "integer", None,
                            cloud_compute=price * HOURS_PER_MONTH * covered)
                 res_vars.append((rn, a, tm))
+                reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
         for m in months:
             hours = dict(od_hours.get((s, i, m), {}))
             pack = packing.get((s, i, m))
@@ -747,7 +762,8 @@ def formulate(candidates: Candidates) -> Problem:
     variables = tuple(B.vars[k] for k in sorted(B.vars))
     constraints = tuple(B.cons[k] for k in sorted(B.cons))
     return Problem(spec=spec, candidates=candidates, chosen_from=chosen, variables=variables,
-                   constraints=constraints, demand=demand, filtered_out=dropped, mixes=mixes)
+                   constraints=constraints, demand=demand, filtered_out=dropped, mixes=mixes,
+                   reservations=tuple(sorted(reservations, key=lambda r: r.var)))
 
 
 def _is_cloud_var(name: str, spec: Spec) -> bool:

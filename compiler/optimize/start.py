@@ -38,13 +38,8 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
         price = costs.cloud_price(cat, spec.site(s), i, "on_demand")
         if price is None:
             continue
-        prefix = f"reserved[{s}/{i}/"
-        options = []
-        for n, v in kind.items():
-            if n.startswith(prefix):
-                term, a = n[len(prefix):-1].split("@")
-                a = int(a)
-                options.append((n, range(a, min(H, a + costs.TERM_MONTHS[term])), v.cost))
+        options = [(r.var, r.months, kind[r.var].cost) for r in problem.reservations
+                   if (r.site, r.instance) == (s, i)]
         left = [od_hours.get((s, i, m), 0.0) for m in range(H)]
         while options:
             def saving(opt):
