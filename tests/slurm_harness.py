@@ -49,11 +49,19 @@ def free_port_block(size: int = 1024, tries: int = 200) -> int:
     """The first port of `size` consecutive free TCP ports on 127.0.0.1, so that two test runs
     on one machine (or a slurmctld left behind) never meet on the same ports."""
     rng = random.Random(os.getpid() ^ time.monotonic_ns())
-    for _ in range(tries):
-        base = rng.randrange(20000, 60000 - size)
+    top = max(_ephemeral_low() - size, 10001)   # below the kernel's ephemeral ports, which outgoing
+    for _ in range(tries):          # connections (slurmctld's to its slurmds) take at random
+        base = rng.randrange(10000, top)
         if all(_port_free(p) for p in range(base, base + size)):
             return base
     raise RuntimeError(f"no {size} consecutive free ports found")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def _port_free(port: int) -> bool:
