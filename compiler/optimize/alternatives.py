@@ -15,7 +15,7 @@ import math
 
 from compiler.candidates import Candidate
 from compiler.optimize import costs
-from compiler.optimize.formulate import Problem, pricing_of
+from compiler.optimize.formulate import Problem, owned_nodes, pricing_of
 from compiler.plan import Alternative
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
@@ -37,7 +37,7 @@ def standalone_cost(problem: Problem, c: Candidate) -> float | None:
             price = costs.cloud_price(cat, site, c.instance, "on_demand")
             return None if price is None else sum(node_months) * HOURS_PER_MONTH * price
         node = cat.onprem_nodes[c.instance]
-        owned = sum(o.nodes for o in site.owned if o.instance == c.instance)
+        owned = owned_nodes(site, c.instance)
         buy = max(0, max(node_months) - owned)
         return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
                 + sum(node_months) * HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site))
@@ -49,7 +49,7 @@ def standalone_cost(problem: Problem, c: Candidate) -> float | None:
         price = costs.cloud_price(cat, site, c.instance, "spot" if c.spot else "on_demand")
         return None if price is None else price * c.nodes * hours + egress
     node = cat.onprem_nodes[c.instance]
-    owned = sum(o.nodes for o in site.owned if o.instance == c.instance)
+    owned = owned_nodes(site, c.instance)
     buy = max(0, c.nodes - owned)
     return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
             + c.nodes * hours * costs.power_usd_per_node_hour(node, site) + egress)

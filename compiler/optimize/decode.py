@@ -200,7 +200,7 @@ def _pools(problem, value, train, infer, used_nodes, used_hours) -> tuple[Pool, 
                 out.append(_pool(s, i, inst.gpu, inst.gpus, "on_demand", inst.fabric, od_nodes, util))
         else:
             node = cat.onprem_nodes[i]
-            owned = sum(o.nodes for o in site.owned if o.instance == i)
+            owned = F.owned_nodes(site, i)
             bought = int(value(F.buy_name(s, i)))
             fabric = _fabric(problem, value, s, i)
             gpus_m = [n * node.gpus for n in nodes_m]

@@ -301,6 +301,11 @@ def prune(cands: list[Candidate]) -> list[Candidate]:
     return out
 
 
+def owned_nodes(site: OnPremSite, instance: str) -> int:
+    """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
+    return sum(o.nodes for o in site.owned if o.instance == instance)
+
+
 def problem_cands_at(chosen: Mapping[str, tuple[Candidate, ...]], site: str, inst: str) -> list[Candidate]:
     return [c for cs in chosen.values() for c in cs if c.site == site and c.instance == inst]
 
@@ -358,7 +363,7 @@ def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, p
               "valid inequality: whole replicas carry the demand")
 
 
-def _add_mixes(B: "_Builder", cat, w, m: int, cands, found, owned_nodes):
+def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
     """One binary per minimal replica mix of w in month m (mixes.py): exactly one is chosen and
     fixes every y_{c,m}. A valid reformulation (every optimal plan can drop replicas to a mix), so
     its rows join the `cut` group that explain.py drops. Each mix also tells how many whole nodes
@@ -378,7 +383,7 @@ def _add_mixes(B: "_Builder", cat, w, m: int, cands, found, owned_nodes):
               "==", 0.0, path, f"{yn} is its mix's replica count")
         if c.site_type == "cloud":
             node_var, gpn = inode_name(c.site, c.instance, m), cat.instances[c.instance].gpus
-        elif not owned_nodes.get((c.site, c.instance)):
+        elif not owned_nodes(spec.site(c.site), c.instance):
             node_var, gpn = buy_name(c.site, c.instance), c.gpus_per_node
         else:
             continue   # owned nodes may carry a mix for free
@@ -473,8 +478,6 @@ def formulate(candidates: Candidates) -> Problem:
     pin_path: dict[str, str] = {}
     mixes: dict[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}   # (14) w@m -> mixes
     reservations: list[Reservation] = []
-    owned_nodes = {(s.name, o.instance): o.nodes for s in spec.sites if isinstance(s, OnPremSite)
-                   for o in s.owned}
 
     def add(d: dict, key, name: str, coef: float) -> None:
         d.setdefault(key, {})
@@ -524,7 +527,7 @@ def formulate(candidates: Candidates) -> Problem:
                 if found is None:
                     too_many = min(too_many, D[m])
                 if found:
-                    mixes[f"{w.name}@{m:03d}"] = _add_mixes(B, cat, w, m, cands, found, owned_nodes)
+                    mixes[f"{w.name}@{m:03d}"] = _add_mixes(B, spec, cat, w, m, cands, found)
                     continue
                 # Too many mixes (or none: explain.py reports that): cuts on each row instead.
                 _add_cuts(B, f"demand[{w.name}@{m:03d}]", terms, D[m], w.path)
@@ -646,7 +649,7 @@ def formulate(candidates: Candidates) -> Problem:
     for (s, i) in sorted(pools_onprem):
         site: OnPremSite = spec.site(s)
         node = cat.onprem_nodes[i]
-        owned = sum(o.nodes for o in site.owned if o.instance == i)
+        owned = owned_nodes(site, i)
         # Never more nodes than the busiest month could fill (each training workload at its
         # largest candidate here, each service at the replicas that carry it alone): the bound
         # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
@@ -696,7 +699,7 @@ def formulate(candidates: Candidates) -> Problem:
     for s in sorted(by_site):
         site = spec.site(s)
         insts = by_site[s]
-        owned = {i: sum(o.nodes for o in site.owned if o.instance == i) for i in insts}
+        owned = {i: owned_nodes(site, i) for i in insts}
         nodes = {i: cat.onprem_nodes[i] for i in insts}
         B.con(f"power[{s}]", "power", {buy_name(s, i): nodes[i].power_kw * site.pue for i in insts}, "<=",
               site.power_kw, f"{site.path}.power_kw", f"new nodes at {s} fit its {site.power_kw:g} kW")  # (7)

@@ -107,7 +107,7 @@ class _Ledger:
     def bought(self, s: str, i: str, gpus) -> int:
         node = self.cat.onprem_nodes[i]
         peak = max((g for (ss, ii, _m), g in gpus.items() if (ss, ii) == (s, i)), default=0.0)
-        owned = sum(o.nodes for o in self.spec.site(s).owned if o.instance == i)
+        owned = F.owned_nodes(self.spec.site(s), i)
         return max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
 
     def _site_ok(self, s: str, gpus, quota) -> bool:
@@ -115,7 +115,7 @@ class _Ledger:
         if isinstance(site, OnPremSite):
             insts = sorted({i for (ss, i, _m) in gpus if ss == s})
             buy = {i: self.bought(s, i, gpus) for i in insts}
-            owned = {i: sum(o.nodes for o in site.owned if o.instance == i) for i in insts}
+            owned = {i: F.owned_nodes(site, i) for i in insts}
             nodes = {i: self.cat.onprem_nodes[i] for i in insts}
             ub = {i: self.kind[F.buy_name(s, i)].ub if F.buy_name(s, i) in self.kind else 0.0 for i in insts}
             return (all(ub[i] is None or buy[i] <= ub[i] for i in insts)
