@@ -152,8 +152,9 @@ class Problem:
     constraints: tuple[Constraint, ...]
     demand: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # w -> per month
     filtered_out: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # w -> reasons
-    # w@m -> ((mix variable, ((y variable, replicas), ...)), ...): the minimal replica mixes (14)
-    mixes: Mapping[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = field(default_factory=dict)
+    # (w, m) -> ((mix variable, ((y variable, replicas), ...)), ...): the minimal replica mixes (14)
+    mixes: Mapping[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = field(
+        default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
 
 
@@ -374,9 +375,7 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
         B.var(n, "binary")
     B.con(f"mix[{w.name}@{m:03d}]", "cut", {n: 1.0 for n in names}, "==", 1.0, path,
           f"{w.name} runs one minimal mix of replicas in month {m}")
-    out = []
-    for k, (n, mix) in enumerate(zip(names, found)):
-        out.append((n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)))
+    out = [(n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)) for n, mix in zip(names, found)]
     for j, c in enumerate(cands):
         yn = y_name(c, m)
         B.con(f"mix_y[{yn}]", "cut", {yn: 1.0, **{n: -float(mix[j]) for n, mix in zip(names, found) if mix[j]}},
@@ -476,7 +475,7 @@ def formulate(candidates: Candidates) -> Problem:
     pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
     pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
     pin_path: dict[str, str] = {}
-    mixes: dict[str, tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}   # (14) w@m -> mixes
+    mixes: dict[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}  # (14)
     reservations: list[Reservation] = []
 
     def add(d: dict, key, name: str, coef: float) -> None:
@@ -512,13 +511,14 @@ def formulate(candidates: Candidates) -> Problem:
             too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
             for m in active:
                 terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
-                B.con(f"demand[{w.name}@{m:03d}]", "demand", terms, ">=", D[m], f"{w.path}.traffic",
+                rows = [(f"demand[{w.name}@{m:03d}]", terms)]
+                B.con(rows[0][0], "demand", terms, ">=", D[m], f"{w.path}.traffic",
                       f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
                 if survive:
                     for s in sorted({c.site for c in cands}):
                         t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
-                        B.con(f"survive[{w.name}@{m:03d}/-{s}]", "availability", t, ">=", D[m],
-                              f"{w.path}.slo.availability",
+                        rows.append((f"survive[{w.name}@{m:03d}/-{s}]", t))
+                        B.con(rows[-1][0], "availability", t, ">=", D[m], f"{w.path}.slo.availability",
                               f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
                 found = None if D[m] >= too_many else minimal_mixes(
                     tuple(c.estimate.tokens_per_s for c in cands),
@@ -527,14 +527,11 @@ def formulate(candidates: Candidates) -> Problem:
                 if found is None:
                     too_many = min(too_many, D[m])
                 if found:
-                    mixes[f"{w.name}@{m:03d}"] = _add_mixes(B, spec, cat, w, m, cands, found)
+                    mixes[(w.name, m)] = _add_mixes(B, spec, cat, w, m, cands, found)
                     continue
                 # Too many mixes (or none: explain.py reports that): cuts on each row instead.
-                _add_cuts(B, f"demand[{w.name}@{m:03d}]", terms, D[m], w.path)
-                if survive:
-                    for s in sorted({c.site for c in cands}):
-                        t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
-                        _add_cuts(B, f"survive[{w.name}@{m:03d}/-{s}]", t, D[m], w.path)
+                for row, t in rows:
+                    _add_cuts(B, row, t, D[m], w.path)
         else:
             pinned_term = pinned_cloud_pricing(w)
             if pinned_term:

@@ -56,20 +56,19 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
 def _to_mixes(problem: F.Problem, w: str, cands, vals: dict[str, float], ledger: "_Ledger") -> None:
     """Drop the start's spare replicas down to one of the month's minimal mixes (formulate (14)
     makes the plan choose exactly one), the leanest in GPUs, and give the GPUs back."""
-    gpus = {F.y_name(c, m): c for c in cands for m in range(problem.spec.horizon_months)}
-    for key, options in problem.mixes.items():
-        if key.rsplit("@", 1)[0] != w:
+    for m in range(problem.spec.horizon_months):
+        options = problem.mixes.get((w, m))
+        if not options:
             continue
-        below = [(sum(r * gpus[y].gpus for y, r in reps), n, reps) for n, reps in options
+        by_y = {F.y_name(c, m): c for c in cands}
+        below = [(sum(r * by_y[y].gpus for y, r in reps), n, reps) for n, reps in options
                  if all(r <= vals.get(y, 0.0) + 1e-9 for y, r in reps)]
         if not below:
             continue   # cannot happen for a start that carries the month; leave it to the solver
         _, name, reps = min(below)
         vals[name] = 1.0
         new = dict(reps)
-        m = int(key.rsplit("@", 1)[1])
-        for c in cands:
-            y = F.y_name(c, m)
+        for y, c in by_y.items():
             spare = vals.get(y, 0.0) - new.get(y, 0)
             if spare > 0:
                 vals[y] = float(new.get(y, 0))
