@@ -229,8 +229,7 @@ def _fabric(problem, value, s, i) -> str:
             return f
     # No multi-node job chose a wiring: the pool gets the cheapest one offered (formulate
     # charged every bought node for it).
-    return F.pool_base_fabric(F.problem_cands_at(problem.candidates.by_workload, s, i),
-                              problem.candidates.catalog)
+    return problem.base_fabrics.get((s, i), "")
 
 
 def _pricing(c: Candidate, pools: tuple[Pool, ...], pinned: str | None = None) -> str:

@@ -156,6 +156,9 @@ class Problem:
     mixes: Mapping[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = field(
         default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
+    # (site, node model) -> the fabric an on-prem pool's bought nodes are wired with when no
+    # multi-node job needs another (pool_base_fabric)
+    base_fabrics: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 # --- names (decode.py-free: the solver maps values back by these names) -----------------
@@ -477,6 +480,7 @@ def formulate(candidates: Candidates) -> Problem:
     pin_path: dict[str, str] = {}
     mixes: dict[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}  # (14)
     reservations: list[Reservation] = []
+    base_fabrics: dict[tuple[str, str], str] = {}
 
     def add(d: dict, key, name: str, coef: float) -> None:
         d.setdefault(key, {})
@@ -654,7 +658,7 @@ def formulate(candidates: Candidates) -> Problem:
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
         # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
         # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
-        base_fabric = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
+        base_fabric = base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
         base = costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
         bn = B.var(buy_name(s, i), "integer", float(cap_nodes), capex=costs.capex_credit(node, H),
                    support=costs.support_cost(node, H), fabric=base)
@@ -763,7 +767,7 @@ def formulate(candidates: Candidates) -> Problem:
     constraints = tuple(B.cons[k] for k in sorted(B.cons))
     return Problem(spec=spec, candidates=candidates, chosen_from=chosen, variables=variables,
                    constraints=constraints, demand=demand, filtered_out=dropped, mixes=mixes,
-                   reservations=tuple(sorted(reservations, key=lambda r: r.var)))
+                   reservations=tuple(sorted(reservations, key=lambda r: r.var)), base_fabrics=base_fabrics)
 
 
 def _is_cloud_var(name: str, spec: Spec) -> bool:
