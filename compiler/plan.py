@@ -87,6 +87,7 @@ class WorkloadPlan:
     orchestrator: str
     start_month: int = 0
     alternatives: tuple[Alternative, ...] = ()
+    replicas: int = 0             # inference: the most replicas running at once (training: 0)
 
 
 @dataclass(frozen=True)

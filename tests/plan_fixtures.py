@@ -73,7 +73,7 @@ def _chat(replicas: int) -> WorkloadPlan:
     fra_cost = round(POWER_NODE_HOUR * nodes * HOURS * 34, 2)     # owned: power only
     cost = round(aws_cost + fra_cost, 2)
     return WorkloadPlan(
-        name="chat-70b", kind="inference", gpu="H100", gpus=2,
+        name="chat-70b", kind="inference", gpu="H100", gpus=4 * replicas, replicas=2 * replicas,
         layout=LayoutPlan(tp=2, pp=1, dp=1, ep=1),
         placements=(
             Placement(site="aws-use1", instance="p5.48xlarge", pricing="reserved_1y",

@@ -65,6 +65,14 @@ def test_example_plan_is_valid_and_complete(name, compiled):
     assert sorted(w["name"] for w in plan["workloads"]) == sorted(w["name"] for w in spec["workloads"])
     assert plan["solver"]["status"] == "optimal"
     assert plan["total_cost_usd"] > 0
+    for w in plan["workloads"]:
+        # replicas and gpus are what runs at once: at least one site's peak, at most all of them
+        for key in ("replicas", "gpus"):
+            per_site = [p[key] for p in w["placements"]]
+            if w["kind"] == "inference":
+                assert max(per_site) <= w[key] <= sum(per_site), (w["name"], key)
+            elif key == "replicas":
+                assert w[key] == 0
     assert {"report.md", "report.html"} <= set(compiled[name])
 
 

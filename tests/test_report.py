@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from compiler.catalog import load_catalog
+from compiler.plan import Placement, WorkloadPlan
 from compiler.render.environment import money, percent
 from compiler.report import render_report
 from compiler.report import views
@@ -226,3 +227,15 @@ def test_cost_rows_do_not_charge_storage_twice():
         assert all(r.usd >= 0 for r in rows), rows
         assert abs(sum(r.usd for r in rows) - carried.total_cost_usd) < 1.0
     assert "storage" not in {r.label for r in cost_by_workload(carried)}
+
+
+def test_inference_label_counts_what_runs_at_once_not_each_sites_own_peak():
+    # Two sites whose peaks fall in different months: 5 replicas (10 GPUs) at aws-use1 in month 0,
+    # 4 (8 GPUs) at fra-dc1 in month 1; at most 7 replicas on 14 GPUs ever run together.
+    # Adding up the placements would claim 9 replicas on 18 GPUs.
+    chat = hybrid_plan().workloads[0]
+    a, b = chat.placements
+    w = WorkloadPlan(**{**chat.__dict__, "gpus": 14, "replicas": 7, "placements": (
+        Placement(a.site, a.instance, a.pricing, 2, 10, 5),
+        Placement(b.site, b.instance, b.pricing, 1, 8, 4))})
+    assert views.workload_view(w).gpus_label == "7 replicas on 14 x H100"

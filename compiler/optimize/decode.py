@@ -279,10 +279,11 @@ def _workload_plan(problem, w, train, infer, workload_cost, pools, value) -> Wor
     est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "tokens_per_s": capacity, "ttft_ms": e.ttft_ms,
            "tpot_ms": e.tpot_ms, "batch": e.batch}
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
+    peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
                         tuple(sorted(placements, key=lambda p: (p.site, p.instance))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
-                        alts_for(main))
+                        alts_for(main), peak_replicas)
 
 
 def _layout(c: Candidate) -> LayoutPlan:

@@ -354,9 +354,9 @@ def _gpu_types(w: WorkloadPlan, pools: tuple[Pool, ...]) -> str:
 
 def _gpus_label(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> str:
     if w.kind == "inference":
-        replicas = sum(p.replicas for p in w.placements)
-        gpus = sum(p.gpus for p in w.placements)
-        return f"{_count(replicas, 'replica')} on {gpus} x {_gpu_types(w, pools)}"
+        # Most replicas and GPUs at once: each placement's own peak may fall in another month.
+        replicas = w.replicas or sum(p.replicas for p in w.placements)   # older plan.json
+        return f"{_count(replicas, 'replica')} on {w.gpus} x {_gpu_types(w, pools)}"
     return f"{w.gpus} x {_gpu_types(w, pools)}"
 
 
