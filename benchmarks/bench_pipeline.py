@@ -1,7 +1,7 @@
 """Whole-pipeline benchmark: validate, estimate, solve and render on generated platforms.
 
     python benchmarks/bench_pipeline.py [--sizes 10 100 300] [--solver cbc] [--time-limit 120]
-                                        [--gap 0.005] [--seed 0] [--keep DIR]
+                                        [--max-nodes 1000] [--gap 0.005] [--seed 0] [--keep DIR]
 
 Each size N is a seeded YAML spec of N workloads (about 60% LLM training, 10% vision
 training, 30% LLM inference) over four cloud regions and one data centre, written to a
@@ -91,7 +91,8 @@ def write_spec(n: int, seed: int, directory: str | Path) -> Path:
     return path
 
 
-def run_stages(spec_path: Path, solver: str, time_limit: float | None, gap: float) -> dict:
+def run_stages(spec_path: Path, solver: str, time_limit: float | None, gap: float,
+               max_nodes: int | None = None) -> dict:
     """Seconds per stage, exactly as compile_spec chains them (catalog load counted in validate)."""
     from compiler import pipeline
     from compiler.diagnostics import CompileError
@@ -111,7 +112,8 @@ def run_stages(spec_path: Path, solver: str, time_limit: float | None, gap: floa
     n_candidates = sum(len(v) for v in candidates.by_workload.values())
     t0 = time.perf_counter()
     try:
-        plan = optimize(candidates, SolveOptions(solver=solver, time_limit=time_limit, gap=gap))
+        limits = {} if max_nodes is None else {"max_nodes": max_nodes}
+        plan = optimize(candidates, SolveOptions(solver=solver, time_limit=time_limit, gap=gap, **limits))
     except CompileError as exc:
         # No plan (exit 3 infeasible, 5 out of time): a result of the benchmark, not a crash.
         t["solve"] = time.perf_counter() - t0
@@ -146,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per solve (default: none)")
     ap.add_argument("--gap", type=float, default=0.005, help="relative MIP gap to stop at")
+    ap.add_argument("--max-nodes", type=int, default=None,
+                    help="branch-and-bound nodes per solve (default: the compiler's, 0: no limit)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="write the generated specs here")
     args = ap.parse_args(argv)
@@ -157,15 +161,18 @@ def main(argv: list[str] | None = None) -> None:
         where.mkdir(parents=True, exist_ok=True)
         for n in sorted(args.sizes):
             path = write_spec(n, args.seed, where)
-            r = run_stages(path, args.solver, args.time_limit, args.gap)
+            r = run_stages(path, args.solver, args.time_limit, args.gap, args.max_nodes)
             rows.append((n, r))
             s = r["seconds"]
             console.print(f"N={n}: " + ", ".join(f"{k} {s[k]:.2f} s" for k in STAGES)
                           + f"; {r['status']}, gap {_pct(r['gap'])}", soft_wrap=True)
 
     base = rows[0][1]["seconds"]
+    from compiler.optimize import MAX_NODES
+    nodes = MAX_NODES if args.max_nodes is None else args.max_nodes
     table = Table(title=f"infra-compile pipeline: solver {args.solver}, gap {args.gap:g}, "
-                        f"time limit {args.time_limit or 'none'}, seed {args.seed}")
+                        f"time limit {args.time_limit or 'none'}, node limit {nodes or 'none'}, "
+                        f"seed {args.seed}")
     table.add_column("N", justify="right")
     table.add_column("candidates", justify="right")
     for stage in STAGES:

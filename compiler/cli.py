@@ -25,7 +25,7 @@ app = typer.Typer(
          "Terraform, Slurm and Kubernetes files and a design-review report.\n\n"
          "`infra-compile SPEC` is `infra-compile compile SPEC`.\n\n"
          "Exit codes: 0 done, 2 invalid input, 3 infeasible, 4 --check found drift, "
-         "5 no plan within the time limit.",
+         "5 no plan within the node or time limit.",
 )
 
 
@@ -155,6 +155,10 @@ def compile_cmd(
     solver: Solver = typer.Option(Solver.cbc, "--solver", help="MILP solver."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.1, help="Solver time limit, seconds."),
     gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="Relative MIP gap to stop at, e.g. 0.005."),
+    max_nodes: Optional[int] = typer.Option(
+        None, "--max-nodes", min=0, show_default=False,
+        help="Stop the solver's search after N branch-and-bound nodes [default: 1000; 0: no limit]. "
+             "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
     fmt: Format = FormatOpt,
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
@@ -176,7 +180,7 @@ def compile_cmd(
                     status.update(msg)
             result = pipeline.compile_spec(spec, pipeline.CompileOptions(
                 catalog=str(catalog) if catalog else None, solver=solver.value,
-                time_limit=time_limit, gap=gap, progress=progress))
+                time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes))
         finally:
             if status is not None:
                 status.stop()

@@ -41,6 +41,7 @@ class CompileOptions:
     time_limit: float | None = None
     gap: float | None = None
     progress: Callable[[str], None] | None = None
+    max_nodes: int | None = None      # None: the optimizer's default (MAX_NODES); 0: no limit
 
 
 def load_catalog(overlay: str | None = None):
@@ -77,7 +78,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     optimize = _stage("compiler.optimize", "optimize", "optimize")
     solve_options = _stage("compiler.optimize", "SolveOptions", "optimize")(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
-        progress=options.progress)
+        progress=options.progress,
+        **({} if options.max_nodes is None else {"max_nodes": options.max_nodes}))
     try:
         plan = optimize(candidates, solve_options)
     except CompileError as exc:

@@ -144,6 +144,35 @@ def test_no_solution_in_time_exits_5(monkeypatch):
     assert err.value.exit_code == 5
 
 
+def test_no_solution_message_names_the_limits_that_stopped_it(monkeypatch):
+    from compiler.optimize import solve as solve_mod
+
+    monkeypatch.setattr(solve_mod, "solve", lambda problem, **kw: solve_mod.Solution(
+        "cbc", "no_solution", float("nan"), float("nan"), float("nan"), 1.0))
+    with pytest.raises(CompileError) as err:
+        optimize(_train_platform(500.0), SolveOptions(time_limit=30, max_nodes=200))
+    d = err.value.diagnostics[0]
+    assert d.message == "the solver (cbc) found no plan within 200 branch-and-bound nodes and 30 s"
+    assert "--max-nodes" in d.hint
+
+
+@pytest.mark.parametrize("gap", [0.25, None])
+def test_a_stopped_solve_without_a_bound_never_claims_a_zero_gap(monkeypatch, gap):
+    # When the solver's bound cannot be read back, a stopped search falls back on the gap it
+    # reported and then on 0 (no cost is negative), not on the plan's own cost (a 0% gap).
+    from compiler.optimize import solve as solve_mod
+
+    def stopped_without_bound(lp, *args, **kwargs):
+        lp.solve(solve_mod.pulp.COIN_CMD(path=solve_mod.pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False))
+        return "feasible", None, gap
+
+    monkeypatch.setattr(solve_mod, "_run_cbc", stopped_without_bound)
+    sol = solve_mod.solve(formulate(_train_platform(500.0)))
+    assert sol.status == "feasible" and sol.objective > 0
+    assert sol.best_bound == pytest.approx(sol.objective * (1 - gap) if gap is not None else 0.0)
+    assert sol.gap == pytest.approx(gap if gap is not None else 1.0)
+
+
 def _mixed():
     aws, dc = cloud(pricing=("on_demand", "spot", "reserved_1y")), onprem(owned=[("dgx-h100", 2)])
     t1, t2 = training("pre", 0), training("tune", 1, start=2)

@@ -14,7 +14,13 @@ from compiler.candidates import Candidates
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
 
-__all__ = ["SolveOptions", "optimize"]
+__all__ = ["MAX_NODES", "SolveOptions", "optimize"]
+
+# Branch-and-bound nodes a solve may take by default. A bounded compile without a time limit:
+# wall-clock limits stop at a different plan on a faster machine, a node count does not, so
+# `--check` in CI stays stable. Specs like the shipped examples need 0-50 nodes; 100 generated
+# workloads take about 3 minutes to reach it with CBC (see docs/optimizer.md).
+MAX_NODES = 1000
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,7 @@ class SolveOptions:
     time_limit: float | None = None     # seconds
     gap: float | None = None            # relative MIP gap to stop at
     progress: Callable[[str], None] | None = None
+    max_nodes: int | None = MAX_NODES   # branch-and-bound nodes; 0 or None: no limit
 
 
 def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
@@ -43,12 +50,17 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         from compiler.optimize.start import greedy_start
 
         start = greedy_start(problem)
-    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap, start=start)
+    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap, start=start,
+                max_nodes=options.max_nodes)
     say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
-        raise explain(problem, solver=options.solver, time_limit=options.time_limit)
+        raise explain(problem, solver=options.solver, time_limit=options.time_limit,
+                      max_nodes=options.max_nodes)
     if not sol.has_solution:
-        limit = f" within {options.time_limit:g} s" if options.time_limit else ""
-        raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{limit}",
-                                       hint="raise --time-limit or loosen --gap")], exit_code=5)
+        limits = [f"{options.max_nodes:,} branch-and-bound nodes"] if options.max_nodes else []
+        limits += [f"{options.time_limit:g} s"] if options.time_limit else []
+        within = f" within {' and '.join(limits)}" if limits else ""
+        raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{within}",
+                                       hint="raise --max-nodes or --time-limit, or loosen --gap")],
+                           exit_code=5)
     return decode(problem, sol)

@@ -45,12 +45,13 @@ def no_candidates(problem: Problem) -> list[Diagnostic]:
     return diags
 
 
-def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = None) -> CompileError:
+def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
+            max_nodes: int | None = None) -> CompileError:
     """Build the CompileError (exit 3) for an infeasible problem."""
     diags = no_candidates(problem)
     if diags:
         return CompileError(diags, exit_code=3)
-    sol = solve(problem, solver=solver, time_limit=time_limit, gap=1e-4, elastic=PENALTY)
+    sol = solve(problem, solver=solver, time_limit=time_limit, gap=1e-4, elastic=PENALTY, max_nodes=max_nodes)
     if not sol.has_solution:
         return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
                                         "found no way to say which")], exit_code=3)

@@ -41,9 +41,11 @@ class Solution:
 
 def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
           gap: float | None = None, elastic: Mapping[str, float] | None = None,
-          start: Mapping[str, float] | None = None) -> Solution:
+          start: Mapping[str, float] | None = None, max_nodes: int | None = None) -> Solution:
     """`start`: values of integer variables for CBC's MIP start (start.py); HiGHS through pulp
-    takes none, and finds its own first plans quickly."""
+    takes none, and finds its own first plans quickly. `max_nodes` stops the branch-and-bound
+    search after that many nodes: unlike a time limit, where it stops is the same on every
+    machine, so the plan is too."""
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
     cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
     pv: dict[str, pulp.LpVariable] = {}
@@ -80,7 +82,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 
     t0 = time.perf_counter()
     if solver == "highs":
-        status, bound, mip_gap = _run_highs(lp, time_limit, gap)
+        status, bound, mip_gap = _run_highs(lp, time_limit, gap, max_nodes)
     elif solver == "cbc":
         warm = False
         if start and not elastic:
@@ -88,7 +90,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
                 if name in pv:
                     pv[name].setInitialValue(value)
             warm = True
-        status, bound, mip_gap = _run_cbc(lp, time_limit, gap, warm)
+        status, bound, mip_gap = _run_cbc(lp, time_limit, gap, warm, max_nodes)
     else:
         raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
     seconds = time.perf_counter() - t0
@@ -102,7 +104,14 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
         obj += sum((elastic.get(group[n.rstrip("#")]) or 0.0) * float(s.varValue or 0.0)
                    for n, s in slacks.items())
     if bound is None or bound != bound:
-        bound = obj if status == "optimal" else obj * (1 - (mip_gap or 0.0))
+        # No bound read back: a proven optimum is its own bound; otherwise fall back on the gap
+        # the solver reported, and failing that on 0 (every cost is >= 0), never on the plan itself.
+        if status == "optimal":
+            bound = obj
+        elif mip_gap is not None and mip_gap == mip_gap:
+            bound = obj * (1 - mip_gap)
+        else:
+            bound = 0.0
     bound = min(bound, obj)
     g = 0.0 if abs(obj) < 1e-9 else max(0.0, (obj - bound) / abs(obj))
     slack = {}
@@ -120,14 +129,16 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
 
 
-def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False) -> tuple[str, float | None, float | None]:
+def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
+             max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
     fd, log = tempfile.mkstemp(suffix=".log", prefix="cbc-")
     os.close(fd)
     try:
         # COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3).
         cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, timeLimit=time_limit,
                             gapRel=gap, threads=1, logPath=log, warmStart=warm,
-                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS])
+                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS,
+                                     *([f"maxNodes {max_nodes}"] if max_nodes else [])])
         lp.solve(cmd)
         with open(log, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
@@ -157,8 +168,10 @@ def _last_float(pattern: str, text: str) -> float | None:
         return None
 
 
-def _run_highs(lp: pulp.LpProblem, time_limit, gap) -> tuple[str, float | None, float | None]:
-    cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED)
+def _run_highs(lp: pulp.LpProblem, time_limit, gap,
+               max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
+    limits = {"mip_max_nodes": max_nodes} if max_nodes else {}
+    cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED, **limits)
     lp.solve(cmd)
     h = lp.solverModel
     info = h.getInfo()

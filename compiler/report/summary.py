@@ -36,13 +36,12 @@ def print_summary(plan: Plan, console: Console) -> None:
     for col in ("workload", "kind", "GPU", "GPUs", "site", "duration / capacity", "cost"):
         work.add_column(col, justify="right" if col in ("GPUs", "cost") else "left")
     for w in view.workloads:
-        gpus = sum(p.gpus for p in w.placements)
-        work.add_row(w.name, w.kind, w.gpu, str(gpus), w.sites, w.headline, money(w.cost_usd))
+        work.add_row(w.name, w.kind, w.gpu, str(w.gpus), w.sites, w.headline, money(w.cost_usd))
 
     grid = Table.grid(padding=(0, 4))
     grid.add_row(costs, pools)
     console.print(grid)
     console.print(work)
     if not s.optimal:
-        console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}'; "
-                      f"a plan up to {percent(s.gap, 2)} cheaper may exist.")
+        console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}' (--max-nodes, "
+                      f"--time-limit or --gap); a plan up to {percent(s.gap, 2)} cheaper may exist.")

@@ -134,6 +134,7 @@ class WorkloadView:
     name: str
     kind: str
     gpu: str
+    gpus: int                     # GPUs held at once (inference: all its replicas, at their peak)
     gpus_label: str               # "512 x H100" or "32 replicas on 64 x H100"
     sites: str
     pricing: str
@@ -398,7 +399,7 @@ def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, .
 def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView:
     alts = _alternatives(w)
     return WorkloadView(
-        name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus_label=_gpus_label(w, pools),
+        name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus=w.gpus, gpus_label=_gpus_label(w, pools),
         sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
         layout=_layout(w), orchestrator=w.orchestrator, start_month=w.start_month,
         cost_usd=w.cost_usd,
