@@ -2,13 +2,17 @@
 
     python benchmarks/bench_pipeline.py [--sizes 10 100 300] [--solver cbc] [--time-limit 120]
                                         [--max-nodes 1000] [--gap 0.005] [--seed 0] [--keep DIR]
+    python benchmarks/bench_pipeline.py --sweep sites [--workloads 30] [--site-counts 2 4 6 8]
+    python benchmarks/bench_pipeline.py --sweep horizon [--workloads 30] [--horizons 12 24 36 60]
 
-Each size N is a seeded YAML spec of N workloads (about 60% LLM training, 10% vision
-training, 30% LLM inference) over four cloud regions and one data centre, written to a
-file and run through the same stages as `infra-compile SPEC`. Prints a table of each
-stage's seconds and its growth factor against the smallest size, plus the solver's status
-and reported gap. `platform_spec(n, seed)` is also what tests/test_hardening.py uses to get
-a spec whose solve takes a while.
+Each point is a seeded YAML spec (about 60% LLM training, 10% vision training, 30% LLM
+inference): by default N workloads over four cloud regions and one data centre for 24 months;
+`--sweep sites` grows the sites instead (more regions and a second data centre) and
+`--sweep horizon` the planning horizon, for a fixed number of workloads. Each spec is written
+to a file and run through the same stages as `infra-compile SPEC`. Prints a table of each
+stage's seconds and its growth factor against the first point, plus the solver's status and
+reported gap. `platform_spec(n, seed)` is also what tests/test_hardening.py uses to get a spec
+whose solve takes a while.
 """
 
 from __future__ import annotations
@@ -37,16 +41,30 @@ SITES = [
      "pue": 1.3, "max_racks": 120, "rack_power_kw": 40,
      "owned": [{"instance": "dgx-h100", "nodes": 8}]},
 ]
+# Further sites for the sites sweep (--sweep sites), taken in this order after SITES.
+MORE_SITES = [
+    {"name": "gcp-euw4", "type": "cloud", "provider": "gcp", "region": "europe-west4",
+     "pricing": ["on_demand", "spot", "reserved_1y", "reserved_3y"]},
+    {"name": "azure-weu", "type": "cloud", "provider": "azure", "region": "westeurope",
+     "pricing": ["on_demand", "reserved_1y", "reserved_3y"]},
+    {"name": "ams-dc2", "type": "on_prem", "power_kw": 2000, "electricity_usd_per_kwh": 0.18,
+     "pue": 1.25, "max_racks": 60, "rack_power_kw": 40},
+]
+MAX_SITES = len(SITES) + len(MORE_SITES)
 LLM_TRAINING = [("llama-2-7b", 1e10, 1e11), ("llama-3-8b", 2e10, 2e11), ("llama-2-13b", 2e10, 1e11),
                 ("llama-3-70b", 5e10, 3e11)]
 VISION = [("resnet-50", 1281167, (30, 90)), ("vit-b-16", 1281167, (30, 300))]
 INFERENCE = [("llama-3-8b", "bf16", 400), ("llama-3-70b", "fp8", 800), ("llama-2-13b", "int8", 600)]
 
 
-def platform_spec(n: int, seed: int = 0, horizon: int = 24) -> dict:
-    """A valid spec (plain data) of n seeded workloads; same (n, seed) -> same spec."""
+def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SITES)) -> dict:
+    """A valid spec (plain data) of n seeded workloads over the first `sites` of SITES + MORE_SITES
+    (2 or more: a 99.9% service must survive losing one); same arguments -> same spec."""
+    if not 2 <= sites <= MAX_SITES:
+        raise ValueError(f"sites must be 2..{MAX_SITES}")
+    chosen = (SITES + MORE_SITES)[:sites]
     rng = random.Random(seed)
-    site_names = [s["name"] for s in SITES]
+    site_names = [s["name"] for s in chosen]
     workloads = []
     for k in range(n):
         roll = rng.random()
@@ -77,17 +95,19 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24) -> dict:
                          "availability": rng.choice([0.99, 0.999])},
                  "window": {"start_month": rng.randrange(0, horizon // 2)}}
         workloads.append(w)
-    return {"apiVersion": "infra-compile/v1", "name": f"bench-{n}-s{seed}", "horizon_months": horizon,
-            "sites": [dict(s) for s in SITES],
+    name = f"bench-{n}-s{seed}" + ("" if (horizon, sites) == (24, len(SITES)) else f"-h{horizon}-k{sites}")
+    return {"apiVersion": "infra-compile/v1", "name": name, "horizon_months": horizon,
+            "sites": [dict(s) for s in chosen],
             "policy": {"placement": "hybrid", "allowed_gpus": ["H100", "H200", "A100-80GB", "L40S"]},
             "workloads": workloads}
 
 
-def write_spec(n: int, seed: int, directory: str | Path) -> Path:
+def write_spec(n: int, seed: int, directory: str | Path, horizon: int = 24, sites: int = len(SITES)) -> Path:
     import yaml
 
-    path = Path(directory) / f"bench-{n}-s{seed}.yaml"
-    path.write_text(yaml.safe_dump(platform_spec(n, seed), sort_keys=False), encoding="utf-8")
+    spec = platform_spec(n, seed, horizon, sites)
+    path = Path(directory) / f"{spec['name']}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
 
 
@@ -139,12 +159,22 @@ def _pct(x: float) -> str:
 STAGES = ("validate", "estimate", "solve", "render", "total")
 
 
+SWEEPS = {"workloads": "N", "sites": "sites", "horizon": "months"}
+
+
 def main(argv: list[str] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 300])
+    ap.add_argument("--sweep", choices=list(SWEEPS), default="workloads",
+                    help="what grows: workloads (--sizes), sites (--site-counts) or horizon (--horizons)")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 300], help="workloads per platform")
+    ap.add_argument("--workloads", type=int, default=30, help="workloads in the sites and horizon sweeps")
+    ap.add_argument("--site-counts", type=int, nargs="+", default=[2, 4, 6, MAX_SITES],
+                    help=f"sites per platform, 2..{MAX_SITES} (sites sweep; otherwise {len(SITES)})")
+    ap.add_argument("--horizons", type=int, nargs="+", default=[12, 24, 36, 60],
+                    help="planning horizon in months, 3 or more (horizon sweep; otherwise 24)")
     ap.add_argument("--solver", choices=["cbc", "highs"], default="cbc")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per solve (default: none)")
     ap.add_argument("--gap", type=float, default=0.005, help="relative MIP gap to stop at")
@@ -153,33 +183,47 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="write the generated specs here")
     args = ap.parse_args(argv)
+    if args.sweep == "workloads":
+        points = [dict(n=n) for n in sorted(args.sizes)]
+    elif args.sweep == "sites":
+        points = [dict(n=args.workloads, sites=k) for k in sorted(args.site_counts)]
+    else:
+        points = [dict(n=args.workloads, horizon=h) for h in sorted(args.horizons)]
+    label = SWEEPS[args.sweep]
+
+    def value(point: dict) -> int:
+        return {"N": point["n"], "sites": point.get("sites"), "months": point.get("horizon")}[label]
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        for n in sorted(args.sizes):
-            path = write_spec(n, args.seed, where)
+        for point in points:
+            path = write_spec(point["n"], args.seed, where, point.get("horizon", 24),
+                              point.get("sites", len(SITES)))
             r = run_stages(path, args.solver, args.time_limit, args.gap, args.max_nodes)
-            rows.append((n, r))
-            s = r["seconds"]
-            console.print(f"N={n}: " + ", ".join(f"{k} {s[k]:.2f} s" for k in STAGES)
+            rows.append((value(point), r))
+            sec = r["seconds"]
+            console.print(f"{label}={value(point)}: " + ", ".join(f"{k} {sec[k]:.2f} s" for k in STAGES)
                           + f"; {r['status']}, gap {_pct(r['gap'])}", soft_wrap=True)
 
     base = rows[0][1]["seconds"]
     from compiler.optimize import MAX_NODES
     nodes = MAX_NODES if args.max_nodes is None else args.max_nodes
-    table = Table(title=f"infra-compile pipeline: solver {args.solver}, gap {args.gap:g}, "
-                        f"time limit {args.time_limit or 'none'}, node limit {nodes or 'none'}, "
-                        f"seed {args.seed}")
-    table.add_column("N", justify="right")
+    fixed = {"workloads": f"{len(SITES)} sites, 24 months",
+             "sites": f"{args.workloads} workloads, 24 months",
+             "horizon": f"{args.workloads} workloads, {len(SITES)} sites"}[args.sweep]
+    table = Table(title=f"infra-compile pipeline by {args.sweep} ({fixed}): solver {args.solver}, "
+                        f"gap {args.gap:g}, time limit {args.time_limit or 'none'}, "
+                        f"node limit {nodes or 'none'}, seed {args.seed}")
+    table.add_column(label, justify="right")
     table.add_column("candidates", justify="right")
     for stage in STAGES:
         table.add_column(f"{stage} s (x)", justify="right")
     table.add_column("status")
     table.add_column("gap", justify="right")
-    for n, r in rows:
+    for v, r in rows:
         cells = []
         for stage in STAGES:
             sec = r["seconds"][stage]
@@ -188,10 +232,10 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             growth = f"{sec / base[stage]:.1f}x" if base[stage] > 0 else "-"
             cells.append(f"{sec:.2f} ({growth})")
-        table.add_row(str(n), f"{r['candidates']:,}", *cells, r["status"], _pct(r["gap"]))
+        table.add_row(str(v), f"{r['candidates']:,}", *cells, r["status"], _pct(r["gap"]))
     console.print(table)
     console.print(f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-                  f"x = growth against N={rows[0][0]}")
+                  f"x = growth against {label}={rows[0][0]}")
 
 
 if __name__ == "__main__":

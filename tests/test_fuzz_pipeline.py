@@ -2,7 +2,7 @@
 
 tests/test_fuzz.py carries the volume at the front of the pipeline (hundreds of junk and
 mutated documents through load + validate). This suite is the deep end: small generated
-platforms (1-3 workloads, 1-5 sites, from benchmarks/bench_pipeline.platform_spec) with
+platforms (1-3 workloads, 1-3 of up to 8 sites, from benchmarks/bench_pipeline.platform_spec) with
 seeded mutations that stay well-formed enough to reach the estimator and the solver:
 extreme traffic, tiny deadlines and power budgets, huge or tiny inline models, pins to
 GPUs and sites that cannot serve, huge and odd numbers. Every input must end in a plan
@@ -31,7 +31,7 @@ from compiler.diagnostics import CompileError, render_all
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_pipeline import platform_spec  # noqa: E402
+from bench_pipeline import MAX_SITES, platform_spec  # noqa: E402
 
 # 60 examples: about two thirds end in a plan (every stage, render included), a quarter
 # infeasible (estimate + solve + explain); measured ~30 s on 2 cores.
@@ -115,7 +115,8 @@ def mutation(draw, data: dict):
 @st.composite
 def small_spec(draw) -> str:
     n = draw(st.integers(1, 3))
-    data = platform_spec(n, seed=draw(st.integers(0, 10_000)), horizon=draw(st.sampled_from([6, 12, 24])))
+    data = platform_spec(n, seed=draw(st.integers(0, 10_000)), horizon=draw(st.sampled_from([6, 12, 24])),
+                         sites=draw(st.integers(2, MAX_SITES)))
     names = [s["name"] for s in data["sites"]]
     keep = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
     _trim_sites(data, sorted(keep, key=names.index))
