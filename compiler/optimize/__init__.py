@@ -7,7 +7,8 @@ alternatives.py prices the next-best options for the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from compiler.candidates import Candidates
@@ -46,12 +47,25 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         raise CompileError(missing, exit_code=3)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
     start = None
+    time_limit = options.time_limit
+    rounds_seconds = 0.0
     if options.solver == "cbc":
+        from compiler.optimize.improve import improve
         from compiler.optimize.start import greedy_start
 
         start = greedy_start(problem)
-    sol = solve(problem, solver=options.solver, time_limit=options.time_limit, gap=options.gap, start=start,
+        if start is not None:
+            # Rounds of fix-and-optimize on large platforms (improve.py); with a time limit they
+            # take at most half of it and the main search the rest.
+            t0 = time.perf_counter()
+            start = improve(problem, start, solve, gap=options.gap, say=say,
+                            seconds=None if time_limit is None else time_limit / 2)
+            rounds_seconds = time.perf_counter() - t0
+            if time_limit is not None:
+                time_limit = max(0.1, time_limit - rounds_seconds)
+    sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
                 max_nodes=options.max_nodes)
+    sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
         raise explain(problem, solver=options.solver, time_limit=options.time_limit,

@@ -41,17 +41,21 @@ class Solution:
 
 def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
           gap: float | None = None, elastic: Mapping[str, float] | None = None,
-          start: Mapping[str, float] | None = None, max_nodes: int | None = None) -> Solution:
+          start: Mapping[str, float] | None = None, max_nodes: int | None = None,
+          fixed: Mapping[str, float] | None = None) -> Solution:
     """`start`: values of integer variables for CBC's MIP start (start.py); HiGHS through pulp
     takes none, and finds its own first plans quickly. `max_nodes` stops the branch-and-bound
     search after that many nodes: unlike a time limit, where it stops is the same on every
-    machine, so the plan is too."""
+    machine, so the plan is too. `fixed` holds variables at the given values (improve.py)."""
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
     cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
     pv: dict[str, pulp.LpVariable] = {}
     for k, v in enumerate(problem.variables):
         ub = 1 if v.kind == "binary" else v.ub
         pv[v.name] = lp.add_variable(f"v{k:07d}", lowBound=0, upBound=ub, cat=cat[v.kind])
+        if fixed and v.name in fixed:
+            # after creation: pulp resets a binary's bounds to 0..1 when it is made
+            pv[v.name].lowBound = pv[v.name].upBound = fixed[v.name]
     objective = pulp.LpAffineExpression([(pv[v.name], v.cost) for v in problem.variables if v.cost])
     slacks: dict[str, pulp.LpVariable] = {}
     for k, c in enumerate(problem.constraints):
