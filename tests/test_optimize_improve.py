@@ -77,3 +77,17 @@ def test_a_time_budget_that_is_spent_returns_the_start(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     start = greedy_start(problem)
     assert improve(problem, start, solve, seconds=0.0) == start
+
+
+@pytest.mark.parametrize("user, expected", [(None, improve_mod.ROUND_NODES), (0, improve_mod.ROUND_NODES),
+                                            (5, 5), (10_000, improve_mod.ROUND_NODES)])
+def test_a_round_takes_no_more_nodes_than_the_user_allows(problem, monkeypatch, user, expected):
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    budgets = []
+
+    def recording(*args, **kwargs):
+        budgets.append(kwargs["max_nodes"])
+        return solve(*args, **kwargs)
+
+    improve(problem, greedy_start(problem), recording, max_nodes=user)
+    assert budgets and set(budgets) == {expected}

@@ -58,7 +58,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             # Rounds of fix-and-optimize on large platforms (improve.py); with a time limit they
             # take at most half of it and the main search the rest.
             t0 = time.perf_counter()
-            start = improve(problem, start, solve, gap=options.gap, say=say,
+            start = improve(problem, start, solve, gap=options.gap, say=say, max_nodes=options.max_nodes,
                             seconds=None if time_limit is None else time_limit / 2)
             rounds_seconds = time.perf_counter() - t0
             if time_limit is not None:

@@ -66,9 +66,11 @@ def choice_groups(problem: F.Problem, per_group: int | None = None) -> tuple[tup
 
 
 def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, gap: float | None = None,
-            seconds: float | None = None, say: Callable[[str], None] = lambda _m: None) -> Mapping[str, float]:
+            seconds: float | None = None, max_nodes: int | None = None,
+            say: Callable[[str], None] = lambda _m: None) -> Mapping[str, float]:
     """Integer values at least as good as `start` (as CBC would complete it): `start` itself where
-    the problem is small or no round finds a cheaper plan. `solve` is solve.solve."""
+    the problem is small or no round finds a cheaper plan. `solve` is solve.solve; a round takes
+    ROUND_NODES nodes, or the user's smaller `max_nodes`."""
     integers = [v.name for v in problem.variables if v.kind != "continuous"]
     if len(integers) < MIN_INTEGERS:
         return start
@@ -84,7 +86,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, 
                 return incumbent
             fixed = {n: float(round(incumbent.get(n, 0.0))) for n in everything - free}
             sol = solve(problem, solver="cbc", time_limit=left, gap=gap, start=incumbent,
-                        max_nodes=ROUND_NODES, fixed=fixed)
+                        max_nodes=min(ROUND_NODES, max_nodes or ROUND_NODES), fixed=fixed)
             if sol.has_solution and (best == math.inf or sol.objective < best - 1e-6 * max(1.0, abs(best))):
                 best = sol.objective
                 incumbent = {n: float(round(sol.values.get(n, 0.0))) for n in integers}
