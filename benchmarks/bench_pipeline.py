@@ -183,29 +183,26 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="write the generated specs here")
     args = ap.parse_args(argv)
+    # (swept value, (workloads, horizon, sites)) per point
     if args.sweep == "workloads":
-        points = [dict(n=n) for n in sorted(args.sizes)]
+        points = [(n, (n, 24, len(SITES))) for n in sorted(args.sizes)]
     elif args.sweep == "sites":
-        points = [dict(n=args.workloads, sites=k) for k in sorted(args.site_counts)]
+        points = [(k, (args.workloads, 24, k)) for k in sorted(args.site_counts)]
     else:
-        points = [dict(n=args.workloads, horizon=h) for h in sorted(args.horizons)]
+        points = [(h, (args.workloads, h, len(SITES))) for h in sorted(args.horizons)]
     label = SWEEPS[args.sweep]
-
-    def value(point: dict) -> int:
-        return {"N": point["n"], "sites": point.get("sites"), "months": point.get("horizon")}[label]
 
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        for point in points:
-            path = write_spec(point["n"], args.seed, where, point.get("horizon", 24),
-                              point.get("sites", len(SITES)))
+        for value, (n, horizon, sites) in points:
+            path = write_spec(n, args.seed, where, horizon, sites)
             r = run_stages(path, args.solver, args.time_limit, args.gap, args.max_nodes)
-            rows.append((value(point), r))
+            rows.append((value, r))
             sec = r["seconds"]
-            console.print(f"{label}={value(point)}: " + ", ".join(f"{k} {sec[k]:.2f} s" for k in STAGES)
+            console.print(f"{label}={value}: " + ", ".join(f"{k} {sec[k]:.2f} s" for k in STAGES)
                           + f"; {r['status']}, gap {_pct(r['gap'])}", soft_wrap=True)
 
     base = rows[0][1]["seconds"]

@@ -44,10 +44,6 @@ def test_groups_split_the_choices_and_leave_the_shared_pools_free(problem):
     kinds = {v.name: v.kind for v in problem.variables}
     shared = {n for n, k in kinds.items() if k != "continuous"} - groups["training"] - groups["serving"]
     assert shared and not any(n.startswith(("x[", "y[", "mix[")) for n in shared)
-    # services a few at a time: the same variables, in more groups
-    chunked = choice_groups(problem, per_group=2)
-    assert len(chunked) > 2
-    assert frozenset().union(*(g for name, g in chunked if name != "training")) == groups["serving"]
 
 
 def test_below_the_threshold_the_start_is_returned_as_it_is(problem):

@@ -35,34 +35,23 @@ from compiler.spec import InferenceWorkload
 MIN_INTEGERS = 5000
 ROUND_NODES = 200
 CYCLES = 2
-SERVICES_PER_ROUND = None
 
 
-def choice_groups(problem: F.Problem, per_group: int | None = None) -> tuple[tuple[str, frozenset[str]], ...]:
+def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
     """The groups of variables a round can free, in round order: every training job's candidate
-    choice; then the replica mixes and replica counts of the services, `per_group` services at
-    a time (all of them in one group when None)."""
+    choice; then every service's replica mixes and replica counts, all services at once (in
+    groups of eight they ended dearer: moving replicas between sites pays when all can move)."""
     names = {v.name for v in problem.variables}
     H = problem.spec.horizon_months
-    mixes_of: dict[str, set[str]] = {}
-    for (w, _m), options in problem.mixes.items():
-        mixes_of.setdefault(w, set()).update(mix for mix, _reps in options)
     training: set[str] = set()
-    services: list[tuple[str, frozenset[str]]] = []
-    for w in sorted(problem.spec.workloads, key=lambda w: w.name):
+    serving = {mix for options in problem.mixes.values() for mix, _reps in options}
+    for w in problem.spec.workloads:
         cands = problem.chosen_from.get(w.name, ())
         if isinstance(w, InferenceWorkload):
-            own = {F.y_name(c, m) for c in cands for m in range(H)} | mixes_of.get(w.name, set())
-            services.append((w.name, frozenset(own & names)))
+            serving.update(F.y_name(c, m) for c in cands for m in range(H))
         else:
             training.update(F.x_name(c) for c in cands)
-    size = per_group or max(1, len(services))
-    groups = [("training", frozenset(training & names))]
-    for k in range(0, len(services), size):
-        chunk = services[k:k + size]
-        label = "serving" if size >= len(services) else f"serving {chunk[0][0]}..{chunk[-1][0]}"
-        groups.append((label, frozenset().union(*(g for _w, g in chunk))))
-    return tuple(groups)
+    return (("training", frozenset(training & names)), ("serving", frozenset(serving & names)))
 
 
 def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, gap: float | None = None,
@@ -74,7 +63,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, 
     integers = [v.name for v in problem.variables if v.kind != "continuous"]
     if len(integers) < MIN_INTEGERS:
         return start
-    groups = choice_groups(problem, SERVICES_PER_ROUND)
+    groups = choice_groups(problem)
     everything = frozenset().union(*(g for _n, g in groups))
     deadline = None if seconds is None else time.perf_counter() + seconds
     incumbent, best = dict(start), math.inf
