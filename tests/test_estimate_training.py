@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from compiler.catalog import load_catalog
 from compiler.estimate import comms, estimate
-from compiler.estimate.build import gpu_ladder, usage
+from compiler.estimate.build import usage
 from compiler.estimate.training import Fabric, best_step, flops_per_token
 from compiler.spec import (Checkpoint, CloudSite, OnPremSite, Pin, Policy, Spec, TrainingWindow,
                            TrainingWorkload)
@@ -179,10 +179,52 @@ def test_fp8_on_a100_is_rejected_not_raised():
     assert any("fp8" in r.reason for r in c.rejected["llm"])
 
 
-def test_usage_and_ladder():
+def test_usage():
+    # 1,000 hours from month 2 at 730 hours a month: a full month 2, 270 hours of month 3.
     assert usage(2, 1000) == ((2, 730.0), (3, 270.0))
-    assert gpu_ladder(8, CAT, None)[:4] == [8, 16, 32, 64]
-    assert gpu_ladder(8, CAT, 24) == [24]
+
+
+@pytest.mark.parametrize("model,fabric,gbps,gpn", [("llama-3-8b", "efa", 3200, 8), ("llama-3-70b", "efa", 3200, 8),
+                                                   ("llama-3-70b", "ethernet", 400, 4),
+                                                   ("mixtral-8x7b", "ethernet", 400, 8)])
+def test_mfu_ceiling_bounds_every_larger_count(model, fabric, gbps, gpn):
+    """The scan of node counts stops on training.mfu_ceiling: it must bound best_step's MFU on
+    every count at or above the one it was asked for (checked here count by count)."""
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.training import Fabric, best_step, mfu_ceiling
+
+    m = resolve_model(model, CAT)
+    gpu = CAT.gpus["H100" if gpn == 8 else "L40S"]
+    fab = Fabric(fabric, gbps, gpn)
+    for nodes in (2, 3, 7, 24, 100):
+        ceiling = mfu_ceiling(m, nodes * gpn, gpu, fab, 8192, "bf16", "adamw", CAT)
+        for larger in range(nodes, nodes + 40):
+            best, _ = best_step(m, larger * gpn, gpu, fab, 8192, "bf16", "adamw", CAT)
+            if best is not None:
+                assert best.mfu <= ceiling + 1e-12, (model, nodes, larger, best.mfu, ceiling)
+
+
+def test_every_node_count_until_larger_ones_are_dominated():
+    """No powers of two, no 'three smallest': every whole-node count from the smallest that
+    meets the deadline is a candidate, up to where every larger count is provably dominated
+    (finishes in the first month with no fewer node-hours than a smaller count that does)."""
+    from compiler.estimate.build import llm_training_estimate
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+
+    w = _train(pin=Pin(instance="p5.48xlarge"))
+    sp = _spec(w)
+    cands = [c for c in estimate(sp, CAT).by_workload["llm"] if not c.spot]
+    counts = sorted(c.nodes for c in cands)
+    assert counts == list(range(counts[0], counts[-1] + 1))
+    one_month = [c for c in cands if len(c.usage) == 1]
+    assert one_month, "the scan reaches counts that finish in their first month"
+    record = min(c.nodes * c.estimate.duration_hours for c in one_month)
+    hw = hardware_options(sp, w, CAT)[0]
+    model = resolve_model(w.model, CAT)
+    for nodes in range(counts[-1] + 1, counts[-1] + 200):
+        est, _, _ = llm_training_estimate(w, model, hw, nodes * 8, False, CAT)
+        assert est is None or nodes * est.duration_hours >= record * (1 - 1e-6), nodes
 
 
 def test_vision_data_loading_ceiling():

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from compiler.candidates import Candidate, InferenceEstimate, Layout, Rejection, TrainingEstimate
 from compiler.catalog.model import Catalog, Model
 from compiler.estimate import inference, training
-from compiler.estimate.factors import factor
+from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb
 from compiler.estimate.models import resolve_model
 from compiler.estimate.options import Hardware, hardware_options
 from compiler.estimate.vision import vision_rate
-from compiler.spec import HOURS_PER_MONTH, InferenceWorkload, Spec, TrainingWorkload
+from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
+
+RACK_UNITS = 42.0
 
 
 class Memo:
@@ -41,16 +45,61 @@ def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
     return tuple(out)
 
 
-def gpu_ladder(gpus_per_node: int, catalog: Catalog, pinned: int | None) -> list[int]:
-    """GPU counts to try: 1, 2, 4 ... nodes up to max_training_gpus, or the pinned count."""
-    if pinned is not None:
-        return [pinned]
-    limit = int(factor(catalog, "max_training_gpus"))
-    out, nodes = [], 1
-    while nodes * gpus_per_node <= limit:
-        out.append(nodes * gpus_per_node)
-        nodes *= 2
-    return out
+def node_cap(spec: Spec, w, hw: Hardware, catalog: Catalog) -> int:
+    """The most whole nodes a job on `hw` could ever hold: max_training_gpus (the largest count the
+    performance model is stated for), a cloud quota on the GPU type, an on-prem site's owned nodes
+    plus the new nodes its power budget, racks and max_gpus admit. Counts above it are infeasible."""
+    cap = int(factor(catalog, "max_training_gpus")) // hw.gpus_per_node
+    site = spec.site(hw.site)
+    if isinstance(site, CloudSite):
+        quota = site.quotas.get(hw.gpu.name)
+        if quota is not None:
+            cap = min(cap, quota // hw.gpus_per_node)
+    elif isinstance(site, OnPremSite):
+        node = catalog.onprem_nodes[hw.instance]
+        owned = sum(o.nodes for o in site.owned if o.instance == hw.instance)
+        new = math.floor(site.power_kw / (node.power_kw * site.pue) + 1e-9)
+        cap = min(cap, owned + new, math.floor(site.max_racks * RACK_UNITS / node.rack_units + 1e-9))
+        if site.rack_power_kw:
+            cap = min(cap, math.floor(site.max_racks * site.rack_power_kw / node.power_kw + 1e-9))
+        if site.max_gpus is not None:
+            cap = min(cap, site.max_gpus // hw.gpus_per_node)
+    return max(0, cap)
+
+
+def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int, catalog: Catalog,
+                     memo: Memo) -> float | None:
+    """A lower bound on the node-hours of the job on `nodes` or more nodes of `hw`, or None.
+
+    node-hours = work / (GPUs per node * peak * MFU) * (1 + lost). MFU on `nodes` or more nodes
+    is at most training.mfu_ceiling (LLM) or, for a vision job, its MFU on `nodes` (data
+    parallel only: the all-reduce grows with the GPUs, the loader ceiling per GPU does not), and
+    never more than the base MFU; the hardware interruptions alone lose a share that grows with
+    the GPUs (training.interruption_loss_per_gpu_hour; spot and checkpoint stalls only add)."""
+    peak = training.peak_flops(hw.gpu, w.precision)
+    if not peak:
+        return None
+    gpus = nodes * hw.gpus_per_node
+    if model.family == "vision":
+        work = (w.samples or 0) * (w.epochs or 1) * 3 * (model.gflops_per_sample or 0.0) * 1e9
+        mfu_max = per(catalog, "vision_mfu", hw.gpu.name)
+        if nodes >= 2:
+            r = vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
+                            w.precision, w.optimizer, catalog)
+            mfu_max = min(mfu_max, r.mfu) if r else mfu_max
+    else:
+        work = (w.tokens or 0.0) * training.flops_per_token(model, w.seq_len)
+        mfu_max = per(catalog, "base_mfu", hw.gpu.name, w.precision)
+        if nodes >= 2:
+            fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
+            ceiling = memo.get((model, hw.gpu, catalog), ("ceiling", gpus, fabric, w.seq_len, w.precision, w.optimizer),
+                               lambda: training.mfu_ceiling(model, gpus, hw.gpu, fabric, w.seq_len, w.precision,
+                                                            w.optimizer, catalog))
+            mfu_max = min(mfu_max, ceiling) if ceiling else mfu_max
+    if mfu_max <= 0:
+        return None
+    lost = training.interruption_loss_per_gpu_hour(w.checkpoint.interval_min, catalog) * gpus
+    return work / (hw.gpus_per_node * peak * mfu_max * 3600) * (1 + lost)
 
 
 def spot_rate(provider: str, catalog: Catalog) -> float:
@@ -120,6 +169,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
+    memo = memo or Memo()
     cands: list[Candidate] = []
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
@@ -131,18 +181,38 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         limit_h, limit_what = w.window.deadline_days * 24, f"the {w.window.deadline_days:g}-day deadline"
     else:
         limit_h, limit_what = (spec.horizon_months - w.window.start_month) * HOURS_PER_MONTH, "the horizon"
-    keep = int(factor(catalog, "ladder_candidates"))
     estimate_fn = vision_training_estimate if model.family == "vision" else llm_training_estimate
+    # A pool's capacity, reserved hours and cloud share make every count a possible choice, so the
+    # counts are every whole number of nodes, 1 up to node_cap. The scan stops early only where
+    # the larger counts are provably dominated (docs/optimizer.md, "Exact reductions"): once a
+    # count finishes inside its first month, a larger count is dominated by it unless it runs
+    # fewer node-hours, and node_hours_floor bounds those from below.
+    share_bound = spec.policy.max_cloud_share is not None and spec.policy.max_cloud_share < 1.0
     for hw in options:
         variants = [False] + ([True] if w.interruptible and hw.spot_usd_h is not None else [])
         if pin and pin.pricing:
             variants = [s for s in variants if s == (pin.pricing == "spot")]
+        cap = node_cap(spec, w, hw, catalog)
+        if pin and pin.gpus:
+            if pin.gpus % hw.gpus_per_node:
+                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                                      f"pin.gpus={pin.gpus} is not a whole number of {hw.gpus_per_node}-GPU nodes",
+                                      gpus=pin.gpus))
+                continue
+            counts = [pin.gpus // hw.gpus_per_node]
+        else:
+            counts = range(1, cap + 1)
+        # With a cloud-share cap a dearer on-prem choice can be what satisfies it: no early stop.
+        may_stop = not (share_bound and hw.site_type == "on_prem")
         for spot in variants:
-            found, reason, tried = 0, "", 0
-            for gpus in gpu_ladder(hw.gpus_per_node, catalog, pin.gpus if pin else None):
-                if gpus % hw.gpus_per_node:
-                    reason = f"pin.gpus={gpus} is not a whole number of {hw.gpus_per_node}-GPU nodes"
-                    break
+            found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
+            for nodes in counts:
+                gpus = nodes * hw.gpus_per_node
+                if record < math.inf and may_stop and nodes >= check_at:
+                    floor = node_hours_floor(w, model, hw, nodes, catalog, memo)
+                    if floor is not None and floor * (1 - 1e-6) > record:
+                        break      # every larger count is dominated by the record
+                    check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
                 tried = gpus
                 est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog, memo)
                 if est is None:
@@ -154,17 +224,19 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                     reason = (f"misses {limit_what}: {est.duration_hours / 24:.1f} days on {gpus} GPUs "
                               f"(limit {limit_h / 24:.1f})")
                     continue
+                use = usage(w.window.start_month, est.duration_hours)
                 cands.append(Candidate(
                     id=f"{w.name}/{hw.site}/{hw.label}/{gpus}g/{'spot' if spot else 'od'}",
                     workload=w.name, kind="training", site=hw.site, site_type=hw.site_type,
                     instance=hw.instance, gpu=hw.gpu.name, gpus_per_node=hw.gpus_per_node, gpus=gpus,
-                    nodes=gpus // hw.gpus_per_node, layout=layout, fabric=hw.fabric, spot=spot,
-                    estimate=est, start_month=w.window.start_month,
-                    usage=usage(w.window.start_month, est.duration_hours)))
+                    nodes=nodes, layout=layout, fabric=hw.fabric, spot=spot,
+                    estimate=est, start_month=w.window.start_month, usage=use))
                 found += 1
-                if found >= keep:
-                    break
+                if len(use) == 1:
+                    record = min(record, nodes * est.duration_hours)
             if not found:
+                if not counts:
+                    reason = f"no node of {hw.label} fits the site's limits (power, racks, quota, max_gpus)"
                 rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
                                       (reason or "no GPU count to try") + (" (spot)" if spot else ""), gpus=tried))
     return cands, rejs

@@ -141,6 +141,31 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
     return best, leanest
 
 
+def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,
+                optimizer: str, catalog: Catalog) -> float | None:
+    """An upper bound on the MFU of every layout on `gpus` or more GPUs (gpus > one node).
+
+    For a fixed shape (tp, pp, cp, ep) step_time's terms scale with the micro-batches m, except
+    the pipeline bubble, which grows as m = ceil(seqs / (dp * mb)) falls, and the DP all-reduce,
+    whose ring time grows with dp while the compute it may hide behind shrinks. So a shape's MFU
+    never rises with dp, and the best MFU on G >= gpus is at most the best over every shape at
+    the smallest dp that reaches `gpus` (memory ignored, ZeRO-3's extra traffic left out). The
+    test tests/test_estimate_training.py checks this against best_step."""
+    if peak_flops(gpu, precision) is None or gpus <= fabric.gpus_per_node:
+        return None
+    cp_min = int(factor(catalog, "context_parallel_min_seq"))
+    best = 0.0
+    shapes = {(l.tp, l.pp, l.cp, l.ep) for g in (fabric.gpus_per_node * 2 ** k for k in range(16))
+              for l in training_layouts(model, max(g, gpus), fabric.gpus_per_node, seq_len, cp_min)}
+    for tp, pp, cp, ep in sorted(shapes):
+        dp = max(ep, -(-gpus // (tp * pp * cp)))
+        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=1 if dp > 1 else 0)
+        s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
+        if s is not None:
+            best = max(best, s.mfu)
+    return best
+
+
 def _key(s: Step) -> tuple:
     # Fastest per token, not per step: layouts round the global batch to whole micro-batches
     # differently, so their steps carry different token counts (and the run's duration is
@@ -149,13 +174,23 @@ def _key(s: Step) -> tuple:
     return (float(f"{s.seconds / s.tokens:.12g}"), l.pp, l.tp, l.cp, l.ep, l.zero)
 
 
+def _lost_per_event_h(interval_min: float, catalog: Catalog) -> float:
+    """Half a checkpoint interval of work plus a restart."""
+    return interval_min / 60 / 2 + factor(catalog, "restart_minutes") / 60
+
+
+def interruption_loss_per_gpu_hour(interval_min: float, catalog: Catalog) -> float:
+    """The share of a run lost to hardware interruptions, per GPU (the part of lost_fraction that
+    grows with the GPU count; spot preemptions and checkpoint stalls come on top)."""
+    return factor(catalog, "hardware_interruptions_per_gpu_day") / 24 * _lost_per_event_h(interval_min, catalog)
+
+
 def lost_fraction(gpus: int, nodes: int, interval_min: float, spot_rate_node_day: float,
                   state_gb_total: float, catalog: Catalog) -> tuple[float, list[str]]:
     """Overheads added to the ideal run time, as a fraction of it (additive, first order):
     hardware interruptions (per GPU) and spot preemptions (per node) each lose half a
     checkpoint interval plus a restart; each synchronous checkpoint write stalls the job."""
-    restart_h = factor(catalog, "restart_minutes") / 60
-    lost_per_event_h = interval_min / 60 / 2 + restart_h
+    lost_per_event_h = _lost_per_event_h(interval_min, catalog)
     hw_per_h = factor(catalog, "hardware_interruptions_per_gpu_day") * gpus / 24
     spot_per_h = spot_rate_node_day * nodes / 24
     write_s = state_gb_total / (max(1, nodes) * factor(catalog, "checkpoint_write_gb_s_per_node"))

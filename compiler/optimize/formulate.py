@@ -254,12 +254,9 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
     return kept, why
 
 
-def _months(c: Candidate) -> frozenset[int]:
-    return frozenset(m for m, h in c.usage if h > 0)
-
-
-def _node_hours(c: Candidate) -> float:
-    return c.nodes * sum(h for _, h in c.usage)
+def _hours_by_month(c: Candidate, horizon: int) -> dict[int, float]:
+    """Node-hours run in each month of the horizon (work past it is outside the plan)."""
+    return {m: c.nodes * h for m, h in c.usage if h > 0 and m < horizon}
 
 
 def fabric_free(c: Candidate) -> bool:
@@ -272,42 +269,66 @@ def _fabric_key(c: Candidate) -> str:
     return "*" if fabric_free(c) else c.fabric
 
 
-def prune(cands: list[Candidate]) -> list[Candidate]:
-    """Drop candidates no optimal plan needs.
+def dominates(d: Candidate, c: Candidate, horizon: int, share_capped: bool) -> bool:
+    """d can stand in for c in every plan, at no more cost and no more of any resource, in every
+    constraint c takes part in (docs/optimizer.md, "Exact reductions"). Both are candidates of
+    one workload on one (site, instance) and pricing (spot or not); a fabric-free d runs on any
+    wiring. Training: d holds no more nodes, is active in no month c is not, and runs no more
+    node-hours in each month where a cloud pool shares reserved and on-demand hours month by month
+    (12), in total where only the total is priced (on-prem power, spot). Inference: d needs no
+    more GPUs per replica and carries at least as many tokens/s. Under policy.max_cloud_share a
+    cheaper on-prem choice raises the cloud's share of the total, so on-prem candidates are only
+    replaced by an identical twin there."""
+    if d is c or (d.site, d.instance, d.spot) != (c.site, c.instance, c.spot):
+        return False
+    if _fabric_key(d) not in ("*", _fabric_key(c)):
+        return False
+    if c.kind == "training":
+        hd, hc = _hours_by_month(d, horizon), _hours_by_month(c, horizon)
+        if d.nodes > c.nodes or not set(hd) <= set(hc):
+            return False
+        if c.site_type == "cloud" and not c.spot:
+            le = all(v <= hc[m] + 1e-9 for m, v in hd.items())
+        else:
+            le = sum(hd.values()) <= sum(hc.values()) + 1e-9
+        same = d.nodes == c.nodes and set(hd) == set(hc) and all(abs(v - hc[m]) <= 1e-9 for m, v in hd.items())
+    else:
+        le = d.gpus <= c.gpus and d.estimate.tokens_per_s >= c.estimate.tokens_per_s
+        same = (d.gpus, d.estimate.tokens_per_s) == (c.gpus, c.estimate.tokens_per_s)
+    if not le:
+        return False
+    if share_capped and c.site_type == "on_prem" and not same:
+        return False
+    return not same or d.id < c.id    # identical twins: the smaller id stays
 
-    Training: c is dominated by d on the same site, instance, pricing and fabric when d holds
-    no more nodes, runs no more node-hours and is active in no month c is not (so d costs no
-    more and uses no more capacity, storage or quota in any month).
-    Inference: dominated when d needs no more GPUs per replica and carries at least as many
-    tokens/s. Ties keep the smaller id. A fabric-free d (one node on-prem) stands in for any
-    fabric, so the copies of a one-node job estimated per fabric collapse into one.
-    """
-    out = []
+
+def prune(cands: list[Candidate], horizon: int, share_capped: bool = False) -> list[Candidate]:
+    """Drop every candidate another one dominates (`dominates`). Exact: a plan using a dominated
+    candidate keeps its cost and feasibility with the dominating one instead, and dominance is a
+    strict order with ties broken by id, so some undominated candidate is always kept."""
+    by_pool: dict[tuple, list[Candidate]] = {}
     for c in cands:
-        dominated = False
-        for d in cands:
-            if d is c or (d.site, d.instance, d.spot) != (c.site, c.instance, c.spot):
-                continue
-            if _fabric_key(d) not in ("*", _fabric_key(c)):
-                continue
-            if c.kind == "training":
-                le = (d.nodes <= c.nodes and _node_hours(d) <= _node_hours(c) + 1e-9
-                      and _months(d) <= _months(c))
-                strict = (d.nodes, _node_hours(d), len(_months(d))) != (c.nodes, _node_hours(c), len(_months(c)))
-            else:
-                le = d.gpus <= c.gpus and d.estimate.tokens_per_s >= c.estimate.tokens_per_s
-                strict = (d.gpus, d.estimate.tokens_per_s) != (c.gpus, c.estimate.tokens_per_s)
-            if le and (strict or d.id < c.id):
-                dominated = True
-                break
-        if not dominated:
-            out.append(c)
+        by_pool.setdefault((c.site, c.instance, c.spot), []).append(c)
+    out = []
+    for group in by_pool.values():
+        out += [c for c in group if not any(dominates(d, c, horizon, share_capped) for d in group)]
     return out
 
 
 def owned_nodes(site: OnPremSite, instance: str) -> int:
     """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
     return sum(o.nodes for o in site.owned if o.instance == instance)
+
+
+def site_new_nodes(site: OnPremSite, node) -> int:
+    """The most new nodes of one model the site's power budget (7) and racks (8) admit."""
+    cap = math.floor(site.power_kw / (node.power_kw * site.pue) + 1e-9)
+    cap = min(cap, math.floor(site.max_racks * RACK_UNITS / node.rack_units + 1e-9))
+    if site.rack_power_kw:
+        cap = min(cap, math.floor(site.max_racks * site.rack_power_kw / node.power_kw + 1e-9))
+    if site.max_gpus is not None:
+        cap = min(cap, site.max_gpus // node.gpus)
+    return max(0, cap)
 
 
 def problem_cands_at(chosen: Mapping[str, tuple[Candidate, ...]], site: str, inst: str) -> list[Candidate]:
@@ -323,33 +344,7 @@ def pool_base_fabric(cands: list[Candidate], cat) -> str:
     return min(offered, key=lambda f: (costs.fabric_cost_per_node(cat.fabrics[f]), f))
 
 
-INFERENCE_PER_SITE = 1  # serving candidates kept per site, cheapest per token/s first
 INODE_KIND = "integer"  # whole nodes per month carry the replicas (13)
-
-
-def _cheapest_per_site(spec: Spec, cat, cands: list[Candidate]) -> list[Candidate]:
-    """Keep each site's INFERENCE_PER_SITE cheapest candidates per output token/s (heuristic:
-    a replica's node-hour price, or an on-prem node's horizon cost spread over its hours plus
-    power, times its share of the node, over its tokens/s). Cuts the symmetric choices that
-    make the MILP slow; a pin still narrows the list first."""
-    H = spec.horizon_months
-    by_site: dict[str, list[tuple[float, str, Candidate]]] = {}
-    for c in cands:
-        site = spec.site(c.site)
-        if isinstance(site, CloudSite):
-            rate = costs.cloud_price(cat, site, c.instance, "on_demand")
-            if rate is None:
-                rate = min((costs.cloud_price(cat, site, c.instance, t) or float("inf")) for t in TERMS)
-        else:
-            node = cat.onprem_nodes[c.instance]
-            rate = (costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H) / (H * HOURS_PER_MONTH)
-                    + costs.power_usd_per_node_hour(node, site))
-        per_tps = rate * c.gpus / c.gpus_per_node / max(c.estimate.tokens_per_s, 1e-9)
-        by_site.setdefault(c.site, []).append((per_tps, c.id, c))
-    out = []
-    for s in sorted(by_site):
-        out += [c for _, _, c in sorted(by_site[s], key=lambda t: (t[0], t[1]))[:INFERENCE_PER_SITE]]
-    return out
 
 
 def replicas_needed(demand: float, tokens_per_s: float) -> int:
@@ -453,13 +448,12 @@ def formulate(candidates: Candidates) -> Problem:
     months = range(H)
     B = _Builder()
 
+    share_capped = spec.policy.max_cloud_share is not None and spec.policy.max_cloud_share < 1.0
     chosen: dict[str, tuple[Candidate, ...]] = {}
     dropped: dict[str, tuple[str, ...]] = {}
     for w in spec.workloads:
         kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
-        kept = prune(kept)
-        if isinstance(w, InferenceWorkload):
-            kept = _cheapest_per_site(spec, cat, kept)
+        kept = prune(kept, H, share_capped)
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
         dropped[w.name] = tuple(why)
 
@@ -475,7 +469,7 @@ def formulate(candidates: Candidates) -> Problem:
     fabric_users: dict[tuple[str, str, str], list[str]] = {}          # (5) multi-node job ids
     pools_onprem: set[tuple[str, str]] = set()
     pool_peak: dict[tuple[str, str, int], dict[str, float]] = {}   # pool@m -> workload -> most GPUs
-    pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> start months
+    pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> months it may be used
     pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
     pin_path: dict[str, str] = {}
     mixes: dict[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}  # (14)
@@ -510,7 +504,7 @@ def formulate(candidates: Candidates) -> Problem:
                 if isinstance(site, OnPremSite):
                     pools_onprem.add((c.site, c.instance))
                 else:
-                    pools_cloud.setdefault((c.site, c.instance), set()).add(w.window.start_month)
+                    pools_cloud.setdefault((c.site, c.instance), set()).update(active)
             survive = w.slo.availability >= 0.999
             too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
             for m in active:
@@ -574,7 +568,8 @@ def formulate(candidates: Candidates) -> Problem:
                     price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
                     B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
                 else:
-                    pools_cloud.setdefault((c.site, c.instance), set()).add(c.start_month)
+                    pools_cloud.setdefault((c.site, c.instance), set()).update(
+                        m for m, h in c.usage if h > 0 and m < H)
             B.con(f"one[{w.name}]", "placement", {x_name(c): 1.0 for c in cands}, "==", 1.0, w.path,
                   f"{w.name} runs on exactly one candidate")  # (1)
 
@@ -583,17 +578,16 @@ def formulate(candidates: Candidates) -> Problem:
         site = spec.site(s)
         od_price = costs.cloud_price(cat, site, i, "on_demand")
         gpn = cat.instances[i].gpus
-        starts = sorted(pools_cloud[(s, i)] | {0})
+        # A term may start in any month the pool may be used: one starting in a month it cannot be
+        # is no better than starting a month later (same cost or less, no useful hour lost).
+        starts = sorted(pools_cloud[(s, i)])
         res_vars = []
         for term in TERMS:
             price = costs.cloud_price(cat, site, i, term)
             if price is None:
                 continue
             tm = costs.TERM_MONTHS[term]
-            term_starts = sorted(set(starts) | ({a for a in range(0, H, tm)} if tm < H else set()))
-            for a in term_starts:
-                if a >= H:
-                    continue
+            for a in starts:
                 covered = min(H, a + tm) - a
                 rn = B.var(res_name(s, i, term, a), "integer", None,
                            cloud_compute=price * HOURS_PER_MONTH * covered)
@@ -656,6 +650,10 @@ def formulate(candidates: Candidates) -> Problem:
         # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
         peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+        if share_capped:
+            # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
+            # down, so only the site's own limits bound the purchase.
+            cap_nodes = site_new_nodes(site, node)
         # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
         # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
         base_fabric = base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
