@@ -31,6 +31,15 @@ class SitePlan:
     orchestrators: tuple[str, ...]  # slurm / kubernetes, from the workloads placed here
 
 
+PRICINGS = ("owned", "purchase", "reserved_3y", "reserved_1y", "on_demand", "spot")  # allotment order
+
+
+@dataclass(frozen=True)
+class Reservation:
+    start_month: int              # first month of the term
+    nodes: int                    # nodes reserved for the whole term (priced for the months it covers)
+
+
 @dataclass(frozen=True)
 class Pool:
     site: str
@@ -40,18 +49,35 @@ class Pool:
     nodes: int                    # peak nodes over the horizon (what Terraform / the BOM provides)
     pricing: str                  # on_demand | spot | reserved_1y | reserved_3y | owned | purchase
     fabric: str
-    monthly_nodes: tuple[int, ...] = ()       # nodes in use, month by month
+    monthly_nodes: tuple[int, ...] = ()       # nodes of this pricing in each month (owned/purchase:
+                                              # in use; reserved: reserved; on_demand/spot: rented)
     monthly_utilization: tuple[float, ...] = ()  # GPUs busy / GPUs provided, month by month
+    monthly_node_hours: tuple[float, ...] = ()   # node-hours run (on_demand, spot: billed) per month
+    reservations: tuple[Reservation, ...] = ()   # reserved pools: the terms bought, by start month
+
+
+@dataclass(frozen=True)
+class Holding:
+    """The nodes one placement holds of one pricing, month by month (DESIGN.md section 5).
+    Invariants: monthly_nodes[m] <= the pool of that pricing's monthly_nodes[m], and per pool,
+    pricing and month the placements' node-hours add up to no more than the pool provides."""
+    pricing: str                  # owned | purchase | reserved_1y | reserved_3y | on_demand | spot
+    monthly_nodes: tuple[int, ...]          # nodes held in each month of the horizon
+    monthly_node_hours: tuple[float, ...]   # node-hours run on them in each month
 
 
 @dataclass(frozen=True)
 class Placement:
     site: str
     instance: str
-    pricing: str
-    nodes: int
-    gpus: int
+    pricing: str                  # the holding with the most node-hours (ties: PRICINGS order)
+    nodes: int                    # peak nodes held at once, all pricings together
+    gpus: int                     # peak GPUs held at once
     replicas: int = 0             # inference only (peak over the horizon)
+    candidate: str = ""           # the estimate's candidate id (`infra-compile estimate`)
+    gpus_per_replica: int = 0     # inference only
+    holdings: tuple[Holding, ...] = ()       # per pricing, in PRICINGS order
+    monthly_replicas: tuple[int, ...] = ()   # inference only: replicas here in each month
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,7 @@ class StoragePlan:
     tier: str
     capacity_tb: float
     cost_usd: float
+    monthly_tb: tuple[float, ...] = ()      # TB provisioned in each month
 
 
 @dataclass(frozen=True)
@@ -153,15 +180,24 @@ def from_dict(d: dict[str, Any]) -> Plan:
         cost_breakdown_usd=dict(d["cost_breakdown_usd"]),
         sites=tuple(SitePlan(**{**s, "orchestrators": tuple(s["orchestrators"])}) for s in d["sites"]),
         pools=tuple(Pool(**{**p, "monthly_nodes": tuple(p.get("monthly_nodes", ())),
-                            "monthly_utilization": tuple(p.get("monthly_utilization", ()))})
+                            "monthly_utilization": tuple(p.get("monthly_utilization", ())),
+                            "monthly_node_hours": tuple(p.get("monthly_node_hours", ())),
+                            "reservations": tuple(Reservation(**r) for r in p.get("reservations", ()))})
                     for p in d["pools"]),
         workloads=tuple(
             WorkloadPlan(**{**w, "layout": LayoutPlan(**w["layout"]),
-                            "placements": tuple(Placement(**p) for p in w["placements"]),
+                            "placements": tuple(_placement(p) for p in w["placements"]),
                             "alternatives": tuple(Alternative(**a) for a in w.get("alternatives", ()))})
             for w in d["workloads"]),
-        storage=tuple(StoragePlan(**s) for s in d.get("storage", ())),
+        storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s.get("monthly_tb", ()))})
+                      for s in d.get("storage", ())),
         binding_constraints=tuple(d.get("binding_constraints", ())),
         monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
         breakeven=tuple(d.get("breakeven", ())),
     )
+
+
+def _placement(p: dict[str, Any]) -> Placement:
+    return Placement(**{**p, "holdings": tuple(
+        Holding(h["pricing"], tuple(h["monthly_nodes"]), tuple(h["monthly_node_hours"]))
+        for h in p.get("holdings", ())), "monthly_replicas": tuple(p.get("monthly_replicas", ()))})

@@ -1,22 +1,27 @@
 """Solution -> Plan: read the solver's values back into pools, placements and costs.
 
-Shared costs are attributed to workloads by their GPU-hours in the pool (cloud on-demand and
-reserved, on-prem capex/support/fabric) or by TB-months (storage); power, spot and egress are
-direct. The workload costs therefore add up to the total.
+Which nodes each placement holds, per pricing and month, is allot.py's rule applied to every
+pool and month (Placement.holdings); the pools say what the plan provides of each pricing and
+the node-hours run on it. Shared costs go to the placements holding what they pay for (by
+node-hours: a month's on-demand hours, a reserved term's months, bought nodes' capex, support
+and fabric; idle reserved nodes to every user of the pool), storage by TB-months; power, spot and
+egress are direct. The workload costs therefore add up to the total.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 
 from compiler.candidates import Candidate, TrainingEstimate
 from compiler.optimize import costs
 from compiler.optimize import formulate as F
+from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, standalone_cost
 from compiler.optimize.solve import Solution
-from compiler.plan import (LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, StoragePlan,
-                           WorkloadPlan)
+from compiler.plan import (PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SitePlan,
+                           SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
 CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
@@ -60,83 +65,116 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
             picked = [c for c in cands if value(F.x_name(c)) > 0.5]
             train[w.name] = picked[0] if picked else cands[0]
 
-    # GPU-hours per (pool key, workload) and per month, for attribution and utilization.
-    gpu_hours: dict[tuple, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    used_nodes: dict[tuple, list[float]] = defaultdict(lambda: [0.0] * H)
-    used_hours: dict[tuple, list[float]] = defaultdict(lambda: [0.0] * H)
+    # --- which nodes each placement holds (allot.py) ------------------------------------
+    held = _allot(problem, value, train, infer)
+    owner = {c.id: name for name, c in train.items()}
+    owner.update({c.id: name for name, rows in infer.items() for c, _ in rows})
+    # node-hours per (site, instance, pricing), month and workload: who uses what is paid for
+    use: dict[tuple, list[dict[str, float]]] = defaultdict(lambda: [defaultdict(float) for _ in range(H)])
+    for cid, by_pricing in held.shares.items():
+        c = held.candidates[cid]
+        for pricing, (_nodes, hours) in by_pricing.items():
+            for m, nh in enumerate(hours):
+                if nh > 0:
+                    use[(c.site, c.instance, pricing)][m][owner[cid]] += nh
+
+    def weights(site: str, inst: str, pricings, months) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for p in pricings:
+            series = use.get((site, inst, p))
+            if series:
+                for m in months:
+                    for name, nh in series[m].items():
+                        out[name] += nh
+        return out
+
+    # --- costs ---------------------------------------------------------------------------
     direct: dict[str, float] = defaultdict(float)
     monthly = [0.0] * H
     for name, c in train.items():
-        key = (c.site, c.instance, "spot" if c.spot else "pool")
         xv = var[F.x_name(c)]
-        for cat_name, usd in xv.costs:
-            direct[name] += usd
+        direct[name] += xv.cost
         hours_total = sum(h for m, h in c.usage if m < H) or 1.0
         for m, h in c.usage:
             if m < H and h > 0:
-                gpu_hours[key][name] += c.gpus * h
-                used_nodes[key][m] += c.nodes
-                used_hours[key][m] += c.nodes * h
                 monthly[m] += xv.cost * h / hours_total
     for name, rows in infer.items():
         for c, reps in rows:
             for m, r in enumerate(reps):
                 if r:
-                    gpu_hours[(c.site, c.instance, "pool")][name] += r * c.gpus * HOURS_PER_MONTH
-                    used_nodes[(c.site, c.instance, "pool")][m] += r * c.gpus / c.gpus_per_node
-                    used_hours[(c.site, c.instance, "pool")][m] += r * c.gpus / c.gpus_per_node * HOURS_PER_MONTH
                     yv = var[F.y_name(c, m)]
                     direct[name] += yv.cost * r
                     monthly[m] += yv.cost * r
 
-    # Shared costs by pool / site from the pool variables.
-    shared: dict[tuple, float] = defaultdict(float)
+    # Shared costs go to the placements that hold what they pay for: on-demand node-hours of a
+    # month to its on-demand holders, a reserved term's months to that term's holders, bought
+    # nodes (capex, support, fabric) to the holders of bought nodes; where nobody holds them
+    # (idle reserved nodes), to every user of the pool that month, then over the horizon.
+    workload_cost = dict(direct)
+    unowned = 0.0
+
+    def spread(amount: float, *candidates: dict[str, float]) -> None:
+        nonlocal unowned
+        for wts in candidates:
+            tot = sum(wts.values())
+            if tot > 1e-9:
+                for name, x in wts.items():
+                    workload_cost[name] = workload_cost.get(name, 0.0) + amount * x / tot
+                return
+        unowned += amount
+
+    everything = [p for p in PRICINGS if p != "spot"]
+    all_months = range(H)
+    reservation = {r.var: r for r in problem.reservations}
+    storage_shared: dict[str, float] = defaultdict(float)
     for v in problem.variables:
         q = value(v.name)
         if not q or not v.cost or v.name.startswith(("x[", "y[")):
             continue
+        usd = v.cost * q
         head, inner = v.name.split("[", 1)
         inner = inner.rstrip("]")
         month = int(inner.split("@")[1]) if "@" in inner else None
         parts = inner.split("@")[0].split("/")
         if head in ("storage", "storage_peak"):
-            shared[("storage", parts[0])] += v.cost * q
-        else:
-            shared[(parts[0], parts[1], "pool")] += v.cost * q
-        if head == "reserved":
-            term = costs.TERM_MONTHS[parts[2]]
-            start = int(inner.split("@")[1])
-            span = list(range(start, min(H, start + term)))
+            storage_shared[parts[0]] += usd
+        elif head == "reserved" and v.name in reservation:
+            r = reservation[v.name]
+            span = [m for m in r.months if m < H] or [min(r.start, H - 1)]
             for m in span:
-                monthly[m] += v.cost * q / len(span)
+                spread(usd / len(span), weights(r.site, r.instance, (r.term,), (m,)),
+                       weights(r.site, r.instance, everything, (m,)),
+                       weights(r.site, r.instance, everything, all_months))
+        elif head == "ondemand" and month is not None:
+            s, i = parts[0], parts[1]
+            spread(usd, weights(s, i, ("on_demand",), (month,)), weights(s, i, everything, (month,)),
+                   weights(s, i, everything, all_months))
+        elif len(parts) >= 2:
+            s, i = parts[0], parts[1]
+            spread(usd, weights(s, i, ("purchase",), all_months), weights(s, i, everything, all_months))
+        if head == "reserved" and v.name in reservation:
+            span = [m for m in reservation[v.name].months if m < H]
+            for m in span:
+                monthly[m] += usd / len(span)
         elif month is not None:
-            monthly[month] += v.cost * q
+            monthly[month] += usd
         else:
             for m in range(H):
-                monthly[m] += v.cost * q / H
-
-    workload_cost = dict(direct)
-    for key, amount in shared.items():
-        if key[0] == "storage":
-            continue
-        users = gpu_hours.get(key, {})
-        tot = sum(users.values())
-        for name, gh in users.items():
-            workload_cost[name] = workload_cost.get(name, 0.0) + amount * gh / tot
+                monthly[m] += usd / H
     # Storage: by TB-months of dataset + checkpoints at the site.
     tb_months: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for name, c in train.items():
         w = spec.workload(name)
         need = (w.data.dataset_tb if w.data else 0.0) + costs.checkpoint_tb(w, cat)
         tb_months[c.site][name] += need * sum(1 for m, h in c.usage if h > 0 and m < H)
-    for (_, site), amount in ((k, a) for k, a in shared.items() if k[0] == "storage"):
+    for site, amount in storage_shared.items():
         users = tb_months.get(site, {})
         tot = sum(users.values())
         for name, tbm in users.items():
             workload_cost[name] = workload_cost.get(name, 0.0) + (amount * tbm / tot if tot else 0.0)
 
-    pools = _pools(problem, value, train, infer, used_nodes, used_hours)
-    workloads = tuple(_workload_plan(problem, w, train, infer, workload_cost, pools, value)
+    pools = _pools(problem, value, held)
+    workloads = tuple(_workload_plan(problem, w, train, infer, workload_cost, held)
                       for w in sorted(spec.workloads, key=lambda w: w.name))
     used_sites = sorted({p.site for w in workloads for p in w.placements})
     sites = []
@@ -160,65 +198,144 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     )
 
 
-def _pools(problem, value, train, infer, used_nodes, used_hours) -> tuple[Pool, ...]:
+@dataclass
+class _Held:
+    """The allotment over the horizon (allot.py applied to every pool and month)."""
+    candidates: dict[str, Candidate]
+    # candidate id -> pricing -> (nodes per month, node-hours per month)
+    shares: dict[str, dict[str, tuple[list[int], list[float]]]]
+    in_use: dict[tuple[str, str, str], list[int]]      # (site, instance, pricing) -> nodes per month
+    busy: dict[tuple[str, str, str], list[float]]      # nodes' worth busy at once
+    reserved: dict[tuple[str, str, str], list[int]]    # (site, instance, term) -> reserved nodes
+    bought: dict[tuple[str, str], int]
+    pools: list[tuple[str, str]]                       # every (site, instance) with a placement
+
+
+def _allot(problem, value, train, infer) -> _Held:
+    spec = problem.spec
+    H = spec.horizon_months
+    cands: dict[str, Candidate] = {}
+    demands: dict[tuple[str, str], list[list[Demand]]] = defaultdict(lambda: [[] for _ in range(H)])
+    for name, c in train.items():
+        cands[c.id] = c
+        pinned = "spot" if c.spot else (F.pinned_cloud_pricing(spec.workload(name))
+                                        if c.site_type == "cloud" else None)
+        series = demands[(c.site, c.instance)]
+        for m, h in c.usage:
+            if m < H and h > 0:
+                series[m].append(Demand(c.id, name, "job", float(c.nodes), h, c.start_month, pinned))
+    for name, rows in infer.items():
+        pinned = F.pinned_cloud_pricing(spec.workload(name))
+        for c, reps in rows:
+            cands[c.id] = c
+            series = demands[(c.site, c.instance)]
+            for m, r in enumerate(reps):
+                if r:
+                    series[m].append(Demand(c.id, name, "service", r * c.gpus / c.gpus_per_node,
+                                            HOURS_PER_MONTH, c.start_month,
+                                            pinned if c.site_type == "cloud" else None))
+    reserved: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0] * H)
+    for r in problem.reservations:
+        q = int(value(r.var))
+        if q:
+            for m in r.months:
+                if 0 <= m < H:
+                    reserved[(r.site, r.instance, r.term)][m] += q
+    held = _Held(cands, {cid: {} for cid in cands}, defaultdict(lambda: [0] * H),
+                 defaultdict(lambda: [0.0] * H), dict(reserved), {}, sorted(demands))
+    for (s, i) in held.pools:
+        site = spec.site(s)
+        if isinstance(site, CloudSite):
+            supply = lambda m: Supply("cloud", reserved_3y=reserved.get((s, i, "reserved_3y"), [0] * H)[m],  # noqa: E731
+                                      reserved_1y=reserved.get((s, i, "reserved_1y"), [0] * H)[m])
+        else:
+            owned, bought = F.owned_nodes(site, i), int(value(F.buy_name(s, i)))
+            held.bought[(s, i)] = bought
+            supply = lambda m: Supply("on_prem", owned=owned, bought=bought)  # noqa: E731
+        for m, month_demands in enumerate(demands[(s, i)]):
+            if not month_demands:
+                continue
+            a = allot(supply(m), month_demands)
+            for cid, shares in a.shares.items():
+                for sh in shares:
+                    nodes, hours = held.shares[cid].setdefault(sh.pricing, ([0] * H, [0.0] * H))
+                    nodes[m], hours[m] = sh.nodes, sh.node_hours
+            for p, n in a.in_use.items():
+                held.in_use[(s, i, p)][m] = n
+            for p, b in a.busy.items():
+                held.busy[(s, i, p)][m] = b
+    return held
+
+
+def _pools(problem, value, held: _Held) -> tuple[Pool, ...]:
+    """Per (site, instance) and pricing: what the plan provides, month by month, and the
+    node-hours the placements run on it (allot.py)."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
     out = []
-    keys = sorted(used_nodes)
-    for (s, i, kind) in keys:
+    zeros = [0] * H
+
+    def hours_of(s, i, p) -> list[float]:
+        total = [0.0] * H
+        for cid, by_pricing in held.shares.items():
+            c = held.candidates[cid]
+            if (c.site, c.instance) == (s, i) and p in by_pricing:
+                for m, nh in enumerate(by_pricing[p][1]):
+                    total[m] += nh
+        return total
+
+    by_start: dict[tuple[str, str, str], dict[int, int]] = defaultdict(dict)
+    for r in problem.reservations:
+        q = int(value(r.var))
+        if q:
+            starts = by_start[(r.site, r.instance, r.term)]
+            starts[r.start] = starts.get(r.start, 0) + q
+    for (s, i) in held.pools:
         site = spec.site(s)
-        nodes_m = used_nodes[(s, i, kind)]
-        hours_m = used_hours[(s, i, kind)]
         if isinstance(site, CloudSite):
             inst = cat.instances[i]
-            if kind == "spot":
-                mn = tuple(int(math.ceil(n - 1e-9)) for n in nodes_m)
-                out.append(_pool(s, i, inst.gpu, inst.gpus, "spot", inst.fabric, mn,
-                                 [h / (n * HOURS_PER_MONTH) if n else 0.0 for h, n in zip(hours_m, mn)]))
-                continue
-            reserved = {}
+            spot = held.in_use.get((s, i, "spot"), zeros)
+            if any(spot):
+                nh = hours_of(s, i, "spot")
+                out.append(_pool(s, i, inst.gpu, inst.gpus, "spot", inst.fabric, spot,
+                                 [h / (n * HOURS_PER_MONTH) if n else 0.0 for h, n in zip(nh, spot)], nh))
             for term in F.TERMS:
-                tm = costs.TERM_MONTHS[term]
-                r = [0] * H
-                for a in range(H):
-                    q = int(value(F.res_name(s, i, term, a)))
-                    for m in range(a, min(H, a + tm)):
-                        r[m] += q
-                reserved[term] = r
-            total_r = [sum(reserved[t][m] for t in F.TERMS) for m in range(H)]
-            for term in F.TERMS:
-                r = reserved[term]
+                r = held.reserved.get((s, i, term), zeros)
                 if any(r):
-                    util = [min(1.0, hours_m[m] / (total_r[m] * HOURS_PER_MONTH)) if total_r[m] else 0.0
-                            for m in range(H)]
-                    out.append(_pool(s, i, inst.gpu, inst.gpus, term, inst.fabric, tuple(r), util))
-            od_hours = [value(F.od_name(s, i, m)) for m in range(H)]
-            od_nodes = tuple(int(math.ceil(max(0.0, nodes_m[m] - total_r[m]) - 1e-9)) if od_hours[m] > 1e-6 else 0
-                             for m in range(H))
-            if any(od_nodes):
-                util = [od_hours[m] / (od_nodes[m] * HOURS_PER_MONTH) if od_nodes[m] else 0.0 for m in range(H)]
-                out.append(_pool(s, i, inst.gpu, inst.gpus, "on_demand", inst.fabric, od_nodes, util))
+                    nh = hours_of(s, i, term)
+                    util = [nh[m] / (r[m] * HOURS_PER_MONTH) if r[m] else 0.0 for m in range(H)]
+                    res = tuple(Reservation(a, n) for a, n in sorted(by_start[(s, i, term)].items()))
+                    out.append(_pool(s, i, inst.gpu, inst.gpus, term, inst.fabric, r, util, nh, res))
+            od = held.in_use.get((s, i, "on_demand"), zeros)
+            if any(od):
+                nh = hours_of(s, i, "on_demand")
+                billed = [max(0.0, value(F.od_name(s, i, m))) for m in range(H)]
+                util = [nh[m] / (od[m] * HOURS_PER_MONTH) if od[m] else 0.0 for m in range(H)]
+                out.append(_pool(s, i, inst.gpu, inst.gpus, "on_demand", inst.fabric, od, util, billed))
         else:
             node = cat.onprem_nodes[i]
             owned = F.owned_nodes(site, i)
-            bought = int(value(F.buy_name(s, i)))
+            bought = held.bought.get((s, i), 0)
             fabric = _fabric(problem, value, s, i)
-            gpus_m = [n * node.gpus for n in nodes_m]
-            own_m = tuple(min(owned, int(math.ceil(n - 1e-9))) for n in nodes_m)
-            buy_m = tuple(max(0, int(math.ceil(n - 1e-9)) - owned) for n in nodes_m)
+            own_m = held.in_use.get((s, i, "owned"), zeros)
+            buy_m = held.in_use.get((s, i, "purchase"), zeros)
             if owned and any(own_m):
-                out.append(Pool(s, i, node.gpu, node.gpus, owned, "owned", fabric, own_m,
-                                tuple(round(min(1.0, g / (owned * node.gpus)), 6) for g in gpus_m)))
+                busy = held.busy.get((s, i, "owned"), [0.0] * H)
+                out.append(_pool(s, i, node.gpu, node.gpus, "owned", fabric, own_m,
+                                 [b / owned for b in busy], hours_of(s, i, "owned"), nodes=owned))
             if bought:
-                out.append(Pool(s, i, node.gpu, node.gpus, bought, "purchase", fabric, buy_m,
-                                tuple(round(max(0.0, g - owned * node.gpus) / (bought * node.gpus), 6)
-                                      for g in gpus_m)))
+                busy = held.busy.get((s, i, "purchase"), [0.0] * H)
+                out.append(_pool(s, i, node.gpu, node.gpus, "purchase", fabric, buy_m,
+                                 [b / bought for b in busy], hours_of(s, i, "purchase"), nodes=bought))
     return tuple(sorted(out, key=lambda p: (p.site, p.instance, p.pricing)))
 
 
-def _pool(s, i, gpu, gpn, pricing, fabric, monthly_nodes, util) -> Pool:
-    return Pool(s, i, gpu, gpn, max(monthly_nodes) if monthly_nodes else 0, pricing, fabric,
-                tuple(monthly_nodes), tuple(round(min(1.0, u), 6) for u in util))
+def _pool(s, i, gpu, gpn, pricing, fabric, monthly_nodes, util, node_hours, reservations=(),
+          nodes: int | None = None) -> Pool:
+    peak = max(monthly_nodes) if monthly_nodes else 0
+    return Pool(s, i, gpu, gpn, peak if nodes is None else nodes, pricing, fabric,
+                tuple(int(n) for n in monthly_nodes), tuple(round(max(0.0, min(1.0, u)), 6) for u in util),
+                tuple(round(h, 6) for h in node_hours), tuple(reservations))
 
 
 def _fabric(problem, value, s, i) -> str:
@@ -232,47 +349,42 @@ def _fabric(problem, value, s, i) -> str:
     return problem.base_fabrics.get((s, i), "")
 
 
-def _pricing(c: Candidate, pools: tuple[Pool, ...], pinned: str | None = None) -> str:
-    if c.spot:
-        return "spot"
-    if pinned and c.site_type == "cloud":
-        return pinned       # formulate (12a) holds the job to it
-    mine = [p for p in pools if p.site == c.site and p.instance == c.instance]
-    if c.site_type == "on_prem":
-        return "purchase" if any(p.pricing == "purchase" for p in mine) else "owned"
-    months = [m for m, h in c.usage if h > 0] or list(range(len(mine[0].monthly_nodes) if mine else 0))
-    best, most = "on_demand", 0
-    for p in mine:
-        if p.pricing.startswith("reserved"):
-            n = sum(p.monthly_nodes[m] for m in months if m < len(p.monthly_nodes))
-            if n > most:
-                best, most = p.pricing, n
-    return best
+def _holdings(held: _Held, c: Candidate) -> tuple[Holding, ...]:
+    by_pricing = held.shares.get(c.id, {})
+    return tuple(Holding(p, tuple(by_pricing[p][0]), tuple(round(h, 6) for h in by_pricing[p][1]))
+                 for p in PRICINGS if p in by_pricing and any(h > 0 for h in by_pricing[p][1]))
 
 
-def _workload_plan(problem, w, train, infer, workload_cost, pools, value) -> WorkloadPlan:
+def _pricing(c: Candidate, holdings: tuple[Holding, ...]) -> str:
+    """The holding with the most node-hours (ties: PRICINGS order)."""
+    return main_pricing([(h.pricing, sum(h.monthly_node_hours)) for h in holdings]) or F.pricing_of(c)
+
+
+def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> WorkloadPlan:
     alts_for = lambda c: alternatives(problem, w.name, c)  # noqa: E731
+    H = problem.spec.horizon_months
     if not isinstance(w, InferenceWorkload):
         c = train[w.name]
         e: TrainingEstimate = c.estimate
         est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "duration_hours": e.duration_hours, "mfu": e.mfu}
         est["samples_per_s" if e.samples_per_s is not None and e.tokens_per_s is None else "tokens_per_s"] = (
             e.samples_per_s if e.samples_per_s is not None and e.tokens_per_s is None else e.tokens_per_s)
-        placement = Placement(c.site, c.instance, _pricing(c, pools, F.pinned_cloud_pricing(w)), c.nodes, c.gpus)
+        holdings = _holdings(held, c)
+        placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
+                              holdings=holdings)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month, alts_for(c))
     rows = infer[w.name]
     demand = problem.demand[w.name]
     peak_m = max(range(len(demand)), key=lambda m: (demand[m], m)) if demand else 0
     placements = []
-    for (site, inst) in sorted({(c.site, c.instance) for c, _ in rows}):
-        mine = [(c, reps) for c, reps in rows if (c.site, c.instance) == (site, inst)]
-        months = range(len(demand))
-        reps_peak = max(sum(r[m] for _, r in mine) for m in months)
-        gpus_peak = max(sum(c.gpus * r[m] for c, r in mine) for m in months)
-        first = max(mine, key=lambda t: (max(t[1]), t[0].id))[0]
-        placements.append(Placement(site, inst, _pricing(first, pools),
-                                    int(math.ceil(gpus_peak / first.gpus_per_node)), gpus_peak, reps_peak))
+    for c, reps in rows:
+        holdings = _holdings(held, c)
+        peak = max(reps)
+        nodes = max(math.ceil(r * c.gpus / c.gpus_per_node - 1e-9) for r in reps)
+        placements.append(Placement(c.site, c.instance, _pricing(c, holdings), nodes, peak * c.gpus, peak,
+                                    candidate=c.id, gpus_per_replica=c.gpus, holdings=holdings,
+                                    monthly_replicas=tuple(reps[:H])))
     main = max(rows, key=lambda r: (max(r[1]), r[0].id))[0] if rows else problem.chosen_from[w.name][0]
     e = main.estimate
     capacity = sum(c.estimate.tokens_per_s * reps[peak_m] for c, reps in rows)
@@ -281,7 +393,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, pools, value) -> Wor
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
-                        tuple(sorted(placements, key=lambda p: (p.site, p.instance))), est,
+                        tuple(sorted(placements, key=lambda p: (p.site, p.instance, p.gpus_per_replica,
+                                                                p.candidate))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
                         alts_for(main), peak_replicas)
 
@@ -291,24 +404,27 @@ def _layout(c: Candidate) -> LayoutPlan:
 
 
 def _storage(problem, value) -> tuple[StoragePlan, ...]:
-    out = []
+    H = problem.spec.horizon_months
+    agg: dict[tuple[str, str], list] = {}      # (site, tier) -> [peak TB, USD, TB per month]
     for v in problem.variables:
         if not v.name.startswith("storage["):
             continue
         inner = v.name[len("storage["):-1]
         site, tier = inner.split("@")[0].split("/")
-        out.append((site, tier, value(v.name), v.cost * value(v.name)))
-    agg: dict[tuple[str, str], list[float]] = {}
-    for site, tier, tb, usd in out:
-        a = agg.setdefault((site, tier), [0.0, 0.0])
+        m = int(inner.split("@")[1])
+        tb = value(v.name)
+        a = agg.setdefault((site, tier), [0.0, 0.0, [0.0] * H])
         a[0] = max(a[0], tb)
-        a[1] += usd
+        a[1] += v.cost * tb
+        if 0 <= m < H:
+            a[2][m] += tb
     for v in problem.variables:
         if v.name.startswith("storage_peak["):
             site, tier = v.name[len("storage_peak["):-1].split("/")
             if (site, tier) in agg:
                 agg[(site, tier)][1] += v.cost * value(v.name)
-    return tuple(StoragePlan(s, t, round(tb, 3), _r(usd)) for (s, t), (tb, usd) in sorted(agg.items()) if tb > 1e-9)
+    return tuple(StoragePlan(s, t, round(tb, 3), _r(usd), tuple(round(x, 3) for x in monthly))
+                 for (s, t), (tb, usd, monthly) in sorted(agg.items()) if tb > 1e-9)
 
 
 def _binding(problem, value) -> tuple[str, ...]:

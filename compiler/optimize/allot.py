@@ -1,0 +1,205 @@
+"""ALLOT: which nodes each placement holds, per pricing and month (plan.Holding).
+
+The MILP decides how many nodes each pool has of each pricing in each month (reserved terms,
+owned and bought nodes, on-demand node-hours) and which candidate each workload runs, but not
+which of a pool's nodes a job runs on. This module is that rule: a pure function of one pool in
+one month, deterministic, so the same solution always gives the same holdings.
+
+The rule, per pool (site, instance or node model) and month
+----------------------------------------------------------
+Demands: a training job holds `nodes` whole nodes for the `hours` it runs in the month; a service
+(one inference candidate's replicas) holds replicas * GPUs per replica / GPUs per node nodes'
+worth for the whole month (730 h). Node-hours are nodes x hours.
+
+Cloud pool (R_3y, R_1y reserved nodes this month; on demand has no limit, the solver's
+`ondemand[...]` node-hours bill it):
+  1. A job pinned to a pricing takes all its node-hours there (formulate (12a): `pin.pricing`
+     on_demand or a reserved term); a spot job takes spot (its own pool).
+  2. Services, as one block of B = ceil(sum of their nodes' worth) whole nodes (replicas of
+     several services share nodes, and the spare GPUs of a node that carries replicas are of no
+     use to a training job, which holds whole nodes): the block takes reserved node-hours, 3y
+     first, then 1y, up to 730 * B, the rest on demand. The services, by workload name then
+     candidate, fill the block's reserved part first (3y, then 1y), then on demand, so the
+     block's idle remainder is on demand.
+  3. The other jobs, by start month, then workload name, then candidate: reserved 3y node-hours
+     left, then 1y, each at most (R_k - the block's nodes of term k) nodes at once for the hours
+     the job runs, the rest on demand.
+On-prem pool (O owned nodes, b bought): the block takes owned nodes first (min(O, B)), then bought;
+services fill its owned part first; then each job, in the order above, takes whole owned nodes
+that are left, the rest bought (formulate (6) makes every job and the block fit O + b at once).
+
+Node count of a holding in a month: min(the demand's nodes (a service: ceil of its nodes' worth),
+ceil(its node-hours of that pricing / the hours it runs that month - 1e-9)). A job that runs on
+two pricings within the month can hold more nodes in total than it holds at once.
+
+Where the month's reserved node-hours are more than the jobs can run on (at most R_k nodes at
+once for the hours each runs), the rest of their work is on demand: formulate (12) shares
+reserved node-hours within a month optimistically, so in that case the holdings' on-demand
+node-hours can exceed the solver's `ondemand[...]`. A job pinned to a reserved term takes its
+node-hours there even when it holds more nodes than are reserved (the model allowed it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from compiler.plan import PRICINGS
+
+HOURS = 730.0                 # hours in a month (spec.HOURS_PER_MONTH)
+TERMS = ("reserved_3y", "reserved_1y")   # the order reserved node-hours are taken in
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Demand:
+    """One placement's work in one pool and month."""
+    key: str                      # the placement (its candidate id)
+    workload: str
+    kind: str                     # job | service
+    nodes: float                  # job: nodes held; service: replicas * GPUs each / GPUs per node
+    hours: float = HOURS          # hours it runs this month (a service: the whole month)
+    start_month: int = 0
+    pinned: str | None = None     # the pricing it must take (pin.pricing, spot)
+
+    @property
+    def node_hours(self) -> float:
+        return self.nodes * self.hours
+
+    @property
+    def whole_nodes(self) -> int:
+        return max(0, math.ceil(self.nodes - EPS))
+
+
+@dataclass(frozen=True)
+class Supply:
+    """What one pool has in one month."""
+    site_type: str                # cloud | on_prem
+    reserved_3y: int = 0
+    reserved_1y: int = 0
+    owned: int = 0
+    bought: int = 0
+
+    def reserved(self, term: str) -> int:
+        return self.reserved_3y if term == "reserved_3y" else self.reserved_1y
+
+
+@dataclass(frozen=True)
+class Share:
+    pricing: str
+    nodes: int
+    node_hours: float
+
+
+@dataclass(frozen=True)
+class Allotment:
+    shares: Mapping[str, tuple[Share, ...]]   # per demand key, in PRICINGS order
+    in_use: Mapping[str, int]                 # nodes of each pricing in use in the pool this month
+    busy: Mapping[str, float]                 # nodes' worth busy at once, per pricing
+
+
+def _order(d: Demand) -> tuple:
+    return (d.start_month, d.workload, d.key) if d.kind == "job" else (d.workload, d.key)
+
+
+def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
+    """The holdings of one pool in one month (see the module docstring for the rule)."""
+    hours: dict[str, dict[str, float]] = {d.key: {} for d in demands}
+    in_use: dict[str, float] = {}
+    busy: dict[str, float] = {}
+
+    def give(d: Demand, pricing: str, nh: float) -> None:
+        if nh > EPS:
+            hours[d.key][pricing] = hours[d.key].get(pricing, 0.0) + nh
+
+    pinned = sorted((d for d in demands if d.pinned), key=lambda d: (d.kind, _order(d)))
+    services = sorted((d for d in demands if not d.pinned and d.kind == "service"), key=_order)
+    jobs = sorted((d for d in demands if not d.pinned and d.kind == "job"), key=_order)
+    block = math.ceil(sum(d.nodes for d in services) - EPS) if services else 0
+
+    if supply.site_type == "cloud":
+        left = {t: HOURS * supply.reserved(t) for t in TERMS}
+        for d in pinned:
+            give(d, d.pinned, d.node_hours)
+            if d.pinned in left:
+                left[d.pinned] = max(0.0, left[d.pinned] - d.node_hours)
+        # the services' block of whole nodes
+        need = HOURS * block
+        block_hours: dict[str, float] = {}
+        for t in TERMS:
+            block_hours[t] = min(left[t], need)
+            left[t] -= block_hours[t]
+            need -= block_hours[t]
+        block_nodes = {t: math.ceil(block_hours[t] / HOURS - EPS) for t in TERMS}
+        fill = dict(block_hours)
+        for d in services:
+            rest = d.node_hours
+            for t in TERMS:
+                take = min(fill[t], rest)
+                give(d, t, take)
+                fill[t] -= take
+                rest -= take
+            give(d, "on_demand", rest)
+        in_use["on_demand"] = math.ceil(max(0.0, need) / HOURS - EPS)
+        for t in TERMS:
+            in_use[t] = block_nodes[t]
+        for d in jobs:
+            rest = d.node_hours
+            for t in TERMS:
+                cap = max(0, supply.reserved(t) - block_nodes[t]) * d.hours
+                take = min(left[t], cap, rest)
+                give(d, t, take)
+                left[t] -= take
+                rest -= take
+            give(d, "on_demand", rest)
+    else:
+        owned_left = supply.owned
+        for d in pinned:
+            give(d, d.pinned, d.node_hours)
+            if d.pinned == "owned":
+                owned_left = max(0, owned_left - d.whole_nodes)
+        block_owned = min(owned_left, block)
+        owned_left -= block_owned
+        in_use["owned"], in_use["purchase"] = block_owned, block - block_owned
+        fill = float(block_owned)
+        for d in services:
+            take = min(fill, d.nodes)
+            give(d, "owned", take * HOURS)
+            give(d, "purchase", (d.nodes - take) * HOURS)
+            fill -= take
+        for d in jobs:
+            k = min(d.whole_nodes, owned_left)
+            owned_left -= k
+            give(d, "owned", k * d.hours)
+            give(d, "purchase", (d.nodes - k) * d.hours)
+
+    shares: dict[str, tuple[Share, ...]] = {}
+    for d in demands:
+        out = []
+        for p in PRICINGS:
+            nh = hours[d.key].get(p, 0.0)
+            if nh <= EPS:
+                continue
+            n = min(d.whole_nodes, math.ceil(nh / d.hours - EPS)) if d.hours > EPS else d.whole_nodes
+            out.append(Share(p, n, nh))
+            busy[p] = busy.get(p, 0.0) + nh / d.hours if d.hours > EPS else 0.0
+            if d.kind == "job" or d.pinned:
+                in_use[p] = in_use.get(p, 0) + n
+        shares[d.key] = tuple(out)
+    # Jobs may run one after another on the same reserved nodes: never more in use than reserved.
+    for t in TERMS:
+        if t in in_use:
+            in_use[t] = min(in_use[t], supply.reserved(t)) if supply.reserved(t) else in_use[t]
+    return Allotment(shares=shares, in_use={p: int(in_use[p]) for p in PRICINGS if in_use.get(p)},
+                     busy={p: busy[p] for p in PRICINGS if busy.get(p)})
+
+
+def main_pricing(shares: Sequence[tuple[str, float]]) -> str | None:
+    """The pricing with the most node-hours; ties by PRICINGS order. `shares`: (pricing, hours)."""
+    best = None
+    for p in PRICINGS:
+        nh = sum(h for q, h in shares if q == p)
+        if nh > EPS and (best is None or nh > best[1] + EPS):
+            best = (p, nh)
+    return best[0] if best else None
