@@ -102,6 +102,7 @@ from compiler.candidates import Candidate, Candidates
 from compiler.optimize import costs
 from compiler.optimize.cuts import row_cuts
 from compiler.optimize.mixes import minimal_mixes
+from compiler.optimize.reductions import fabric_free, prune, replica_caps
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec
 
 RACK_UNITS = 42.0
@@ -254,67 +255,6 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
     return kept, why
 
 
-def _hours_by_month(c: Candidate, horizon: int) -> dict[int, float]:
-    """Node-hours run in each month of the horizon (work past it is outside the plan)."""
-    return {m: c.nodes * h for m, h in c.usage if h > 0 and m < horizon}
-
-
-def fabric_free(c: Candidate) -> bool:
-    """Work inside one node never crosses the scale-out fabric: an on-prem inference replica (TP
-    within a node) or a one-node training job runs the same on any fabric the pool is wired with."""
-    return c.site_type == "on_prem" and (c.kind == "inference" or c.nodes <= 1)
-
-
-def _fabric_key(c: Candidate) -> str:
-    return "*" if fabric_free(c) else c.fabric
-
-
-def dominates(d: Candidate, c: Candidate, horizon: int, share_capped: bool) -> bool:
-    """d can stand in for c in every plan, at no more cost and no more of any resource, in every
-    constraint c takes part in (docs/optimizer.md, "Exact reductions"). Both are candidates of
-    one workload on one (site, instance) and pricing (spot or not); a fabric-free d runs on any
-    wiring. Training: d holds no more nodes, is active in no month c is not, and runs no more
-    node-hours in each month where a cloud pool shares reserved and on-demand hours month by month
-    (12), in total where only the total is priced (on-prem power, spot). Inference: d needs no
-    more GPUs per replica and carries at least as many tokens/s. Under policy.max_cloud_share a
-    cheaper on-prem choice raises the cloud's share of the total, so on-prem candidates are only
-    replaced by an identical twin there."""
-    if d is c or (d.site, d.instance, d.spot) != (c.site, c.instance, c.spot):
-        return False
-    if _fabric_key(d) not in ("*", _fabric_key(c)):
-        return False
-    if c.kind == "training":
-        hd, hc = _hours_by_month(d, horizon), _hours_by_month(c, horizon)
-        if d.nodes > c.nodes or not set(hd) <= set(hc):
-            return False
-        if c.site_type == "cloud" and not c.spot:
-            le = all(v <= hc[m] + 1e-9 for m, v in hd.items())
-        else:
-            le = sum(hd.values()) <= sum(hc.values()) + 1e-9
-        same = d.nodes == c.nodes and set(hd) == set(hc) and all(abs(v - hc[m]) <= 1e-9 for m, v in hd.items())
-    else:
-        le = d.gpus <= c.gpus and d.estimate.tokens_per_s >= c.estimate.tokens_per_s
-        same = (d.gpus, d.estimate.tokens_per_s) == (c.gpus, c.estimate.tokens_per_s)
-    if not le:
-        return False
-    if share_capped and c.site_type == "on_prem" and not same:
-        return False
-    return not same or d.id < c.id    # identical twins: the smaller id stays
-
-
-def prune(cands: list[Candidate], horizon: int, share_capped: bool = False) -> list[Candidate]:
-    """Drop every candidate another one dominates (`dominates`). Exact: a plan using a dominated
-    candidate keeps its cost and feasibility with the dominating one instead, and dominance is a
-    strict order with ties broken by id, so some undominated candidate is always kept."""
-    by_pool: dict[tuple, list[Candidate]] = {}
-    for c in cands:
-        by_pool.setdefault((c.site, c.instance, c.spot), []).append(c)
-    out = []
-    for group in by_pool.values():
-        out += [c for c in group if not any(dominates(d, c, horizon, share_capped) for d in group)]
-    return out
-
-
 def owned_nodes(site: OnPremSite, instance: str) -> int:
     """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
     return sum(o.nodes for o in site.owned if o.instance == instance)
@@ -450,10 +390,14 @@ def formulate(candidates: Candidates) -> Problem:
 
     share_capped = spec.policy.max_cloud_share is not None and spec.policy.max_cloud_share < 1.0
     chosen: dict[str, tuple[Candidate, ...]] = {}
+    caps: dict[str, int] = {}    # inference candidate -> most replicas an optimal plan needs
     dropped: dict[str, tuple[str, ...]] = {}
     for w in spec.workloads:
         kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
         kept = prune(kept, H, share_capped)
+        if isinstance(w, InferenceWorkload):
+            caps.update(replica_caps(kept, share_capped))
+            kept = [c for c in kept if caps.get(c.id, 1) > 0]
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
         dropped[w.name] = tuple(why)
 
@@ -491,7 +435,7 @@ def formulate(candidates: Candidates) -> Problem:
                 for m in active:
                     # c alone carries month m with ceil(D/tau) replicas; more never helps (every
                     # constraint y appears in is a demand to cover or a resource to spend).
-                    ub_m = replicas_needed(D[m], tau)
+                    ub_m = min(replicas_needed(D[m], tau), caps.get(c.id, math.inf))
                     yn = B.var(y_name(c, m), "integer", ub_m)
                     if isinstance(site, OnPremSite):
                         node = cat.onprem_nodes[c.instance]

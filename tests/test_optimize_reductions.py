@@ -1,0 +1,59 @@
+"""The exact reductions of compiler/optimize/reductions.py, on figures worked by hand.
+
+Each case is one the old, inexact reductions got wrong (../shared/optimality-cases/) or the
+argument in the reduction's docstring turns on."""
+
+from __future__ import annotations
+
+from compiler.optimize.reductions import dominates, prune, replica_caps
+
+from optimize_fixtures import cloud, infer_cand, inference, onprem, train_cand, training
+
+
+def test_two_tp4_replicas_dominate_one_tp8_on_the_same_node():
+    # Llama-3-70B fp8 on p5.48xlarge (the estimates of examples/multi-region-inference.yaml):
+    # tp2 2,027 tok/s, tp4 4,533, tp8 8,738. Two tp4 replicas: 8 GPUs, 9,066 tok/s > one tp8.
+    # One tp4: 4 GPUs, 4,533 > two tp2 (4,054): an optimal plan needs at most one tp2 replica.
+    w, aws = inference("chat"), cloud()
+    tp2, tp4, tp8 = (infer_cand(w, aws, "p5.48xlarge", t, tps) for t, tps in ((2, 2027.198), (4, 4533.241),
+                                                                               (8, 8738.165)))
+    caps = replica_caps([tp2, tp4, tp8])
+    assert caps == {tp2.id: 1, tp8.id: 0}
+
+
+def test_no_cap_across_pools_or_where_the_bundle_carries_less():
+    w, aws = inference("chat"), cloud()
+    a = infer_cand(w, aws, "p5.48xlarge", 4, 4533.0)
+    b = infer_cand(w, aws, "p4de.24xlarge", 2, 3000.0)     # another pool: packs into other nodes
+    c = infer_cand(w, aws, "p5.48xlarge", 8, 9500.0)       # better per GPU than two tp4
+    assert replica_caps([a, b, c]) == {a.id: 1}           # two tp4 (9,066) < one tp8: cap 1 on tp4
+
+
+def test_on_prem_serving_gets_no_cap_under_a_cloud_share():
+    w, dc = inference("chat"), onprem()
+    tp2, tp4 = infer_cand(w, dc, "hgx-h100", 2, 2027.0), infer_cand(w, dc, "hgx-h100", 4, 4533.0)
+    assert replica_caps([tp2, tp4]) == {tp2.id: 1}
+    assert replica_caps([tp2, tp4], share_capped=True) == {}
+
+
+def test_cloud_training_dominance_is_month_by_month():
+    # Optimality case F: 4 nodes for 1,000 h (2,920 + 1,080 node-hours in months 0, 1) against
+    # 8 nodes for 480 h (3,840 in month 0 only). The first holds fewer nodes but runs in month 1;
+    # the second fewer node-hours in total (3,840 < 4,000) but more nodes and more in month 0.
+    # Neither dominates on a cloud pool, where reserved hours are shared month by month.
+    w, aws = training("job"), cloud()
+    slow, fast = train_cand(w, aws, "p5.48xlarge", 4, 1000.0), train_cand(w, aws, "p5.48xlarge", 8, 480.0)
+    assert not dominates(slow, fast, 12, False) and not dominates(fast, slow, 12, False)
+    # Same job, fewer node-hours in every month and fewer nodes: dominated.
+    lean = train_cand(w, aws, "p5.48xlarge", 4, 900.0, tag="lean")
+    assert dominates(lean, slow, 12, False)
+    assert prune([slow, fast, lean], 12) == [fast, lean]
+
+
+def test_spot_and_on_prem_dominance_is_on_total_node_hours():
+    w, dc = training("job"), onprem()
+    a = train_cand(w, dc, "hgx-h100", 4, 700.0, fabric="infiniband-ndr")    # 2,800 node-hours, month 0
+    b = train_cand(w, dc, "hgx-h100", 4, 800.0, fabric="infiniband-ndr", tag="b")  # 3,200, months 0-1
+    assert dominates(a, b, 12, False)
+    # Under max_cloud_share a dearer on-prem choice can be what keeps the cloud's share down.
+    assert not dominates(a, b, 12, True)
