@@ -19,8 +19,8 @@ reserved 1y, 24.768 spot); on-prem power is 10.2 kW * 1.3 PUE * 0.15 $/kWh per n
 
 from __future__ import annotations
 
-from compiler.plan import (Alternative, LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo,
-                           StoragePlan, WorkloadPlan)
+from compiler.plan import (Alternative, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SitePlan,
+                           SolverInfo, StoragePlan, WorkloadPlan)
 
 HORIZON = 36
 HOURS = 730.0
@@ -33,6 +33,16 @@ SHA_B = "3f1c" + "0" * 56 + "bb02"
 def _months(start: int, end: int, value, other=0):
     """A per-month series: `value` in months [start, end), `other` elsewhere."""
     return tuple(value if start <= m < end else other for m in range(HORIZON))
+
+
+def _hours(per_month: dict[int, float], horizon: int = HORIZON) -> tuple[float, ...]:
+    return tuple(float(per_month.get(m, 0.0)) for m in range(horizon))
+
+
+def _held(pricing: str, nodes: int, hours: dict[int, float], horizon: int = HORIZON) -> Holding:
+    """A holding of `nodes` nodes in the months of `hours` (month -> hours run on each node)."""
+    return Holding(pricing, tuple(nodes if m in hours else 0 for m in range(horizon)),
+                   _hours({m: nodes * h for m, h in hours.items()}, horizon))
 
 
 def _sites() -> tuple[SitePlan, ...]:
@@ -50,7 +60,9 @@ def _pretrain() -> WorkloadPlan:
         name="llama-70b-pretrain", kind="training", gpu="H100", gpus=512,
         layout=LayoutPlan(tp=8, pp=4, dp=16, ep=1),
         placements=(Placement(site="aws-use1", instance="p5.48xlarge", pricing="on_demand",
-                              nodes=64, gpus=512, replicas=0),),
+                              nodes=64, gpus=512, replicas=0,
+                              candidate="llama-70b-pretrain/aws-use1/p5.48xlarge/512g/od",
+                              holdings=(_held("on_demand", 64, {0: HOURS, 1: 422.0}),)),),
         estimate={"memory_gb_per_gpu": 61.4, "duration_hours": 1152.0, "mfu": 0.4,
                   "tokens_per_s": 482253.0},
         cost_usd=cost, orchestrator="slurm", start_month=0,
@@ -77,9 +89,15 @@ def _chat(replicas: int) -> WorkloadPlan:
         layout=LayoutPlan(tp=2, pp=1, dp=1, ep=1),
         placements=(
             Placement(site="aws-use1", instance="p5.48xlarge", pricing="reserved_1y",
-                      nodes=nodes, gpus=replicas * 2, replicas=replicas),
+                      nodes=nodes, gpus=replicas * 2, replicas=replicas,
+                      candidate="chat-70b/aws-use1/p5.48xlarge/tp2", gpus_per_replica=2,
+                      holdings=(_held("reserved_1y", nodes, {m: HOURS for m in range(2, HORIZON)}),),
+                      monthly_replicas=_months(2, HORIZON, replicas)),
             Placement(site="fra-dc1", instance="dgx-h100", pricing="owned",
-                      nodes=nodes, gpus=replicas * 2, replicas=replicas),
+                      nodes=nodes, gpus=replicas * 2, replicas=replicas,
+                      candidate="chat-70b/fra-dc1/dgx-h100+ethernet-100g/tp2", gpus_per_replica=2,
+                      holdings=(_held("owned", nodes, {m: HOURS for m in range(2, HORIZON)}),),
+                      monthly_replicas=_months(2, HORIZON, replicas)),
         ),
         estimate={"memory_gb_per_gpu": 71.2, "tokens_per_s": 1500.0 * 2 * replicas,
                   "ttft_ms": 412.0, "tpot_ms": 21.3, "batch": 32},
@@ -95,15 +113,18 @@ def _chat(replicas: int) -> WorkloadPlan:
     )
 
 
-def _resnet(moved: bool) -> WorkloadPlan:
+def _resnet(moved: bool, horizon: int = HORIZON) -> WorkloadPlan:
     if moved:
         placement = Placement(site="aws-use1", instance="p5.48xlarge", pricing="spot",
-                              nodes=1, gpus=8, replicas=0)
+                              nodes=1, gpus=8, replicas=0, candidate="resnet50/aws-use1/p5.48xlarge/8g/spot",
+                              holdings=(_held("spot", 1, {1: 26.0}, horizon),))
         cost, alts = round(P5_SPOT * 1 * 26.0, 2), ()
         hours = 26.0          # 8 % checkpoint/restart overhead on spot
     else:
         placement = Placement(site="fra-dc1", instance="dgx-h100", pricing="owned",
-                              nodes=1, gpus=8, replicas=0)
+                              nodes=1, gpus=8, replicas=0,
+                              candidate="resnet50/fra-dc1/dgx-h100+infiniband-ndr/8g/od",
+                              holdings=(_held("owned", 1, {1: 24.0}, horizon),))
         cost, hours = round(POWER_NODE_HOUR * 24.0, 2), 24.0
         alts = (Alternative(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus=8,
                             pricing="spot", cost_usd=round(P5_SPOT * 26.0, 2),
@@ -121,31 +142,39 @@ def _pools(replicas: int, resnet_moved: bool) -> tuple[Pool, ...]:
     fra_used = tuple(
         (chat_nodes if m >= 2 else 0) + (1 if (m == 1 and not resnet_moved) else 0)
         for m in range(HORIZON))
+    chat_hours = {m: chat_nodes * HOURS for m in range(2, HORIZON)}
     pools = [
         Pool(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus_per_node=8, nodes=64,
              pricing="on_demand", fabric="efa", monthly_nodes=_months(0, 2, 64),
-             monthly_utilization=_months(0, 2, 1.0, 0.0)),
+             monthly_utilization=_months(0, 2, 1.0, 0.0),
+             monthly_node_hours=_hours({0: 64 * HOURS, 1: 64 * 422.0})),
         Pool(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus_per_node=8,
              nodes=chat_nodes, pricing="reserved_1y", fabric="efa",
              monthly_nodes=_months(2, HORIZON, chat_nodes),
              # replicas grow with traffic; the reserved nodes are held from month 2 on
              monthly_utilization=tuple(0.0 if m < 2 else round(min(1.0, 0.52 * 1.02 ** (m - 2)), 4)
-                                       for m in range(HORIZON))),
+                                       for m in range(HORIZON)),
+             monthly_node_hours=_hours(chat_hours),
+             reservations=tuple(Reservation(a, chat_nodes) for a in (2, 14, 26))),
         Pool(site="fra-dc1", instance="dgx-h100", gpu="H100", gpus_per_node=8, nodes=8,
              pricing="owned", fabric="infiniband-ndr", monthly_nodes=fra_used,
-             monthly_utilization=tuple(round(n / 8, 4) for n in fra_used)),
+             monthly_utilization=tuple(round(n / 8, 4) for n in fra_used),
+             monthly_node_hours=_hours({**chat_hours, **({} if resnet_moved else {1: 24.0})})),
     ]
     if resnet_moved:
         pools.append(Pool(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus_per_node=8,
                           nodes=1, pricing="spot", fabric="efa", monthly_nodes=_months(1, 2, 1),
-                          monthly_utilization=_months(1, 2, 1.0, 0.0)))
+                          monthly_utilization=_months(1, 2, 1.0, 0.0),
+                          monthly_node_hours=_hours({1: 26.0})))
     return tuple(sorted(pools, key=lambda p: (p.site, p.instance, p.pricing)))
 
 
 def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...]) -> Plan:
     workloads = (_chat(replicas), _pretrain(), _resnet(resnet_moved))
-    storage = (StoragePlan(site="aws-use1", tier="fsx-lustre", capacity_tb=48.0, cost_usd=82_944.0),
-               StoragePlan(site="fra-dc1", tier="onprem-lustre", capacity_tb=10.0, cost_usd=21_000.0))
+    storage = (StoragePlan(site="aws-use1", tier="fsx-lustre", capacity_tb=48.0, cost_usd=82_944.0,
+                           monthly_tb=_months(0, 2, 48.0, 0.0)),
+               StoragePlan(site="fra-dc1", tier="onprem-lustre", capacity_tb=10.0, cost_usd=21_000.0,
+                           monthly_tb=_months(0, HORIZON, 10.0)))
     chat = workloads[0]
     aws_chat = chat.placements[0]
     cloud = workloads[1].cost_usd + P5_R1 * aws_chat.nodes * HOURS * 34
@@ -211,7 +240,7 @@ def doubled_inference_plan() -> Plan:
 
 def vision_only_plan() -> Plan:
     """A small cloud-only plan: one vision job, no inference, no break-even, empty monthly series."""
-    wl = _resnet(True)
+    wl = _resnet(True, horizon=3)
     return Plan(
         spec_name="vision", spec_sha256="0" * 64, catalog_version="2026.11", horizon_months=3,
         solver=SolverInfo(name="highs", status="optimal", objective_usd=wl.cost_usd,

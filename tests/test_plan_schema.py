@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from compiler.plan import (LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
+from compiler.plan import (Holding, LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
                            from_dict, to_dict, to_json)
 from compiler.resources import schema
 from plan_fixtures import ALL, hybrid_plan
@@ -37,7 +37,8 @@ def test_every_fixture_plan_validates(name):
 
 
 def _minimal(kind: str, estimate: dict) -> Plan:
-    """A hand-built plan with one workload and nothing optional."""
+    """A hand-built plan with one workload and nothing optional (a placement still says which
+    candidate it runs and which nodes it holds)."""
     return Plan(
         spec_name="tiny", spec_sha256="a" * 64, catalog_version="2026.11", horizon_months=1,
         solver=SolverInfo("highs", "optimal", 10.0, 10.0, 0.0, 0.01), total_cost_usd=10.0,
@@ -47,7 +48,8 @@ def _minimal(kind: str, estimate: dict) -> Plan:
         workloads=(WorkloadPlan(
             name="w", kind=kind, gpu="L4", gpus=1, layout=LayoutPlan(),
             placements=(Placement("gcp-usc1", "g2-standard-8", "on_demand", 1, 1,
-                                  1 if kind == "inference" else 0),),
+                                  1 if kind == "inference" else 0, candidate="w/gcp-usc1/g2-standard-8/tp1",
+                                  holdings=(Holding("on_demand", (1,), (730.0,)),)),),
             estimate=estimate, cost_usd=10.0, orchestrator="kubernetes"),))
 
 
@@ -109,6 +111,21 @@ def _mutations():
         "breakeven missing months": delete(["breakeven", 0, "breakeven_months"]),
         "layout with cp": set_(["workloads", 0, "layout", "cp"], 2),
         "bad cost category name": set_(["cost_breakdown_usd", "Cloud Compute"], 1.0),
+        "placement without holdings": set_(["workloads", 1, "placements", 0, "holdings"], []),
+        "placement missing holdings": delete(["workloads", 1, "placements", 0, "holdings"]),
+        "placement without candidate": delete(["workloads", 0, "placements", 0, "candidate"]),
+        "holding of an unknown pricing": set_(["workloads", 1, "placements", 0, "holdings", 0, "pricing"],
+                                              "reserved_5y"),
+        "holding with a fractional node": set_(["workloads", 1, "placements", 0, "holdings", 0,
+                                                "monthly_nodes", 0], 1.5),
+        "holding with negative node-hours": set_(["workloads", 1, "placements", 0, "holdings", 0,
+                                                  "monthly_node_hours", 0], -1.0),
+        "unknown holding key": set_(["workloads", 1, "placements", 0, "holdings", 0, "zone"], "a"),
+        "negative replicas in a month": set_(["workloads", 0, "placements", 0, "monthly_replicas", 2], -1),
+        "pool missing node-hours": delete(["pools", 0, "monthly_node_hours"]),
+        "empty reservation": set_(["pools", 1, "reservations", 0, "nodes"], 0),
+        "reservation without start": delete(["pools", 1, "reservations", 0, "start_month"]),
+        "storage missing its months": delete(["storage", 0, "monthly_tb"]),
     }
 
 
