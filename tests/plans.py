@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.plan import (LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, StoragePlan,
+from compiler.plan import (Holding, LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, StoragePlan,
                            WorkloadPlan)
 
 SOLVER = SolverInfo(name="cbc", status="optimal", objective_usd=1.0, best_bound_usd=1.0,
                     gap=0.0, seconds=0.1)
+HORIZON = 12
+
+
+def held(p: Placement, horizon: int = HORIZON) -> Placement:
+    """The placement holding its nodes of its own pricing all month, every month (unless it
+    says otherwise): what these plans assume."""
+    if p.holdings:
+        return p
+    h = Holding(p.pricing, (p.nodes,) * horizon, (p.nodes * 730.0,) * horizon)
+    extra = {}
+    if p.replicas:
+        extra = {"gpus_per_replica": max(1, p.gpus // p.replicas), "monthly_replicas": (p.replicas,) * horizon}
+    return replace(p, holdings=(h,), candidate=p.candidate or f"{p.site}/{p.instance}/{p.pricing}", **extra)
 
 
 def _plan(name: str, sites, pools, workloads, storage) -> Plan:
+    workloads = [replace(w, placements=tuple(held(p) for p in w.placements)) for w in workloads]
     return Plan(spec_name=name, spec_sha256="0" * 64, catalog_version="test",
-                horizon_months=12, solver=SOLVER, total_cost_usd=1.0,
+                horizon_months=HORIZON, solver=SOLVER, total_cost_usd=1.0,
                 cost_breakdown_usd={"cloud_compute": 1.0}, sites=tuple(sites),
                 pools=tuple(pools), workloads=tuple(workloads), storage=tuple(storage))
 
@@ -126,6 +140,41 @@ def onprem_plan() -> Plan:
 
 
 PLANS = {"aws": aws_plan, "gcp": gcp_plan, "azure": azure_plan, "onprem": onprem_plan}
+
+
+def split_plan() -> Plan:
+    """Holdings that disagree with a label (not among PLANS: no golden tree).
+
+    `burst` (32 x p5.48xlarge in month 10) is labelled reserved_1y, as a guess would have it: it
+    rides the one reserved node's 30 idle hours, but its 32 nodes are on demand. `chat` serves from
+    two candidates at the same site: 4 replicas of 2 GPUs and 2 replicas of 4 GPUs."""
+    months = lambda value, *active: tuple(value if m in active else 0 for m in range(HORIZON))  # noqa: E731
+    steady = replace(training("steady", "aws-use1", "p5.48xlarge", "reserved_1y", 1, 8, tp=8),
+                     placements=(Placement("aws-use1", "p5.48xlarge", "reserved_1y", 1, 8,
+                                           candidate="steady/aws-use1/p5.48xlarge/8g/od", holdings=(
+                                               Holding("reserved_1y", (1,) * 11 + (0,),
+                                                       (730.0,) * 10 + (700.0, 0.0)),)),))
+    burst = replace(training("burst", "aws-use1", "p5.48xlarge", "reserved_1y", 32, 256, tp=8, pp=4),
+                    placements=(Placement("aws-use1", "p5.48xlarge", "reserved_1y", 32, 256,
+                                          candidate="burst/aws-use1/p5.48xlarge/256g/od", holdings=(
+                                              Holding("reserved_1y", months(1, 10), months(30.0, 10)),
+                                              Holding("on_demand", months(32, 10),
+                                                      months(32 * 730.0 - 30.0, 10)))),))
+    chat = inference("chat", [
+        Placement("aws-use1", "g6e.48xlarge", "on_demand", 1, 8, 4, candidate="chat/aws-use1/g6e.48xlarge/tp2",
+                  gpus_per_replica=2, holdings=(Holding("on_demand", (1,) * HORIZON, (730.0,) * HORIZON),),
+                  monthly_replicas=(4,) * HORIZON),
+        Placement("aws-use1", "g6e.48xlarge", "on_demand", 1, 8, 2, candidate="chat/aws-use1/g6e.48xlarge/tp4",
+                  gpus_per_replica=4, holdings=(Holding("on_demand", (1,) * HORIZON, (730.0,) * HORIZON),),
+                  monthly_replicas=(2,) * HORIZON)], tp=2, gpu="L40S")
+    return _plan(
+        "split-platform",
+        sites=[SitePlan("aws-use1", "cloud", "aws", "us-east-1", ("kubernetes", "slurm"))],
+        pools=[Pool("aws-use1", "p5.48xlarge", "H100", 8, 1, "reserved_1y", "efa"),
+               Pool("aws-use1", "p5.48xlarge", "H100", 8, 32, "on_demand", "efa"),
+               Pool("aws-use1", "g6e.48xlarge", "L40S", 8, 2, "on_demand", "ethernet")],
+        workloads=[steady, burst, chat],
+        storage=[StoragePlan("aws-use1", "fsx-lustre", 10.0, 1.0)])
 
 
 def renamed(plan: Plan, old: str, new: str) -> Plan:

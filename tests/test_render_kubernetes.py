@@ -124,3 +124,28 @@ def test_kueue_quota_and_inference_objects_follow_the_plan():
     pdb = next(d for _, d in docs if d["kind"] == "PodDisruptionBudget")
     assert pdb["spec"] == {"maxUnavailable": 1, "selector": {
         "matchLabels": {"app.kubernetes.io/name": "chat-8b"}}}
+
+
+def test_two_placements_of_a_service_at_one_site_are_two_deployments():
+    # chat runs 4 replicas of 2 GPUs and 2 of 4 GPUs at aws-use1 (two candidates): each gets its
+    # own Deployment, Service, HPA and PDB; both serve the model under the workload's name.
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+    from plans import split_plan
+
+    files = render(split_plan(), load_catalog())
+    serve = sorted(p for p in files if "/30-serve-" in p)
+    assert serve == ["kubernetes/aws-use1/30-serve-chat-tp2.yaml", "kubernetes/aws-use1/30-serve-chat-tp4.yaml"]
+    deps = {}
+    for path in serve:
+        docs = [d for d in yaml.safe_load_all(files[path]) if d]
+        names = {d["metadata"]["name"] for d in docs}
+        dep = next(d for d in docs if d["kind"] == "Deployment")
+        deps[dep["metadata"]["name"]] = dep
+        assert len(names) == 1, names       # Deployment, Service, HPA and PDB share one name
+    assert {n: d["spec"]["replicas"] for n, d in deps.items()} == {"chat-tp2": 4, "chat-tp4": 2}
+    for d in deps.values():
+        args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert "--served-model-name=chat" in args
+    assert deps["chat-tp4"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": 4}

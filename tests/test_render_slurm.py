@@ -118,3 +118,19 @@ def test_job_scripts_pass_shellcheck(case, path, tmp_path):
     out = subprocess.run([_shellcheck(), "-S", "warning", "-s", "bash", str(script)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_job_goes_to_the_partition_its_nodes_are_in():
+    # burst is labelled reserved_1y but holds 32 on-demand nodes (and one reserved node for 30
+    # hours): it is sent to the on-demand partition, which holds its 32 nodes.
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+    from plans import split_plan
+
+    files = render(split_plan(), load_catalog())
+    sbatch = files["slurm/aws-use1/jobs/burst.sbatch"]
+    assert "#SBATCH --partition=p5-48xlarge-on-demand" in sbatch
+    assert "#SBATCH --partition=p5-48xlarge-reserved-1y" in files["slurm/aws-use1/jobs/steady.sbatch"]
+    conf = files["slurm/aws-use1/slurm.conf"]
+    assert "PartitionName=p5-48xlarge-on-demand Nodes=p5-48xlarge-on-demand[01-32]" in conf
+    assert "PartitionName=p5-48xlarge-reserved-1y Nodes=p5-48xlarge-reserved-1y01" in conf

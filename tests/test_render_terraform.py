@@ -162,3 +162,15 @@ def test_terraform_validate_aws(case, site, tmp_path):
     val = subprocess.run(["terraform", "validate", "-no-color"], cwd=folder,
                          capture_output=True, text=True, timeout=180, env=env)
     assert val.returncode == 0, val.stdout + val.stderr
+
+
+def test_pools_are_sized_by_where_the_nodes_are():
+    # burst's 32 nodes are on demand (its label says reserved_1y): the reserved group has the one
+    # reserved node, the on-demand group the 32.
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+    from plans import split_plan
+
+    main = plain(hcl2.loads(render(split_plan(), load_catalog())["terraform/aws-use1/main.tf"]))
+    sizes = {name: asg["desired_capacity"] for name, asg in _resources(main, "aws_autoscaling_group").items()}
+    assert sizes == {"p5_48xlarge_reserved_1y_slurm": 1, "p5_48xlarge_on_demand_slurm": 32}

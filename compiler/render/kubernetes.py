@@ -23,6 +23,6 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
         out[f"{base}/20-train-{job.name}.yaml"] = render_template(
             "kubernetes/jobset.yaml.j2", site=site, job=job, **COMMON)
     for svc in site.inference:
-        out[f"{base}/30-serve-{svc.name}.yaml"] = render_template(
+        out[f"{base}/30-serve-{svc.object_name}.yaml"] = render_template(
             "kubernetes/inference.yaml.j2", site=site, svc=svc, **COMMON)
     return out

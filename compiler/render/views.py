@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog, CloudInstance, OnPremNode
-from compiler.plan import Placement, Plan, Pool, SitePlan, StoragePlan, WorkloadPlan
+from compiler.plan import PRICINGS, Placement, Plan, Pool, SitePlan, StoragePlan, WorkloadPlan
 
 GIB = 2**30
 MIB = 2**20
@@ -174,9 +174,22 @@ class PoolView:
         return max(self.kubernetes_nodes * self.shape.gpus - self.inference_gpus, 0)
 
 
+def home_pricing(p: Placement) -> str:
+    """The pricing of the pool a placement's work is sent to: where it holds the most nodes at
+    once (its holdings, not its label: a 32-node job beside one reserved node is on the on-demand
+    pool); ties by node-hours, then owned, purchase, reserved_3y, reserved_1y, on_demand, spot.
+    A placement without holdings (a hand-made plan) goes by its pricing."""
+    if not p.holdings:
+        return p.pricing
+    order = {q: k for k, q in enumerate(PRICINGS)}
+    best = min(p.holdings, key=lambda h: (-max(h.monthly_nodes, default=0), -sum(h.monthly_node_hours),
+                                          order.get(h.pricing, len(order))))
+    return best.pricing if max(best.monthly_nodes, default=0) or sum(best.monthly_node_hours) else p.pricing
+
+
 def _placements_on(plan: Plan, pool: Pool) -> list[tuple[WorkloadPlan, Placement]]:
     return [(w, p) for w in plan.workloads for p in w.placements
-            if (p.site, p.instance, p.pricing) == (pool.site, pool.instance, pool.pricing)]
+            if (p.site, p.instance, home_pricing(p)) == (pool.site, pool.instance, pool.pricing)]
 
 
 def pool_views(plan: Plan, catalog: Catalog, site: str) -> tuple[PoolView, ...]:
@@ -211,10 +224,12 @@ def pool_views(plan: Plan, catalog: Catalog, site: str) -> tuple[PoolView, ...]:
 
 
 def pool_for(pools: tuple[PoolView, ...], placement: Placement) -> PoolView:
-    for pool in pools:
-        if (pool.instance, pool.pricing) == (placement.instance, placement.pricing):
-            return pool
-    raise KeyError(f"no pool at {placement.site} for {placement.instance}/{placement.pricing}")
+    """The pool a placement's work is sent to (home_pricing), else the one its label names."""
+    for pricing in dict.fromkeys((home_pricing(placement), placement.pricing)):
+        for pool in pools:
+            if (pool.instance, pool.pricing) == (placement.instance, pricing):
+                return pool
+    raise KeyError(f"no pool at {placement.site} for {placement.instance}/{home_pricing(placement)}")
 
 
 # ---------------------------------------------------------------------------- storage
@@ -426,7 +441,7 @@ class TrainingJob:
 
 @dataclass(frozen=True)
 class InferenceService:
-    name: str
+    name: str                     # the workload's name (the served model)
     site: str
     pool: PoolView
     replicas: int
@@ -437,6 +452,13 @@ class InferenceService:
     pdb_max_unavailable: int      # 0 means: use min_available instead
     pdb_min_available: int
     model_dir: str
+    # Kubernetes object and file name: the workload's name, unless it has several placements at
+    # the site (one per candidate: instance, GPUs per replica), then suffixed to keep them apart.
+    deployment: str = ""
+
+    @property
+    def object_name(self) -> str:
+        return self.deployment or self.name
 
 
 def training_jobs(plan: Plan, catalog: Catalog, site: str, pools: tuple[PoolView, ...],
@@ -456,7 +478,7 @@ def training_jobs(plan: Plan, catalog: Catalog, site: str, pools: tuple[PoolView
                 gpus_per_node=per_node, tp=w.layout.tp, pp=w.layout.pp, dp=w.layout.dp,
                 ep=w.layout.ep,
                 cpus_per_task=max(1, pool.shape.vcpus * per_node // pool.shape.gpus),
-                spot=p.pricing == "spot",
+                spot=pool.spot,
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
                 nccl=nccl_profile(pool.fabric, pool.instance),
                 duration_hours=float(w.estimate.get("duration_hours", 0.0) or 0.0),
@@ -470,12 +492,15 @@ def inference_services(plan: Plan, site: str, pools: tuple[PoolView, ...],
     for w in sorted(plan.workloads, key=lambda w: w.name):
         if w.kind != "inference" or w.orchestrator == "slurm":
             continue
-        for p in w.placements:
-            if p.site != site or p.replicas <= 0:
-                continue
+        here = [p for p in w.placements if p.site == site and p.replicas > 0]
+        for p in here:
             pool = pool_for(pools, p)
-            per_replica = max(1, p.gpus // p.replicas)
+            per_replica = p.gpus_per_replica or max(1, p.gpus // p.replicas)
             replicas = p.replicas
+            deployment = ""
+            if len(here) > 1:
+                same_size = sum(1 for q in here if (q.gpus_per_replica or q.gpus // q.replicas) == per_replica)
+                deployment = f"{w.name}-tp{per_replica}" + (f"-{slug(p.instance)}" if same_size > 1 else "")
             spare = replicas >= 2
             out.append(InferenceService(
                 name=w.name, site=site, pool=pool, replicas=replicas,
@@ -486,6 +511,7 @@ def inference_services(plan: Plan, site: str, pools: tuple[PoolView, ...],
                 pdb_max_unavailable=1 if spare else 0,
                 pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}",
+                deployment=deployment,
             ))
     return tuple(out)
 
