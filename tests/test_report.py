@@ -242,3 +242,78 @@ def test_inference_label_counts_what_runs_at_once_not_each_sites_own_peak():
         Placement(a.site, a.instance, a.pricing, 2, 10, 5),
         Placement(b.site, b.instance, b.pricing, 1, 8, 4))})
     assert views.workload_view(w).gpus_label == "7 replicas on 14 x H100"
+
+
+def _with_burst_holdings(plan):
+    """llama-70b-pretrain on 1 reserved_3y + 63 on-demand nodes in months 0-3, 64 on demand in 4."""
+    from dataclasses import replace
+
+    from compiler.plan import Holding
+
+    pretrain = next(w for w in plan.workloads if w.name == "llama-70b-pretrain")
+    (p,) = pretrain.placements
+    H = plan.horizon_months
+    reserved = Holding("reserved_3y", tuple(1 if m < 4 else 0 for m in range(H)),
+                       tuple(730.0 if m < 4 else 0.0 for m in range(H)))
+    od = Holding("on_demand", tuple(63 if m < 4 else 64 if m == 4 else 0 for m in range(H)),
+                 tuple(63 * 730.0 if m < 4 else 64 * 100.0 if m == 4 else 0.0 for m in range(H)))
+    pretrain = replace(pretrain, placements=(replace(p, holdings=(reserved, od)),))
+    return replace(plan, workloads=tuple(pretrain if w.name == pretrain.name else w for w in plan.workloads))
+
+
+def test_workloads_show_the_nodes_they_hold_per_pricing_by_month_range(catalog):
+    plan = _with_burst_holdings(hybrid_plan())
+    w = next(v for v in views.build(plan).workloads if v.name == "llama-70b-pretrain")
+    assert [(h.months, h.where, h.text) for h in w.holdings] == [
+        ("0-3", "aws-use1 p5.48xlarge", "1 reserved_3y + 63 on_demand nodes"),
+        ("4", "aws-use1 p5.48xlarge", "64 on_demand nodes")]
+    out = render_report(plan, catalog)
+    section = out["report.md"].split("### llama-70b-pretrain (training)")[1].split("###")[0]
+    assert "| 0-3 | aws-use1 p5.48xlarge | 1 reserved_3y + 63 on_demand nodes |" in section
+    assert "| 4 | aws-use1 p5.48xlarge | 64 on_demand nodes |" in section
+    assert "<tr><td>0-3</td><td>aws-use1 p5.48xlarge</td><td>1 reserved_3y + 63 on_demand nodes</td></tr>" \
+        in out["report.html"]
+
+
+def test_services_show_replicas_per_site_month_by_month(catalog, hybrid):
+    md = hybrid["report.md"].split("### chat-70b (inference)")[1].split("###")[0]
+    assert "| Months | aws-use1 | fra-dc1 |\n| --- | ---: | ---: |\n| 2-35 | 16 | 16 |" in md
+    assert "| 2-35 | aws-use1 p5.48xlarge | 4 reserved_1y nodes |" in md
+    assert "| 2-35 | fra-dc1 dgx-h100 | 4 owned nodes |" in md
+    assert "| aws-use1 | p5.48xlarge | reserved_1y | 4 | 32 | 16 x 2 GPUs |" in md
+
+
+def test_replica_ranges_follow_the_months_and_add_up_a_sites_candidates():
+    # Two candidates at aws-use1 (tp2 and tp4) and one at fra-dc1; ranges break where any site
+    # changes, months with no replica anywhere are left out.
+    from dataclasses import replace
+
+    chat = hybrid_plan().workloads[0]
+    aws, fra = chat.placements
+    H = 36
+    series = lambda *v: tuple(v) + (v[-1],) * (H - len(v))  # noqa: E731
+    w = replace(chat, placements=(
+        replace(aws, monthly_replicas=series(0, 0, 2, 2, 3, 3)),
+        replace(aws, candidate="chat-70b/aws-use1/p5.48xlarge/tp4", gpus_per_replica=4,
+                monthly_replicas=series(0, 0, 1, 1, 1, 0)),
+        replace(fra, monthly_replicas=series(0, 0, 2, 2, 2, 2))))
+    v = views.workload_view(w)
+    assert v.replica_sites == ("aws-use1", "fra-dc1")
+    assert [(s.months, s.replicas) for s in v.replicas_by_month] == [
+        ("2-3", (3, 2)), ("4", (4, 2)), ("5-35", (3, 2))]
+    # the why-line names each site once, whatever the number of candidates there
+    assert v.why.count("aws-use1 (p5.48xlarge") == 1
+
+
+def test_a_plan_without_holdings_still_reports():
+    # plan.json from before holdings (from_dict fills none): no holdings table, nothing breaks
+    from dataclasses import replace
+
+    plan = hybrid_plan()
+    bare = replace(plan, workloads=tuple(
+        replace(w, placements=tuple(replace(p, holdings=(), monthly_replicas=()) for p in w.placements))
+        for w in plan.workloads))
+    view = views.build(bare)
+    assert all(w.holdings == () and w.replicas_by_month == () for w in view.workloads)
+    md = render_report(bare, load_catalog())["report.md"]
+    assert "Nodes held, by pricing" not in md and "Replicas per site" not in md

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import Plan, Pool, WorkloadPlan
+from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
 ON_PREM_PRICING = ("owned", "purchase")
@@ -110,10 +110,46 @@ class EstimateItem:
 class PlacementRow:
     site: str
     instance: str
-    pricing: str
+    pricing: str                  # the placement's main pricing (most node-hours)
     nodes: int
     gpus: int
     replicas: int
+    gpus_per_replica: int = 0     # inference
+
+
+def _month_range(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
+
+
+@dataclass(frozen=True)
+class HoldingSpan:
+    """Consecutive months in which a workload holds the same nodes, per pricing, in one pool."""
+    first_month: int
+    last_month: int
+    where: str                    # "aws-use1 p5.48xlarge"
+    nodes: tuple[tuple[str, int], ...]   # (pricing, nodes held), in allotment order
+
+    @property
+    def months(self) -> str:
+        return _month_range(self.first_month, self.last_month)
+
+    @property
+    def text(self) -> str:
+        """'1 reserved_3y + 31 on_demand nodes'."""
+        total = sum(n for _, n in self.nodes)
+        return " + ".join(f"{n} {p}" for p, n in self.nodes) + (" node" if total == 1 else " nodes")
+
+
+@dataclass(frozen=True)
+class ReplicaSpan:
+    """Consecutive months in which a service runs the same replicas at every site."""
+    first_month: int
+    last_month: int
+    replicas: tuple[int, ...]     # per site, in WorkloadView.replica_sites order
+
+    @property
+    def months(self) -> str:
+        return _month_range(self.first_month, self.last_month)
 
 
 @dataclass(frozen=True)
@@ -147,6 +183,9 @@ class WorkloadView:
     headline: str                 # duration (training) or capacity (inference), for tables
     alternatives: tuple[AlternativeRow, ...]
     why: str
+    holdings: tuple[HoldingSpan, ...] = ()      # nodes held per pricing, month ranges
+    replica_sites: tuple[str, ...] = ()         # inference: the sites of replicas_by_month
+    replicas_by_month: tuple[ReplicaSpan, ...] = ()   # inference: replicas per site, month ranges
 
 
 @dataclass(frozen=True)
@@ -380,7 +419,8 @@ def _money(usd: float) -> str:
 
 
 def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, ...]) -> str:
-    where = ", ".join(f"{p.site} ({p.instance}, {p.pricing.replace('_', ' ')})" for p in w.placements)
+    where = ", ".join(dict.fromkeys(f"{p.site} ({p.instance}, {p.pricing.replace('_', ' ')})"
+                                    for p in w.placements))
     text = f"{w.name} runs as {_gpus_label(w, pools)} at {where} for {_money(w.cost_usd)}"
     if alts:
         a = alts[0]
@@ -396,6 +436,44 @@ def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, .
     return text + "."
 
 
+def _spans(series: list[tuple]) -> list[tuple[int, int, tuple]]:
+    """Runs of equal values: (first month, last month, value); empty values are left out."""
+    out: list[tuple[int, int, tuple]] = []
+    for m, v in enumerate(series):
+        if out and out[-1][2] == v and out[-1][1] == m - 1:
+            out[-1] = (out[-1][0], m, v)
+        elif any(v):
+            out.append((m, m, v))
+    return [t for t in out if any(t[2])]
+
+
+def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
+    """The nodes a workload holds in each pool, per pricing, merged over equal months."""
+    out = []
+    for site, inst in sorted({(p.site, p.instance) for p in w.placements}):
+        mine = [p for p in w.placements if (p.site, p.instance) == (site, inst)]
+        months = max((len(h.monthly_nodes) for p in mine for h in p.holdings), default=0)
+        series = []
+        for m in range(months):
+            held = {q: sum(h.monthly_nodes[m] for p in mine for h in p.holdings
+                           if h.pricing == q and m < len(h.monthly_nodes)) for q in PRICINGS}
+            series.append(tuple((q, n) for q, n in held.items() if n))
+        for first, last, nodes in _spans([tuple(x) for x in series]):
+            out.append(HoldingSpan(first, last, f"{site} {inst}", nodes))
+    return tuple(sorted(out, key=lambda s: (s.first_month, s.where)))
+
+
+def replica_spans(w: WorkloadPlan) -> tuple[tuple[str, ...], tuple[ReplicaSpan, ...]]:
+    """A service's replicas per site, month by month, merged over equal months."""
+    if w.kind != "inference" or not any(p.monthly_replicas for p in w.placements):
+        return (), ()
+    sites = tuple(sorted({p.site for p in w.placements}))
+    months = max(len(p.monthly_replicas) for p in w.placements)
+    series = [tuple(sum(p.monthly_replicas[m] for p in w.placements if p.site == s and m < len(p.monthly_replicas))
+                    for s in sites) for m in range(months)]
+    return sites, tuple(ReplicaSpan(a, b, v) for a, b, v in _spans(series))
+
+
 def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView:
     alts = _alternatives(w)
     return WorkloadView(
@@ -403,9 +481,10 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView
         sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
         layout=_layout(w), orchestrator=w.orchestrator, start_month=w.start_month,
         cost_usd=w.cost_usd,
-        placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas)
-                         for p in w.placements),
-        estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools))
+        placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
+                                      p.gpus_per_replica) for p in w.placements),
+        estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
+        holdings=holding_spans(w), replica_sites=replica_spans(w)[0], replicas_by_month=replica_spans(w)[1])
 
 
 def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
