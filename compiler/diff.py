@@ -5,8 +5,12 @@
     diff_to_json(d) -> dict             the same facts for CI (sorted, rounded: deterministic)
 
 Pools are matched by (site, instance, pricing); workloads by name. A workload "moved" when
-its site, instance, GPU, GPU count or pricing changed; replicas or nodes alone are a resize
-(for inference the GPU count is replicas x GPUs per replica, so it alone is a resize too).
+its site, instance, GPU, GPU count or pricing changed, or it holds nodes of a pricing (in a
+pool) it did not hold before or no longer holds; replicas or nodes alone are a resize (for
+inference the GPU count is replicas x GPUs per replica, so it alone is a resize too).
+Per workload the diff also lists the nodes it holds per pool and pricing (most at once, and
+node-hours over the horizon) where they differ, e.g. a job moving from reserved to on-demand
+nodes, and for services the replicas per site (peak, and the months that differ).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import Plan, Pool, WorkloadPlan
+from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,27 @@ class Delta:
 
 
 @dataclass(frozen=True)
+class HoldingDelta:
+    """The nodes a workload holds of one pricing in one pool, in plan A and plan B."""
+    site: str
+    instance: str
+    pricing: str
+    nodes_a: int                  # most nodes held at once in any month (0: none)
+    nodes_b: int
+    node_hours_a: float | None    # over the horizon (None: the plan gives no holdings)
+    node_hours_b: float | None
+
+
+@dataclass(frozen=True)
+class ReplicaDelta:
+    """A service's replicas at one site in plan A and plan B."""
+    site: str
+    peak_a: int
+    peak_b: int
+    months: str                   # the months whose replicas differ, as ranges: "2-11, 14"
+
+
+@dataclass(frozen=True)
 class WorkloadDiff:
     name: str
     status: str                   # added | removed | changed | unchanged
@@ -69,6 +94,8 @@ class WorkloadDiff:
     changes: tuple[Change, ...]   # placement-level fields that differ
     estimate: tuple[Delta, ...]   # estimate keys whose value differs
     cost: Delta
+    holdings: tuple[HoldingDelta, ...] = ()   # per pool and pricing, where they differ
+    replicas: tuple[ReplicaDelta, ...] = ()   # inference: per site, where they differ
 
 
 @dataclass(frozen=True)
@@ -113,9 +140,94 @@ def _pools(a: Plan, b: Plan):
         x, y = pa[k], pb[k]
         changes = tuple(Change(f, getattr(x, f), getattr(y, f))
                         for f in ("gpu", "gpus_per_node", "nodes", "fabric") if getattr(x, f) != getattr(y, f))
+        if _terms(x) != _terms(y):
+            changes += (Change("reservations", _terms(x), _terms(y)),)
         if changes:
             resized.append(PoolResize(*k, gpu=y.gpu, nodes_a=x.nodes, nodes_b=y.nodes, changes=changes))
     return added, removed, tuple(resized)
+
+
+def _terms(p: Pool) -> str:
+    """A reserved pool's terms: '4 from month 2, 4 from month 14'."""
+    return ", ".join(f"{r.nodes} from month {r.start_month}" for r in p.reservations)
+
+
+def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None]]:
+    """(site, instance, pricing) -> (most nodes held at once in a month, node-hours over the
+    horizon). A placement without holdings (plan.json from before them) holds its nodes of its
+    pricing, node-hours unknown."""
+    nodes: dict[tuple[str, str, str], list[int]] = {}
+    hours: dict[tuple[str, str, str], float | None] = {}
+
+    def add(key, series, node_hours: float | None) -> None:
+        have = nodes.setdefault(key, [])
+        have.extend([0] * (len(series) - len(have)))
+        for m, n in enumerate(series):
+            have[m] += n
+        before = hours.get(key, 0.0)
+        hours[key] = None if before is None or node_hours is None else before + node_hours
+
+    for p in w.placements:
+        if not p.holdings:
+            add((p.site, p.instance, p.pricing), [p.nodes], None)
+        for h in p.holdings:
+            add((p.site, p.instance, h.pricing), list(h.monthly_nodes), sum(h.monthly_node_hours))
+    out = {k: (max(v, default=0), hours[k]) for k, v in nodes.items()}
+    return {k: v for k, v in out.items() if v[0] or v[1]}
+
+
+def _holdings(a: WorkloadPlan, b: WorkloadPlan) -> tuple[HoldingDelta, ...]:
+    ha, hb = _held(a), _held(b)
+    order = {p: i for i, p in enumerate(PRICINGS)}
+    out = []
+    for key in sorted(ha.keys() | hb.keys(), key=lambda k: (k[0], k[1], order.get(k[2], 99), k[2])):
+        (na, xa), (nb, xb) = ha.get(key, (0, 0.0)), hb.get(key, (0, 0.0))
+        same_hours = xa is None or xb is None or abs(xa - xb) < 0.005
+        if na != nb or not same_hours:
+            out.append(HoldingDelta(*key, na, nb, xa, xb))
+    return tuple(out)
+
+
+def _ranges(months: list[int]) -> str:
+    out: list[list[int]] = []
+    for m in months:
+        if out and out[-1][1] == m - 1:
+            out[-1][1] = m
+        else:
+            out.append([m, m])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
+def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
+    """Replicas per site, month by month; False when the plan gives no months (plan.json from
+    before them: each placement's peak only)."""
+    months = all(p.monthly_replicas for p in w.placements)
+    out: dict[str, list[int]] = {}
+    for p in w.placements:
+        series = list(p.monthly_replicas) if months else [p.replicas]
+        have = out.setdefault(p.site, [])
+        have.extend([0] * (len(series) - len(have)))
+        for m, r in enumerate(series):
+            have[m] += r
+    return out, months
+
+
+def _replicas(a: WorkloadPlan, b: WorkloadPlan) -> tuple[ReplicaDelta, ...]:
+    if "inference" not in (a.kind, b.kind):
+        return ()
+    (ra, ma), (rb, mb) = _site_replicas(a), _site_replicas(b)
+    out = []
+    for site in sorted(ra.keys() | rb.keys()):
+        x, y = ra.get(site, [0]), rb.get(site, [0])
+        if ma and mb:
+            n = max(len(x), len(y))
+            x, y = x + [0] * (n - len(x)), y + [0] * (n - len(y))
+            differ = [m for m in range(n) if x[m] != y[m]]
+            if differ:
+                out.append(ReplicaDelta(site, max(x), max(y), _ranges(differ)))
+        elif max(x) != max(y):
+            out.append(ReplicaDelta(site, max(x), max(y), ""))
+    return tuple(out)
 
 
 def _shape(w: WorkloadPlan) -> dict[str, Any]:
@@ -163,9 +275,15 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> Work
     # An inference workload's gpus is its replicas times the GPUs of one replica: more
     # replicas on the same sites and instances is a resize, not a move.
     move_fields = MOVE_FIELDS if b.kind == "training" else tuple(f for f in MOVE_FIELDS if f != "gpus")
-    moved = any(c.field in move_fields for c in changes)
-    same = not changes and not estimate and abs(a.cost_usd - b.cost_usd) < 0.005
-    return WorkloadDiff(name, "unchanged" if same else "changed", moved, changes, estimate, cost)
+    holdings = _holdings(a, b)
+    replicas = _replicas(a, b)
+    # nodes of a pricing (in a pool) held before and not now, or now and not before: a move
+    moved = any(c.field in move_fields for c in changes) or any(
+        (h.nodes_a == 0) != (h.nodes_b == 0) for h in holdings)
+    same = (not changes and not estimate and not holdings and not replicas
+            and abs(a.cost_usd - b.cost_usd) < 0.005)
+    return WorkloadDiff(name, "unchanged" if same else "changed", moved, changes, estimate, cost,
+                        holdings, replicas)
 
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
@@ -224,6 +342,12 @@ def diff_to_json(d: PlanDiff) -> dict[str, Any]:
             "changes": [_change_json(c) for c in w.changes],
             "estimate": {e.key: _delta_json(e) for e in w.estimate},
             "cost_usd": _delta_json(w.cost),
+            "holdings": [{"site": h.site, "instance": h.instance, "pricing": h.pricing,
+                          "nodes_a": h.nodes_a, "nodes_b": h.nodes_b,
+                          "node_hours_a": _r(h.node_hours_a), "node_hours_b": _r(h.node_hours_b)}
+                         for h in w.holdings],
+            "replicas": [{"site": r.site, "peak_a": r.peak_a, "peak_b": r.peak_b, "months": r.months}
+                         for r in w.replicas],
         } for w in d.workloads],
     }
 
@@ -245,6 +369,10 @@ def _value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
     return "-" if v is None else str(v)
+
+
+def _hours(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
 
 
 def render_diff(d: PlanDiff, console) -> None:
@@ -290,6 +418,26 @@ def render_diff(d: PlanDiff, console) -> None:
             t.add_row(w.name, status, what or "-", _money(w.cost.a), _money(w.cost.b),
                       _money(w.cost.delta, True), _pct(w.cost))
         console.print(t)
+
+        rows = [(w.name, h) for w in changed for h in w.holdings]
+        if rows:
+            t = Table(title="Nodes held, by pricing (most at once; node-hours over the horizon)",
+                      title_justify="left")
+            for col in ("workload", "where", "pricing", "nodes A", "nodes B", "node-hours A", "node-hours B"):
+                t.add_column(col, justify="left" if col in ("workload", "where", "pricing") else "right")
+            for name, h in rows:
+                t.add_row(name, f"{h.site} {h.instance}", h.pricing, str(h.nodes_a), str(h.nodes_b),
+                          _hours(h.node_hours_a), _hours(h.node_hours_b))
+            console.print(t)
+
+        rows = [(w.name, r) for w in changed for r in w.replicas]
+        if rows:
+            t = Table(title="Replicas per site (peak)", title_justify="left")
+            for col in ("workload", "site", "A", "B", "months that differ"):
+                t.add_column(col, justify="right" if col in ("A", "B") else "left")
+            for name, r in rows:
+                t.add_row(name, r.site, str(r.peak_a), str(r.peak_b), r.months or "-")
+            console.print(t)
 
         rows = [(w.name, e) for w in changed for e in w.estimate]
         if rows:

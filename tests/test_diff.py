@@ -103,3 +103,104 @@ def test_workloads_added_and_removed():
     assert back["chat-70b"] == "removed"
     doc = diff_to_json(d)
     assert doc["workloads"][0]["cost_usd"]["a"] is None
+
+
+def _row(text: str, *first: str) -> list[str]:
+    """The remaining cells of the table row whose first cells are `first`."""
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if tuple(cells[:len(first)]) == first:
+            return cells[len(first):]
+    raise AssertionError(f"no row {first}")
+
+
+def test_holdings_and_replicas_per_site(doubled):
+    by_name = {w.name: w for w in doubled.workloads}
+    chat = by_name["chat-70b"]
+    assert [(h.site, h.pricing, h.nodes_a, h.nodes_b) for h in chat.holdings] == [
+        ("aws-use1", "reserved_1y", 4, 8), ("fra-dc1", "owned", 4, 8)]
+    assert chat.holdings[0].node_hours_a == pytest.approx(4 * 730.0 * 34)
+    assert chat.holdings[0].node_hours_b == pytest.approx(8 * 730.0 * 34)
+    assert [(r.site, r.peak_a, r.peak_b, r.months) for r in chat.replicas] == [
+        ("aws-use1", 16, 32, "2-35"), ("fra-dc1", 16, 32, "2-35")]
+    assert not chat.moved            # more of the same nodes: a resize
+    resnet = by_name["resnet50"]
+    assert [(h.site, h.pricing, h.nodes_a, h.nodes_b) for h in resnet.holdings] == [
+        ("aws-use1", "spot", 0, 1), ("fra-dc1", "owned", 1, 0)]
+    assert resnet.replicas == ()
+    assert by_name["llama-70b-pretrain"].holdings == ()
+
+
+def _pretrain_on(plan, holdings, pricing):
+    from dataclasses import replace
+
+    w = next(w for w in plan.workloads if w.name == "llama-70b-pretrain")
+    w = replace(w, placements=(replace(w.placements[0], pricing=pricing, holdings=holdings),))
+    return replace(plan, workloads=tuple(w if x.name == w.name else x for x in plan.workloads))
+
+
+def test_a_job_moving_from_reserved_to_on_demand_nodes():
+    from compiler.plan import Holding
+
+    H = 36
+    months = lambda v: tuple(v if m < 2 else type(v)(0) for m in range(H))  # noqa: E731
+    a = _pretrain_on(hybrid_plan(), (Holding("reserved_1y", months(64), months(64 * 576.0)),), "reserved_1y")
+    b = _pretrain_on(hybrid_plan(), (Holding("reserved_1y", months(1), months(576.0)),
+                                     Holding("on_demand", months(63), months(63 * 576.0))), "on_demand")
+    d = diff_plans(_read(a), _read(b))
+    w = next(x for x in d.workloads if x.name == "llama-70b-pretrain")
+    assert w.status == "changed" and w.moved
+    assert {c.field: (c.a, c.b) for c in w.changes} == {"pricing": ("reserved_1y", "on_demand")}
+    assert [(h.pricing, h.nodes_a, h.nodes_b, h.node_hours_a, h.node_hours_b) for h in w.holdings] == [
+        ("reserved_1y", 64, 1, 64 * 576.0 * 2, 576.0 * 2), ("on_demand", 0, 63, 0.0, 63 * 576.0 * 2)]
+    # same main pricing, fewer reserved nodes: a change in holdings, not a move
+    c = _pretrain_on(hybrid_plan(), (Holding("reserved_1y", months(2), months(2 * 576.0)),
+                                     Holding("on_demand", months(62), months(62 * 576.0))), "on_demand")
+    w2 = next(x for x in diff_plans(b, c).workloads if x.name == "llama-70b-pretrain")
+    assert w2.status == "changed" and not w2.moved and w2.changes == ()
+    assert [(h.pricing, h.nodes_a, h.nodes_b) for h in w2.holdings] == [("reserved_1y", 1, 2), ("on_demand", 63, 62)]
+
+    console = Console(width=160, record=True, color_system=None)
+    render_diff(d, console)
+    text = console.export_text()
+    assert "Nodes held, by pricing" in text
+    assert "aws-use1 p5.48xlarge" in text and "reserved_1y" in text and "on_demand" in text
+    assert _row(text, "llama-70b-pretrain", "aws-use1 p5.48xlarge", "reserved_1y") == [
+        "64", "1", "73,728", "1,152"]
+    assert _row(text, "llama-70b-pretrain", "aws-use1 p5.48xlarge", "on_demand") == [
+        "0", "63", "0", "72,576"]                                   # 63 x 576 h x 2 months
+
+
+def test_replicas_per_site_in_the_table_and_json(doubled):
+    console = Console(width=160, record=True, color_system=None)
+    render_diff(doubled, console)
+    text = console.export_text()
+    assert "Replicas per site (peak)" in text
+    assert _row(text, "chat-70b", "fra-dc1") == ["16", "32", "2-35"]
+    assert _row(text, "resnet50", "fra-dc1 dgx-h100", "owned") == ["1", "0", "24", "0"]
+    doc = diff_to_json(doubled)
+    chat = doc["workloads"][0]
+    assert chat["replicas"] == [{"site": "aws-use1", "peak_a": 16, "peak_b": 32, "months": "2-35"},
+                                {"site": "fra-dc1", "peak_a": 16, "peak_b": 32, "months": "2-35"}]
+    assert chat["holdings"][0] == {"site": "aws-use1", "instance": "p5.48xlarge", "pricing": "reserved_1y",
+                                   "nodes_a": 4, "nodes_b": 8, "node_hours_a": 99280.0,
+                                   "node_hours_b": 198560.0}
+
+
+def test_a_plan_from_before_holdings_compares():
+    # plan.json without holdings or months of replicas (from_dict leaves them empty)
+    doc = json.loads(to_json(hybrid_plan()))
+    for w in doc["workloads"]:
+        for p in w["placements"]:
+            for key in ("holdings", "monthly_replicas", "candidate", "gpus_per_replica"):
+                p.pop(key)
+    old = from_dict(doc)
+    d = diff_plans(old, _read(hybrid_plan()))
+    by_name = {w.name: w for w in d.workloads}
+    # the same nodes of the same pricings: nothing to show but node-hours now known
+    assert by_name["llama-70b-pretrain"].holdings == ()
+    assert by_name["chat-70b"].replicas == ()
+    d2 = diff_plans(old, _read(doubled_inference_plan()))
+    chat = {w.name: w for w in d2.workloads}["chat-70b"]
+    assert [(r.site, r.peak_a, r.peak_b, r.months) for r in chat.replicas] == [
+        ("aws-use1", 16, 32, ""), ("fra-dc1", 16, 32, "")]
