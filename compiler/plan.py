@@ -46,21 +46,26 @@ class Pool:
     instance: str
     gpu: str
     gpus_per_node: int
-    nodes: int                    # peak nodes over the horizon (what Terraform / the BOM provides)
+    nodes: int                    # what Terraform / the BOM provides: owned: the nodes owned;
+                                  # purchase: bought; others: the peak of monthly_nodes
     pricing: str                  # on_demand | spot | reserved_1y | reserved_3y | owned | purchase
     fabric: str
     monthly_nodes: tuple[int, ...] = ()       # nodes of this pricing in each month (owned/purchase:
                                               # in use; reserved: reserved; on_demand/spot: rented)
     monthly_utilization: tuple[float, ...] = ()  # GPUs busy / GPUs provided, month by month
-    monthly_node_hours: tuple[float, ...] = ()   # node-hours run (on_demand, spot: billed) per month
+    monthly_node_hours: tuple[float, ...] = ()   # node-hours per month: on_demand, spot: billed (what
+                                              # the placements may run); reserved, owned, purchase: run
     reservations: tuple[Reservation, ...] = ()   # reserved pools: the terms bought, by start month
 
 
 @dataclass(frozen=True)
 class Holding:
-    """The nodes one placement holds of one pricing, month by month (DESIGN.md section 5).
-    Invariants: monthly_nodes[m] <= the pool of that pricing's monthly_nodes[m], and per pool,
-    pricing and month the placements' node-hours add up to no more than the pool provides."""
+    """The nodes one placement holds of one pricing, month by month (DESIGN.md section 5; the
+    rule that allots them is compiler/optimize/allot.py).
+    Invariants: monthly_nodes[m] <= the pool of that pricing's monthly_nodes[m]; per pool,
+    pricing and month the placements' node-hours add up to no more than the pool provides (730 h
+    per reserved, owned or bought node; on_demand and spot: the pool's monthly_node_hours); a
+    placement's holdings add up, month by month, to the node-hours it runs."""
     pricing: str                  # owned | purchase | reserved_1y | reserved_3y | on_demand | spot
     monthly_nodes: tuple[int, ...]          # nodes held in each month of the horizon
     monthly_node_hours: tuple[float, ...]   # node-hours run on them in each month
@@ -71,8 +76,9 @@ class Placement:
     site: str
     instance: str
     pricing: str                  # the holding with the most node-hours (ties: PRICINGS order)
-    nodes: int                    # peak nodes held at once, all pricings together
-    gpus: int                     # peak GPUs held at once
+    nodes: int                    # peak nodes held at once, all pricings together (training: the
+                                  # job's nodes; inference: ceil(replicas x GPUs each / per node))
+    gpus: int                     # peak GPUs held at once (inference: replicas x gpus_per_replica)
     replicas: int = 0             # inference only (peak over the horizon)
     candidate: str = ""           # the estimate's candidate id (`infra-compile estimate`)
     gpus_per_replica: int = 0     # inference only

@@ -200,14 +200,9 @@ def test_reserved_hours_beyond_what_a_short_job_can_run_on():
 
 # --- invariants over the shipped examples -------------------------------------------------
 
-def _candidate_index(plan, candidates):
-    """candidate id -> Candidate (from the estimate, or for hand-made specs from the placements)."""
-    if candidates is None:
-        return None
-    return {c.id: c for cs in candidates.by_workload.values() for c in cs}
-
-
 def check_invariants(plan, cands=None) -> None:
+    """DESIGN.md section 5's holdings contract; `cands` (candidate id -> Candidate) adds the
+    training jobs' hours per month."""
     H = plan.horizon_months
     pools = {(p.site, p.instance, p.pricing): p for p in plan.pools}
     run: dict[tuple, float] = {}
@@ -279,8 +274,7 @@ def compiled():
     for name in EXAMPLES:
         path = ROOT / "examples" / f"{name}.yaml"
         cands, _doc = estimate(path)
-        out[name] = (compile_spec(path).plan, _candidate_index(None, None) or
-                     {c.id: c for cs in cands.by_workload.values() for c in cs})
+        out[name] = (compile_spec(path).plan, {c.id: c for cs in cands.by_workload.values() for c in cs})
     return out
 
 

@@ -183,7 +183,7 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
                 continue
             n = min(d.whole_nodes, math.ceil(nh / d.hours - EPS)) if d.hours > EPS else d.whole_nodes
             out.append(Share(p, n, nh))
-            busy[p] = busy.get(p, 0.0) + nh / d.hours if d.hours > EPS else 0.0
+            busy[p] = busy.get(p, 0.0) + (nh / d.hours if d.hours > EPS else 0.0)
             if d.kind == "job" or d.pinned:
                 in_use[p] = in_use.get(p, 0) + n
         shares[d.key] = tuple(out)

@@ -111,17 +111,15 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     # nodes (capex, support, fabric) to the holders of bought nodes; where nobody holds them
     # (idle reserved nodes), to every user of the pool that month, then over the horizon.
     workload_cost = dict(direct)
-    unowned = 0.0
 
     def spread(amount: float, *candidates: dict[str, float]) -> None:
-        nonlocal unowned
+        """To the first group of users with any node-hours, in proportion to them."""
         for wts in candidates:
             tot = sum(wts.values())
             if tot > 1e-9:
                 for name, x in wts.items():
                     workload_cost[name] = workload_cost.get(name, 0.0) + amount * x / tot
                 return
-        unowned += amount
 
     everything = [p for p in PRICINGS if p != "spot"]
     all_months = range(H)
