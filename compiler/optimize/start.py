@@ -156,19 +156,27 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             # Spread over the k cheapest sites, each carrying 1/(k-1) of the load, so the
             # service survives losing any one (k = 1 and the whole load without that need);
             # a site whose limits cannot take its share is passed over.
-            ks = range(2, len(ranked) + 1) if w.slo.availability >= 0.999 else (1,)
+            # One candidate per site: replicas at one site do not survive its loss.
+            best_per_site = list({c.site: c for c in reversed(ranked)}.values())
+            best_per_site.sort(key=lambda c: (_rank(problem, c)[0], c.id))
+            ks = range(2, len(best_per_site) + 1) if w.slo.availability >= 0.999 else (1,)
             if not ks:
                 return None
-            k = min(ks, key=lambda k: (sum(_rank(problem, c)[0] for c in ranked[:k]) / max(1, k - 1), k))
+            k = min(ks, key=lambda k: (sum(_rank(problem, c)[0] for c in best_per_site[:k]) / max(1, k - 1), k))
             share = 1.0 / max(1, k - 1)
-            placed = 0
+            placed, used = 0, set()
             for c in ranked:
+                if c.site in used:
+                    continue
                 reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
                         for m, d in enumerate(demand) if d > 0}
+                if any(y > (kind[F.y_name(c, m)].ub or math.inf) for m, y in reps.items()):
+                    continue   # a capped candidate (reductions.replica_caps): a better one is in its pool
                 if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}):
                     continue
                 for m, y in reps.items():
                     vals[F.y_name(c, m)] = float(y)
+                used.add(c.site)
                 placed += 1
                 if placed == k:
                     break
