@@ -317,3 +317,23 @@ def test_a_plan_without_holdings_still_reports():
     assert all(w.holdings == () and w.replicas_by_month == () for w in view.workloads)
     md = render_report(bare, load_catalog())["report.md"]
     assert "Nodes held, by pricing" not in md and "Replicas per site" not in md
+
+
+def test_a_services_candidates_in_one_pool_hold_their_node_hours_worth():
+    # Two candidates of chat-70b share one reserved p5 node all month (2 replicas x 2 GPUs and
+    # 1 x 4 GPUs: 8 GPUs); each placement rounds its half node up to a node, the service holds one.
+    from dataclasses import replace
+
+    from compiler.plan import Holding
+
+    chat = hybrid_plan().workloads[0]
+    aws = chat.placements[0]
+    half = Holding("reserved_1y", (1,) * 36, (365.0,) * 36)
+    w = replace(chat, placements=(
+        replace(aws, replicas=2, gpus=4, holdings=(half,), monthly_replicas=(2,) * 36),
+        replace(aws, candidate="chat-70b/aws-use1/p5.48xlarge/tp4", gpus_per_replica=4, replicas=1, gpus=4,
+                holdings=(half,), monthly_replicas=(1,) * 36)))
+    v = views.workload_view(w)
+    assert [(h.months, h.where, h.text) for h in v.holdings] == [("0-35", "aws-use1 p5.48xlarge",
+                                                                 "1 reserved_1y node")]
+    assert [(s.months, s.replicas) for s in v.replicas_by_month] == [("0-35", (3,))]

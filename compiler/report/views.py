@@ -8,6 +8,7 @@ are formatted here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
 ON_PREM_PRICING = ("owned", "purchase")
+HOURS = 730.0                     # hours in a month
 
 
 @dataclass(frozen=True)
@@ -448,15 +450,22 @@ def _spans(series: list[tuple]) -> list[tuple[int, int, tuple]]:
 
 
 def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
-    """The nodes a workload holds in each pool, per pricing, merged over equal months."""
+    """The nodes a workload holds in each pool, per pricing, merged over equal months. A service
+    with several placements (candidates) in a pool holds their replicas' node-hours all month,
+    so it holds ceil(node-hours / 730) nodes of a pricing, not each placement's rounded up."""
     out = []
     for site, inst in sorted({(p.site, p.instance) for p in w.placements}):
         mine = [p for p in w.placements if (p.site, p.instance) == (site, inst)]
         months = max((len(h.monthly_nodes) for p in mine for h in p.holdings), default=0)
         series = []
         for m in range(months):
-            held = {q: sum(h.monthly_nodes[m] for p in mine for h in p.holdings
-                           if h.pricing == q and m < len(h.monthly_nodes)) for q in PRICINGS}
+            held = {}
+            for q in PRICINGS:
+                hs = [h for p in mine for h in p.holdings if h.pricing == q and m < len(h.monthly_nodes)]
+                n = sum(h.monthly_nodes[m] for h in hs)
+                if w.kind == "inference" and len(mine) > 1:
+                    n = min(n, math.ceil(sum(h.monthly_node_hours[m] for h in hs) / HOURS - 1e-6))
+                held[q] = n
             series.append(tuple((q, n) for q, n in held.items() if n))
         for first, last, nodes in _spans([tuple(x) for x in series]):
             out.append(HoldingSpan(first, last, f"{site} {inst}", nodes))
