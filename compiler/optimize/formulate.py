@@ -7,7 +7,7 @@ Notation
 --------
   M = {0..H-1}       months of the horizon (H = spec.horizon_months), 730 h each
   W_T, W_I           training and inference workloads
-  C_w                candidates of workload w (after policy/pin filters and pruning)
+  C_w                candidates of workload w (after policy/pin filters and the exact reductions)
   for a candidate c:  s(c) site, i(c) instance / node model, g_c GPUs (training: held;
                       inference: per replica), n_c nodes held (training), h_{c,m} hours
                       run in month m (training), tau_c output tokens/s of one replica
@@ -88,7 +88,8 @@ Constraints
   fills whole nodes (then (13) makes them integral anyway).
 
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
-before the model is built; dominated candidates are pruned (see `prune`).
+before the model is built; reductions.py removes only what provably no optimal plan needs
+(docs/optimizer.md, "Exact reductions").
 Each constraint keeps the spec path that caused it, so explain.py can point at the line.
 """
 
