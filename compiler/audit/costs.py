@@ -1,0 +1,139 @@
+"""Costs: every line of cost_breakdown_usd re-priced from the plan's choices with the audit's own
+unit costs (rules.py), the total, the solver's objective, and policy.max_cloud_share."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from compiler.audit import codes, rules
+from compiler.audit.context import ABS_USD, Context, Finding, close, exceeds, is_cloud, usd
+
+CATEGORIES = ("capex", "support", "fabric", "power", "cloud_compute", "storage", "egress")
+
+
+class Priced:
+    def __init__(self) -> None:
+        self.lines: dict[str, float] = {k: 0.0 for k in CATEGORIES}
+        self.storage: dict[tuple[str, str], float] = {}
+        self.storage_slack: dict[tuple[str, str], float] = {}   # rounding allowance per entry
+        self.cloud_storage = 0.0
+        self.missing: list[Finding] = []
+
+    @property
+    def total(self) -> float:
+        return sum(self.lines.values())
+
+
+def price(ctx: Context) -> Priced:
+    """The plan's cost lines, re-priced (once per audit)."""
+    if ctx._priced is not None:
+        return ctx._priced
+    out = ctx._priced = Priced()
+    H, cat = ctx.H, ctx.catalog
+    # Bought on-prem nodes: capex credited for the horizon, support, the fabric they are wired with.
+    for p in ctx.plan.pools:
+        site = ctx.sites.get(p.site)
+        if site is None or is_cloud(site) or p.pricing != "purchase" or p.instance not in cat.onprem_nodes:
+            continue
+        node = cat.onprem_nodes[p.instance]
+        out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H)
+        out.lines["support"] += p.nodes * rules.support_for_horizon(node, H)
+        fab = cat.fabrics.get(p.fabric)
+        if fab is not None:
+            out.lines["fabric"] += p.nodes * rules.fabric_per_node(fab)
+    # Power: node-hours run on-prem, owned and bought alike.
+    for (s, i, _m), nh in ctx.usage.onprem_node_hours.items():
+        out.lines["power"] += nh * rules.power_per_node_hour(cat.onprem_nodes[i], ctx.sites[s])
+    # Cloud: reserved terms (the months they cover), on-demand and spot hours billed.
+    for p in ctx.plan.pools:
+        site = ctx.sites.get(p.site)
+        if site is None or not is_cloud(site) or p.pricing not in rules.CLOUD_PRICINGS:
+            continue
+        rate = rules.cloud_rate(cat, site, p.instance, p.pricing)
+        if p.pricing in rules.TERM_MONTHS:
+            amount = sum(r.nodes * rules.HOURS * len(rules.term_months(p.pricing, r.start_month, H))
+                         for r in p.reservations)
+        else:
+            amount = sum(p.monthly_node_hours[:H])
+        if rate is None:
+            if amount > 0:
+                out.missing.append(Finding(codes.PRICE_MISSING, f"pool {p.site}/{p.instance} {p.pricing}: the "
+                                           f"catalog has no {p.pricing} price for {p.instance} in {site.region}",
+                                           site.path))
+            continue
+        out.lines["cloud_compute"] += rate * amount
+    # Storage: $/TB-month provisioned, capex per TB of the peak.
+    for st in ctx.plan.storage:
+        site = ctx.sites.get(st.site)
+        tier = rules.tiers_at(cat, site).get(st.tier) if site is not None else None
+        if tier is None:
+            continue
+        amount = sum(st.monthly_tb[:H]) * tier.usd_per_tb_month + max(st.monthly_tb, default=0.0) * tier.capex_usd_per_tb
+        out.storage[(st.site, st.tier)] = amount
+        # sizes are written to 3 decimals: allow half a unit of each month and of the peak
+        out.storage_slack[(st.site, st.tier)] = 0.5e-3 * (len(st.monthly_tb) * tier.usd_per_tb_month
+                                                          + tier.capex_usd_per_tb)
+        out.lines["storage"] += amount
+        if is_cloud(site):
+            out.cloud_storage += amount
+    # Egress: a training job away from its data's home moves the dataset once.
+    for pl in ctx.placed:
+        w, c = pl.workload, pl.cand
+        if c.kind != "training" or not w.data or not w.data.home or not w.data.dataset_tb:
+            continue
+        if c.site != w.data.home and w.data.home in ctx.sites:
+            out.lines["egress"] += w.data.dataset_tb * rules.egress_per_tb(cat, ctx.sites[w.data.home])
+    return out
+
+
+def check_costs(ctx: Context) -> Iterator[Finding]:
+    priced = price(ctx)
+    yield from priced.missing
+    plan = ctx.plan
+    stated = plan.cost_breakdown_usd
+    for k in sorted(set(CATEGORIES) | set(stated)):
+        mine, theirs = priced.lines.get(k, 0.0), float(stated.get(k, 0.0))
+        if k not in priced.lines:
+            if abs(theirs) > ABS_USD:
+                yield Finding(codes.COST_LINE, f"cost line {k} ({usd(theirs)}) is no cost the plan's choices incur")
+            continue
+        slack = sum(priced.storage_slack.values()) if k == "storage" else 0.0
+        if not close(mine, theirs, ABS_USD + slack):
+            yield Finding(codes.COST_LINE, f"cost line {k} is {usd(theirs)}, the plan's choices cost {usd(mine)}")
+    lines = sum(float(v) for v in stated.values())
+    if not close(plan.total_cost_usd, lines, ABS_USD * max(1, len(stated))):
+        yield Finding(codes.COST_TOTAL, f"total_cost_usd is {usd(plan.total_cost_usd)}, its lines add up to "
+                      f"{usd(lines)}")
+    if not close(plan.solver.objective_usd, plan.total_cost_usd, ABS_USD * 4):
+        yield Finding(codes.OBJECTIVE, f"the solver's objective is {usd(plan.solver.objective_usd)}, the plan "
+                      f"costs {usd(plan.total_cost_usd)}")
+    for st in plan.storage:
+        mine = priced.storage.get((st.site, st.tier))
+        if mine is not None and not close(mine, st.cost_usd, ABS_USD + priced.storage_slack[(st.site, st.tier)]):
+            yield Finding(codes.STORAGE_COST, f"storage {st.site}/{st.tier} states {usd(st.cost_usd)}, "
+                          f"{sum(st.monthly_tb):,.2f} TB-months and its peak cost {usd(mine)}")
+    n = len(plan.workloads)
+    wsum = sum(w.cost_usd for w in plan.workloads)
+    if n and not close(wsum, plan.total_cost_usd, ABS_USD * n):
+        yield Finding(codes.ATTRIBUTION, f"the workloads' costs add up to {usd(wsum)}, the plan costs "
+                      f"{usd(plan.total_cost_usd)}")
+    if plan.monthly_cost_usd:
+        msum = sum(plan.monthly_cost_usd)
+        if not close(msum, plan.total_cost_usd, ABS_USD * len(plan.monthly_cost_usd)):
+            yield Finding(codes.ATTRIBUTION, f"the monthly costs add up to {usd(msum)}, the plan costs "
+                          f"{usd(plan.total_cost_usd)}")
+
+
+def check_cloud_share(ctx: Context) -> Iterator[Finding]:
+    """policy.max_cloud_share: cloud compute + cloud storage within the share of the total."""
+    share = ctx.spec.policy.max_cloud_share
+    if share is None or share >= 1.0:
+        return
+    priced = price(ctx)
+    cloud = priced.lines["cloud_compute"] + priced.cloud_storage
+    total = priced.total
+    if exceeds(cloud, share * total, ABS_USD):
+        yield Finding(codes.CLOUD_SHARE, f"cloud spend is {usd(cloud)} of {usd(total)} "
+                      f"({cloud / total:.1%}), policy.max_cloud_share is {share:.0%}",
+                      "$.policy.max_cloud_share")
+
