@@ -1,7 +1,8 @@
 """The command line: parse arguments, call the pipeline, print. No logic beyond that.
 
 Exit codes (the contract CI relies on): 0 done; 2 invalid input (usage or spec);
-3 infeasible; 4 --check found drift; 5 the solver gave no plan in time.
+3 infeasible; 4 --check found drift; 5 the solver gave no plan in time; 6 internal error:
+the plan failed its independent audit (compiler.audit; nothing is written).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import typer
 
 EXIT_OK, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_DRIFT, EXIT_NO_PLAN = 0, 2, 3, 4, 5
 EXIT_INTERNAL = 1
+EXIT_AUDIT = 6   # internal error: the plan failed its independent audit (compiler.pipeline._audit)
 
 app = typer.Typer(
     add_completion=False,
@@ -25,7 +27,8 @@ app = typer.Typer(
          "Terraform, Slurm and Kubernetes files and a design-review report.\n\n"
          "`infra-compile SPEC` is `infra-compile compile SPEC`.\n\n"
          "Exit codes: 0 done, 2 invalid input, 3 infeasible, 4 --check found drift, "
-         "5 no plan within the node or time limit.",
+         "5 no plan within the node or time limit, 6 internal error: the plan failed its "
+         "independent audit.",
 )
 
 

@@ -85,8 +85,27 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     except CompileError as exc:
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
+    _audit(candidates, plan, doc)
     catalog = candidates.catalog
     return Result(plan, render_artifacts(plan, catalog))
+
+
+EXIT_AUDIT = 6   # cli.EXIT_AUDIT: the plan failed its independent audit (an internal error)
+
+
+def _audit(candidates, plan, doc) -> None:
+    """The independent audit (compiler.audit, no code shared with the model) re-checks every
+    plan before anything is rendered; a finding is an internal error: exit 6, nothing written."""
+    import compiler.audit as audit
+    from compiler.diagnostics import CompileError, Diagnostic
+
+    findings = audit.audit(candidates.spec, candidates.catalog, candidates, plan)
+    if findings:
+        diags = [Diagnostic(f.code, f.message, audit.path_tuple(f.path)) for f in findings]
+        diags.append(Diagnostic("E601", f"internal error: the plan failed its independent audit "
+                                f"({len(findings)} finding{'s' if len(findings) != 1 else ''}); no output was written",
+                                hint="this is a bug in the compiler, not in the spec: please report it with the spec"))
+        raise _positioned(CompileError(diags, exit_code=EXIT_AUDIT), doc)
 
 
 def render_artifacts(plan, catalog) -> dict[str, str]:
