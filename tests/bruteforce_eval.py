@@ -1,0 +1,475 @@
+"""An oracle for the optimizer: tiny seeded platforms (training AND inference) and a brute force
+over their unreduced choice space, priced by an evaluator that shares no code with the model.
+
+Nothing here imports compiler.optimize (formulate, costs, mixes, cuts, start): the cost rules are
+written again from DESIGN.md section 4, docs/optimizer.md ("The model in prose") and the maths in
+formulate.py's docstring. Unit figures (prices, node power, capex, fabric ports, storage tiers)
+come from the catalog, like the model's.
+
+The semantics priced (docstring numbers in brackets):
+- every training job runs one candidate (1); a job holds its GPUs in every month of the horizon
+  in which it runs any hours (4, 6); work past the horizon is not priced;
+- a service runs whole replicas of any of its candidates in each month from its start, carrying
+  the month's output tokens/s (2), and with slo.availability >= 0.999 still carrying them after the
+  loss of any one site that has a candidate (3);
+- cloud GPUs at once per site and GPU type stay within the quota: training GPUs plus every GPU of
+  the whole nodes that carry replicas (4);
+- on-prem pools (site, node model): owned nodes plus whole bought nodes hold the GPUs in use in
+  every month (6); new nodes' kW x PUE within power_kw (7); nodes within the racks (8); every
+  bought node pays capex x min(1, H / useful life), support for the horizon and the fabric it is
+  wired with: the cheapest fabric among the pool's candidates' labels, or the one fabric its
+  multi-node training jobs assumed (5; one-node jobs and replicas run on any wiring); power for
+  owned and bought nodes alike, per node-hour run (training) or per GPU share of a node-month
+  (a replica of g GPUs on G-GPU nodes: g / G x 730 node-hours a month);
+- cloud pools (site, instance): replicas pack into whole nodes per month (13), each node 730
+  node-hours; training on non-spot capacity adds its node-hours; reserved nodes of a term can
+  start in ANY month, cost their price x 730 h for every month of the horizon they cover whether
+  used or not, and give 730 node-hours a month to the pool, shared by node-hours within the
+  month; the rest is bought on demand (12); spot candidates pay the spot price per node-hour;
+- storage per site and month holds the datasets and checkpoints (keep x model-state bytes) of
+  the jobs running there, in a tier sold in a minimum size; on-prem tiers also pay capex on the
+  peak TB (11); a job away from its data's home pays egress once.
+
+What the brute force enumerates, and the exact arguments that keep it small:
+- every combination of one candidate per training job;
+- for the service, every replica vector in every active month with y_c in 0..ceil(D_m / tau_c)
+  (a candidate with more replicas than it needs to carry the month alone can drop one: every row
+  it appears in stays satisfied), of which only the minimal feasible ones are kept (every cost and
+  every limit is nondecreasing in each y_c), and of those only the ones whose resource signature
+  (nodes per cloud pool, GPUs per on-prem pool) is not dominated by another's (cost and limits
+  depend on the vector through this signature only, nondecreasingly);
+- per choice, the cheapest way to provide it: bought nodes = the busiest month's whole nodes
+  less the owned ones; per cloud pool, reservations by depth-first search over start months
+  where a start month a gets new reservations only if month a needs at least as many nodes as
+  are then reserved (R_a <= ceil(N_a / 730)): otherwise moving one of them to start a month later
+  (dropping it in the last month) covers no less of what is used and costs no more.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
+
+from compiler.candidates import Candidate, Candidates, InferenceEstimate, Layout, TrainingEstimate
+from compiler.catalog import load_catalog
+from compiler.estimate.memory import model_state_bytes
+from compiler.spec import (CloudSite, Data, InferenceWindow, InferenceWorkload, OnPremSite, OwnedNodes, Policy,
+                           Slo, Spec, Traffic, TrainingWindow, TrainingWorkload)
+
+CATALOG = load_catalog()
+HOURS = 730.0
+TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
+TIER = {"aws": "fsx-lustre", "on_prem": "onprem-lustre"}
+EPS = 1e-9
+
+
+# --- tiny platforms -----------------------------------------------------------------------
+
+def _usage(start: int, hours: float) -> tuple[tuple[int, float], ...]:
+    out, m = [], start
+    while hours > 1e-9:
+        h = min(HOURS, hours)
+        out.append((m, h))
+        hours -= h
+        m += 1
+    return tuple(out)
+
+
+def _node(site, instance) -> tuple[str, int]:
+    if site.type == "cloud":
+        i = CATALOG.instances[instance]
+        return i.gpu, i.gpus
+    n = CATALOG.onprem_nodes[instance]
+    return n.gpu, n.gpus
+
+
+def train_cand(w: TrainingWorkload, site, instance: str, nodes: int, hours: float, spot: bool, fabric: str,
+               tag: str) -> Candidate:
+    gpu, gpn = _node(site, instance)
+    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fabric}/{nodes * gpn}g/{'spot' if spot else 'od'}/{tag}",
+                     workload=w.name, kind="training", site=site.name, site_type=site.type, instance=instance,
+                     gpu=gpu, gpus_per_node=gpn, gpus=nodes * gpn, nodes=nodes, layout=Layout(dp=nodes * gpn),
+                     fabric=fabric, spot=spot,
+                     estimate=TrainingEstimate(memory_gb_per_gpu=40.0, duration_hours=hours, mfu=0.4,
+                                               tokens_per_s=1e5),
+                     start_month=w.window.start_month, usage=_usage(w.window.start_month, hours))
+
+
+def serve_cand(w: InferenceWorkload, site, instance: str, tp: int, tokens_per_s: float, fabric: str,
+               tag: str) -> Candidate:
+    gpu, gpn = _node(site, instance)
+    assert gpn % tp == 0
+    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fabric}/tp{tp}/{tag}", workload=w.name,
+                     kind="inference", site=site.name, site_type=site.type, instance=instance, gpu=gpu,
+                     gpus_per_node=gpn, gpus=tp, nodes=0, layout=Layout(tp=tp), fabric=fabric, spot=False,
+                     estimate=InferenceEstimate(memory_gb_per_gpu=30.0, tokens_per_s=tokens_per_s, ttft_ms=200.0,
+                                                tpot_ms=40.0, batch=32),
+                     start_month=w.window.start_month)
+
+
+SERVE_OPTIONS = (("cloud", "g6e.xlarge", (1,)), ("cloud", "g6e.12xlarge", (1, 2, 4)),
+                 ("cloud", "p5.48xlarge", (1, 2, 4, 8)), ("on_prem", "hgx-h100", (1, 2, 4, 8)),
+                 ("on_prem", "l40s-server", (1, 2, 4, 8)))
+SPEED = {"H100": 1.0, "L40S": 0.4}
+
+
+def platform(seed: int) -> tuple[Spec, Candidates]:
+    """A tiny random platform: one AWS site, one data centre, 1-2 training jobs with 2-4 candidates,
+    one service with 2-4 candidates active in the last 1-4 months of a 3-13 month horizon."""
+    rng = random.Random(seed)
+    H = rng.randint(3, 13)
+    pricing = ["on_demand"]
+    if rng.random() < 0.75:
+        pricing.append("reserved_1y")
+    if rng.random() < 0.4:
+        pricing.append("spot")
+    quotas = {}
+    if rng.random() < 0.35:
+        quotas = {"H100": rng.choice([8, 16, 24]), "L40S": rng.choice([4, 8, 16])}
+    aws = CloudSite(name="aws-use1", provider="aws", region="us-east-1", pricing=tuple(pricing),
+                    quotas=MappingProxyType(quotas), path="$.sites[0]")
+    pue = rng.choice([1.2, 1.4])
+    new_nodes = rng.randint(0, 3)
+    owned = rng.randint(0, 2)
+    dc = OnPremSite(name="dc1", power_kw=round(new_nodes * CATALOG.onprem_nodes["hgx-h100"].power_kw * pue + 0.5, 2),
+                    electricity_usd_per_kwh=rng.choice([0.05, 0.15]), pue=pue, max_racks=40,
+                    owned=(OwnedNodes("hgx-h100", owned),) if owned else (), path="$.sites[1]")
+    sites = {"cloud": aws, "on_prem": dc}
+
+    workloads, cands = [], []
+    for k in range(rng.randint(1, 2)):
+        interruptible = "spot" in pricing and rng.random() < 0.7
+        data = None
+        if rng.random() < 0.4:
+            data = Data(dataset_tb=rng.choice([2.0, 20.0]), home=rng.choice([aws.name, dc.name]))
+        w = TrainingWorkload(name=f"train{k}", model="llama-3-8b", tokens=1e10,
+                             window=TrainingWindow(start_month=rng.randrange(0, H)), interruptible=interruptible,
+                             data=data, path=f"$.workloads[{len(workloads)}]")
+        workloads.append(w)
+        options = [(aws, "p5.48xlarge", False, "efa"), (dc, "hgx-h100", False, "infiniband-ndr"),
+                   (dc, "hgx-h100", False, "roce-400g")]
+        if interruptible:
+            options.append((aws, "p5.48xlarge", True, "efa"))
+        base = rng.choice([400.0, 1200.0, 2400.0])     # node-hours, spread over 1-3 nodes
+        for j in range(rng.randint(2, 4)):
+            site, inst, spot, fab = rng.choice(options)
+            nodes = rng.randint(1, 3)
+            hours = round(base / nodes * rng.uniform(0.8, 1.3), 1)
+            cands.append(train_cand(w, site, inst, nodes, hours, spot, fab, f"c{j}"))
+
+    start = max(0, H - rng.randint(1, 4))
+    svc = InferenceWorkload(name="svc", model="llama-3-8b",
+                            traffic=Traffic(peak_rps=10.0, input_tokens=500, output_tokens=100,
+                                            growth_per_month=rng.choice([0.0, 0.2, 0.5])),
+                            slo=Slo(ttft_p99_ms=1000, tpot_p99_ms=60, availability=rng.choice([0.99, 0.999])),
+                            window=InferenceWindow(start), path=f"$.workloads[{len(workloads)}]")
+    workloads.append(svc)
+    d_max = 1000.0 * (1.0 + svc.traffic.growth_per_month) ** (H - 1 - start)
+    picks = [rng.choice(SERVE_OPTIONS) for _ in range(rng.randint(2, 4))]
+    if svc.slo.availability >= 0.999 and len({k for k, _, _ in picks}) == 1 and rng.random() < 0.8:
+        picks[-1] = rng.choice([o for o in SERVE_OPTIONS if o[0] != picks[0][0]])   # mostly survivable
+    raw = []
+    for kind, inst, tps in picks:
+        tp = rng.choice(tps)
+        site = sites[kind]
+        raw.append((site, inst, tp, tp * SPEED[_node(site, inst)[0]] * rng.uniform(0.7, 1.3)))
+    top = max(r[3] for r in raw)
+    scale = d_max * rng.uniform(1.0, 1.4) / top
+    for j, (site, inst, tp, r) in enumerate(raw):
+        tau = round(max(r * scale, d_max / 4 * 1.003), 3)       # at most 4 replicas carry a month alone
+        fab = "efa" if site.type == "cloud" else "ethernet-100g"
+        cands.append(serve_cand(svc, site, inst, tp, tau, fab, f"s{j}"))
+
+    sp = Spec(api_version="infra-compile/v1", name=f"oracle-{seed}", horizon_months=H, sites=(aws, dc),
+              policy=Policy(), workloads=tuple(workloads), sha256="0" * 64)
+    by = {w.name: tuple(sorted((c for c in cands if c.workload == w.name), key=lambda c: c.id)) for w in workloads}
+    return sp, Candidates(spec=sp, catalog=CATALOG, by_workload=MappingProxyType(by), rejected=MappingProxyType({}))
+
+
+# --- unit costs, from the catalog -------------------------------------------------------------
+
+def fabric_per_node(name: str) -> float:
+    """Ports x cost per port plus 3 x ports / radix switches (leaf-and-spine share) per node."""
+    f = CATALOG.fabrics[name]
+    return f.ports_per_node * f.cost_per_port_usd + 3.0 * f.ports_per_node / f.switch_radix * f.switch_cost_usd
+
+
+def bought_node_usd(instance: str, H: int, fabric: str) -> float:
+    n = CATALOG.onprem_nodes[instance]
+    capex = n.capex_usd * min(1.0, H / (n.useful_life_years * 12.0))
+    return capex + n.support_usd_per_year * H / 12.0 + fabric_per_node(fabric)
+
+
+def power_usd_per_node_hour(instance: str, site: OnPremSite) -> float:
+    return CATALOG.onprem_nodes[instance].power_kw * site.pue * site.electricity_usd_per_kwh
+
+
+def checkpoint_tb(w: TrainingWorkload) -> float:
+    params = CATALOG.models[w.model].params_b * 1e9
+    return w.checkpoint.keep * model_state_bytes(params, w.precision, w.optimizer, CATALOG) / 1e12
+
+
+def provider(site) -> str:
+    return site.provider if site.type == "cloud" else "on_prem"
+
+
+def demand(w: InferenceWorkload, H: int) -> tuple[float, ...]:
+    t = w.traffic
+    return tuple(0.0 if m < w.window.start_month else
+                 t.peak_rps * t.output_tokens * (1.0 + t.growth_per_month) ** (m - w.window.start_month)
+                 for m in range(H))
+
+
+# --- cloud pools: the cheapest reservations for a month-by-month need -------------------------
+
+def pool_cost(need: tuple[float, ...], od_price: float | None, terms: tuple[tuple[int, float], ...]) -> float:
+    """Cheapest cost of node-hours need[m] per month: reserved nodes (term months, price per
+    node-hour; a term may start in any month, paid for the months of the horizon it covers) and on
+    demand for the rest (inf where on-demand is not allowed and need is left uncovered)."""
+    return _pool_cost(tuple(round(n, 6) for n in need), od_price, terms)
+
+
+@lru_cache(maxsize=None)
+def _pool_cost(need, od_price, terms) -> float:
+    H = len(need)
+    nodes = [math.ceil(n / HOURS - EPS) for n in need]
+
+    def od(m: int, reserved: int) -> float:
+        rest = need[m] - HOURS * reserved
+        if rest <= EPS:
+            return 0.0
+        return math.inf if od_price is None else od_price * rest
+
+    @lru_cache(maxsize=None)
+    def best(m: int, active: tuple[tuple[int, int], ...]) -> float:
+        """Cheapest from month m on, given reservations still running: (end month, count)."""
+        if m == H:
+            return 0.0
+        active = tuple((e, k) for e, k in active if e > m)
+        held = sum(k for _, k in active)
+        out = od(m, held) + best(m + 1, active)
+        room = nodes[m] - held          # new terms start only where this month needs them all
+        for split in _splits(room, len(terms)):
+            cost, run = 0.0, list(active)
+            for (months, price), k in zip(terms, split):
+                if k:
+                    end = min(H, m + months)
+                    cost += k * price * HOURS * (end - m)
+                    run.append((end, k))
+            now = held + sum(split)
+            out = min(out, cost + od(m, now) + best(m + 1, tuple(sorted(run))))
+        return out
+
+    return best(0, ())
+
+
+def _splits(room: int, n_terms: int):
+    """Every nonzero vector of new reservations per term with total at most room."""
+    if room <= 0 or n_terms == 0:
+        return
+    for split in itertools.product(range(room + 1), repeat=n_terms):
+        if 0 < sum(split) <= room:
+            yield split
+
+
+# --- the brute force ---------------------------------------------------------------------------
+
+@dataclass
+class Best:
+    cost: float
+    training: tuple[str, ...]                              # chosen candidate ids
+    replicas: dict[int, dict[str, int]] = field(default_factory=dict)   # month -> candidate -> replicas
+    bought: dict[str, int] = field(default_factory=dict)   # on-prem pool -> nodes bought
+    parts: dict[str, float] = field(default_factory=dict)  # cost breakdown
+
+    def describe(self) -> str:
+        reps = {m: {k.split("/", 1)[1]: v for k, v in r.items() if v} for m, r in sorted(self.replicas.items())}
+        parts = ", ".join(f"{k}={v:,.2f}" for k, v in sorted(self.parts.items()) if v)
+        return f"cost {self.cost:,.2f}: training {list(self.training)}, replicas {reps}, bought {self.bought}; {parts}"
+
+
+def _minimal_vectors(taus, sites, D: float, survive: bool) -> list[tuple[int, ...]]:
+    rows = [tuple(range(len(taus)))]
+    if survive:
+        rows += [tuple(j for j, s in enumerate(sites) if s != lost) for lost in sorted(set(sites))]
+
+    def ok(v) -> bool:
+        return all(sum(taus[j] * v[j] for j in row) >= D - EPS * D for row in rows)
+
+    ubs = [math.ceil(D / t - EPS) for t in taus]
+    out = []
+    for v in itertools.product(*(range(u + 1) for u in ubs)):
+        if ok(v) and all(not ok(v[:j] + (v[j] - 1,) + v[j + 1:]) for j in range(len(v)) if v[j]):
+            out.append(v)
+    return out
+
+
+def brute_force(sp: Spec, cs: Candidates) -> Best | None:
+    """The cheapest plan over the unreduced choice space, or None when there is none."""
+    assert sp.policy == Policy() and all(not w.pin and not w.sites for w in sp.workloads)
+    H = sp.horizon_months
+    site_of = {s.name: s for s in sp.sites}
+
+    def admissible(c: Candidate) -> bool:    # the site's allowed pricing options
+        site = site_of[c.site]
+        return not c.spot or (site.type == "cloud" and "spot" in site.pricing)
+
+    cands = {w.name: [c for c in cs.by_workload[w.name] if admissible(c)] for w in sp.workloads}
+    every = [c for w in sp.workloads for c in cs.by_workload[w.name]]
+    trains = [w for w in sp.workloads if w.kind == "training"]
+    services = [w for w in sp.workloads if w.kind == "inference"]
+    assert len(services) <= 1
+
+    # Pools. Cloud: (site, instance) of a non-spot candidate. On-prem: (site, node model).
+    cloud_pools = sorted({(c.site, c.instance) for w in sp.workloads for c in cands[w.name]
+                          if c.site_type == "cloud" and not c.spot})
+    onprem_pools = sorted({(c.site, c.instance) for w in sp.workloads for c in cands[w.name]
+                           if c.site_type == "on_prem"})
+    cloud_idx = {p: k for k, p in enumerate(cloud_pools)}
+    onprem_idx = {p: k for k, p in enumerate(onprem_pools)}
+    gpn_cloud = [CATALOG.instances[i].gpus for _, i in cloud_pools]
+    gpu_cloud = [CATALOG.instances[i].gpu for _, i in cloud_pools]
+    gpn_onprem = [CATALOG.onprem_nodes[i].gpus for _, i in onprem_pools]
+    owned = [sum(o.nodes for o in site_of[s].owned if o.instance == i) for s, i in onprem_pools]
+    # Bought nodes are wired with the cheapest fabric among the pool's candidates' labels unless a
+    # multi-node job there needs its own.
+    base_fab = [min(sorted({c.fabric for c in every if (c.site, c.instance) == p}), key=fabric_per_node)
+                for p in onprem_pools]
+    pool_terms, pool_od = [], []
+    for s, i in cloud_pools:
+        site = site_of[s]
+        inst = CATALOG.instances[i]
+        pool_od.append(inst.price(site.region, "on_demand") if "on_demand" in site.pricing else None)
+        pool_terms.append(tuple((TERM_MONTHS[t], inst.price(site.region, t)) for t in ("reserved_1y", "reserved_3y")
+                                if t in site.pricing and inst.price(site.region, t) is not None))
+    quota = {}
+    for s in sp.sites:
+        if s.type == "cloud":
+            for g, q in s.quotas.items():
+                quota[(s.name, g)] = q
+
+    # The service: per active month, the non-dominated replica signatures.
+    svc_months: list[int] = []
+    svc_options: list[list[tuple[tuple, tuple, tuple[int, ...]]]] = []   # (cloud nodes, onprem GPUs, vector)
+    svc_cands: list[Candidate] = []
+    if services:
+        w = services[0]
+        svc_cands = cands[w.name]
+        if not svc_cands:
+            return None
+        D = demand(w, H)
+        taus = tuple(c.estimate.tokens_per_s for c in svc_cands)
+        sites = tuple(c.site for c in svc_cands)
+        survive = w.slo.availability >= 0.999
+        for m in range(H):
+            if D[m] <= 0:
+                continue
+            sigs = {}
+            for v in _minimal_vectors(taus, sites, D[m], survive):
+                gpus_c = [0] * len(cloud_pools)
+                gpus_o = [0] * len(onprem_pools)
+                for c, y in zip(svc_cands, v):
+                    if c.site_type == "cloud":
+                        gpus_c[cloud_idx[(c.site, c.instance)]] += c.gpus * y
+                    else:
+                        gpus_o[onprem_idx[(c.site, c.instance)]] += c.gpus * y
+                sig = (tuple(math.ceil(g / gpn_cloud[k]) for k, g in enumerate(gpus_c)), tuple(gpus_o))
+                sigs.setdefault(sig, v)
+            keep = [(a, b, v) for (a, b), v in sigs.items()
+                    if not any((a2, b2) != (a, b) and all(x <= y for x, y in zip(a2 + b2, a + b)) for a2, b2 in sigs)]
+            if not keep:
+                return None
+            svc_months.append(m)
+            svc_options.append(sorted(keep))
+
+    best: Best | None = None
+    for combo in itertools.product(*(cands[w.name] for w in trains)):
+        parts = {"spot": 0.0, "power": 0.0, "egress": 0.0, "storage": 0.0}
+        node_hours = [[0.0] * H for _ in cloud_pools]
+        gpus_onprem = [[0] * H for _ in onprem_pools]
+        quota_use: dict[tuple[str, str, int], int] = {}
+        need_tb: dict[tuple[str, int], float] = {}
+        wired: list[set[str]] = [set() for _ in onprem_pools]
+        for c in combo:
+            w = sp.workload(c.workload)
+            site = site_of[c.site]
+            run = [(m, h) for m, h in c.usage if m < H and h > 0]
+            hours = sum(h for _, h in run)
+            tb = (w.data.dataset_tb if w.data else 0.0) + checkpoint_tb(w)
+            if w.data and w.data.home and w.data.home != c.site and w.data.dataset_tb:
+                usd_per_gb = CATALOG.egress[provider(site_of[w.data.home])].usd_per_gb
+                parts["egress"] += w.data.dataset_tb * 1000.0 * usd_per_gb
+            for m, h in run:
+                need_tb[(c.site, m)] = need_tb.get((c.site, m), 0.0) + tb
+            if c.site_type == "cloud":
+                for m, _ in run:
+                    quota_use[(c.site, c.gpu, m)] = quota_use.get((c.site, c.gpu, m), 0) + c.gpus
+                if c.spot:
+                    parts["spot"] += CATALOG.instances[c.instance].price(site.region, "spot") * c.nodes * hours
+                else:
+                    k = cloud_idx[(c.site, c.instance)]
+                    for m, h in run:
+                        node_hours[k][m] += c.nodes * h
+            else:
+                k = onprem_idx[(c.site, c.instance)]
+                for m, _ in run:
+                    gpus_onprem[k][m] += c.gpus
+                parts["power"] += c.nodes * hours * power_usd_per_node_hour(c.instance, site)
+                if c.nodes > 1:
+                    wired[k].add(c.fabric)
+        if any(len(f) > 1 for f in wired):
+            continue
+        fabric = [next(iter(f)) if f else base_fab[k] for k, f in enumerate(wired)]
+        peak_tb: dict[str, float] = {}
+        for (s, m), tb in need_tb.items():
+            tier = CATALOG.storage[TIER[provider(site_of[s])]]
+            size = max(tb, tier.min_tb)
+            parts["storage"] += size * tier.usd_per_tb_month
+            peak_tb[s] = max(peak_tb.get(s, 0.0), size)
+        for s, tb in peak_tb.items():
+            parts["storage"] += tb * CATALOG.storage[TIER[provider(site_of[s])]].capex_usd_per_tb
+        fixed = sum(parts.values())
+
+        for pick in itertools.product(*svc_options):
+            nh = [list(row) for row in node_hours]
+            go = [list(row) for row in gpus_onprem]
+            qu = dict(quota_use)
+            for m, (vnodes, vgpus, _v) in zip(svc_months, pick):
+                for k, v in enumerate(vnodes):
+                    if v:
+                        nh[k][m] += HOURS * v
+                        key = (cloud_pools[k][0], gpu_cloud[k], m)
+                        qu[key] = qu.get(key, 0) + gpn_cloud[k] * v
+                for k, g in enumerate(vgpus):
+                    go[k][m] += g
+            if any(q > quota.get((s, g), math.inf) for (s, g, _m), q in qu.items()):
+                continue
+            bought = [max(0, max(math.ceil(g / gpn_onprem[k]) for g in go[k]) - owned[k]) for k in range(len(go))]
+            feasible = True
+            for s in {p[0] for p in onprem_pools}:
+                site = site_of[s]
+                ks = [k for k, p in enumerate(onprem_pools) if p[0] == s]
+                kw = sum(bought[k] * CATALOG.onprem_nodes[onprem_pools[k][1]].power_kw * site.pue for k in ks)
+                ru = sum((bought[k] + owned[k]) * CATALOG.onprem_nodes[onprem_pools[k][1]].rack_units for k in ks)
+                if kw > site.power_kw + 1e-9 or ru / 42.0 > site.max_racks + 1e-9:
+                    feasible = False
+            if not feasible:
+                continue
+            svc_power = sum((g / gpn_onprem[k]) * HOURS * power_usd_per_node_hour(onprem_pools[k][1],
+                                                                                site_of[onprem_pools[k][0]])
+                            for m, (_vn, vgpus, _v) in zip(svc_months, pick) for k, g in enumerate(vgpus))
+            onprem = sum(b * bought_node_usd(onprem_pools[k][1], H, fabric[k]) for k, b in enumerate(bought))
+            cloud = sum(pool_cost(tuple(nh[k]), pool_od[k], pool_terms[k]) for k in range(len(cloud_pools)))
+            total = fixed + svc_power + onprem + cloud
+            if math.isinf(total) or (best is not None and total >= best.cost):
+                continue
+            best = Best(cost=total, training=tuple(c.id for c in combo),
+                        replicas={m: {c.id: y for c, y in zip(svc_cands, v)}
+                                  for m, (_a, _b, v) in zip(svc_months, pick)},
+                        bought={f"{s}/{i}": b for (s, i), b in zip(onprem_pools, bought) if b},
+                        parts={**parts, "power": parts["power"] + svc_power, "onprem_nodes": onprem, "cloud": cloud})
+    return best

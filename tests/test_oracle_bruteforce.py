@@ -1,0 +1,253 @@
+"""The MILP against a brute force over the UNREDUCED choice space of tiny platforms, inference
+included (tests/bruteforce_eval.py: seeded platforms and an evaluator that shares no code with
+compiler.optimize; its docstring lists the semantics it prices and the exact arguments that keep
+the enumeration small).
+
+DESIGN.md section 4 allows a reduction of candidates or of the model only if it never removes every
+optimal plan; this is the oracle that checks it: on every seed the MILP's optimum must equal the
+cheapest plan of the brute force, and the MILP must say infeasible (exit 3) exactly when the brute
+force finds no plan.
+
+Against the model before its reductions were made exact (commit 847781d), 37 of the 150 seeds
+fail: one serving candidate kept per site (seeds 10 18 20 26 33 49 61 62 74 75 87 102 103 105
+121 122 124 133 134 136 145; on 49, 75 and 133 the MILP even said infeasible) and reservation
+terms starting only where a workload starts (35 39 40 42 43 78 79 100 107 114 130 131 138 142
+147 148; also 18, 62, 105). The last tests put the old one-per-site rule and the old training
+dominance (by total node-hours, which no seed trips: a hand-made platform does) back into
+formulate.prune and show the oracle catching them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from compiler.diagnostics import CompileError
+from compiler.optimize import SolveOptions, optimize
+
+from bruteforce_eval import (CATALOG, HOURS, bought_node_usd, brute_force, platform, pool_cost,
+                             power_usd_per_node_hour)
+
+EXACT = SolveOptions(gap=1e-9)
+SEEDS = range(150)
+REL = 1e-6
+
+
+@lru_cache(maxsize=None)
+def case(seed: int):
+    sp, cs = platform(seed)
+    return sp, cs, brute_force(sp, cs)
+
+
+def milp_cost(cs) -> float | None:
+    """The MILP's optimum, or None where it reports the spec infeasible (exit 3)."""
+    try:
+        plan = optimize(cs, EXACT)
+    except CompileError as err:
+        assert err.exit_code == 3, f"exit {err.exit_code}: {err}"
+        return None
+    assert plan.solver.status == "optimal"
+    return plan.total_cost_usd
+
+
+def _platform_text(sp, cs) -> str:
+    lines = [f"horizon {sp.horizon_months} months; {sp.sites[0].name} pricing {list(sp.sites[0].pricing)} "
+             f"quotas {dict(sp.sites[0].quotas)}; {sp.sites[1].name} power_kw {sp.sites[1].power_kw} "
+             f"owned {[(o.instance, o.nodes) for o in sp.sites[1].owned]}"]
+    for w in sp.workloads:
+        extra = (f"start {w.window.start_month}, growth {w.traffic.growth_per_month}, "
+                 f"availability {w.slo.availability}" if w.kind == "inference" else f"start {w.window.start_month}")
+        lines.append(f"{w.name} ({extra}):")
+        for c in cs.by_workload[w.name]:
+            what = (f"{c.estimate.tokens_per_s} tok/s" if c.kind == "inference"
+                    else f"{c.nodes} nodes, {c.estimate.duration_hours} h")
+            lines.append(f"  {c.id}: {what}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_milp_equals_brute_force(seed):
+    sp, cs, best = case(seed)
+    got = milp_cost(cs)
+    if best is None:
+        assert got is None, f"seed {seed}: the MILP found a plan ({got:,.2f}) the brute force did not\n" \
+                            + _platform_text(sp, cs)
+        return
+    assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
+                            + _platform_text(sp, cs)
+    assert got == pytest.approx(best.cost, rel=REL), (
+        f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
+
+
+def test_the_seeds_exercise_the_model():
+    """The draws cover what the oracle is for: infeasible specs, N+1 services over two sites,
+    bought nodes, quotas, spot, and reservations that change the optimum (the same platform
+    without reserved_1y costs more)."""
+    import dataclasses
+
+    from compiler.candidates import Candidates
+
+    feasible = [s for s in SEEDS if case(s)[2] is not None]
+    assert len(feasible) >= 100                                   # 119
+    assert len(SEEDS) - len(feasible) >= 15                       # 31
+    assert sum(1 for s in feasible if case(s)[0].workloads[-1].slo.availability >= 0.999) >= 40   # 64
+    two_sites = [s for s in feasible
+                 if len({cid.split("/")[1] for r in case(s)[2].replicas.values() for cid, y in r.items() if y}) == 2]
+    assert len(two_sites) >= 40                                   # 66
+    assert sum(1 for s in feasible if case(s)[2].bought) >= 40    # 59
+    assert sum(1 for s in feasible if case(s)[0].sites[0].quotas) >= 30                       # 47
+    assert sum(1 for s in feasible if any("/spot/" in c for c in case(s)[2].training)) >= 15  # 24
+    pays = 0
+    for s in feasible:
+        sp, cs, best = case(s)
+        if "reserved_1y" not in sp.sites[0].pricing:
+            continue
+        aws = dataclasses.replace(sp.sites[0], pricing=tuple(p for p in sp.sites[0].pricing if p != "reserved_1y"))
+        sp2 = dataclasses.replace(sp, sites=(aws, *sp.sites[1:]))
+        plain = brute_force(sp2, Candidates(spec=sp2, catalog=cs.catalog, by_workload=cs.by_workload,
+                                            rejected=cs.rejected))
+        pays += plain.cost > best.cost + 1e-6
+    assert pays >= 50                                             # 75
+
+
+def test_the_evaluator_shares_no_code_with_the_model():
+    """bruteforce_eval imports nothing from compiler.optimize (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; import bruteforce_eval; "
+            "print(sorted(m for m in sys.modules if m.startswith('compiler.optimize')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parent, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_reservations_may_start_in_any_month():
+    """The pool costing itself: a need that grows late in a 13-month horizon is cheapest with
+    terms starting in the months it grows (not where any workload starts), and a term ending at
+    month 12 overlaps one starting in month 1."""
+    od, res = 10.0, 6.0
+    need = (0.0,) * 9 + (HOURS, 2 * HOURS, 3 * HOURS, 3 * HOURS)
+    # From month 9: one node 4 months, one 3, one 2 (a term runs to the end of the horizon).
+    assert pool_cost(need, od, ((12, res),)) == pytest.approx(res * HOURS * (4 + 3 + 2))
+    # Months 0-11 and 1-12 covered by two terms, month 0 and 12 one node each.
+    need = (HOURS,) + (2 * HOURS,) * 11 + (HOURS,)
+    assert pool_cost(need, od, ((12, res),)) == pytest.approx(res * HOURS * 24)
+    # A term that would idle most of its months is not worth it: on demand.
+    need = (HOURS,) + (0.0,) * 12
+    assert pool_cost(need, od, ((12, res),)) == pytest.approx(od * HOURS)
+    # No on-demand: uncovered hours make the pool infeasible only where no term can cover them.
+    assert pool_cost((0.5 * HOURS, HOURS), None, ((12, res),)) == pytest.approx(res * HOURS * 2)
+    assert pool_cost((HOURS,), None, ()) == float("inf")
+
+
+def _cheapest_per_site(sp, cands):
+    """The old rule (formulate._cheapest_per_site before it was dropped): each site keeps only its
+    cheapest serving candidate per output token/s, by a replica's on-demand node-hour price (or an
+    on-prem node's horizon cost spread over its hours, plus power) times its share of the node."""
+    H = sp.horizon_months
+    by_site = {}
+    for c in cands:
+        site = sp.site(c.site)
+        if site.type == "cloud":
+            rate = CATALOG.instances[c.instance].price(site.region, "on_demand")
+        else:
+            rate = bought_node_usd(c.instance, H, c.fabric) / (H * HOURS) + power_usd_per_node_hour(c.instance, site)
+        per_tps = rate * c.gpus / c.gpus_per_node / c.estimate.tokens_per_s
+        by_site.setdefault(c.site, []).append((per_tps, c.id, c))
+    return [min(v, key=lambda t: (t[0], t[1]))[2] for _, v in sorted(by_site.items())]
+
+
+@pytest.mark.parametrize("seed", [20, 49])
+def test_oracle_catches_one_candidate_per_site(seed, monkeypatch):
+    """With the old reduction put back (inference keeps one candidate per site), the MILP on these
+    seeds misses the optimum the brute force finds, so the oracle would have caught it. Seed 20:
+    the rule keeps dc1's l40s-server replica (priced as bought nodes) and drops the 8-GPU hgx-h100
+    replica that the two owned nodes carry for power only: 124,374.86 instead of 94,588.47.
+    Seed 49: dc1 has no power for new nodes, so the kept l40s-server replica cannot run and the
+    spec looks infeasible, while owned hgx-h100 nodes carry a 2-GPU replica (112,742.14)."""
+    import compiler.optimize.formulate as formulate_module
+
+    sp, cs, best = case(seed)
+    assert best is not None
+    assert milp_cost(cs) == pytest.approx(best.cost, rel=REL)
+
+    prune = formulate_module.prune
+
+    def restricted(cands, *args, **kwargs):
+        kept = prune(cands, *args, **kwargs)
+        return _cheapest_per_site(sp, kept) if kept and kept[0].kind == "inference" else kept
+
+    monkeypatch.setattr(formulate_module, "prune", restricted)
+    old = milp_cost(cs)
+    assert old is None or old > best.cost * (1 + 1e-3), (old, best.describe())
+
+
+def _total_node_hours_rule(cands):
+    """The old training dominance (formulate.prune before it was made exact): c goes when another
+    candidate on the same pool and pricing holds no more nodes, runs no more node-hours IN TOTAL
+    and is active in no month c is not."""
+    def nh(c):
+        return c.nodes * sum(h for _, h in c.usage)
+
+    def months(c):
+        return {m for m, h in c.usage if h > 0}
+
+    def beats(d, c):
+        if d is c or (d.site, d.instance, d.spot, d.fabric) != (c.site, c.instance, c.spot, c.fabric):
+            return False
+        if not (d.nodes <= c.nodes and nh(d) <= nh(c) + 1e-9 and months(d) <= months(c)):
+            return False
+        return (d.nodes, nh(d), len(months(d))) != (c.nodes, nh(c), len(months(c))) or d.id < c.id
+    return [c for c in cands if not any(beats(d, c) for d in cands)]
+
+
+def test_oracle_catches_total_node_hours_dominance(monkeypatch):
+    """A hand-made platform where a training candidate with more nodes and more node-hours in
+    total is the cheaper one: a 13-month horizon, a background job holding 2 p5 nodes in months
+    1-11, so 2 nodes reserved from month 0 (to month 11) cost no more than from month 1 and sit
+    idle in month 0. Job `t` on 2 nodes for 740 h (1,460 node-hours in month 0, 20 in month 1)
+    fits that idle month; on 1 node for 1,460 h (730 and 730) it buys 730 h on demand in month 1.
+    The old rule (fewer nodes, fewer node-hours in total, the same months) dropped the 2-node
+    candidate."""
+    import compiler.optimize.formulate as formulate_module
+    from types import MappingProxyType
+
+    from compiler.candidates import Candidates
+    from compiler.spec import CloudSite, OnPremSite, Policy, Spec, TrainingWindow, TrainingWorkload
+
+    from bruteforce_eval import train_cand
+
+    aws = CloudSite(name="aws-use1", provider="aws", region="us-east-1", pricing=("on_demand", "reserved_1y"),
+                    path="$.sites[0]")
+    dc = OnPremSite(name="dc1", power_kw=0.5, electricity_usd_per_kwh=0.1, pue=1.2, max_racks=4, path="$.sites[1]")
+    bg = TrainingWorkload(name="bg", model="llama-3-8b", tokens=1e10, window=TrainingWindow(start_month=1),
+                          path="$.workloads[0]")
+    t = TrainingWorkload(name="t", model="llama-3-8b", tokens=1e10, window=TrainingWindow(start_month=0),
+                         path="$.workloads[1]")
+    cands = [train_cand(bg, aws, "p5.48xlarge", 2, 11 * HOURS, False, "efa", "a"),
+             train_cand(t, aws, "p5.48xlarge", 2, 740.0, False, "efa", "wide"),
+             train_cand(t, aws, "p5.48xlarge", 1, 1460.0, False, "efa", "narrow")]
+    sp = Spec(api_version="infra-compile/v1", name="dominance", horizon_months=13, sites=(aws, dc),
+              policy=Policy(), workloads=(bg, t), sha256="0" * 64)
+    by = {w.name: tuple(sorted((c for c in cands if c.workload == w.name), key=lambda c: c.id)) for w in (bg, t)}
+    cs = Candidates(spec=sp, catalog=CATALOG, by_workload=MappingProxyType(by), rejected=MappingProxyType({}))
+
+    best = brute_force(sp, cs)
+    assert best is not None and "t/aws-use1/p5.48xlarge+efa/16g/od/wide" in best.training
+    p5 = CATALOG.instances["p5.48xlarge"]
+    compute = 2 * 12 * HOURS * p5.price("us-east-1", "reserved_1y") + 20 * p5.price("us-east-1", "on_demand")
+    assert best.parts["cloud"] == pytest.approx(compute)
+    assert milp_cost(cs) == pytest.approx(best.cost, rel=REL)
+
+    prune = formulate_module.prune
+
+    def restricted(cands, *args, **kwargs):
+        kept = prune(cands, *args, **kwargs)
+        return _total_node_hours_rule(kept) if kept and kept[0].kind == "training" else kept
+
+    monkeypatch.setattr(formulate_module, "prune", restricted)
+    old = milp_cost(cs)
+    assert old is not None and old > best.cost + 0.9 * 710 * p5.price("us-east-1", "on_demand"), (old, best.describe())
