@@ -25,7 +25,8 @@ The semantics priced (docstring numbers in brackets):
   node-hours; training on non-spot capacity adds its node-hours; reserved nodes of a term can
   start in ANY month, cost their price x 730 h for every month of the horizon they cover whether
   used or not, and give 730 node-hours a month to the pool, shared by node-hours within the
-  month; the rest is bought on demand (12); spot candidates pay the spot price per node-hour;
+  month, except that a job runs on no more reserved nodes at once than the replicas leave free
+  (12b); the rest is bought on demand (12); spot candidates pay the spot price per node-hour;
 - storage per site and month holds the datasets and checkpoints (keep x model-state bytes) of
   the jobs running there, in a tier sold in a minimum size; on-prem tiers also pay capex on the
   peak TB (11); a job away from its data's home pays egress once.
@@ -226,20 +227,30 @@ def demand(w: InferenceWorkload, H: int) -> tuple[float, ...]:
 
 # --- cloud pools: the cheapest reservations for a month-by-month need -------------------------
 
-def pool_cost(need: tuple[float, ...], od_price: float | None, terms: tuple[tuple[int, float], ...]) -> float:
-    """Cheapest cost of node-hours need[m] per month: reserved nodes (term months, price per
-    node-hour; a term may start in any month, paid for the months of the horizon it covers) and on
-    demand for the rest (inf where on-demand is not allowed and need is left uncovered)."""
-    return _pool_cost(tuple(round(n, 6) for n in need), od_price, terms)
+def pool_cost(need, od_price: float | None, terms: tuple[tuple[int, float], ...]) -> float:
+    """Cheapest cost of a pool's months: need[m] = (node-hours, nodes carrying replicas, ((nodes,
+    hours) of each training job)). Reserved nodes (term months, price per node-hour; a term may
+    start in any month, paid for the months of the horizon it covers) give 730 node-hours a month
+    each, but a job runs on no more reserved nodes at once than the replicas leave free; on demand
+    for the rest (inf where on-demand is not allowed and need is left uncovered). A bare number
+    is a month's node-hours with no job structure."""
+    need = tuple((round(n, 6), 0, ()) if isinstance(n, (int, float)) else (round(n[0], 6), n[1], n[2])
+                 for n in need)
+    return _pool_cost(need, od_price, terms)
 
 
 @lru_cache(maxsize=None)
 def _pool_cost(need, od_price, terms) -> float:
     H = len(need)
-    nodes = [math.ceil(n / HOURS - EPS) for n in need]
+    # More reserved nodes than either the month's node-hours fill or its largest job (beside the
+    # replicas' nodes) can use never lowers the on-demand hours.
+    nodes = [max(math.ceil(total / HOURS - EPS), v + max((n for n, _h in jobs), default=0))
+             for total, v, jobs in need]
 
     def od(m: int, reserved: int) -> float:
-        rest = need[m] - HOURS * reserved
+        total, v, jobs = need[m]
+        free = reserved - v
+        rest = max(total - HOURS * reserved, sum(h * max(0, n - free) for n, h in jobs))
         if rest <= EPS:
             return 0.0
         return math.inf if od_price is None else od_price * rest
@@ -390,6 +401,7 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
     for combo in itertools.product(*(cands[w.name] for w in trains)):
         parts = {"spot": 0.0, "power": 0.0, "egress": 0.0, "storage": 0.0}
         node_hours = [[0.0] * H for _ in cloud_pools]
+        job_runs = [[[] for _m in range(H)] for _ in cloud_pools]   # (nodes, hours) of each job
         gpus_onprem = [[0] * H for _ in onprem_pools]
         quota_use: dict[tuple[str, str, int], int] = {}
         need_tb: dict[tuple[str, int], float] = {}
@@ -414,6 +426,7 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
                     k = cloud_idx[(c.site, c.instance)]
                     for m, h in run:
                         node_hours[k][m] += c.nodes * h
+                        job_runs[k][m].append((c.nodes, round(h, 6)))
             else:
                 k = onprem_idx[(c.site, c.instance)]
                 for m, _ in run:
@@ -436,12 +449,14 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
 
         for pick in itertools.product(*svc_options):
             nh = [list(row) for row in node_hours]
+            vn = [[0] * H for _ in cloud_pools]
             go = [list(row) for row in gpus_onprem]
             qu = dict(quota_use)
             for m, (vnodes, vgpus, _v) in zip(svc_months, pick):
                 for k, v in enumerate(vnodes):
                     if v:
                         nh[k][m] += HOURS * v
+                        vn[k][m] += v
                         key = (cloud_pools[k][0], gpu_cloud[k], m)
                         qu[key] = qu.get(key, 0) + gpn_cloud[k] * v
                 for k, g in enumerate(vgpus):
@@ -463,7 +478,8 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
                                                                                 site_of[onprem_pools[k][0]])
                             for m, (_vn, vgpus, _v) in zip(svc_months, pick) for k, g in enumerate(vgpus))
             onprem = sum(b * bought_node_usd(onprem_pools[k][1], H, fabric[k]) for k, b in enumerate(bought))
-            cloud = sum(pool_cost(tuple(nh[k]), pool_od[k], pool_terms[k]) for k in range(len(cloud_pools)))
+            cloud = sum(pool_cost(tuple((nh[k][m], vn[k][m], tuple(sorted(job_runs[k][m]))) for m in range(H)),
+                                  pool_od[k], pool_terms[k]) for k in range(len(cloud_pools)))
             total = fixed + svc_power + onprem + cloud
             if math.isinf(total) or (best is not None and total >= best.cost):
                 continue

@@ -186,10 +186,6 @@ def test_a_pinned_burst_holds_on_demand_only():
     check_invariants(plan, cands)
 
 
-@pytest.mark.xfail(strict=True, reason="formulate (12) shares a month's reserved node-hours by node-hours "
-                   "alone: it lets a 100-hour job use 730 reserved node-hours of one node, which would take "
-                   "7.3 nodes at once; the allotment gives it 100 and bills the rest on demand, more than "
-                   "the solver's ondemand[...]")
 def test_reserved_hours_beyond_what_a_short_job_can_run_on():
     # Month 11: the steady job is done; a 32-node, 100-hour burst can use each reserved node for
     # 100 hours. The model counts all 730 of each node's hours against the burst's 3,200 (and

@@ -66,6 +66,9 @@ Constraints
                                        - 730 sum_{k,a: a <= m < a+term_k} r_{p,k,a}
                            (reserved node-hours are shared by every job in the pool that
                            month; u_{p,m} = 0 where on_demand is not an allowed pricing)
+  (12b) od_excess[c@m], ondemand_jobs[p@m]: u_{p,m} >= sum_c e_{c,m}, e_{c,m} >= h_{c,m} (n_c x_c
+                           - sum_{active} r + v_{p,m}): a job runs on no more reserved nodes at once
+                           than the pool has free of replicas (jobs running all month: (12) says it)
   (12a) pin_pricing[p/k@m]: a job pinned to on_demand buys its node-hours on demand
                            (u_{p,m} >= its n_c h_{c,m} x_c); one pinned to a reserved term runs on
                            reserved nodes of that term (730 sum_a r_{p,k,a} >= its n_c h_{c,m} x_c)
@@ -560,6 +563,28 @@ def formulate(candidates: Candidates) -> Problem:
             for rn, a, tm in res_vars:
                 if a <= m < a + tm:
                     terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
+            active_res = {rn: float(HOURS_PER_MONTH) for rn, a, tm in res_vars if a <= m < a + tm}
+            if active_res:
+                # (12b) a job runs on no more reserved nodes at once than the pool has free of
+                # replicas: its nodes beyond them run its hours on demand. Row (12) alone would
+                # let a 100-hour job use a reserved node's 730 hours.
+                excess = {}
+                for xn, nh in sorted(od_hours.get((s, i, m), {}).items()):
+                    c = by_id[xn[2:-1]]
+                    h = nh / c.nodes
+                    if h >= HOURS_PER_MONTH - 1e-9:
+                        continue   # runs all month: row (12) already says it
+                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous")
+                    row = {en: 1.0, xn: -nh, **{rn: h for rn in active_res}}
+                    if pack:
+                        row[inode_name(s, i, m)] = -h
+                    B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
+                          f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}")
+                    excess[en] = -1.0
+                if excess:
+                    B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
+                          f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
+                          f"can run on reserved nodes are bought on demand")
             B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
                   f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand")  # (12)
             for term in ("on_demand", *TERMS):                                                    # (12a)
@@ -575,6 +600,12 @@ def formulate(candidates: Candidates) -> Problem:
                     row.update({k: -v for k, v in pinned.items()})
                 B.con(f"pin_pricing[{s}/{i}/{term}@{m:03d}]", "placement", row, ">=", 0.0,
                       pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}")
+                if term != "on_demand":
+                    for xn in sorted(pinned):   # and holds no more nodes at once than the term has
+                        c = by_id[xn[2:-1]]
+                        rows = {rn: 1.0 for rn in row if rn.startswith("reserved[")}
+                        B.con(f"pin_nodes[{c.id}@{m:03d}]", "placement", {**rows, xn: -float(c.nodes)}, ">=",
+                              0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved")
 
     # Quotas (4).
     for (s, g, m), terms in sorted(quota_gpu.items()):
