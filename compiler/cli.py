@@ -55,9 +55,8 @@ def _stdout():
 
 
 def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
-    """Run a command body; turn CompileError and missing stages into messages and codes."""
+    """Run a command body; turn CompileError into messages and codes."""
     from compiler.diagnostics import CompileError, render_all
-    from compiler.pipeline import StageNotBuilt
 
     try:
         return fn()
@@ -68,9 +67,6 @@ def _run(fn, debug: bool, fmt: Format = Format.text) -> int:
                              indent=2, sort_keys=True))
         print(render_all(exc.diagnostics, exc.source), file=sys.stderr)
         return exc.exit_code
-    except StageNotBuilt as exc:
-        print(f"infra-compile: {exc}; no plan was written.", file=sys.stderr)
-        return EXIT_INTERNAL
     except BrokenPipeError:
         # `infra-compile catalog | head`: the reader left; not an error of ours.
         sys.stdout = None  # keep the interpreter from flushing into the closed pipe at exit

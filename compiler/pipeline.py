@@ -8,30 +8,9 @@ them so `infra-compile --help` and `validate` start fast.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
-
-
-class StageNotBuilt(Exception):
-    """A pipeline stage whose code has not landed yet; never replaced by a made-up result."""
-
-    def __init__(self, stage: str):
-        self.stage = stage
-        super().__init__(f"the {stage} stage is not built yet")
-
-
-def _stage(module: str, func: str, stage: str) -> Callable[..., Any]:
-    try:
-        fn = getattr(importlib.import_module(module), func, None)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("compiler"):
-            raise StageNotBuilt(stage) from None
-        raise
-    if fn is None:
-        raise StageNotBuilt(stage)
-    return fn
 
 
 @dataclass(frozen=True)
@@ -45,7 +24,9 @@ class CompileOptions:
 
 
 def load_catalog(overlay: str | None = None):
-    return _stage("compiler.catalog", "load_catalog", "catalog")(overlay)
+    from compiler.catalog import load_catalog as load
+
+    return load(overlay)
 
 
 def validate(spec_path: str | Path, catalog_overlay: str | None = None):
@@ -54,13 +35,17 @@ def validate(spec_path: str | Path, catalog_overlay: str | None = None):
 
     doc = load(spec_path)
     catalog = load_catalog(catalog_overlay)
-    spec = _stage("compiler.validate", "validate", "validate")(doc, catalog)
+    from compiler.validate import validate as check
+
+    spec = check(doc, catalog)
     return spec, catalog, doc
 
 
 def estimate(spec_path: str | Path, catalog_overlay: str | None = None):
     spec, catalog, doc = validate(spec_path, catalog_overlay)
-    candidates = _stage("compiler.estimate", "estimate", "estimate")(spec, catalog)
+    from compiler.estimate import estimate as estimate_stage
+
+    candidates = estimate_stage(spec, catalog)
     return candidates, doc
 
 
@@ -75,8 +60,9 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     from compiler.diagnostics import CompileError
 
     candidates, doc = estimate(spec_path, options.catalog)
-    optimize = _stage("compiler.optimize", "optimize", "optimize")
-    solve_options = _stage("compiler.optimize", "SolveOptions", "optimize")(
+    from compiler.optimize import SolveOptions, optimize
+
+    solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
         progress=options.progress,
         **({} if options.max_nodes is None else {"max_nodes": options.max_nodes}))
@@ -112,8 +98,11 @@ def render_artifacts(plan, catalog) -> dict[str, str]:
     from compiler.plan import to_json
 
     artifacts: dict[str, str] = {"plan.json": to_json(plan)}
-    artifacts.update(_stage("compiler.render", "render", "render")(plan, catalog))
-    artifacts.update(_stage("compiler.report", "render_report", "report")(plan, catalog))
+    from compiler.render import render
+    from compiler.report import render_report
+
+    artifacts.update(render(plan, catalog))
+    artifacts.update(render_report(plan, catalog))
     return dict(sorted(artifacts.items()))
 
 

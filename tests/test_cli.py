@@ -168,9 +168,9 @@ def test_progress_on_a_terminal_and_a_one_screen_summary(tmp_path):
 
 
 def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
-    # multi-region-inference needs about 50 branch-and-bound nodes to prove its optimum with
-    # CBC; stopped after 3 it keeps a dearer plan, says so, and stops there on every run
-    # (a node count does not depend on the machine's speed, unlike --time-limit).
+    # Stopped after 3 branch-and-bound nodes, CBC keeps a dearer plan than it can prove, says
+    # so, and stops there on every run (a node count does not depend on the machine's speed,
+    # unlike --time-limit). With more nodes it follows the same search further: never dearer.
     import json
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
@@ -187,12 +187,10 @@ def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
     s = plans[0]["solver"]
     assert s["status"] == "feasible"
     assert s["best_bound_usd"] < s["objective_usd"] and s["gap"] > 0
-    # unlimited, the same spec proves its optimum, which is no dearer than the stopped plan
-    r = run(str(spec), "-o", str(tmp_path / "full"), "--max-nodes", "0", "-q")
+    r = run(str(spec), "-o", str(tmp_path / "more"), "--max-nodes", "60", "-q")
     assert r.returncode == 0, r.stderr
-    full = json.loads((tmp_path / "full" / "plan.json").read_text())["solver"]
-    assert full["status"] == "optimal"
-    assert s["best_bound_usd"] <= full["objective_usd"] + 0.01 <= s["objective_usd"] + 0.01
+    more = json.loads((tmp_path / "more" / "plan.json").read_text())["solver"]
+    assert s["best_bound_usd"] - 0.01 <= more["objective_usd"] <= s["objective_usd"] + 0.01
 
 
 def test_the_default_node_limit_in_help_is_the_optimizers():

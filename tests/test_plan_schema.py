@@ -138,7 +138,7 @@ def test_schema_rejects(what):
 
 
 def test_compiled_example_plan_validates(tmp_path):
-    """The real pipeline's plan, once the optimizer has landed (skipped until then)."""
+    """The real pipeline's plan validates against the schema."""
     from pathlib import Path
 
     from compiler import pipeline
@@ -146,8 +146,5 @@ def test_compiled_example_plan_validates(tmp_path):
     example = Path(__file__).resolve().parents[1] / "examples" / "llm-pretrain-aws.yaml"
     if not example.exists():
         pytest.skip("examples/llm-pretrain-aws.yaml is absent")
-    try:
-        result = pipeline.compile_spec(example)
-    except pipeline.StageNotBuilt as exc:
-        pytest.skip(f"pipeline not complete: {exc}")
+    result = pipeline.compile_spec(example)
     assert errors(to_dict(result.plan)) == []
