@@ -175,6 +175,22 @@ def test_the_power_budget_exceeded():
              text=f"the {n} new nodes draw")
 
 
+def test_racks_count_the_owned_nodes_of_every_model():
+    """Owned nodes of a model no workload uses still take rack units: buying one more node at
+    a site whose owned nodes already fill its racks breaks max_racks."""
+    cands, plan = _base(VISION)
+    from compiler.spec import OwnedNodes
+
+    site = cands.spec.site("lab-dc1")
+    node = cands.catalog.onprem_nodes["hgx-h100"]
+    free = site.max_racks * 42 - sum(o.nodes * cands.catalog.onprem_nodes[o.instance].rack_units for o in site.owned)
+    filler = OwnedNodes("hgx-h100", free // node.rack_units)
+    spec = F.with_site(cands.spec, "lab-dc1", owned=site.owned + (filler,))
+    H = plan.horizon_months
+    one = F.Pool("lab-dc1", "dgx-a100", "A100-80GB", 8, 1, "purchase", "ethernet-100g", (0,) * H, (0.0,) * H, (0.0,) * H)
+    _flagged(cands, replace(plan, pools=plan.pools + (one,)), codes.RACKS, spec=spec, text="max_racks is")
+
+
 def test_a_cloud_quota_exceeded():
     cands, plan = _base(PRETRAIN)
     p = F.workload(plan, "llama-70b-pretrain").placements[0]
