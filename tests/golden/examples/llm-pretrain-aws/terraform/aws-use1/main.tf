@@ -91,7 +91,7 @@ resource "aws_autoscaling_group" "p5_48xlarge_on_demand_slurm" {
   }
 }
 
-# ---- pool p5-48xlarge-spot: 64 x p5.48xlarge (8x H100), spot, for slurm
+# ---- pool p5-48xlarge-spot: 40 x p5.48xlarge (8x H100), spot, for slurm
 resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-spot-"
 
@@ -137,9 +137,9 @@ resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
 
 resource "aws_autoscaling_group" "p5_48xlarge_spot_slurm" {
   name                = "${var.name_prefix}-p5-48xlarge-spot"
-  min_size            = 64
-  max_size            = 64
-  desired_capacity    = 64
+  min_size            = 40
+  max_size            = 40
+  desired_capacity    = 40
   vpc_zone_identifier = [var.subnet_id]
   placement_group     = aws_placement_group.gpu.id
 

@@ -9,7 +9,7 @@ output "p5_48xlarge_on_demand_slurm_group" {
 }
 
 output "p5_48xlarge_spot_slurm_group" {
-  description = "Auto Scaling group of pool p5-48xlarge-spot (64 x p5.48xlarge)."
+  description = "Auto Scaling group of pool p5-48xlarge-spot (40 x p5.48xlarge)."
   value       = aws_autoscaling_group.p5_48xlarge_spot_slurm.name
 }
 
