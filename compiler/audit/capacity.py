@@ -12,7 +12,7 @@ from collections import defaultdict
 from typing import Iterator
 
 from compiler.audit import codes, rules
-from compiler.audit.context import ABS_HOURS, Context, Finding, exceeds, is_cloud, num
+from compiler.audit.context import Context, Finding, exceeds, is_cloud, num
 from compiler.audit.policy import used_holdings
 
 BILLED = ("on_demand", "spot")      # pricings paid by the node-hour
@@ -314,6 +314,3 @@ def check_fabric(ctx: Context) -> Iterator[Finding]:
                 yield Finding(codes.FABRIC, f"{pl.workload.name} runs {c.nodes} nodes over {c.fabric}, but "
                               f"{_pool_name(pool)} is wired with {pool.fabric}", ctx.sites[c.site].path)
 
-
-__all__ = ["check_pools", "check_holdings", "check_pool_hours", "check_onprem_capacity",
-           "check_cloud_hours", "check_fabric", "ABS_HOURS"]
