@@ -386,142 +386,187 @@ class _Builder:
         self.cons[name] = Constraint(name, group, t, sense, rhs, path, meaning)
 
 
-def formulate(candidates: Candidates) -> Problem:
-    spec, cat = candidates.spec, candidates.catalog
-    H = spec.horizon_months
-    months = range(H)
-    B = _Builder()
+def _add(d: dict, key, name: str, coef: float) -> None:
+    d.setdefault(key, {})
+    d[key][name] = d[key].get(name, 0.0) + coef
 
-    share_capped = spec.policy.max_cloud_share is not None and spec.policy.max_cloud_share < 1.0
-    chosen: dict[str, tuple[Candidate, ...]] = {}
-    caps: dict[str, int] = {}    # inference candidate -> most replicas an optimal plan needs
-    dropped: dict[str, tuple[str, ...]] = {}
-    for w in spec.workloads:
-        kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
-        kept = prune(kept, H, share_capped)
-        if isinstance(w, InferenceWorkload):
-            caps.update(replica_caps(kept, share_capped))
-            kept = [c for c in kept if caps.get(c.id, 1) > 0]
-        chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
-        dropped[w.name] = tuple(why)
 
-    by_id = {c.id: c for cs in chosen.values() for c in cs}
-    demand = {w.name: demand_series(w, H) for w in spec.workloads if isinstance(w, InferenceWorkload)}
+@dataclass
+class _State:
+    """What the builders share while the model is written: the builder, the candidates kept, and
+    per-pool usage terms collected from the workloads (constraint numbers as in the docstring)."""
+    candidates: Candidates
+    spec: Spec
+    cat: object
+    H: int
+    months: range
+    B: "_Builder"
+    chosen: dict[str, tuple[Candidate, ...]]
+    dropped: dict[str, tuple[str, ...]]
+    caps: dict[str, int]                                        # inference candidate -> replica cap
+    by_id: dict[str, Candidate]
+    demand: dict[str, tuple[float, ...]]
+    onprem_gpu: dict = field(default_factory=dict)              # (6)
+    quota_gpu: dict = field(default_factory=dict)               # (4)
+    od_hours: dict = field(default_factory=dict)                # (12)
+    packing: dict = field(default_factory=dict)                 # (13)
+    storage_need: dict = field(default_factory=dict)            # (11)
+    fabric_users: dict = field(default_factory=dict)            # (5) multi-node job ids
+    pools_onprem: set = field(default_factory=set)
+    pool_peak: dict = field(default_factory=dict)               # pool@m -> workload -> most GPUs
+    pools_cloud: dict = field(default_factory=dict)             # pool -> months it may be used
+    pinned_hours: dict = field(default_factory=dict)            # (12a) pool@m/pricing
+    pin_path: dict = field(default_factory=dict)
+    mixes: dict = field(default_factory=dict)                   # (14)
+    reservations: list = field(default_factory=list)
+    base_fabrics: dict = field(default_factory=dict)
+    by_site: dict = field(default_factory=dict)                 # on-prem site -> its pools' node models
 
-    # Per-pool usage terms collected while walking the candidates.
-    onprem_gpu: dict[tuple[str, str, int], dict[str, float]] = {}   # (6)
-    quota_gpu: dict[tuple[str, str, int], dict[str, float]] = {}    # (4)
-    od_hours: dict[tuple[str, str, int], dict[str, float]] = {}     # (12)
-    packing: dict[tuple[str, str, int], dict[str, float]] = {}      # (13)
-    storage_need: dict[tuple[str, int], dict[str, float]] = {}      # (11)
-    fabric_users: dict[tuple[str, str, str], list[str]] = {}          # (5) multi-node job ids
-    pools_onprem: set[tuple[str, str]] = set()
-    pool_peak: dict[tuple[str, str, int], dict[str, float]] = {}   # pool@m -> workload -> most GPUs
-    pools_cloud: dict[tuple[str, str], set[int]] = {}               # pool -> months it may be used
-    pinned_hours: dict[tuple[str, str, int, str], dict[str, float]] = {}  # (12a) pool@m/pricing
-    pin_path: dict[str, str] = {}
-    mixes: dict[tuple[str, int], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = {}  # (14)
-    reservations: list[Reservation] = []
-    base_fabrics: dict[tuple[str, str], str] = {}
+    @property
+    def share_capped(self) -> bool:
+        share = self.spec.policy.max_cloud_share
+        return share is not None and share < 1.0
 
-    def add(d: dict, key, name: str, coef: float) -> None:
-        d.setdefault(key, {})
-        d[key][name] = d[key].get(name, 0.0) + coef
+    @classmethod
+    def start(cls, candidates: Candidates) -> "_State":
+        """Filter each workload's candidates by policy and pin, then apply the exact reductions."""
+        spec = candidates.spec
+        H = spec.horizon_months
+        share = spec.policy.max_cloud_share
+        share_capped = share is not None and share < 1.0
+        chosen: dict[str, tuple[Candidate, ...]] = {}
+        caps: dict[str, int] = {}
+        dropped: dict[str, tuple[str, ...]] = {}
+        for w in spec.workloads:
+            kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
+            kept = prune(kept, H, share_capped)
+            if isinstance(w, InferenceWorkload):
+                caps.update(replica_caps(kept, share_capped))
+                kept = [c for c in kept if caps.get(c.id, 1) > 0]
+            chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
+            dropped[w.name] = tuple(why)
+        return cls(candidates=candidates, spec=spec, cat=candidates.catalog, H=H, months=range(H), B=_Builder(),
+                   chosen=chosen, dropped=dropped, caps=caps,
+                   by_id={c.id: c for cs in chosen.values() for c in cs},
+                   demand={w.name: demand_series(w, H) for w in spec.workloads if isinstance(w, InferenceWorkload)})
 
-    for w in spec.workloads:
-        cands = chosen[w.name]
-        if isinstance(w, InferenceWorkload):
-            D = demand[w.name]
-            active = [m for m in months if D[m] > 0]
-            for c in cands:
-                site = spec.site(c.site)
-                tau = c.estimate.tokens_per_s
-                for m in active:
-                    # c alone carries month m with ceil(D/tau) replicas; more never helps (every
-                    # constraint y appears in is a demand to cover or a resource to spend).
-                    ub_m = min(replicas_needed(D[m], tau), caps.get(c.id, math.inf))
-                    yn = B.var(y_name(c, m), "integer", ub_m)
-                    if isinstance(site, OnPremSite):
-                        node = cat.onprem_nodes[c.instance]
-                        B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
-                                   * costs.power_usd_per_node_hour(node, site))
-                        add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
-                        add(pool_peak, (c.site, c.instance, m), w.name, ub_m * c.gpus)
-                    else:
-                        add(packing, (c.site, c.instance, m), yn, c.gpus)
-                if isinstance(site, OnPremSite):
-                    pools_onprem.add((c.site, c.instance))
-                else:
-                    pools_cloud.setdefault((c.site, c.instance), set()).update(active)
-            survive = w.slo.availability >= 0.999
-            too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
-            for m in active:
-                terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
-                rows = [(f"demand[{w.name}@{m:03d}]", terms)]
-                B.con(rows[0][0], "demand", terms, ">=", D[m], f"{w.path}.traffic",
-                      f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
-                if survive:
-                    for s in sorted({c.site for c in cands}):
-                        t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
-                        rows.append((f"survive[{w.name}@{m:03d}/-{s}]", t))
-                        B.con(rows[-1][0], "availability", t, ">=", D[m], f"{w.path}.slo.availability",
-                              f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
-                found = None if D[m] >= too_many else minimal_mixes(
-                    tuple(c.estimate.tokens_per_s for c in cands),
-                    tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
-                    tuple(c.site for c in cands), D[m], survive)
-                if found is None:
-                    too_many = min(too_many, D[m])
-                if found:
-                    mixes[(w.name, m)] = _add_mixes(B, spec, cat, w, m, cands, found)
-                    continue
-                # Too many mixes (or none: explain.py reports that): cuts on each row instead.
-                for row, t in rows:
-                    _add_cuts(B, row, t, D[m], w.path)
+
+def _services(st: "_State", w: InferenceWorkload) -> None:
+    """Replicas y (integer, bounded), demand (2) and N+1 rows (3), mixes or row cuts (14)."""
+    B, spec, cat, months = st.B, st.spec, st.cat, st.months
+    chosen, caps, demand, onprem_gpu = st.chosen, st.caps, st.demand, st.onprem_gpu
+    packing, pools_onprem, pool_peak, pools_cloud = st.packing, st.pools_onprem, st.pool_peak, st.pools_cloud
+    mixes, = st.mixes,
+    add = _add
+    cands = chosen[w.name]
+    D = demand[w.name]
+    active = [m for m in months if D[m] > 0]
+    for c in cands:
+        site = spec.site(c.site)
+        tau = c.estimate.tokens_per_s
+        for m in active:
+            # c alone carries month m with ceil(D/tau) replicas; more never helps (every
+            # constraint y appears in is a demand to cover or a resource to spend).
+            ub_m = min(replicas_needed(D[m], tau), caps.get(c.id, math.inf))
+            yn = B.var(y_name(c, m), "integer", ub_m)
+            if isinstance(site, OnPremSite):
+                node = cat.onprem_nodes[c.instance]
+                B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
+                           * costs.power_usd_per_node_hour(node, site))
+                add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
+                add(pool_peak, (c.site, c.instance, m), w.name, ub_m * c.gpus)
+            else:
+                add(packing, (c.site, c.instance, m), yn, c.gpus)
+        if isinstance(site, OnPremSite):
+            pools_onprem.add((c.site, c.instance))
         else:
-            pinned_term = pinned_cloud_pricing(w)
-            if pinned_term:
-                pin_path[w.name] = f"{w.path}.pin.pricing"
-            home = w.data.home if w.data else None
-            ds_tb = w.data.dataset_tb if w.data else 0.0
-            ck_tb = costs.checkpoint_tb(w, cat)
-            for c in cands:
-                site = spec.site(c.site)
-                xn = B.var(x_name(c), "binary")
-                hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
-                if home and c.site != home and ds_tb:
-                    B.add_cost(xn, "egress", ds_tb * costs.egress_usd_per_tb(cat, spec.site(home)))
-                for m, h in c.usage:
-                    if m >= H or h <= 0:
-                        continue
-                    add(storage_need, (c.site, m), xn, ds_tb + ck_tb)
-                    if isinstance(site, OnPremSite):
-                        add(onprem_gpu, (c.site, c.instance, m), xn, c.gpus)
-                        key = (c.site, c.instance, m)
-                        pool_peak.setdefault(key, {})
-                        pool_peak[key][w.name] = max(pool_peak[key].get(w.name, 0.0), float(c.gpus))
-                    else:
-                        add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
-                        if not c.spot:
-                            add(od_hours, (c.site, c.instance, m), xn, c.nodes * h)
-                            if pinned_term:
-                                add(pinned_hours, (c.site, c.instance, m, pinned_term), xn, c.nodes * h)
-                if isinstance(site, OnPremSite):
-                    node = cat.onprem_nodes[c.instance]
-                    B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
-                    pools_onprem.add((c.site, c.instance))
-                    if not fabric_free(c):
-                        fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(c.id)
-                elif c.spot:
-                    price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
-                    B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
-                else:
-                    pools_cloud.setdefault((c.site, c.instance), set()).update(
-                        m for m, h in c.usage if h > 0 and m < H)
-            B.con(f"one[{w.name}]", "placement", {x_name(c): 1.0 for c in cands}, "==", 1.0, w.path,
-                  f"{w.name} runs on exactly one candidate")  # (1)
+            pools_cloud.setdefault((c.site, c.instance), set()).update(active)
+    survive = w.slo.availability >= 0.999
+    too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
+    for m in active:
+        terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
+        rows = [(f"demand[{w.name}@{m:03d}]", terms)]
+        B.con(rows[0][0], "demand", terms, ">=", D[m], f"{w.path}.traffic",
+              f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
+        if survive:
+            for s in sorted({c.site for c in cands}):
+                t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
+                rows.append((f"survive[{w.name}@{m:03d}/-{s}]", t))
+                B.con(rows[-1][0], "availability", t, ">=", D[m], f"{w.path}.slo.availability",
+                      f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
+        found = None if D[m] >= too_many else minimal_mixes(
+            tuple(c.estimate.tokens_per_s for c in cands),
+            tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
+            tuple(c.site for c in cands), D[m], survive)
+        if found is None:
+            too_many = min(too_many, D[m])
+        if found:
+            mixes[(w.name, m)] = _add_mixes(B, spec, cat, w, m, cands, found)
+            continue
+        # Too many mixes (or none: explain.py reports that): cuts on each row instead.
+        for row, t in rows:
+            _add_cuts(B, row, t, D[m], w.path)
 
-    # Cloud pools: on-demand hours (12), reserved terms, inference node packing (13).
+
+def _training(st: "_State", w) -> None:
+    """One binary per candidate (1), its costs and its usage of pools, quota and storage."""
+    B, spec, cat, H = st.B, st.spec, st.cat, st.H
+    chosen, onprem_gpu, quota_gpu, od_hours = st.chosen, st.onprem_gpu, st.quota_gpu, st.od_hours
+    storage_need, fabric_users = st.storage_need, st.fabric_users
+    pools_onprem, pool_peak = st.pools_onprem, st.pool_peak
+    pools_cloud, pinned_hours, pin_path = st.pools_cloud, st.pinned_hours, st.pin_path
+    add = _add
+    cands = chosen[w.name]
+    pinned_term = pinned_cloud_pricing(w)
+    if pinned_term:
+        pin_path[w.name] = f"{w.path}.pin.pricing"
+    home = w.data.home if w.data else None
+    ds_tb = w.data.dataset_tb if w.data else 0.0
+    ck_tb = costs.checkpoint_tb(w, cat)
+    for c in cands:
+        site = spec.site(c.site)
+        xn = B.var(x_name(c), "binary")
+        hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
+        if home and c.site != home and ds_tb:
+            B.add_cost(xn, "egress", ds_tb * costs.egress_usd_per_tb(cat, spec.site(home)))
+        for m, h in c.usage:
+            if m >= H or h <= 0:
+                continue
+            add(storage_need, (c.site, m), xn, ds_tb + ck_tb)
+            if isinstance(site, OnPremSite):
+                add(onprem_gpu, (c.site, c.instance, m), xn, c.gpus)
+                key = (c.site, c.instance, m)
+                pool_peak.setdefault(key, {})
+                pool_peak[key][w.name] = max(pool_peak[key].get(w.name, 0.0), float(c.gpus))
+            else:
+                add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
+                if not c.spot:
+                    add(od_hours, (c.site, c.instance, m), xn, c.nodes * h)
+                    if pinned_term:
+                        add(pinned_hours, (c.site, c.instance, m, pinned_term), xn, c.nodes * h)
+        if isinstance(site, OnPremSite):
+            node = cat.onprem_nodes[c.instance]
+            B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
+            pools_onprem.add((c.site, c.instance))
+            if not fabric_free(c):
+                fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(c.id)
+        elif c.spot:
+            price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
+            B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
+        else:
+            pools_cloud.setdefault((c.site, c.instance), set()).update(
+                m for m, h in c.usage if h > 0 and m < H)
+    B.con(f"one[{w.name}]", "placement", {x_name(c): 1.0 for c in cands}, "==", 1.0, w.path,
+          f"{w.name} runs on exactly one candidate")  # (1)
+
+
+def _cloud_pools(st: "_State") -> None:
+    """Reserved terms, on-demand hours (12), (12b), pinned pricing (12a), packing (13)."""
+    B, spec, cat, H = st.B, st.spec, st.cat, st.H
+    months, by_id, quota_gpu = st.months, st.by_id, st.quota_gpu
+    od_hours, packing, pools_cloud, pinned_hours = st.od_hours, st.packing, st.pools_cloud, st.pinned_hours
+    pin_path, reservations = st.pin_path, st.reservations
+    add = _add
     for (s, i) in sorted(pools_cloud):
         site = spec.site(s)
         od_price = costs.cloud_price(cat, site, i, "on_demand")
@@ -607,7 +652,10 @@ def formulate(candidates: Candidates) -> Problem:
                         B.con(f"pin_nodes[{c.id}@{m:03d}]", "placement", {**rows, xn: -float(c.nodes)}, ">=",
                               0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved")
 
-    # Quotas (4).
+
+def _quotas(st: "_State") -> None:
+    """GPUs of a type at once at a cloud site (4)."""
+    B, spec, quota_gpu = st.B, st.spec, st.quota_gpu
     for (s, g, m), terms in sorted(quota_gpu.items()):
         site = spec.site(s)
         q = site.quotas.get(g) if isinstance(site, CloudSite) else None
@@ -615,8 +663,14 @@ def formulate(candidates: Candidates) -> Problem:
             B.con(f"quota[{s}/{g}@{m:03d}]", "quota", terms, "<=", float(q), f"{site.path}.quotas.{g}",
                   f"at most {q} {g} GPUs at once at {s}")
 
-    # On-prem pools: buy, fabric (5), capacity (6); site limits (7)-(9).
-    by_site: dict[str, list[str]] = {}
+
+def _onprem_pools(st: "_State") -> None:
+    """Bought nodes, fabric (5), capacity (6) and the valid cuts of on-prem pools."""
+    B, spec, cat, H = st.B, st.spec, st.cat, st.H
+    months, by_id, onprem_gpu = st.months, st.by_id, st.onprem_gpu
+    fabric_users, pools_onprem = st.fabric_users, st.pools_onprem
+    pool_peak, base_fabrics = st.pool_peak, st.base_fabrics
+    by_site, candidates = st.by_site, st.candidates
     for (s, i) in sorted(pools_onprem):
         site: OnPremSite = spec.site(s)
         node = cat.onprem_nodes[i]
@@ -626,7 +680,7 @@ def formulate(candidates: Candidates) -> Problem:
         # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
         peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
-        if share_capped:
+        if st.share_capped:
             # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
             # down, so only the site's own limits bound the purchase.
             cap_nodes = site_new_nodes(site, node)
@@ -671,29 +725,39 @@ def formulate(candidates: Candidates) -> Problem:
                       {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
                       site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought")  # (6)
 
+
+def _site_limits(st: "_State") -> None:
+    """Power (7), racks (8), max GPUs (9) of each on-prem site."""
+    B, spec, cat, by_site = st.B, st.spec, st.cat, st.by_site
     for s in sorted(by_site):
         site = spec.site(s)
         insts = by_site[s]
-        owned = {i: owned_nodes(site, i) for i in insts}
-        nodes = {i: cat.onprem_nodes[i] for i in insts}
+        # Owned nodes take racks and GPUs whether or not any workload can use their model.
+        every = sorted(set(insts) | {o.instance for o in site.owned if o.instance in cat.onprem_nodes})
+        owned = {i: owned_nodes(site, i) for i in every}
+        nodes = {i: cat.onprem_nodes[i] for i in every}
         B.con(f"power[{s}]", "power", {buy_name(s, i): nodes[i].power_kw * site.pue for i in insts}, "<=",
               site.power_kw, f"{site.path}.power_kw", f"new nodes at {s} fit its {site.power_kw:g} kW")  # (7)
-        owned_ru = sum(owned[i] * nodes[i].rack_units for i in insts) / RACK_UNITS
+        owned_ru = sum(owned[i] * nodes[i].rack_units for i in every) / RACK_UNITS
         B.con(f"racks[{s}]", "racks", {buy_name(s, i): nodes[i].rack_units / RACK_UNITS for i in insts}, "<=",
               site.max_racks - owned_ru, f"{site.path}.max_racks",
               f"nodes at {s} fit in {site.max_racks} racks")  # (8)
         if site.rack_power_kw:
-            owned_kw = sum(owned[i] * nodes[i].power_kw for i in insts) / site.rack_power_kw
+            owned_kw = sum(owned[i] * nodes[i].power_kw for i in every) / site.rack_power_kw
             B.con(f"rack_power[{s}]", "racks",
                   {buy_name(s, i): nodes[i].power_kw / site.rack_power_kw for i in insts}, "<=",
                   site.max_racks - owned_kw, f"{site.path}.rack_power_kw",
                   f"nodes at {s} fit {site.max_racks} racks of {site.rack_power_kw:g} kW")
         if site.max_gpus is not None:
             B.con(f"max_gpus[{s}]", "max_gpus", {buy_name(s, i): nodes[i].gpus for i in insts}, "<=",
-                  site.max_gpus - sum(owned[i] * nodes[i].gpus for i in insts), f"{site.path}.max_gpus",
+                  site.max_gpus - sum(owned[i] * nodes[i].gpus for i in every), f"{site.path}.max_gpus",
                   f"at most {site.max_gpus} GPUs at {s}")  # (9)
 
-    # Storage (11).
+
+def _storage(st: "_State") -> None:
+    """Storage tiers per site and month (11)."""
+    B, spec, cat, by_id = st.B, st.spec, st.cat, st.by_id
+    storage_need, = st.storage_need,
     for (s, m), need in sorted(storage_need.items()):
         site = spec.site(s)
         tiers = costs.storage_tiers(cat, site)
@@ -724,7 +788,10 @@ def formulate(candidates: Candidates) -> Problem:
             B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,
                   "valid inequality: a job with data here opens a storage tier")
 
-    # Cloud share (10): cloud - share * total <= 0, over variable costs.
+
+def _cloud_share(st: "_State") -> None:
+    """Cloud spend at most max_cloud_share of the total (10)."""
+    B, spec = st.B, st.spec
     share = spec.policy.max_cloud_share
     if share is not None and share < 1.0:
         terms = {}
@@ -737,11 +804,27 @@ def formulate(candidates: Candidates) -> Problem:
         B.con("cloud_share", "cloud_share", terms, "<=", 0.0, "$.policy.max_cloud_share",
               f"cloud spend is at most {share:.0%} of the total")
 
-    variables = tuple(B.vars[k] for k in sorted(B.vars))
-    constraints = tuple(B.cons[k] for k in sorted(B.cons))
-    return Problem(spec=spec, candidates=candidates, chosen_from=chosen, variables=variables,
-                   constraints=constraints, demand=demand, filtered_out=dropped, mixes=mixes,
-                   reservations=tuple(sorted(reservations, key=lambda r: r.var)), base_fabrics=base_fabrics)
+
+def formulate(candidates: Candidates) -> Problem:
+    """Candidates -> Problem: the reductions, then one builder per constraint group."""
+    st = _State.start(candidates)
+    for w in st.spec.workloads:
+        if isinstance(w, InferenceWorkload):
+            _services(st, w)
+        else:
+            _training(st, w)
+    _cloud_pools(st)
+    _quotas(st)
+    _onprem_pools(st)
+    _site_limits(st)
+    _storage(st)
+    _cloud_share(st)
+    B = st.B
+    return Problem(spec=st.spec, candidates=candidates, chosen_from=st.chosen,
+                   variables=tuple(B.vars[k] for k in sorted(B.vars)),
+                   constraints=tuple(B.cons[k] for k in sorted(B.cons)), demand=st.demand,
+                   filtered_out=st.dropped, mixes=st.mixes,
+                   reservations=tuple(sorted(st.reservations, key=lambda r: r.var)), base_fabrics=st.base_fabrics)
 
 
 def _is_cloud_var(name: str, spec: Spec) -> bool:
