@@ -55,6 +55,9 @@ def test_example_matches_golden_tree(name, compiled, golden):
     golden(f"examples/{name}", _stable(compiled[name]))
 
 
+STOPS_AT_NODE_LIMIT = {"multi-region-inference": 0.2}   # example -> the gap it must stay below
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_plan_is_valid_and_complete(name, compiled):
     from compiler.resources import schema
@@ -63,7 +66,15 @@ def test_example_plan_is_valid_and_complete(name, compiled):
     jsonschema.Draft202012Validator(schema("plan.schema.json")).validate(plan)
     spec = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text())
     assert sorted(w["name"] for w in plan["workloads"]) == sorted(w["name"] for w in spec["workloads"])
-    assert plan["solver"]["status"] == "optimal"
+    # Every example proves its optimum within the default node limit except multi-region-
+    # inference: with every serving candidate kept (exact model) CBC's LP bound on whole-node
+    # packing stays about 13% below its plan after 1,000 nodes. It must say so, not claim more.
+    s = plan["solver"]
+    if name in STOPS_AT_NODE_LIMIT:
+        assert s["status"] == "feasible" and 0 < s["gap"] < STOPS_AT_NODE_LIMIT[name]
+        assert s["best_bound_usd"] < s["objective_usd"] == plan["total_cost_usd"]
+    else:
+        assert s["status"] == "optimal"
     assert plan["total_cost_usd"] > 0
     for w in plan["workloads"]:
         # replicas and gpus are what runs at once: at least one site's peak, at most all of them
@@ -279,13 +290,22 @@ def test_diff_names_what_doubled_traffic_changed(tmp_path):
             for p in d["pools"]["resized"]} == {
         k: (before[k], pools[k]) for k in pools.keys() & before.keys() if pools[k] != before[k]}
     assert d["pools"]["added"] or d["pools"]["resized"]
-    # chat-70b keeps its sites and instances: twice the replicas is a resize, not a move
-    chat = next(w for w in d["workloads"] if w["name"] == "chat-70b")
-    assert chat["moved"] is False
-    assert {c["field"]: (c["a"], c["b"]) for c in chat["changes"]}["replicas"][1] > \
-        {c["field"]: (c["a"], c["b"]) for c in chat["changes"]}["replicas"][0]
+    # A workload moved exactly when its set of (site, instance) changed; its replicas and GPUs
+    # change as the plans say (twice the traffic may take other instances, not only more replicas)
+    for name in ("chat-70b", "assistant-8b"):
+        wa, wb = (next(w for w in p["workloads"] if w["name"] == name) for p in (a, b))
+        where = [{(pl["site"], pl["instance"]) for pl in w["placements"]} for w in (wa, wb)]
+        dw = next(w for w in d["workloads"] if w["name"] == name)
+        if where[0] != where[1]:
+            assert dw["moved"] is True
+        changes = {c["field"]: (c["a"], c["b"]) for c in dw["changes"]}
+        assert changes.get("gpus", (wa["gpus"], wb["gpus"])) == (wa["gpus"], wb["gpus"])
+        reps = tuple(sum(pl["replicas"] for pl in w["placements"]) for w in (wa, wb))
+        assert changes.get("replicas", reps) == reps
+        assert wb["estimate"]["tokens_per_s"] > wa["estimate"]["tokens_per_s"]
     text = cli("diff", str(tmp_path / "a" / "plan.json"), str(tmp_path / "b" / "plan.json"))
-    assert "chat-70b" in text and "assistant-8b" in text and "resized" in text
+    assert "chat-70b" in text and "assistant-8b" in text
+    assert ("resized" in text) is bool(d["pools"]["resized"])
     assert f"+${total['delta']:,.0f}" in text
     for p in d["pools"]["resized"]:
         assert p["site"] in text and p["instance"] in text
