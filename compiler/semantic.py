@@ -8,7 +8,7 @@ leaves the rest to the schema's own diagnostics.
   E202 reference to a site that does not exist (`sites`, `data.home`, `pin.site`)
   E203 pin or site restriction disagrees with the policy
   E204 pinned pricing that the pinned site does not offer
-  E205 spot pricing pinned on a workload that is not interruptible
+  E205 spot pricing pinned on a workload that is not interruptible, or a cloud pricing on a service
   E206 pinned instance unknown, or at odds with the pinned GPU, site or region
   E207 window outside the planning horizon
   E208 training amount does not fit the model (tokens for LLMs, samples + epochs for vision)
@@ -318,6 +318,15 @@ class _Checker:
             if pricing == "spot" and w.get("kind") == "inference":
                 yield self.diag("E205", ppath + ("pricing",),
                                 "an inference workload cannot be pinned to spot pricing")
+            elif pricing in CLOUD_PRICING and w.get("kind") == "inference":
+                # A service's replicas share whole nodes with the other services of its pool, and
+                # the pool's reserved and on-demand nodes with its jobs: the model prices the pool,
+                # not one service's share of it, so such a pin could not be honoured exactly.
+                yield self.diag("E205", ppath + ("pricing",),
+                                f"an inference workload cannot be pinned to cloud pricing '{pricing}': "
+                                "its replicas share the pool's nodes with other services",
+                                "pin site and instance; the pool's mix of reserved and on-demand nodes "
+                                "is the optimizer's choice")
             elif pricing == "spot" and w.get("interruptible") is not True:
                 yield self.diag("E205", ppath + ("pricing",),
                                 "pricing 'spot' needs interruptible: true",

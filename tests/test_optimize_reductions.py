@@ -57,3 +57,35 @@ def test_spot_and_on_prem_dominance_is_on_total_node_hours():
     assert dominates(a, b, 12, False)
     # Under max_cloud_share a dearer on-prem choice can be what keeps the cloud's share down.
     assert not dominates(a, b, 12, True)
+
+
+def test_pins_to_owned_and_purchase_are_honoured_on_prem(tmp_path):
+    """A pin to `purchase` leaves the owned nodes idle and buys; a pin to `owned` runs on them.
+    The audit, run by every compile, checks the holdings against the pin (A204)."""
+    from compiler.pipeline import compile_spec
+
+    base = """apiVersion: infra-compile/v1
+name: pinned-pricing
+horizon_months: 12
+sites:
+  - {name: dc, type: on_prem, power_kw: 500, electricity_usd_per_kwh: 0.15, pue: 1.3, max_racks: 10,
+     owned: [{instance: dgx-h100, nodes: 2}]}
+policy: {placement: on_prem}
+workloads:
+  - name: chat
+    kind: inference
+    model: llama-3-8b
+    traffic: {peak_rps: 30, input_tokens: 800, output_tokens: 200}
+    slo: {ttft_p99_ms: 500, tpot_p99_ms: 40}
+    pin: {instance: dgx-h100, pricing: PRICING}
+"""
+    held = {}
+    for pricing in ("owned", "purchase"):
+        path = tmp_path / f"{pricing}.yaml"
+        path.write_text(base.replace("PRICING", pricing))
+        plan = compile_spec(path).plan
+        (w,) = plan.workloads
+        held[pricing] = {h.pricing for p in w.placements for h in p.holdings if any(h.monthly_nodes)}
+        if pricing == "purchase":
+            assert plan.cost_breakdown_usd["capex"] > 0
+    assert held == {"owned": {"owned"}, "purchase": {"purchase"}}

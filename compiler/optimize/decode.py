@@ -209,6 +209,15 @@ class _Held:
     pools: list[tuple[str, str]]                       # every (site, instance) with a placement
 
 
+def _pinned(w, c: Candidate) -> str | None:
+    """The pricing a pin holds this candidate's work to (formulate (12a)), if any."""
+    if c.spot:
+        return "spot"
+    if c.site_type == "cloud":
+        return F.pinned_cloud_pricing(w)
+    return w.pin.pricing if w.pin and w.pin.pricing in ("owned", "purchase") else None
+
+
 def _allot(problem, value, train, infer) -> _Held:
     spec = problem.spec
     H = spec.horizon_months
@@ -216,22 +225,20 @@ def _allot(problem, value, train, infer) -> _Held:
     demands: dict[tuple[str, str], list[list[Demand]]] = defaultdict(lambda: [[] for _ in range(H)])
     for name, c in train.items():
         cands[c.id] = c
-        pinned = "spot" if c.spot else (F.pinned_cloud_pricing(spec.workload(name))
-                                        if c.site_type == "cloud" else None)
+        pinned = _pinned(spec.workload(name), c)
         series = demands[(c.site, c.instance)]
         for m, h in c.usage:
             if m < H and h > 0:
                 series[m].append(Demand(c.id, name, "job", float(c.nodes), h, c.start_month, pinned))
     for name, rows in infer.items():
-        pinned = F.pinned_cloud_pricing(spec.workload(name))
         for c, reps in rows:
+            pinned = _pinned(spec.workload(name), c)
             cands[c.id] = c
             series = demands[(c.site, c.instance)]
             for m, r in enumerate(reps):
                 if r:
                     series[m].append(Demand(c.id, name, "service", r * c.gpus / c.gpus_per_node,
-                                            HOURS_PER_MONTH, c.start_month,
-                                            pinned if c.site_type == "cloud" else None))
+                                            HOURS_PER_MONTH, c.start_month, pinned))
     reserved: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0] * H)
     for r in problem.reservations:
         q = int(value(r.var))

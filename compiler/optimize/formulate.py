@@ -71,7 +71,8 @@ Constraints
                            than the pool has free of replicas (jobs running all month: (12) says it)
   (12a) pin_pricing[p/k@m]: a job pinned to on_demand buys its node-hours on demand
                            (u_{p,m} >= its n_c h_{c,m} x_c); one pinned to a reserved term runs on
-                           reserved nodes of that term (730 sum_a r_{p,k,a} >= its n_c h_{c,m} x_c)
+                           reserved nodes of that term (730 sum_a r_{p,k,a} >= its n_c h_{c,m} x_c);
+                           on-prem, jobs pinned to owned (purchase) nodes fit the owned (bought) ones
   (13) packing[p@m]:       G_p v_{p,m} >= sum_c g_c y_{c,m}
 
   (14) cuts (group `cut`, valid inequalities only: every integer solution of (1)-(13) keeps
@@ -386,6 +387,11 @@ class _Builder:
         self.cons[name] = Constraint(name, group, t, sense, rhs, path, meaning)
 
 
+def _cand_id(var: str) -> str:
+    """x[id] or y[id@mmm] -> the candidate id."""
+    return var[2:-1].split("@")[0]
+
+
 def _add(d: dict, key, name: str, coef: float) -> None:
     d.setdefault(key, {})
     d[key][name] = d[key].get(name, 0.0) + coef
@@ -416,6 +422,7 @@ class _State:
     pool_peak: dict = field(default_factory=dict)               # pool@m -> workload -> most GPUs
     pools_cloud: dict = field(default_factory=dict)             # pool -> months it may be used
     pinned_hours: dict = field(default_factory=dict)            # (12a) pool@m/pricing
+    pinned_gpus: dict = field(default_factory=dict)             # (12a) on-prem pool@m/owned|purchase
     pin_path: dict = field(default_factory=dict)
     mixes: dict = field(default_factory=dict)                   # (14)
     reservations: list = field(default_factory=list)
@@ -474,6 +481,9 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
                 B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
                            * costs.power_usd_per_node_hour(node, site))
                 add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
+                if w.pin and w.pin.pricing in ("owned", "purchase"):
+                    add(st.pinned_gpus, (c.site, c.instance, m, w.pin.pricing), yn, c.gpus)
+                    st.pin_path[w.name] = f"{w.path}.pin.pricing"
                 add(pool_peak, (c.site, c.instance, m), w.name, ub_m * c.gpus)
             else:
                 add(packing, (c.site, c.instance, m), yn, c.gpus)
@@ -518,7 +528,8 @@ def _training(st: "_State", w) -> None:
     add = _add
     cands = chosen[w.name]
     pinned_term = pinned_cloud_pricing(w)
-    if pinned_term:
+    onprem_pin = w.pin.pricing if w.pin and w.pin.pricing in ("owned", "purchase") else None
+    if pinned_term or onprem_pin:
         pin_path[w.name] = f"{w.path}.pin.pricing"
     home = w.data.home if w.data else None
     ds_tb = w.data.dataset_tb if w.data else 0.0
@@ -535,6 +546,8 @@ def _training(st: "_State", w) -> None:
             add(storage_need, (c.site, m), xn, ds_tb + ck_tb)
             if isinstance(site, OnPremSite):
                 add(onprem_gpu, (c.site, c.instance, m), xn, c.gpus)
+                if onprem_pin:
+                    add(st.pinned_gpus, (c.site, c.instance, m, onprem_pin), xn, float(c.gpus))
                 key = (c.site, c.instance, m)
                 pool_peak.setdefault(key, {})
                 pool_peak[key][w.name] = max(pool_peak[key].get(w.name, 0.0), float(c.gpus))
@@ -680,6 +693,8 @@ def _onprem_pools(st: "_State") -> None:
         # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
         peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+        if any(k[:2] == (s, i) and k[3] == "purchase" for k in st.pinned_gpus):
+            cap_nodes = math.ceil(peak / node.gpus - 1e-9)   # work pinned to purchase leaves owned nodes idle
         if st.share_capped:
             # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
             # down, so only the site's own limits bound the purchase.
@@ -724,6 +739,17 @@ def _onprem_pools(st: "_State") -> None:
                 B.con(f"capacity[{s}/{i}@{m:03d}]", "capacity",
                       {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
                       site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought")  # (6)
+            for pricing in ("owned", "purchase"):                                                  # (12a)
+                pinned = st.pinned_gpus.get((s, i, m, pricing))
+                if not pinned:
+                    continue
+                who = sorted({by_id[_cand_id(n)].workload for n in pinned})
+                row = {k: -v for k, v in pinned.items()}
+                if pricing == "purchase":
+                    row[bn] = float(node.gpus)
+                B.con(f"pin_pricing[{s}/{i}/{pricing}@{m:03d}]", "placement", row, ">=",
+                      -float(owned * node.gpus) if pricing == "owned" else 0.0, st.pin_path[who[0]],
+                      f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}")
 
 
 def _site_limits(st: "_State") -> None:
