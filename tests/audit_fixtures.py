@@ -22,11 +22,10 @@ EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 @lru_cache(maxsize=None)
 def compiled(name: str):
     """(Candidates, Plan) of examples/<name>.yaml, through the real estimate and optimize stages."""
-    from compiler.optimize import optimize
-    from compiler.pipeline import estimate
+    from examples_cache import example
 
-    candidates, _doc = estimate(ROOT / "examples" / f"{name}.yaml")
-    return candidates, optimize(candidates)
+    candidates, result = example(name)
+    return candidates, result.plan
 
 
 def has_holdings(plan: Plan) -> bool:

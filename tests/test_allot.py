@@ -265,12 +265,12 @@ EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
 @pytest.fixture(scope="module")
 def compiled():
-    from compiler.pipeline import compile_spec, estimate
+    from examples_cache import example
+
     out = {}
     for name in EXAMPLES:
-        path = ROOT / "examples" / f"{name}.yaml"
-        cands, _doc = estimate(path)
-        out[name] = (compile_spec(path).plan, {c.id: c for cs in cands.by_workload.values() for c in cs})
+        cands, result = example(name)
+        out[name] = (result.plan, {c.id: c for cs in cands.by_workload.values() for c in cs})
     return out
 
 

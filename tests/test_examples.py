@@ -38,9 +38,9 @@ def _stable(artifacts: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def compiled():
-    from compiler.pipeline import compile_spec
+    from examples_cache import example
 
-    return {name: compile_spec(ROOT / "examples" / f"{name}.yaml").artifacts for name in EXAMPLES}
+    return {name: example(name)[1].artifacts for name in EXAMPLES}
 
 
 def _tool(name: str) -> str:
