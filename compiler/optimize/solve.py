@@ -4,11 +4,14 @@ CBC (bundled with pulp) by default, HiGHS (highspy) with solver="highs". Determi
 variables and constraints enter the solver in the Problem's sorted order under index-based
 names (v0000042), CBC runs on one thread with fixed seeds, HiGHS on one thread with a fixed
 random seed. `elastic` adds a penalized slack to every constraint of the named groups; the
-infeasibility explainer uses it.
+infeasibility explainer uses it. A limit (nodes, time) ends in a plan ("feasible") or in
+"no_solution" (exit 5), never in an exception, whatever pulp or the solver does at that moment:
+_run_cbc and _run_highs say what each of them does wrong and how it is worked around.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tempfile
@@ -133,35 +136,130 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
 
 
+def _cbc(log: str, tmp: str, **kwargs) -> pulp.COIN_CMD:
+    """COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3), on
+    one thread, its files in `tmp` (pulp leaves its .mps/.mst behind when CBC fails)."""
+    cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, threads=1, logPath=log,
+                        **kwargs)
+    cmd.tmpDir = tmp
+    if not cmd.available():
+        raise pulp.PulpSolverError(f"cannot execute the CBC binary {cmd.path}")
+    return cmd
+
+
 def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
              max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
-    fd, log = tempfile.mkstemp(suffix=".log", prefix="cbc-")
-    os.close(fd)
-    try:
-        # COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3).
-        cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, timeLimit=time_limit,
-                            gapRel=gap, threads=1, logPath=log, warmStart=warm,
-                            options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS,
-                                     *([f"maxNodes {max_nodes}"] if max_nodes else [])])
-        lp.solve(cmd)
-        with open(log, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    finally:
-        os.unlink(log)
-    bound = _last_float(r"Lower bound:\s*(-?[\d.eE+-]+)", text)
-    mip_gap = _last_float(r"Gap:\s*(-?[\d.eE+-]+)", text)
+    """CBC's status, bound and gap; with `warm`, the variables' initial values are its MIP start.
+
+    With a MIP start, a run ends in the start or a cheaper plan, or in "no_solution" (exit 5) if
+    the start is no plan; without one, in CBC's plan or "no_solution"; never in an exception.
+    CBC 2.10.3 (the binary bundled with pulp 3.3) does not keep that promise by itself:
+
+    - A time limit that runs out while CBC is still preprocessing (CglPreProcess watches the
+      clock too) makes it fail in one of two ways, found on the 100-workload benchmark with the
+      greedy start by sweeping -sec. With a MIP start it accepts the start, leaves the search at
+      once ("Exiting on maximum time ... 0 nodes") and then dies of a segmentation fault while it
+      writes out the result (exit 139, no solution file), and pulp raises PulpSolverError "Error
+      while trying to execute": -sec 0.3 to 1.9 crashed, 0.2 and 2.0 did not; with -preprocess
+      off, or without -mips, none did. Or it says "Pre-processing says infeasible or unbounded",
+      a false verdict ("Integer infeasible" in the solution file, with a start that is a plan).
+      The fix-and-optimize rounds and the main solve take what is left of --time-limit, so where
+      the limit lands depends on the machine's load: both came and went with it (the start test,
+      8 s on 100 workloads, failed one run in four).
+    - Its preprocessing can make it reject a start that is a plan ("Warning: mipstart values
+      could not be used to build a solution"; coin-or/Cbc#282): on a 40-workload platform it
+      then ended a 1-node search with no plan at all.
+
+    So whenever CBC did not take the start ("MIPStart provided solution" not in its log) or
+    ended without a plan, failed or said "infeasible", the start is completed here: CBC solves
+    the problem with the start's integers held (an LP; no -mips, no time limit, neither
+    ingredient of the failures), and the cheaper of that and CBC's own plan is returned, with
+    the last lower bound CBC logged. Plans CBC found after the start are lost when it crashes.
+    An "infeasible" verdict that no start disproves is not trusted from a run that reached its
+    time limit: "no_solution" then.
+    """
+    start = {v: v.varValue for v in lp.variables() if v.cat == pulp.LpInteger} if warm else {}
+    with tempfile.TemporaryDirectory(prefix="cbc-") as tmp:
+        log = os.path.join(tmp, "cbc.log")
+        cmd = _cbc(log, tmp, timeLimit=time_limit, gapRel=gap, warmStart=warm,
+                   options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS,
+                            *([f"maxNodes {max_nodes}"] if max_nodes else [])])
+        t0 = time.perf_counter()
+        try:
+            lp.solve(cmd)
+            status = _cbc_status(lp, _read(log))
+        except pulp.PulpSolverError:
+            status = "failed"     # a non-zero exit (the crash above) or no solution file
+        clock_ran_out = time_limit is not None and time.perf_counter() - t0 >= time_limit
+        text = _read(log)
+        bound = _last_float(r"Lower bound:\s*(-?[\d.eE+-]+)", text)
+        mip_gap = _last_float(r"Gap:\s*(-?[\d.eE+-]+)", text)
+        if start and status != "optimal" and (status != "feasible" or "MIPStart provided solution" not in text):
+            # CBC's own plan, if it has one, and what it costs
+            ours = {v: v.varValue for v in lp.variables()} if status == "feasible" else {}
+            cost = _cost(lp) if ours else None
+            if _complete(lp, start, tmp) and (cost is None or _cost(lp) < cost - 1e-9 * abs(cost)):
+                # the last bound CBC logged (a crashed run logs no result: its last progress line)
+                if status == "infeasible":
+                    bound = None
+                elif bound is None:
+                    bound = _last_float(r"best possible\s*(-?[\d.eE+-]+)", text)
+                if bound is not None and not abs(bound) < 1e40:
+                    bound = None      # CBC's "infinity" (1e+50, DBL_MAX): none yet
+                return "feasible", bound, None
+            for v, value in ours.items():
+                v.varValue = value
+    if status == "failed" or (status == "infeasible" and clock_ran_out):
+        return "no_solution", None, None
+    if status in ("optimal", "feasible"):
+        return status, bound, mip_gap
+    return status, None, None
+
+
+def _cbc_status(lp: pulp.LpProblem, text: str) -> str:
+    """optimal | feasible | infeasible | unbounded | no_solution, from what pulp read and CBC's log."""
     sol = lp.sol_status
     if lp.status == pulp.LpStatusInfeasible or sol == pulp.LpSolutionInfeasible:
-        return "infeasible", None, None
+        return "infeasible"
     if lp.status == pulp.LpStatusUnbounded:
-        return "unbounded", None, None
+        return "unbounded"
     if sol == pulp.LpSolutionOptimal and "Stopped on" not in text:
-        return "optimal", bound, mip_gap
+        return "optimal"
     if sol in (pulp.LpSolutionIntegerFeasible, pulp.LpSolutionOptimal):
-        return "feasible", bound, mip_gap
+        return "feasible"
     if "infeasible" in text.lower() and "Stopped on" not in text:
-        return "infeasible", None, None
-    return "no_solution", None, None
+        return "infeasible"
+    return "no_solution"
+
+
+def _complete(lp: pulp.LpProblem, start: Mapping[pulp.LpVariable, float | None], tmp: str) -> bool:
+    """Solve `lp` with every integer variable held at its MIP start value (as CBC's MIP start
+    does: a value not given is 0); True if that is a plan, its values then in the variables."""
+    saved = {v: (v.lowBound, v.upBound) for v in start}
+    try:
+        for v, value in start.items():
+            v.lowBound = v.upBound = float(round(value or 0.0))
+        lp.solve(_cbc(os.path.join(tmp, "start.log"), tmp,
+                      options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"]))
+    except pulp.PulpSolverError:
+        return False
+    finally:
+        for v, (lo, up) in saved.items():
+            v.lowBound, v.upBound = lo, up
+    return lp.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
+
+
+def _cost(lp: pulp.LpProblem) -> float:
+    value = lp.objective.value()
+    return math.inf if value is None else float(value)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
 def _last_float(pattern: str, text: str) -> float | None:
@@ -174,22 +272,48 @@ def _last_float(pattern: str, text: str) -> float | None:
 
 def _run_highs(lp: pulp.LpProblem, time_limit, gap,
                max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
+    """HiGHS's status, bound and gap, read from highspy itself, not from pulp.
+
+    pulp 3.3's HiGHS.findSolutionValues maps HiGHS's model status through a table that lacks
+    kSolutionLimit (what HiGHS reports when mip_max_nodes, mip_max_leaves or
+    mip_max_improving_sols stops it), kMemoryLimit and kHighsInterrupt: after HiGHS has finished,
+    pulp raises KeyError(<HighsModelStatus.kSolutionLimit: 16>), so `--max-nodes` with `--solver
+    highs` on a model that needs more nodes was a traceback. That KeyError, and only that one, is
+    caught here; status, incumbent, bound and gap are then read from `lp.solverModel` (the
+    highspy.Highs pulp ran) for every outcome, and the incumbent's values set on the variables.
+    Nothing of pulp is patched.
+    """
+    import highspy
+
     limits = {"mip_max_nodes": max_nodes} if max_nodes else {}
     cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED, **limits)
-    lp.solve(cmd)
+    try:
+        lp.solve(cmd)
+    except KeyError as exc:
+        if not (exc.args and isinstance(exc.args[0], highspy.HighsModelStatus)):
+            raise
     h = lp.solverModel
+    ms = h.getModelStatus()
     info = h.getInfo()
-    model_status = h.modelStatusToString(h.getModelStatus()).lower()
-    has_sol = info.primal_solution_status == 2
-    if "infeasible" in model_status:
+    S = highspy.HighsModelStatus
+    if ms in (S.kInfeasible, S.kUnboundedOrInfeasible):
         return "infeasible", None, None
-    if "unbounded" in model_status:
+    if ms == S.kUnbounded:
         return "unbounded", None, None
-    if not has_sol:
+    # kSolutionStatusFeasible: HiGHS holds a plan (after a limit: the best it found)
+    solution = h.getSolution()
+    col_value = list(solution.col_value)
+    variables = lp.variables()
+    if info.primal_solution_status != 2 or not solution.value_valid or len(col_value) < len(variables):
         return "no_solution", None, None
+    for var in variables:
+        var.varValue = col_value[var.index]
     bound = getattr(info, "mip_dual_bound", None)
     mip_gap = getattr(info, "mip_gap", None)
-    status = "optimal" if model_status == "optimal" else "feasible"
-    if bound is not None and abs(bound) > 1e300:
+    if bound is not None and not abs(bound) <= 1e300:
         bound = None
-    return status, bound, mip_gap
+    if mip_gap is not None and not abs(mip_gap) <= 1e300:
+        mip_gap = None
+    # every other status (a time, node, solution, iteration or memory limit, an interrupt) with a
+    # plan in hand: a plan, not a proof
+    return ("optimal" if ms == S.kOptimal else "feasible"), bound, mip_gap

@@ -1,0 +1,220 @@
+"""Limits end in a plan or in exit 5, never in a traceback (compiler/optimize/solve.py).
+
+A node limit stops where it stops on every machine, so these tests use node limits on models
+whose outcome at that limit is forced, never wall-clock time:
+
+- a market split (Cornuejols & Dawande): 24 binaries whose weights must add up to half of each
+  of 3 rows' totals. This instance has no exact split, so no heuristic can find a plan, but its
+  LP relaxation has one, so it takes branching to prove there is none (HiGHS takes seconds
+  without a limit): one node ends with no plan and no verdict, on any machine.
+- the same with a penalized slack on each row: any choice is a plan (cost = total slack, at
+  least 1 since no split is exact) and the LP bound is 0: one node ends in a plan, with a gap.
+
+Where CBC itself misbehaves (crashes, false "infeasible"), a stand-in binary replays the exact
+failure around the real one.
+"""
+
+from __future__ import annotations
+
+import math
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pulp
+import pytest
+
+from compiler.optimize.formulate import Constraint, Problem, Variable
+from compiler.optimize.solve import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WEIGHTS = (
+    (49, 97, 53, 5, 33, 65, 62, 51, 38, 61, 45, 74, 27, 64, 17, 36, 17, 96, 12, 79, 32, 68, 90, 77),
+    (18, 39, 12, 93, 9, 87, 42, 60, 71, 12, 45, 55, 40, 78, 81, 26, 70, 61, 56, 66, 33, 7, 70, 1),
+    (11, 92, 51, 90, 85, 80, 0, 78, 63, 42, 31, 93, 41, 90, 8, 24, 72, 28, 30, 18, 69, 57, 11, 10),
+)
+N = len(WEIGHTS[0])
+# A MIP start for the slack model: the first half of the items; it misses the rows by this much.
+START = {f"x{j:02d}": float(j < N // 2) for j in range(N)}
+START_COST = sum(abs(sum(w[j] for j in range(N // 2)) - sum(w) // 2) for w in WEIGHTS)
+
+
+def market_split(slack: bool) -> Problem:
+    variables = [Variable(f"x{j:02d}", "binary") for j in range(N)]
+    constraints = []
+    for i, w in enumerate(WEIGHTS):
+        terms = [(f"x{j:02d}", float(w[j])) for j in range(N)]
+        if slack:
+            variables += [Variable(f"over{i}", "continuous", costs=(("slack", 1.0),)),
+                          Variable(f"under{i}", "continuous", costs=(("slack", 1.0),))]
+            terms += [(f"over{i}", -1.0), (f"under{i}", 1.0)]
+        constraints.append(Constraint(f"split[{i}]", "split", tuple(terms), "==", float(sum(w) // 2)))
+    # solve() reads only the variables and the constraints
+    return Problem(spec=None, candidates=None, chosen_from={}, variables=tuple(variables),
+                   constraints=tuple(constraints))
+
+
+def assert_a_plan_of(problem: Problem, sol) -> None:
+    """The solution's values satisfy every constraint, its integers are integral and its
+    objective is what they cost; its bound is at most its cost."""
+    x = sol.values
+    for c in problem.constraints:
+        lhs = sum(a * x[n] for n, a in c.terms)
+        assert {"<=": lhs <= c.rhs + 1e-6, ">=": lhs >= c.rhs - 1e-6, "==": abs(lhs - c.rhs) <= 1e-6}[c.sense], c
+    for v in problem.variables:
+        if v.kind != "continuous":
+            assert abs(x[v.name] - round(x[v.name])) <= 1e-6, v.name
+    assert sol.objective == pytest.approx(sum(v.cost * x[v.name] for v in problem.variables))
+    assert 0.0 <= sol.best_bound <= sol.objective
+    assert 0.0 <= sol.gap <= 1.0
+
+
+# --- HiGHS: pulp 3.3 raised KeyError(kSolutionLimit) when mip_max_nodes stopped it ---------------
+
+def test_highs_stopped_by_its_node_limit_with_a_plan_returns_it_as_feasible():
+    problem = market_split(slack=True)
+    sol = solve(problem, solver="highs", max_nodes=1)
+    assert sol.status == "feasible"
+    assert_a_plan_of(problem, sol)
+    assert sol.objective >= 1.0 - 1e-6 and sol.gap > 0.0   # stopped, not proven
+
+
+def test_highs_stopped_by_its_node_limit_without_a_plan_returns_no_solution():
+    sol = solve(market_split(slack=False), solver="highs", max_nodes=1)
+    assert sol.status == "no_solution" and not sol.has_solution
+    assert math.isnan(sol.objective)
+
+
+# --- CBC: a limit ends in the MIP start or a cheaper plan ---------------------------------------
+
+def test_cbc_stopped_by_its_node_limit_returns_the_start_or_better():
+    problem = market_split(slack=True)
+    sol = solve(problem, solver="cbc", start=START, max_nodes=1)
+    assert sol.has_solution
+    assert_a_plan_of(problem, sol)
+    assert sol.objective <= START_COST + 1e-6
+
+
+def test_cbc_stopped_by_its_node_limit_without_a_plan_returns_no_solution():
+    sol = solve(market_split(slack=False), solver="cbc", max_nodes=1)
+    assert sol.status == "no_solution"
+
+
+def fake_cbc(tmp_path: Path, monkeypatch, script: str) -> None:
+    """Put a stand-in for CBC in pulp's place: `script` (bash) runs on every call that gives a MIP
+    start (-mips) or a time limit (-sec), with "$@" the real arguments, $REAL the real binary and
+    $SOL the solution file; other calls (the LP that completes a start) go to the real CBC."""
+    real = pulp.PULP_CBC_CMD.pulp_cbc_path
+    path = tmp_path / "cbc"
+    path.write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        REAL='{real}'
+        case " $* " in *" -mips "*|*" -sec "*) ;; *) exec "$REAL" "$@" ;; esac
+        SOL=""; prev=""
+        for a in "$@"; do [ "$prev" = "-solution" ] && SOL="$a"; prev="$a"; done
+        """) + textwrap.dedent(script))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(pulp.PULP_CBC_CMD, "pulp_cbc_path", str(path))
+
+
+# CBC 2.10.3 with a MIP start, when its time limit runs out during preprocessing: it logs its
+# result and then dies of a segmentation fault before writing the solution file.
+CRASH = """\
+    "$REAL" "$@"
+    rm -f "$SOL"
+    exit 139
+    """
+
+
+def test_a_cbc_crash_with_a_start_ends_in_the_start(tmp_path, monkeypatch):
+    fake_cbc(tmp_path, monkeypatch, CRASH)
+    problem = market_split(slack=True)
+    sol = solve(problem, solver="cbc", start=START, time_limit=60, max_nodes=1)
+    assert sol.status == "feasible"
+    assert_a_plan_of(problem, sol)
+    assert sol.objective == pytest.approx(START_COST)
+    assert [sol.values[n] for n in sorted(START)] == [START[n] for n in sorted(START)]
+
+
+def test_a_cbc_crash_without_a_start_is_no_solution(tmp_path, monkeypatch):
+    fake_cbc(tmp_path, monkeypatch, CRASH)
+    sol = solve(market_split(slack=True), solver="cbc", time_limit=60, max_nodes=1)
+    assert sol.status == "no_solution"
+
+
+# CBC 2.10.3 when its time limit runs out during preprocessing: "Pre-processing says infeasible
+# or unbounded", and "Integer infeasible" in the solution file. Here it takes 0.5 s to say so.
+FALSE_INFEASIBLE = """\
+    sleep 0.5
+    echo "Pre-processing says infeasible or unbounded"
+    echo "Integer infeasible - objective value 0.00000000" > "$SOL"
+    exit 0
+    """
+
+
+def test_a_false_infeasible_verdict_is_disproved_by_the_start(tmp_path, monkeypatch):
+    fake_cbc(tmp_path, monkeypatch, FALSE_INFEASIBLE)
+    problem = market_split(slack=True)
+    sol = solve(problem, solver="cbc", start=START, time_limit=60)
+    assert sol.status == "feasible"
+    assert_a_plan_of(problem, sol)
+    assert sol.objective == pytest.approx(START_COST)
+
+
+def test_an_infeasible_verdict_at_the_time_limit_is_not_trusted(tmp_path, monkeypatch):
+    fake_cbc(tmp_path, monkeypatch, FALSE_INFEASIBLE)
+    # the stand-in answers after 0.5 s, past the 0.1 s limit: the clock may have cut CBC short
+    assert solve(market_split(slack=True), solver="cbc", time_limit=0.1).status == "no_solution"
+    # within its time limit, the verdict stands (it goes on to the infeasibility explainer)
+    assert solve(market_split(slack=True), solver="cbc", time_limit=60).status == "infeasible"
+
+
+def test_a_start_cbc_did_not_take_is_still_the_plan_or_better(tmp_path, monkeypatch):
+    # As when CBC's preprocessing rejects a start that is a plan ("mipstart values could not be
+    # used to build a solution"): the stand-in runs CBC without the start.
+    fake_cbc(tmp_path, monkeypatch, """\
+        args=(); skip=0
+        for a in "$@"; do
+            if [ $skip = 1 ]; then skip=0; continue; fi
+            if [ "$a" = "-mips" ]; then skip=1; continue; fi
+            args+=("$a")
+        done
+        exec "$REAL" "${args[@]}"
+        """)
+    problem = market_split(slack=True)
+    sol = solve(problem, solver="cbc", start=START, max_nodes=1)
+    assert sol.has_solution
+    assert_a_plan_of(problem, sol)
+    assert sol.objective <= START_COST + 1e-6
+
+
+# --- the command line: exit 5 and a message, no traceback ---------------------------------------
+
+# Runs the CLI with HiGHS's node limit lowered to 0 (the CLI's --max-nodes 0 means "no limit"):
+# HiGHS stops before its first node, with no plan, as any node limit reached before a first
+# incumbent would (pulp 3.3 then raised KeyError: kSolutionLimit, an internal error, exit 1).
+NO_NODES_CLI = """\
+import runpy, sys
+import highspy
+_run = highspy.Highs.run
+def run(self):
+    self.setOptionValue("mip_max_nodes", 0)
+    return _run(self)
+highspy.Highs.run = run
+sys.argv = ["infra-compile", *sys.argv[1:]]
+runpy.run_module("compiler", run_name="__main__")
+"""
+
+
+def test_cli_exits_5_when_the_solver_finds_no_plan_within_its_limits(tmp_path):
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", NO_NODES_CLI, "examples/onprem-vision.yaml", "--solver", "highs",
+                        "--max-nodes", "1", "-o", str(out)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 5, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert r.stderr.startswith("examples/onprem-vision.yaml: error[E501]: the solver (highs) found no plan"), r.stderr
+    assert not out.exists()
