@@ -68,8 +68,9 @@ def node_cap(spec: Spec, w, hw: Hardware, catalog: Catalog) -> int:
 
 
 def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int, catalog: Catalog,
-                     memo: Memo) -> float | None:
-    """A lower bound on the node-hours of the job on `nodes` or more nodes of `hw`, or None.
+                     memo: Memo) -> tuple[float, float] | None:
+    """(base, loss): on n >= `nodes` nodes of `hw` the job runs at least base * (1 + loss * n)
+    node-hours (so at least base * (1 + loss * n) / n hours), or None.
 
     node-hours = work / (GPUs per node * peak * MFU) * (1 + lost). MFU on `nodes` or more nodes
     is at most training.mfu_ceiling (LLM) or, for a vision job, its MFU on `nodes` (data
@@ -98,8 +99,8 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
             mfu_max = min(mfu_max, ceiling) if ceiling else mfu_max
     if mfu_max <= 0:
         return None
-    lost = training.interruption_loss_per_gpu_hour(w.checkpoint.interval_min, catalog) * gpus
-    return work / (hw.gpus_per_node * peak * mfu_max * 3600) * (1 + lost)
+    loss = training.interruption_loss_per_gpu_hour(w.checkpoint.interval_min, catalog) * hw.gpus_per_node
+    return work / (hw.gpus_per_node * peak * mfu_max * 3600), loss
 
 
 def spot_rate(provider: str, catalog: Catalog) -> float:
@@ -208,10 +209,16 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
             for nodes in counts:
                 gpus = nodes * hw.gpus_per_node
-                if record < math.inf and may_stop and nodes >= check_at:
+                if nodes >= check_at and len(counts) > 1:
                     floor = node_hours_floor(w, model, hw, nodes, catalog, memo)
-                    if floor is not None and floor * (1 - 1e-6) > record:
-                        break      # every larger count is dominated by the record
+                    if floor is not None:
+                        base, loss = floor
+                        if base * (1 + loss * cap) / cap * (1 - 1e-6) > limit_h:
+                            reason = (f"misses {limit_what} on every count up to {cap * hw.gpus_per_node} GPUs "
+                                      f"(at least {base * (1 + loss * cap) / cap / 24:.1f} days)")
+                            break  # no count from here to the cap finishes in time
+                        if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
+                            break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
                 tried = gpus
                 est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog, memo)

@@ -77,4 +77,19 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{within}",
                                        hint="raise --max-nodes or --time-limit, or loosen --gap")],
                            exit_code=5)
-    return decode(problem, sol)
+    return decode(problem, polish(problem, sol, options.solver, solve))
+
+
+def polish(problem, sol, solver: str, solve: Callable):
+    """The incumbent's continuous variables at their cheapest: a solver stopped by a limit returns
+    an integer point whose on-demand hours or storage may exceed what its choices need (a plan
+    that pays for unused on-demand hours; a heuristic's incumbent, or one within --gap, can too).
+    Holding every integer at its value leaves an LP; its optimum prices exactly the plan's
+    choices, which the audit re-derives. The bound stays."""
+    fixed = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    lp = solve(problem, solver=solver, fixed=fixed)
+    if not lp.has_solution or lp.objective > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
+        return sol
+    gap = 0.0 if abs(lp.objective) < 1e-9 else max(0.0, (lp.objective - sol.best_bound) / abs(lp.objective))
+    return replace(sol, objective=lp.objective, gap=gap, values=lp.values,
+                   best_bound=min(sol.best_bound, lp.objective))
