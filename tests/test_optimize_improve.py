@@ -60,12 +60,13 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypa
     again = improve(problem, start, solve)
     assert better == again                                   # node budgets, not the clock
     assert set(better) == {v.name for v in problem.variables if v.kind != "continuous"}
-    # Measured: the greedy start completes at $6.79M; two rounds reach $4.71M, which is the
-    # optimum HiGHS proves for the whole problem.
+    # Measured on the exact model (every node count and serving candidate): the greedy start
+    # completes at $7.75M; the rounds reach $4.26M, 2.0% above the optimum HiGHS proves for the
+    # whole problem ($4.18M). (Before the model was exact: $6.79M -> $4.71M, the optimum then.)
     before, after = _cost_at(problem, start), _cost_at(problem, better)
     best = solve(problem, solver="highs", gap=1e-6).objective
-    assert after < 0.8 * before
-    assert after == pytest.approx(best, rel=1e-6)
+    assert after < 0.6 * before
+    assert best <= after <= 1.025 * best
     assert messages and messages[0].startswith("improving the start: training choices, round 1: $")
 
 
