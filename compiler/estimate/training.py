@@ -141,6 +141,19 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
     return best, leanest
 
 
+_SHAPES: dict = {}
+
+
+def _shapes(model: Model, gpn: int, seq_len: int, cp_min: int) -> tuple[tuple[int, int, int, int], ...]:
+    """Every (tp, pp, cp, ep) training_layouts offers on some GPU count: its inner degrees are
+    powers of two, so a count of 2^16 nodes admits them all. Kept per model and node size."""
+    key = (model, gpn, seq_len, cp_min)
+    if key not in _SHAPES:
+        _SHAPES[key] = tuple(sorted({(l.tp, l.pp, l.cp, l.ep)
+                                     for l in training_layouts(model, gpn * 2 ** 16, gpn, seq_len, cp_min)}))
+    return _SHAPES[key]
+
+
 def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,
                 optimizer: str, catalog: Catalog) -> float | None:
     """An upper bound on the MFU of every layout on `gpus` or more GPUs (gpus > one node).
@@ -155,9 +168,7 @@ def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int,
         return None
     cp_min = int(factor(catalog, "context_parallel_min_seq"))
     best = 0.0
-    shapes = {(l.tp, l.pp, l.cp, l.ep) for g in (fabric.gpus_per_node * 2 ** k for k in range(16))
-              for l in training_layouts(model, max(g, gpus), fabric.gpus_per_node, seq_len, cp_min)}
-    for tp, pp, cp, ep in sorted(shapes):
+    for tp, pp, cp, ep in _shapes(model, fabric.gpus_per_node, seq_len, cp_min):
         dp = max(ep, -(-gpus // (tp * pp * cp)))
         layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=1 if dp > 1 else 0)
         s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
