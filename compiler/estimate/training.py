@@ -127,18 +127,23 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
     """(fastest layout that fits memory, smallest-memory layout) for this many GPUs.
     The second explains a 'does not fit' rejection."""
     cap = usable_training_gb(gpu.memory_gb, catalog)
+    if peak_flops(gpu, precision) is None:
+        return None, None
     best: Step | None = None
-    leanest: Step | None = None
+    leanest: tuple[float, Layout] | None = None
     cp_min = int(factor(catalog, "context_parallel_min_seq"))
     for layout in training_layouts(model, gpus, fabric.gpus_per_node, seq_len, cp_min):
-        s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
-        if s is None:
-            return None, None
-        if leanest is None or s.memory.total_gb < leanest.memory.total_gb:
-            leanest = s
-        if s.memory.total_gb <= cap and (best is None or _key(s) < _key(best)):
-            best = s
-    return best, leanest
+        # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
+        gb = training_memory(model, layout, seq_len, precision, optimizer, catalog).total_gb
+        if leanest is None or gb < leanest[0]:
+            leanest = (gb, layout)
+        if gb <= cap:
+            s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
+            if best is None or _key(s) < _key(best):
+                best = s
+    lean = None if leanest is None else step_time(model, leanest[1], gpu, fabric, seq_len, precision,
+                                                  optimizer, catalog)
+    return best, lean
 
 
 _SHAPES: dict = {}
