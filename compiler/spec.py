@@ -8,6 +8,8 @@ validation. Every workload and site remembers its JSON path so later stages
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
@@ -17,6 +19,7 @@ Precision = Literal["fp32", "bf16", "fp8"]
 Quantization = Literal["bf16", "fp8", "int8", "int4"]
 Orchestrator = Literal["slurm", "kubernetes"]
 HOURS_PER_MONTH = 730.0  # 8760 h / 12: the convention cloud price sheets use
+RACK_UNITS = 42.0        # rack units in a rack
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,17 @@ class OnPremSite:
     path: str = ""
     type: Literal["on_prem"] = "on_prem"
 
+    def nodes_admitted(self, node_kw: float, node_rack_units: int, node_gpus: int) -> tuple[int, int]:
+        """(new nodes of one model the power budget admits, nodes of it the racks, rack power and
+        max_gpus admit in all): the most a site could ever hold of that model."""
+        new = math.floor(self.power_kw / (node_kw * self.pue) + 1e-9)
+        total = math.floor(self.max_racks * RACK_UNITS / node_rack_units + 1e-9)
+        if self.rack_power_kw:
+            total = min(total, math.floor(self.max_racks * self.rack_power_kw / node_kw + 1e-9))
+        if self.max_gpus is not None:
+            total = min(total, self.max_gpus // node_gpus)
+        return new, total
+
 
 Site = CloudSite | OnPremSite
 
@@ -76,6 +90,11 @@ class Policy:
     placement: Literal["cloud", "on_prem", "hybrid"] = "hybrid"
     allowed_gpus: tuple[str, ...] | None = None
     max_cloud_share: float | None = None
+
+    @property
+    def caps_cloud_share(self) -> bool:
+        """A cloud-share cap that can bind (a share of 1 or more never does)."""
+        return self.max_cloud_share is not None and self.max_cloud_share < 1.0
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from compiler.estimate.options import Hardware, hardware_options
 from compiler.estimate.vision import vision_rate
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
 
-RACK_UNITS = 42.0
 
 
 class Memo:
@@ -58,12 +57,8 @@ def node_cap(spec: Spec, w, hw: Hardware, catalog: Catalog) -> int:
     elif isinstance(site, OnPremSite):
         node = catalog.onprem_nodes[hw.instance]
         owned = sum(o.nodes for o in site.owned if o.instance == hw.instance)
-        new = math.floor(site.power_kw / (node.power_kw * site.pue) + 1e-9)
-        cap = min(cap, owned + new, math.floor(site.max_racks * RACK_UNITS / node.rack_units + 1e-9))
-        if site.rack_power_kw:
-            cap = min(cap, math.floor(site.max_racks * site.rack_power_kw / node.power_kw + 1e-9))
-        if site.max_gpus is not None:
-            cap = min(cap, site.max_gpus // hw.gpus_per_node)
+        new, total = site.nodes_admitted(node.power_kw, node.rack_units, node.gpus)
+        cap = min(cap, owned + new, total)
     return max(0, cap)
 
 
@@ -188,7 +183,6 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
     # the larger counts are provably dominated (docs/optimizer.md, "Exact reductions"): once a
     # count finishes inside its first month, a larger count is dominated by it unless it runs
     # fewer node-hours, and node_hours_floor bounds those from below.
-    share_bound = spec.policy.max_cloud_share is not None and spec.policy.max_cloud_share < 1.0
     for hw in options:
         variants = [False] + ([True] if w.interruptible and hw.spot_usd_h is not None else [])
         if pin and pin.pricing:
@@ -204,7 +198,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         else:
             counts = range(1, cap + 1)
         # With a cloud-share cap a dearer on-prem choice can be what satisfies it: no early stop.
-        may_stop = not (share_bound and hw.site_type == "on_prem")
+        may_stop = not (spec.policy.caps_cloud_share and hw.site_type == "on_prem")
         for spot in variants:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
             for nodes in counts:

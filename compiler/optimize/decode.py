@@ -215,7 +215,7 @@ def _pinned(w, c: Candidate) -> str | None:
         return "spot"
     if c.site_type == "cloud":
         return F.pinned_cloud_pricing(w)
-    return w.pin.pricing if w.pin and w.pin.pricing in ("owned", "purchase") else None
+    return F.pinned_onprem_pricing(w)
 
 
 def _allot(problem, value, train, infer) -> _Held:

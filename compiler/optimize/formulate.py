@@ -108,9 +108,8 @@ from compiler.optimize import costs
 from compiler.optimize.cuts import row_cuts
 from compiler.optimize.mixes import minimal_mixes
 from compiler.optimize.reductions import fabric_free, prune, replica_caps
-from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec
+from compiler.spec import HOURS_PER_MONTH, RACK_UNITS, CloudSite, InferenceWorkload, OnPremSite, Spec
 
-RACK_UNITS = 42.0
 TERMS = ("reserved_1y", "reserved_3y")
 
 
@@ -221,6 +220,12 @@ def pinned_cloud_pricing(w) -> str | None:
     return pricing if pricing in ("on_demand", *TERMS) else None
 
 
+def pinned_onprem_pricing(w) -> str | None:
+    """The on-prem pricing (owned or purchase) a workload's pin holds it to (12a), if any."""
+    pricing = w.pin.pricing if w.pin else None
+    return pricing if pricing in ("owned", "purchase") else None
+
+
 def pricing_of(c: Candidate) -> str:
     if c.site_type == "on_prem":
         return "purchase"
@@ -266,14 +271,8 @@ def owned_nodes(site: OnPremSite, instance: str) -> int:
 
 
 def site_new_nodes(site: OnPremSite, node) -> int:
-    """The most new nodes of one model the site's power budget (7) and racks (8) admit."""
-    cap = math.floor(site.power_kw / (node.power_kw * site.pue) + 1e-9)
-    cap = min(cap, math.floor(site.max_racks * RACK_UNITS / node.rack_units + 1e-9))
-    if site.rack_power_kw:
-        cap = min(cap, math.floor(site.max_racks * site.rack_power_kw / node.power_kw + 1e-9))
-    if site.max_gpus is not None:
-        cap = min(cap, site.max_gpus // node.gpus)
-    return max(0, cap)
+    """The most new nodes of one model the site's power budget (7), racks (8) and GPUs (9) admit."""
+    return max(0, min(site.nodes_admitted(node.power_kw, node.rack_units, node.gpus)))
 
 
 def problem_cands_at(chosen: Mapping[str, tuple[Candidate, ...]], site: str, inst: str) -> list[Candidate]:
@@ -429,18 +428,12 @@ class _State:
     base_fabrics: dict = field(default_factory=dict)
     by_site: dict = field(default_factory=dict)                 # on-prem site -> its pools' node models
 
-    @property
-    def share_capped(self) -> bool:
-        share = self.spec.policy.max_cloud_share
-        return share is not None and share < 1.0
-
     @classmethod
     def start(cls, candidates: Candidates) -> "_State":
         """Filter each workload's candidates by policy and pin, then apply the exact reductions."""
         spec = candidates.spec
         H = spec.horizon_months
-        share = spec.policy.max_cloud_share
-        share_capped = share is not None and share < 1.0
+        share_capped = spec.policy.caps_cloud_share
         chosen: dict[str, tuple[Candidate, ...]] = {}
         caps: dict[str, int] = {}
         dropped: dict[str, tuple[str, ...]] = {}
@@ -481,8 +474,8 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
                 B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
                            * costs.power_usd_per_node_hour(node, site))
                 add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
-                if w.pin and w.pin.pricing in ("owned", "purchase"):
-                    add(st.pinned_gpus, (c.site, c.instance, m, w.pin.pricing), yn, c.gpus)
+                if pinned_onprem_pricing(w):
+                    add(st.pinned_gpus, (c.site, c.instance, m, pinned_onprem_pricing(w)), yn, c.gpus)
                     st.pin_path[w.name] = f"{w.path}.pin.pricing"
                 add(pool_peak, (c.site, c.instance, m), w.name, ub_m * c.gpus)
             else:
@@ -528,7 +521,7 @@ def _training(st: "_State", w) -> None:
     add = _add
     cands = chosen[w.name]
     pinned_term = pinned_cloud_pricing(w)
-    onprem_pin = w.pin.pricing if w.pin and w.pin.pricing in ("owned", "purchase") else None
+    onprem_pin = pinned_onprem_pricing(w)
     if pinned_term or onprem_pin:
         pin_path[w.name] = f"{w.path}.pin.pricing"
     home = w.data.home if w.data else None
@@ -695,7 +688,7 @@ def _onprem_pools(st: "_State") -> None:
         cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
         if any(k[:2] == (s, i) and k[3] == "purchase" for k in st.pinned_gpus):
             cap_nodes = math.ceil(peak / node.gpus - 1e-9)   # work pinned to purchase leaves owned nodes idle
-        if st.share_capped:
+        if spec.policy.caps_cloud_share:
             # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
             # down, so only the site's own limits bound the purchase.
             cap_nodes = site_new_nodes(site, node)
@@ -819,7 +812,7 @@ def _cloud_share(st: "_State") -> None:
     """Cloud spend at most max_cloud_share of the total (10)."""
     B, spec = st.B, st.spec
     share = spec.policy.max_cloud_share
-    if share is not None and share < 1.0:
+    if spec.policy.caps_cloud_share:
         terms = {}
         for v in B.vars.values():
             cloud = sum(x for k, x in v.costs if k == "cloud_compute")
