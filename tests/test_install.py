@@ -71,3 +71,14 @@ def test_installed_console_script_validates_an_example(installed, tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "ok" in r.stdout
+
+
+def test_installed_console_script_compiles_an_example(installed, tmp_path):
+    """The README's first quick-start command: every stage, audit and render included, from the
+    installed package alone (a subpackage missing from pyproject's list fails here)."""
+    spec = tmp_path / "spec.yaml"
+    shutil.copy(ROOT / "examples" / "llm-pretrain-aws.yaml", spec)
+    r = subprocess.run([str(installed / "bin" / "infra-compile"), str(spec), "-o", str(tmp_path / "out")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "plan.json").is_file() and (tmp_path / "out" / "report.md").is_file()
