@@ -50,3 +50,65 @@ def test_rows_with_many_replicas_get_no_cuts():
     many = cuts.MAX_REPLICAS + 1
     assert cuts.row_cuts((1000.0, 1500.0, 700.0), (many, 12, 20), 16_500.0) == ()
     assert cuts.row_cuts((1000.0, 1500.0), (4, 3), 3_500.0) != ()
+
+
+# --- whole-node covers (formulate._node_covers) and their MIR cuts (cuts.node_mirs) ---------
+
+def test_node_mir_hand_worked():
+    # A service needing 1.05 of a p5 node (cap 10) that could also use g6e nodes (cap 2):
+    # 10 a + 2 b >= 10.5. With delta = 10: beta = 1.05, f = 0.05, G(1) = 1, G(0.2) = 1 - max(0,
+    # 1 - 0.2 - 0.95) / 0.05 = 1: the cut a + b >= 2 ("two nodes, whatever they are"), which the
+    # LP point (1.05, 0) violates. With delta = 2: beta = 5.25, f = 0.25, G(5) = 5, G(1) = 1:
+    # 5 a + b >= 6 (one p5 and one g6e, or 6 g6e).
+    from compiler.optimize.cuts import node_mirs
+    cuts = dict((rhs, coef) for coef, rhs in node_mirs((10.0, 2.0), 10.5))
+    assert cuts[2.0] == (1.0, 1.0)
+    assert cuts[6.0] == (5.0, 1.0)
+    assert 1.05 * cuts[2.0][0] < 2.0
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_node_mirs_hold_for_every_integer_point(seed):
+    from compiler.optimize.cuts import node_mirs
+    rng = random.Random(1000 + seed)
+    n = rng.choice([1, 2, 3, 4])
+    caps = tuple(round(rng.uniform(0.5, 12.0), 3) for _ in range(n))
+    demand = round(rng.uniform(0.5, 30.0), 3)
+    caps = tuple(min(c, demand) for c in caps)        # as formulate writes the row
+    box = [range(int(demand / c) + 3) for c in caps]
+    for coef, rhs in node_mirs(caps, demand):
+        for N in itertools.product(*box):
+            if sum(c * v for c, v in zip(caps, N)) >= demand - 1e-9:
+                assert sum(a * v for a, v in zip(coef, N)) >= rhs - 1e-6, (caps, demand, N, coef, rhs)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_two_site_cover_holds_for_every_n_plus_1_point(seed):
+    # cover[w@m/2]: sum_p min(D, 2 cap_p) N_p >= 2D for every whole-node vector that carries D
+    # without any one site (formulate._node_covers has the proof); checked by enumeration.
+    rng = random.Random(2000 + seed)
+    sites = rng.choice([2, 3, 3, 4])
+    pools = [(rng.randrange(sites), round(rng.uniform(0.2, 1.5), 3)) for _ in range(rng.choice([2, 3, 4, 5]))]
+    D = 1.0
+    box = [range(int(2 / cap) + 2) for _, cap in pools]
+    seen = 0
+    for N in itertools.product(*box):
+        ok = all(sum(cap * v for (s, cap), v in zip(pools, N) if s != gone) >= D - 1e-9 for gone in range(sites))
+        if ok:
+            seen += 1
+            assert sum(min(D, 2 * cap) * v for (_, cap), v in zip(pools, N)) >= 2 * D - 1e-9, (pools, N)
+    assert seen or len({s for s, _ in pools}) < 2
+
+
+def test_covers_make_the_lp_pay_for_whole_nodes():
+    # One 99.9% service on three cloud sites, each with one pool whose node carries the demand
+    # 1.05 times: without the covers the LP holds 0.5 of a node at each site (every N+1 row sees
+    # 1.05 of the demand); every plan holds two whole nodes, and the covers say so.
+    from compiler.optimize.cuts import node_mirs
+    cap, D = 1.05, 1.0
+    lp = [0.5, 0.5, 0.5]
+    assert all(sum(cap * v for k, v in enumerate(lp) if k != gone) >= D for gone in range(3))
+    two = sum(min(D, 2 * cap) * v for v in lp)
+    assert two < 2 * D                                     # cover[w@m/2] cuts the LP point off
+    per_site = [min(cap, D)] * 2                           # cover[w@m/-s] over the other two sites
+    assert node_mirs(tuple(per_site), D) == ()             # already integral in whole nodes

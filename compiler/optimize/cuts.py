@@ -107,3 +107,25 @@ def _min_pair(a1: float, a2: float, t1: float, t2: float, u1: int, u2: int, r: f
         if n == 0:
             break
     return best
+
+
+def node_mirs(caps: tuple[float, ...], demand: float) -> tuple[tuple[tuple[float, ...], float], ...]:
+    """Mixed-integer rounding cuts of sum_p caps[p] N_p >= demand over whole nodes N_p >= 0, one
+    per divisor delta in caps: with alpha = cap / delta, beta = demand / delta, f = frac(beta),
+    sum_p G(alpha_p) N_p >= ceil(beta), G(a) = ceil(a) - max(0, ceil(a) - a - (1 - f)) / f.
+    (The MIR inequality of the row written as <=, Nemhauser and Wolsey, II.1.7.) Valid for every
+    non-negative integer N; "two p5 nodes, or one and anything else" where the LP would take
+    1.02 nodes."""
+    out = []
+    for delta in sorted(set(caps)):
+        beta = demand / delta
+        f = beta - math.floor(beta)
+        if f < 1e-6 or f > 1 - 1e-6:
+            continue
+        coef = []
+        for a in caps:
+            alpha = a / delta
+            up = math.ceil(alpha - 1e-12)
+            coef.append(up - max(0.0, up - alpha - (1 - f)) / f)
+        out.append((tuple(round(c, 9) for c in coef), float(math.ceil(beta))))
+    return tuple(sorted(set(out)))

@@ -86,7 +86,10 @@ Constraints
        b_q >= (ceil(n_c G/G_q) - O_q) x_c for a training job larger than the owned nodes;
        storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c;
        node_for[y]: v_{p,m} >= slope_c y_{c,m} (b_q for an on-prem pool with no owned nodes),
-       slope_c = min_{1<=k<=U} ceil(g_c k / G_p) / k: one replica already needs a whole node.
+       slope_c = min_{1<=k<=U} ceil(g_c k / G_p) / k: one replica already needs a whole node;
+       cover[w@m], cover[w@m/-s]: each demand and N+1 row in whole nodes, sum_p min(cap_{w,p}, D)
+       N_p >= D with cap_{w,p} = G_p max_c tau_c / g_c, and their MIR cuts (cuts.node_mirs);
+       cover[w@m/2]: sum_p min(D, 2 cap_{w,p}) N_p >= 2D for N+1 services (_node_covers proves it).
   Bounds: y_{c,m} <= ceil(D_{w,m} / tau_c) (c alone carries month m); b_q <= nodes the busiest
   month could fill (the fabric big-M B_q); inodes are continuous when every replica in the pool
   fills whole nodes (then (13) makes them integral anyway).
@@ -105,7 +108,7 @@ from typing import Mapping
 
 from compiler.candidates import Candidate, Candidates
 from compiler.optimize import costs
-from compiler.optimize.cuts import row_cuts
+from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
 from compiler.optimize.reductions import fabric_free, prune, replica_caps
 from compiler.spec import HOURS_PER_MONTH, RACK_UNITS, CloudSite, InferenceWorkload, OnPremSite, Spec
@@ -824,6 +827,75 @@ def _cloud_share(st: "_State") -> None:
               f"cloud spend is at most {share:.0%} of the total")
 
 
+def _node_caps(st: "_State", w: InferenceWorkload, without: str | None = None) -> dict[tuple[str, str], float]:
+    """cap_{w,p}: the most tokens/s one node of pool p can give w (G_p times w's best tokens/s per
+    GPU there), for the pools of w's candidates outside site `without`."""
+    cap: dict[tuple[str, str], float] = {}
+    for c in st.chosen[w.name]:
+        if c.site == without:
+            continue
+        gpn = st.cat.instances[c.instance].gpus if c.site_type == "cloud" else c.gpus_per_node
+        cap[(c.site, c.instance)] = max(cap.get((c.site, c.instance), 0.0), gpn * c.estimate.tokens_per_s / c.gpus)
+    return cap
+
+
+def _cover_row(st: "_State", name: str, w: InferenceWorkload, m: int, coefs: dict[tuple[str, str], float],
+               rhs: float) -> None:
+    """sum_p coefs[p] N_p >= rhs over whole nodes N_p (v_{p,m}; b_q + O_q on-prem), written with the
+    owned nodes moved to the right, every coefficient cut to the right side (a whole node never
+    needs to count for more), and its MIR cuts. Nothing when the owned nodes alone satisfy it."""
+    B, spec = st.B, st.spec
+    terms: dict[str, float] = {}
+    for (s, i), k in sorted(coefs.items()):
+        site = spec.site(s)
+        if isinstance(site, OnPremSite):
+            rhs -= min(k, rhs) * owned_nodes(site, i)
+            if rhs <= 1e-6:
+                return   # the owned nodes alone satisfy it
+            terms[buy_name(s, i)] = k
+        else:
+            terms[inode_name(s, i, m)] = k
+    if rhs <= 1e-6:
+        return
+    terms = {n: min(k, rhs) for n, k in terms.items() if n in B.vars}
+    what = "valid inequality: the service's replicas sit on whole nodes"
+    B.con(name, "cut", terms, ">=", rhs, w.path, what)
+    for k, (coef, r) in enumerate(node_mirs(tuple(terms.values()), rhs)):
+        B.con(f"{name}#mir{k:02d}", "cut", dict(zip(terms, coef)), ">=", r, w.path, what)
+
+
+def _node_covers(st: "_State") -> None:
+    """Valid inequalities (14) cover[w@m...]: a service's demand and N+1 rows in whole nodes.
+
+    A node of pool p gives service w at most cap_p = cap_{w,p} tokens/s (_node_caps), so a row
+    sum_{c in R} tau_c y_{c,m} >= D implies sum_p cap_p N_p >= D over the row's pools, N_p the
+    pool's whole nodes that month. Written as cover[w@m] and cover[w@m/-s] (_cover_row, with MIR
+    cuts). With N+1 across sites, also cover[w@m/2]: sum_p min(D, 2 cap_p) N_p >= 2D over every
+    site. Proof, with a_p = min(1, cap_p / D) and z_s = sum_{p at s} a_p N_p, which the N+1 rows
+    give Z - z_s >= 1 for every site s: if two pool-nodes have a_p >= 1/2 the left side is >= 2D;
+    else at most one, say at site s0 with weight a0 <= z_{s0}, and every other node counts 2 a_p,
+    so the left side is >= D (1 + 2 (Z - a0)) >= D (1 + 2 (Z - z_{s0})) >= 3D; with none, it is
+    2 Z D >= 2D. The LP can no longer carry a 99.9% service on half a node at each of three sites:
+    every plan holds two whole ones. Rows the owned nodes already carry are left out."""
+    for w in st.spec.workloads:
+        if not isinstance(w, InferenceWorkload):
+            continue
+        D = st.demand[w.name]
+        survive = w.slo.availability >= 0.999
+        sites = sorted({c.site for c in st.chosen[w.name]}) if survive else []
+        every = _node_caps(st, w)
+        outside = {s: _node_caps(st, w, s) for s in sites}
+        for m in st.months:
+            if D[m] <= 0:
+                continue
+            tag = f"cover[{w.name}@{m:03d}"
+            _cover_row(st, f"{tag}]", w, m, every, D[m])
+            for s in sites:
+                _cover_row(st, f"{tag}/-{s}]", w, m, outside[s], D[m])
+            if survive:
+                _cover_row(st, f"{tag}/2]", w, m, {p: min(D[m], 2 * k) for p, k in every.items()}, 2 * D[m])
+
+
 def formulate(candidates: Candidates) -> Problem:
     """Candidates -> Problem: the reductions, then one builder per constraint group."""
     st = _State.start(candidates)
@@ -835,6 +907,7 @@ def formulate(candidates: Candidates) -> Problem:
     _cloud_pools(st)
     _quotas(st)
     _onprem_pools(st)
+    _node_covers(st)
     _site_limits(st)
     _storage(st)
     _cloud_share(st)

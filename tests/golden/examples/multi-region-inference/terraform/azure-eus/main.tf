@@ -1,4 +1,4 @@
-# GPU capacity for site azure-eus as planned: 4 node group(s).
+# GPU capacity for site azure-eus as planned: 2 node group(s).
 # ND-series VMs bring their InfiniBand HCAs with them; nodes of one scale set in a single
 # placement group share one InfiniBand fabric.
 
@@ -12,24 +12,6 @@ resource "azurerm_proximity_placement_group" "gpu" {
   location            = azurerm_resource_group.site.location
   resource_group_name = azurerm_resource_group.site.name
   zone                = var.zone
-}
-
-# ---- pool standard-nd96amsr-a100-v4-on-demand-k8s: 1 x Standard_ND96amsr_A100_v4 (8x A100-80GB), on_demand, for kubernetes
-resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_on_demand_kubernetes" {
-  name                  = "gpu1k"
-  kubernetes_cluster_id = var.aks_cluster_id
-  vm_size               = "Standard_ND96amsr_A100_v4"
-  node_count            = 1
-  zones                 = [var.zone]
-  os_sku                = "Ubuntu"
-
-  proximity_placement_group_id = azurerm_proximity_placement_group.gpu.id
-
-  node_labels = {
-    "infra-compile.io/pool" = "standard-nd96amsr-a100-v4-on-demand"
-  }
-
-  node_taints = ["nvidia.com/gpu=present:NoSchedule"]
 }
 
 # ---- pool standard-nd96amsr-a100-v4-reserved-1y-k8s: 1 x Standard_ND96amsr_A100_v4 (8x A100-80GB), reserved_1y, for kubernetes
@@ -55,7 +37,7 @@ resource "azurerm_capacity_reservation" "standard_nd96amsr_a100_v4_reserved_1y_k
 }
 
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reserved_1y_kubernetes" {
-  name                  = "gpu2k"
+  name                  = "gpu1k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96amsr_A100_v4"
   node_count            = 1
@@ -94,7 +76,7 @@ resource "azurerm_capacity_reservation" "standard_nd96isr_h100_v5_reserved_1y_ku
 }
 
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96isr_h100_v5_reserved_1y_kubernetes" {
-  name                  = "gpu3k"
+  name                  = "gpu2k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96isr_H100_v5"
   node_count            = 1
@@ -105,24 +87,6 @@ resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96isr_h100_v5_reserv
 
   node_labels = {
     "infra-compile.io/pool" = "standard-nd96isr-h100-v5-reserved-1y"
-  }
-
-  node_taints = ["nvidia.com/gpu=present:NoSchedule"]
-}
-
-# ---- pool standard-nd96isr-h200-v5-on-demand-k8s: 1 x Standard_ND96isr_H200_v5 (8x H200), on_demand, for kubernetes
-resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96isr_h200_v5_on_demand_kubernetes" {
-  name                  = "gpu4k"
-  kubernetes_cluster_id = var.aks_cluster_id
-  vm_size               = "Standard_ND96isr_H200_v5"
-  node_count            = 1
-  zones                 = [var.zone]
-  os_sku                = "Ubuntu"
-
-  proximity_placement_group_id = azurerm_proximity_placement_group.gpu.id
-
-  node_labels = {
-    "infra-compile.io/pool" = "standard-nd96isr-h200-v5-on-demand"
   }
 
   node_taints = ["nvidia.com/gpu=present:NoSchedule"]

@@ -1,4 +1,4 @@
-# GPU capacity for site gcp-usc1 as planned: 5 node group(s).
+# GPU capacity for site gcp-usc1 as planned: 2 node group(s).
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types (RDMA NICs on a RoCE network profile for A3 Ultra).
@@ -25,56 +25,6 @@ resource "google_compute_resource_policy" "compact" {
 
   group_placement_policy {
     collocation = "COLLOCATED"
-  }
-}
-
-# ---- pool a3-ultragpu-8g-on-demand-k8s: 1 x a3-ultragpu-8g (8x H200), on_demand, for kubernetes
-resource "google_container_node_pool" "a3_ultragpu_8g_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-a3-ultragpu-8g-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-  node_count     = 1
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "a3-ultragpu-8g"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-h200-141gb"
-      count = 8
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool" = "a3-ultragpu-8g-on-demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-
-  network_config {
-    dynamic "additional_node_network_configs" {
-      for_each = range(8)
-      content {
-        network    = google_compute_network.gpu[additional_node_network_configs.value].name
-        subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
-      }
-    }
   }
 }
 
@@ -154,87 +104,7 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- pool g2-standard-48-on-demand-k8s: 1 x g2-standard-48 (4x L4), on_demand, for kubernetes
-resource "google_container_node_pool" "g2_standard_48_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-g2-standard-48-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-  node_count     = 1
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "g2-standard-48"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-l4"
-      count = 4
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool" = "g2-standard-48-on-demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-}
-
-# ---- pool g2-standard-96-on-demand-k8s: 1 x g2-standard-96 (8x L4), on_demand, for kubernetes
-resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-  node_count     = 1
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "g2-standard-96"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-l4"
-      count = 8
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool" = "g2-standard-96-on-demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-}
-
-# ---- pool g2-standard-96-reserved-1y-k8s: 3 x g2-standard-96 (8x L4), reserved_1y, for kubernetes
+# ---- pool g2-standard-96-reserved-1y-k8s: 4 x g2-standard-96 (8x L4), reserved_1y, for kubernetes
 # reserved_1y: a specific reservation holds the capacity (the committed-use
 # discount is bought on the billing account, outside Terraform).
 resource "google_compute_reservation" "g2_standard_96_reserved_1y_kubernetes" {
@@ -244,7 +114,7 @@ resource "google_compute_reservation" "g2_standard_96_reserved_1y_kubernetes" {
   specific_reservation_required = true
 
   specific_reservation {
-    count = 3
+    count = 4
     instance_properties {
       machine_type = "g2-standard-96"
       guest_accelerators {
@@ -260,7 +130,7 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 3
+  node_count     = 4
 
   placement_policy {
     type = "COMPACT"

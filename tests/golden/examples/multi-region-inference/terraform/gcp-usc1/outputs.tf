@@ -3,27 +3,12 @@ output "placement_policy" {
   value       = google_compute_resource_policy.compact.id
 }
 
-output "a3_ultragpu_8g_on_demand_kubernetes_nodes" {
-  description = "GKE node pool of pool a3-ultragpu-8g-on-demand-k8s (1 x a3-ultragpu-8g)."
-  value       = google_container_node_pool.a3_ultragpu_8g_on_demand_kubernetes.name
-}
-
 output "a3_ultragpu_8g_reserved_1y_kubernetes_nodes" {
   description = "GKE node pool of pool a3-ultragpu-8g-reserved-1y-k8s (1 x a3-ultragpu-8g)."
   value       = google_container_node_pool.a3_ultragpu_8g_reserved_1y_kubernetes.name
 }
 
-output "g2_standard_48_on_demand_kubernetes_nodes" {
-  description = "GKE node pool of pool g2-standard-48-on-demand-k8s (1 x g2-standard-48)."
-  value       = google_container_node_pool.g2_standard_48_on_demand_kubernetes.name
-}
-
-output "g2_standard_96_on_demand_kubernetes_nodes" {
-  description = "GKE node pool of pool g2-standard-96-on-demand-k8s (1 x g2-standard-96)."
-  value       = google_container_node_pool.g2_standard_96_on_demand_kubernetes.name
-}
-
 output "g2_standard_96_reserved_1y_kubernetes_nodes" {
-  description = "GKE node pool of pool g2-standard-96-reserved-1y-k8s (3 x g2-standard-96)."
+  description = "GKE node pool of pool g2-standard-96-reserved-1y-k8s (4 x g2-standard-96)."
   value       = google_container_node_pool.g2_standard_96_reserved_1y_kubernetes.name
 }
