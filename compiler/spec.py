@@ -70,6 +70,10 @@ class OnPremSite:
     path: str = ""
     type: Literal["on_prem"] = "on_prem"
 
+    def owned_nodes(self, instance: str) -> int:
+        """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
+        return sum(o.nodes for o in self.owned if o.instance == instance)
+
     def nodes_admitted(self, node_kw: float, node_rack_units: int, node_gpus: int) -> tuple[int, int]:
         """(new nodes of one model the power budget admits, nodes of it the racks, rack power and
         max_gpus admit in all): the most a site could ever hold of that model."""

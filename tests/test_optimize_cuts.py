@@ -64,7 +64,6 @@ def test_node_mir_hand_worked():
     cuts = dict((rhs, coef) for coef, rhs in node_mirs((10.0, 2.0), 10.5))
     assert cuts[2.0] == (1.0, 1.0)
     assert cuts[6.0] == (5.0, 1.0)
-    assert 1.05 * cuts[2.0][0] < 2.0
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -102,13 +101,35 @@ def test_two_site_cover_holds_for_every_n_plus_1_point(seed):
 
 def test_covers_make_the_lp_pay_for_whole_nodes():
     # One 99.9% service on three cloud sites, each with one pool whose node carries the demand
-    # 1.05 times: without the covers the LP holds 0.5 of a node at each site (every N+1 row sees
-    # 1.05 of the demand); every plan holds two whole nodes, and the covers say so.
-    from compiler.optimize.cuts import node_mirs
-    cap, D = 1.05, 1.0
-    lp = [0.5, 0.5, 0.5]
-    assert all(sum(cap * v for k, v in enumerate(lp) if k != gone) >= D for gone in range(3))
-    two = sum(min(D, 2 * cap) * v for v in lp)
-    assert two < 2 * D                                     # cover[w@m/2] cuts the LP point off
-    per_site = [min(cap, D)] * 2                           # cover[w@m/-s] over the other two sites
-    assert node_mirs(tuple(per_site), D) == ()             # already integral in whole nodes
+    # 1.05 times (a tp8 replica fills the node): the replica rows let the LP hold half a node at
+    # each site (every N+1 row then sees 1.05 of the demand). formulate's covers say what every
+    # plan does: two whole nodes in all (cover[w@m/2]), one outside each site (cover[w@m/-s]).
+    import optimize_fixtures as OF
+    from compiler.optimize.formulate import formulate, inode_name, y_name
+
+    sites = [OF.cloud("aws-use1", index=0),
+             OF.cloud("gcp-usc1", "us-central1", "gcp", index=1),
+             OF.cloud("azure-eus", "eastus", "azure", index=2)]
+    insts = {"aws-use1": "p5.48xlarge", "gcp-usc1": "a3-highgpu-8g", "azure-eus": "Standard_ND96isr_H100_v5"}
+    w = OF.inference("chat", rps=10.0, out=100, availability=0.999)          # D = 1,000 tokens/s
+    sp = OF.spec(sites, [w], horizon=1)
+    problem = formulate(OF.candidates(sp, [OF.infer_cand(w, s, insts[s.name], 8, 1050.0) for s in sites]))
+    rows = {c.name: c for c in problem.constraints}
+    nodes = {s.name: inode_name(s.name, insts[s.name], 0) for s in sites}
+    lp = {n: 0.5 for n in nodes.values()}
+
+    def lhs(row):
+        return sum(a * lp[n] for n, a in row.terms)
+
+    cands = problem.chosen_from["chat"]
+    lp.update({y_name(c, 0): 0.5 for c in cands})            # half a replica on half a node each
+    for s in sites:     # the model's own N+1 and packing rows accept that point
+        assert lhs(rows[f"survive[chat@000/-{s.name}]"]) >= 1000.0
+        assert lhs(rows[f"packing[{s.name}/{insts[s.name]}@000]"]) >= 0.0
+    two = rows["cover[chat@000/2]"]
+    assert dict(two.terms) == {n: 1000.0 for n in nodes.values()} and two.rhs == 2000.0
+    assert lhs(two) < two.rhs                                # ... and the two-site cover cuts it off
+    for s in sites:
+        one = rows[f"cover[chat@000/-{s.name}]"]
+        assert dict(one.terms) == {nodes[o.name]: 1000.0 for o in sites if o is not s} and one.rhs == 1000.0
+    assert not [n for n in rows if n.startswith("cover[chat@000/-") and "#mir" in n]   # already integral

@@ -56,7 +56,7 @@ def node_cap(spec: Spec, w, hw: Hardware, catalog: Catalog) -> int:
             cap = min(cap, quota // hw.gpus_per_node)
     elif isinstance(site, OnPremSite):
         node = catalog.onprem_nodes[hw.instance]
-        owned = sum(o.nodes for o in site.owned if o.instance == hw.instance)
+        owned = site.owned_nodes(hw.instance)
         new, total = site.nodes_admitted(node.power_kw, node.rack_units, node.gpus)
         cap = min(cap, owned + new, total)
     return max(0, cap)

@@ -269,8 +269,8 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
 
 
 def owned_nodes(site: OnPremSite, instance: str) -> int:
-    """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
-    return sum(o.nodes for o in site.owned if o.instance == instance)
+    """Nodes of `instance` the site already owns."""
+    return site.owned_nodes(instance)
 
 
 def site_new_nodes(site: OnPremSite, node) -> int:
@@ -624,7 +624,7 @@ def _cloud_pools(st: "_State") -> None:
                 # let a 100-hour job use a reserved node's 730 hours.
                 excess = {}
                 for xn, nh in sorted(od_hours.get((s, i, m), {}).items()):
-                    c = by_id[xn[2:-1]]
+                    c = by_id[_cand_id(xn)]
                     h = nh / c.nodes
                     if h >= HOURS_PER_MONTH - 1e-9:
                         continue   # runs all month: row (12) already says it
@@ -656,7 +656,7 @@ def _cloud_pools(st: "_State") -> None:
                       pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}")
                 if term != "on_demand":
                     for xn in sorted(pinned):   # and holds no more nodes at once than the term has
-                        c = by_id[xn[2:-1]]
+                        c = by_id[_cand_id(xn)]
                         rows = {rn: 1.0 for rn in row if rn.startswith("reserved[")}
                         B.con(f"pin_nodes[{c.id}@{m:03d}]", "placement", {**rows, xn: -float(c.nodes)}, ">=",
                               0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved")
@@ -722,10 +722,11 @@ def _onprem_pools(st: "_State") -> None:
         # alone let a half-chosen job sit on owned nodes for free).
         for cid in sorted({n for (ss, ii, _m), t in onprem_gpu.items() if (ss, ii) == (s, i)
                            for n in t if n.startswith("x[")}):
-            extra = math.ceil(by_id[cid[2:-1]].gpus / node.gpus - 1e-9) - owned
+            job = _cand_id(cid)
+            extra = math.ceil(by_id[job].gpus / node.gpus - 1e-9) - owned
             if 0 < extra <= cap_nodes:
-                B.con(f"buy_for[{cid[2:-1]}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
-                      f"valid inequality: {cid[2:-1]} needs {extra} bought {i} nodes")
+                B.con(f"buy_for[{job}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
+                      f"valid inequality: {job} needs {extra} bought {i} nodes")
         for m in months:
             terms = onprem_gpu.get((s, i, m))
             for yn, g in sorted((terms or {}).items()):
@@ -805,7 +806,7 @@ def _storage(st: "_State") -> None:
         per_w: dict[str, dict[str, float]] = {}
         for xn, tb in need.items():
             if tb > 0:
-                per_w.setdefault(by_id[xn[2:-1]].workload, {})[xn] = -1.0
+                per_w.setdefault(by_id[_cand_id(xn)].workload, {})[xn] = -1.0
         for wn in sorted(per_w):
             B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,
                   "valid inequality: a job with data here opens a storage tier")
@@ -834,8 +835,8 @@ def _node_caps(st: "_State", w: InferenceWorkload, without: str | None = None) -
     for c in st.chosen[w.name]:
         if c.site == without:
             continue
-        gpn = st.cat.instances[c.instance].gpus if c.site_type == "cloud" else c.gpus_per_node
-        cap[(c.site, c.instance)] = max(cap.get((c.site, c.instance), 0.0), gpn * c.estimate.tokens_per_s / c.gpus)
+        per_node = c.gpus_per_node * c.estimate.tokens_per_s / c.gpus
+        cap[(c.site, c.instance)] = max(cap.get((c.site, c.instance), 0.0), per_node)
     return cap
 
 
@@ -851,7 +852,7 @@ def _cover_row(st: "_State", name: str, w: InferenceWorkload, m: int, coefs: dic
         if isinstance(site, OnPremSite):
             rhs -= min(k, rhs) * owned_nodes(site, i)
             if rhs <= 1e-6:
-                return   # the owned nodes alone satisfy it
+                return   # the owned nodes alone satisfy it (stop before rhs < 0 flips min())
             terms[buy_name(s, i)] = k
         else:
             terms[inode_name(s, i, m)] = k
