@@ -44,7 +44,7 @@ def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
     return tuple(out)
 
 
-def node_cap(spec: Spec, w, hw: Hardware, catalog: Catalog) -> int:
+def node_cap(spec: Spec, hw: Hardware, catalog: Catalog) -> int:
     """The most whole nodes a job on `hw` could ever hold: max_training_gpus (the largest count the
     performance model is stated for), a cloud quota on the GPU type, an on-prem site's owned nodes
     plus the new nodes its power budget, racks and max_gpus admit. Counts above it are infeasible."""
@@ -187,7 +187,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         variants = [False] + ([True] if w.interruptible and hw.spot_usd_h is not None else [])
         if pin and pin.pricing:
             variants = [s for s in variants if s == (pin.pricing == "spot")]
-        cap = node_cap(spec, w, hw, catalog)
+        cap = node_cap(spec, hw, catalog)
         if pin and pin.gpus:
             if pin.gpus % hw.gpus_per_node:
                 rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,

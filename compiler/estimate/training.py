@@ -63,7 +63,7 @@ class Step:
 
 
 def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: int,
-              precision: str, optimizer: str, catalog: Catalog) -> Step | None:
+              precision: str, optimizer: str, catalog: Catalog, mem: TrainingMemory | None = None) -> Step | None:
     peak = peak_flops(gpu, precision)
     if peak is None:
         return None
@@ -118,32 +118,33 @@ def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: i
         dp *= factor(catalog, "zero3_comm_multiplier")
     step = pipeline + comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
     mfu = tokens * fpt / (gpus * peak * step)
-    mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
+    if mem is None:
+        mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
     return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem)
 
 
 def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,
               optimizer: str, catalog: Catalog) -> tuple[Step | None, Step | None]:
-    """(fastest layout that fits memory, smallest-memory layout) for this many GPUs.
-    The second explains a 'does not fit' rejection."""
+    """(fastest layout that fits memory, None), or (None, smallest-memory layout) when none fits:
+    the second explains the 'does not fit' rejection."""
     cap = usable_training_gb(gpu.memory_gb, catalog)
     if peak_flops(gpu, precision) is None:
         return None, None
     best: Step | None = None
-    leanest: tuple[float, Layout] | None = None
+    leanest: tuple[float, Layout, TrainingMemory] | None = None
     cp_min = int(factor(catalog, "context_parallel_min_seq"))
     for layout in training_layouts(model, gpus, fabric.gpus_per_node, seq_len, cp_min):
         # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
-        gb = training_memory(model, layout, seq_len, precision, optimizer, catalog).total_gb
-        if leanest is None or gb < leanest[0]:
-            leanest = (gb, layout)
-        if gb <= cap:
-            s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
+        mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
+        if leanest is None or mem.total_gb < leanest[0]:
+            leanest = (mem.total_gb, layout, mem)
+        if mem.total_gb <= cap:
+            s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog, mem)
             if best is None or _key(s) < _key(best):
                 best = s
-    lean = None if leanest is None else step_time(model, leanest[1], gpu, fabric, seq_len, precision,
-                                                  optimizer, catalog)
-    return best, lean
+    if best is not None or leanest is None:
+        return best, None
+    return None, step_time(model, leanest[1], gpu, fabric, seq_len, precision, optimizer, catalog, leanest[2])
 
 
 _SHAPES: dict = {}

@@ -39,12 +39,19 @@ def dominates(d: Candidate, c: Candidate, horizon: int, share_capped: bool) -> b
     more GPUs per replica and carries at least as many tokens/s. Under policy.max_cloud_share a
     cheaper on-prem choice raises the cloud's share of the total, so on-prem candidates are only
     replaced by an identical twin there."""
+    hours = {x.id: _hours_by_month(x, horizon) for x in (d, c) if x.kind == "training"}
+    return _dominates(d, c, hours, share_capped)
+
+
+def _dominates(d: Candidate, c: Candidate, hours: dict[str, dict[int, float]], share_capped: bool) -> bool:
+    """dominates(), with each training candidate's node-hours by month given (prune computes them
+    once per candidate, not once per pair)."""
     if d is c or (d.site, d.instance, d.spot) != (c.site, c.instance, c.spot):
         return False
     if _fabric_key(d) not in ("*", _fabric_key(c)):
         return False
     if c.kind == "training":
-        hd, hc = _hours_by_month(d, horizon), _hours_by_month(c, horizon)
+        hd, hc = hours[d.id], hours[c.id]
         if d.nodes > c.nodes or not set(hd) <= set(hc):
             return False
         if c.site_type == "cloud" and not c.spot:
@@ -69,9 +76,10 @@ def prune(cands: list[Candidate], horizon: int, share_capped: bool = False) -> l
     by_pool: dict[tuple, list[Candidate]] = {}
     for c in cands:
         by_pool.setdefault((c.site, c.instance, c.spot), []).append(c)
+    hours = {c.id: _hours_by_month(c, horizon) for c in cands if c.kind == "training"}
     out = []
     for group in by_pool.values():
-        out += [c for c in group if not any(dominates(d, c, horizon, share_capped) for d in group)]
+        out += [c for c in group if not any(_dominates(d, c, hours, share_capped) for d in group)]
     return out
 
 

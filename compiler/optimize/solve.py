@@ -136,11 +136,12 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
 
 
-def _cbc(log: str, tmp: str, **kwargs) -> pulp.COIN_CMD:
+def _cbc(log: str, tmp: str, options: tuple[str, ...] = (), **kwargs) -> pulp.COIN_CMD:
     """COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3), on
-    one thread, its files in `tmp` (pulp leaves its .mps/.mst behind when CBC fails)."""
+    one thread with fixed seeds, its files in `tmp` (pulp leaves its .mps/.mst behind when CBC
+    fails); `options` come after the seeds."""
     cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, threads=1, logPath=log,
-                        **kwargs)
+                        options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *options], **kwargs)
     cmd.tmpDir = tmp
     if not cmd.available():
         raise pulp.PulpSolverError(f"cannot execute the CBC binary {cmd.path}")
@@ -182,16 +183,16 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
     with tempfile.TemporaryDirectory(prefix="cbc-") as tmp:
         log = os.path.join(tmp, "cbc.log")
         cmd = _cbc(log, tmp, timeLimit=time_limit, gapRel=gap, warmStart=warm,
-                   options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *CBC_HEURISTICS,
-                            *([f"maxNodes {max_nodes}"] if max_nodes else [])])
+                   options=(*CBC_HEURISTICS, *([f"maxNodes {max_nodes}"] if max_nodes else [])))
         t0 = time.perf_counter()
         try:
             lp.solve(cmd)
-            status = _cbc_status(lp, _read(log))
+            failed = False
         except pulp.PulpSolverError:
-            status = "failed"     # a non-zero exit (the crash above) or no solution file
+            failed = True         # a non-zero exit (the crash above) or no solution file
         clock_ran_out = time_limit is not None and time.perf_counter() - t0 >= time_limit
         text = _read(log)
+        status = "failed" if failed else _cbc_status(lp, text)
         bound = _last_float(r"Lower bound:\s*(-?[\d.eE+-]+)", text)
         mip_gap = _last_float(r"Gap:\s*(-?[\d.eE+-]+)", text)
         if start and status != "optimal" and (status != "feasible" or "MIPStart provided solution" not in text):
@@ -239,8 +240,7 @@ def _complete(lp: pulp.LpProblem, start: Mapping[pulp.LpVariable, float | None],
     try:
         for v, value in start.items():
             v.lowBound = v.upBound = float(round(value or 0.0))
-        lp.solve(_cbc(os.path.join(tmp, "start.log"), tmp,
-                      options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}"]))
+        lp.solve(_cbc(os.path.join(tmp, "start.log"), tmp))
     except pulp.PulpSolverError:
         return False
     finally:

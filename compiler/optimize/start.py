@@ -152,17 +152,20 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             return None
         if isinstance(w, InferenceWorkload):
             demand = problem.demand[w.name]
-            ranked = sorted(cands, key=lambda c: (_rank(problem, c)[0], c.id))
+            cost = {c.id: _rank(problem, c)[0] for c in cands}
+            ranked = sorted(cands, key=lambda c: (cost[c.id], c.id))
             # Spread over the k cheapest sites, each carrying 1/(k-1) of the load, so the
             # service survives losing any one (k = 1 and the whole load without that need);
             # a site whose limits cannot take its share is passed over.
             # One candidate per site: replicas at one site do not survive its loss.
-            best_per_site = list({c.site: c for c in reversed(ranked)}.values())
-            best_per_site.sort(key=lambda c: (_rank(problem, c)[0], c.id))
+            first: dict[str, Candidate] = {}
+            for c in ranked:
+                first.setdefault(c.site, c)
+            best_per_site = list(first.values())     # in rank order, as `ranked` is
             ks = range(2, len(best_per_site) + 1) if w.slo.availability >= 0.999 else (1,)
             if not ks:
                 return None
-            k = min(ks, key=lambda k: (sum(_rank(problem, c)[0] for c in best_per_site[:k]) / max(1, k - 1), k))
+            k = min(ks, key=lambda k: (sum(cost[c.id] for c in best_per_site[:k]) / max(1, k - 1), k))
             share = 1.0 / max(1, k - 1)
             placed, used = 0, set()
             for c in ranked:
