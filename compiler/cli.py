@@ -15,9 +15,10 @@ from typing import Optional
 
 import typer
 
+from compiler.pipeline import EXIT_AUDIT  # noqa: F401  re-exported; pipeline imports its stages lazily
+
 EXIT_OK, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_DRIFT, EXIT_NO_PLAN = 0, 2, 3, 4, 5
 EXIT_INTERNAL = 1
-EXIT_AUDIT = 6   # internal error: the plan failed its independent audit (compiler.pipeline._audit)
 
 app = typer.Typer(
     add_completion=False,

@@ -11,6 +11,7 @@ a bare exception. They are rendered like a compiler's messages:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -29,6 +30,15 @@ def format_path(path: Sequence[PathPart]) -> str:
         else:
             out += "[" + repr(part) + "]"
     return out
+
+
+def path_tuple(path: str) -> tuple:
+    """Read a JSONPath back (the inverse of format_path for names and indices):
+    '$.sites[1].power_kw' -> ('sites', 1, 'power_kw')."""
+    out: list = []
+    for name, index in re.findall(r"\.([A-Za-z0-9_\-]+)|\[(\d+)\]", path or ""):
+        out.append(int(index) if index else name)
+    return tuple(out)
 
 
 @dataclass(frozen=True, order=True)

@@ -76,18 +76,18 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     return Result(plan, render_artifacts(plan, catalog))
 
 
-EXIT_AUDIT = 6   # cli.EXIT_AUDIT: the plan failed its independent audit (an internal error)
+EXIT_AUDIT = 6   # (re-exported by compiler.cli) the plan failed its independent audit (an internal error)
 
 
 def _audit(candidates, plan, doc) -> None:
     """The independent audit (compiler.audit, no code shared with the model) re-checks every
     plan before anything is rendered; a finding is an internal error: exit 6, nothing written."""
     import compiler.audit as audit
-    from compiler.diagnostics import CompileError, Diagnostic
+    from compiler.diagnostics import CompileError, Diagnostic, path_tuple
 
     findings = audit.audit(candidates.spec, candidates.catalog, candidates, plan)
     if findings:
-        diags = [Diagnostic(f.code, f.message, audit.path_tuple(f.path)) for f in findings]
+        diags = [Diagnostic(f.code, f.message, path_tuple(f.path)) for f in findings]
         diags.append(Diagnostic("E601", f"internal error: the plan failed its independent audit "
                                 f"({len(findings)} finding{'s' if len(findings) != 1 else ''}); no output was written",
                                 hint="this is a bug in the compiler, not in the spec: please report it with the spec"))

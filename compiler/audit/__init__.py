@@ -14,13 +14,13 @@ path it concerns. compiler.pipeline turns findings into exit code 6 and writes n
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Iterable
 
 from compiler.audit import capacity, costs, demand, limits, placement, policy, storage
 from compiler.audit.context import Context, Finding
 from compiler.candidates import Candidates
 from compiler.catalog.model import Catalog
+from compiler.diagnostics import path_tuple   # a Finding's path in a Diagnostic's form
 from compiler.plan import Plan
 from compiler.spec import Spec
 
@@ -56,11 +56,3 @@ def audit(spec: Spec, catalog: Catalog, candidates: Candidates, plan: Plan) -> l
             if f not in out:
                 out.append(f)
     return out
-
-
-def path_tuple(path: str) -> tuple:
-    """'$.sites[1].power_kw' -> ('sites', 1, 'power_kw'), the Diagnostic's form of a spec path."""
-    out: list = []
-    for name, index in re.findall(r"\.([A-Za-z0-9_\-]+)|\[(\d+)\]", path or ""):
-        out.append(int(index) if index else name)
-    return tuple(out)

@@ -7,13 +7,13 @@ holds and the node-hours it runs on them."""
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from typing import Iterator
 
 from compiler.audit import codes, rules
 from compiler.audit.context import Context, Finding, exceeds, is_cloud, num
 from compiler.audit.policy import used_holdings
+from compiler.plan import PRICINGS
 
 BILLED = ("on_demand", "spot")      # pricings paid by the node-hour
 
@@ -37,7 +37,7 @@ def check_pools(ctx: Context) -> Iterator[Finding]:
         if site is None:
             yield Finding(codes.POOL_SHAPE, f"{name}: the spec has no site {p.site}")
             continue
-        hw = (ctx.catalog.instances if is_cloud(site) else ctx.catalog.onprem_nodes).get(p.instance)
+        hw = ctx.hardware(site, p.instance)
         if hw is None or (is_cloud(site) and hw.provider != site.provider):
             yield Finding(codes.POOL_SHAPE, f"{name}: {p.instance} is not a {site.type} instance the "
                           f"catalog offers at {p.site}", site.path)
@@ -45,10 +45,10 @@ def check_pools(ctx: Context) -> Iterator[Finding]:
         if (p.gpu, p.gpus_per_node) != (hw.gpu, hw.gpus):
             yield Finding(codes.POOL_SHAPE, f"{name} states {p.gpus_per_node} x {p.gpu} per node, the catalog "
                           f"has {hw.gpus} x {hw.gpu}", site.path)
-        offered = tuple(site.pricing) if is_cloud(site) else rules.ONPREM_PRICINGS
+        offered = rules.offered_pricings(site)
         if p.pricing not in offered:
             yield Finding(codes.PRICING_NOT_OFFERED, f"{name}: {p.site} offers {', '.join(offered)}",
-                          f"{site.path}.pricing" if is_cloud(site) else site.path)
+                          rules.pricing_path(site))
             continue
         if len(p.monthly_nodes) != ctx.H:
             yield Finding(codes.POOL_SHAPE, f"{name} gives nodes for {len(p.monthly_nodes)} months, the "
@@ -113,7 +113,7 @@ def check_holdings(ctx: Context) -> Iterator[Finding]:
     pool of that pricing has, no more node-hours than their nodes run, and together the nodes the
     job holds at once and the node-hours it runs."""
     for pl in ctx.placed:
-        w, p, c = pl.workload, pl.placement, pl.cand
+        w, p = pl.workload, pl.placement
         where = f"{w.name} at {p.site}/{p.instance}"
         pricings = [h.pricing for h in p.holdings]
         if len(set(pricings)) != len(pricings):
@@ -169,7 +169,7 @@ def _holding_vs_work(ctx: Context, pl, where: str) -> Iterator[Finding]:
             exact = True
         else:
             r = ctx.replicas(p, m)
-            need_nodes = math.ceil(r * c.gpus / gpn - 1e-9)
+            need_nodes = rules.whole_nodes(r * c.gpus, gpn)
             need_hours = r * c.gpus / gpn * rules.HOURS
             exact = r == 0
         if nodes < need_nodes:
@@ -186,7 +186,7 @@ def _holding_vs_work(ctx: Context, pl, where: str) -> Iterator[Finding]:
             return
     used = used_holdings(p)
     if used:
-        order = {k: i for i, k in enumerate(rules.ALL_PRICINGS)}
+        order = {k: i for i, k in enumerate(PRICINGS)}
         main = min(used, key=lambda h: (-round(sum(h.monthly_node_hours), 6), order.get(h.pricing, 99)))
         if p.pricing != main.pricing:
             yield Finding(codes.HOLDINGS, f"{where} states pricing {p.pricing}, most of its node-hours are "
@@ -234,7 +234,7 @@ def check_onprem_capacity(ctx: Context) -> Iterator[Finding]:
         if g > (own + bought) * gpn:
             reported.add((s, i))
             yield Finding(codes.ONPREM_CAPACITY,
-                          f"{s}/{i}: month {m} uses {num(g)} GPUs ({num(math.ceil(g / gpn - 1e-9))} nodes), the site "
+                          f"{s}/{i}: month {m} uses {num(g)} GPUs ({num(rules.whole_nodes(g, gpn))} nodes), the site "
                           f"has {own} owned + {bought} bought = {(own + bought) * gpn} GPUs", site.path)
             continue
         in_use = ctx.pool_nodes(s, i, "owned", m) + ctx.pool_nodes(s, i, "purchase", m)
@@ -259,12 +259,13 @@ def check_cloud_hours(ctx: Context) -> Iterator[Finding]:
         for m in range(ctx.H):
             need = u.train_hours.get((s, i, m), 0.0) + ctx.infer_nodes(s, i, m) * rules.HOURS
             reserved = {t: ctx.pool_nodes(s, i, t, m) for t in rules.TERM_MONTHS}
+            n_reserved = sum(reserved.values())
             od = _billed(ctx, s, i, "on_demand", m)
-            have = sum(reserved.values()) * rules.HOURS + od
+            have = n_reserved * rules.HOURS + od
             if exceeds(need, have):
                 yield Finding(codes.CLOUD_HOURS,
                               f"{s}/{i}: month {m} runs {num(need)} node-hours, reserved nodes "
-                              f"({sum(reserved.values())}) and on-demand hours ({num(od)}) provide {num(have)}",
+                              f"({n_reserved}) and on-demand hours ({num(od)}) provide {num(have)}",
                               f"{site.path}.pricing")
                 break
             bad = None
@@ -277,10 +278,10 @@ def check_cloud_hours(ctx: Context) -> Iterator[Finding]:
                 if exceeds(pinned, n * rules.HOURS):
                     bad = (f"{s}/{i}: month {m} runs {num(pinned)} node-hours pinned to {t}, the pool has "
                            f"{n} {t} nodes ({num(n * rules.HOURS)} node-hours)")
-            spot = u.spot_hours.get((s, i, m), 0.0)
-            if exceeds(spot, _billed(ctx, s, i, "spot", m)):
+            spot, spot_billed = u.spot_hours.get((s, i, m), 0.0), _billed(ctx, s, i, "spot", m)
+            if exceeds(spot, spot_billed):
                 bad = (f"{s}/{i}: month {m} runs {num(spot)} spot node-hours, the spot pool bills "
-                       f"{num(_billed(ctx, s, i, 'spot', m))}")
+                       f"{num(spot_billed)}")
             if bad:
                 yield Finding(codes.CLOUD_HOURS, bad, f"{site.path}.pricing")
                 break

@@ -3,7 +3,6 @@ plan's placements imply, derived once from the candidates (never from the model'
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -11,8 +10,8 @@ from functools import cached_property
 from compiler.audit import rules
 from compiler.candidates import Candidate, Candidates
 from compiler.catalog.model import Catalog
-from compiler.plan import Placement, Plan, Pool, WorkloadPlan
-from compiler.spec import CloudSite, InferenceWorkload, OnPremSite, Spec
+from compiler.plan import Placement, Plan, Pool
+from compiler.spec import CloudSite, Spec
 
 REL = 1e-6          # relative tolerance on sums of floats
 ABS_HOURS = 1e-3    # node-hours
@@ -51,7 +50,6 @@ class Placed:
     """A placement resolved to its candidate (only placements whose candidate exists, belongs to
     the workload and matches the placement's site and instance)."""
     workload: object            # the spec's workload
-    plan: WorkloadPlan
     placement: Placement
     cand: Candidate
 
@@ -83,11 +81,9 @@ class Context:
         p = self.pools.get((site, inst, "purchase"))
         return p.nodes if p else 0
 
-    def gpus_per_node(self, site: str, inst: str) -> int:
-        s = self.sites[site]
-        if isinstance(s, OnPremSite):
-            return self.catalog.onprem_nodes[inst].gpus
-        return self.catalog.instances[inst].gpus
+    def hardware(self, site, inst: str):
+        """The catalog's node `inst` of a site's kind (a cloud instance or an on-prem node), or None."""
+        return (self.catalog.instances if is_cloud(site) else self.catalog.onprem_nodes).get(inst)
 
     # --- usage the placements imply ----------------------------------------------------------
     def hours(self, c: Candidate) -> dict[int, float]:
@@ -130,12 +126,12 @@ class Context:
         # Cloud replicas pack into whole nodes, which count whole against quotas.
         for (s, i, m), g in u.infer_gpus.items():
             gpn = self.catalog.instances[i].gpus
-            u.quota[(s, self.catalog.instances[i].gpu, m)] += math.ceil(g / gpn - 1e-9) * gpn
+            u.quota[(s, self.catalog.instances[i].gpu, m)] += rules.whole_nodes(g, gpn) * gpn
         return u
 
     def infer_nodes(self, site: str, inst: str, m: int) -> int:
         g = self.usage.infer_gpus.get((site, inst, m), 0)
-        return math.ceil(g / self.catalog.instances[inst].gpus - 1e-9) if g else 0
+        return rules.whole_nodes(g, self.catalog.instances[inst].gpus) if g else 0
 
 
 class Usage:
@@ -148,10 +144,6 @@ class Usage:
         self.infer_gpus: dict = defaultdict(float)        # (cloud site, inst, m) -> replica GPUs
         self.pinned: dict = defaultdict(float)            # (cloud site, inst, m, pricing) -> pinned node-hours
         self.storage: dict = defaultdict(float)           # (site, m) -> TB of datasets + checkpoints
-
-
-def is_service(w) -> bool:
-    return isinstance(w, InferenceWorkload)
 
 
 def is_cloud(site) -> bool:

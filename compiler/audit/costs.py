@@ -126,9 +126,9 @@ def check_costs(ctx: Context) -> Iterator[Finding]:
 
 def check_cloud_share(ctx: Context) -> Iterator[Finding]:
     """policy.max_cloud_share: cloud compute + cloud storage within the share of the total."""
-    share = ctx.spec.policy.max_cloud_share
-    if share is None or share >= 1.0:
+    if not ctx.spec.policy.caps_cloud_share:
         return
+    share = ctx.spec.policy.max_cloud_share
     priced = price(ctx)
     cloud = priced.lines["cloud_compute"] + priced.cloud_storage
     total = priced.total

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Iterator
 
 from compiler.audit import codes, rules
@@ -29,16 +28,24 @@ def _short(have: float, need: float) -> bool:
     return have < need * (1 - TOL) - 1e-6
 
 
+def _shortfalls(ctx: Context, w, mine, lost: str | None = None) -> list[tuple[int, float, float]]:
+    """(month, tokens/s needed, tokens/s carried) for each month from window.start_month that the
+    placements, less those at site `lost`, carry short."""
+    short = []
+    for m in range(w.window.start_month, ctx.H):
+        need = rules.demand(w, m)
+        have = sum(ctx.replicas(pl.placement, m) * pl.cand.estimate.tokens_per_s
+                   for pl in mine if pl.cand.site != lost)
+        if _short(have, need):
+            short.append((m, need, have))
+    return short
+
+
 def check_demand(ctx: Context) -> Iterator[Finding]:
     """peak_rps * output_tokens * (1+growth)^(m-start) output tokens/s carried in every month from
     window.start_month by sum(replicas * tokens/s per replica)."""
     for w, _wp, mine in _services(ctx):
-        short = []
-        for m in range(w.window.start_month, ctx.H):
-            need = rules.demand(w, m)
-            have = sum(ctx.replicas(pl.placement, m) * pl.cand.estimate.tokens_per_s for pl in mine)
-            if _short(have, need):
-                short.append((m, need, have))
+        short = _shortfalls(ctx, w, mine)
         if short:
             m, need, have = short[0]
             more = f" (and {len(short) - 1} more months short)" if len(short) > 1 else ""
@@ -53,13 +60,7 @@ def check_site_loss(ctx: Context) -> Iterator[Finding]:
         if w.slo.availability < 0.999:
             continue
         for lost in sorted({pl.cand.site for pl in mine}):
-            short = []
-            for m in range(w.window.start_month, ctx.H):
-                need = rules.demand(w, m)
-                have = sum(ctx.replicas(pl.placement, m) * pl.cand.estimate.tokens_per_s
-                           for pl in mine if pl.cand.site != lost)
-                if _short(have, need):
-                    short.append((m, need, have))
+            short = _shortfalls(ctx, w, mine, lost)
             if short:
                 m, need, have = short[0]
                 more = f" (and {len(short) - 1} more months)" if len(short) > 1 else ""
@@ -89,7 +90,7 @@ def check_replica_series(ctx: Context) -> Iterator[Finding]:
             if any(r < 0 for r in p.monthly_replicas):
                 yield Finding(codes.REPLICA_SERIES, f"{where} has a negative replica count", w.path)
             peak = max(p.monthly_replicas, default=0)
-            nodes = max((math.ceil(r * c.gpus / c.gpus_per_node - 1e-9) for r in p.monthly_replicas), default=0)
+            nodes = max((rules.whole_nodes(r * c.gpus, c.gpus_per_node) for r in p.monthly_replicas), default=0)
             if (p.replicas, p.gpus, p.nodes) != (peak, peak * c.gpus, nodes):
                 yield Finding(codes.REPLICA_SERIES,
                               f"{where} states {p.replicas} replicas on {p.gpus} GPUs ({p.nodes} nodes) at peak, "

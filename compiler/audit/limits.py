@@ -6,6 +6,7 @@ from typing import Iterator
 
 from compiler.audit import codes, rules
 from compiler.audit.context import Context, Finding, exceeds, is_cloud, num
+from compiler.spec import RACK_UNITS
 
 
 def _nodes_at(ctx: Context, site) -> dict[str, tuple[int, int]]:
@@ -37,9 +38,9 @@ def check_site_limits(ctx: Context) -> Iterator[Finding]:
                           f"{site.pue:g}, its power budget for new nodes is {num(site.power_kw)} kW",
                           f"{site.path}.power_kw")
         units = sum((o + b) * hw[i].rack_units for i, (o, b) in nodes.items())
-        if exceeds(units, site.max_racks * rules.RACK_UNITS, 1e-6):
+        if exceeds(units, site.max_racks * RACK_UNITS, 1e-6):
             yield Finding(codes.RACKS, f"{site.name}: its nodes take {num(units)} rack units "
-                          f"({units / rules.RACK_UNITS:,.2f} racks), max_racks is {site.max_racks}",
+                          f"({units / RACK_UNITS:,.2f} racks), max_racks is {site.max_racks}",
                           f"{site.path}.max_racks")
         if site.rack_power_kw:
             node_kw = sum((o + b) * hw[i].power_kw for i, (o, b) in nodes.items())

@@ -51,7 +51,7 @@ def check_placements(ctx: Context) -> Iterator[Finding]:
                 yield Finding(codes.CANDIDATE_MISMATCH,
                               f"{where} names candidate {c.id}, which runs at {c.site}/{c.instance}", w.path)
                 continue
-            ctx.placed.append(Placed(w, wp, p, c))
+            ctx.placed.append(Placed(w, p, c))
             yield from _sizes(w, wp, p, c, where)
         if not service:
             yield from _deadline(ctx, w, wp)

@@ -25,7 +25,8 @@ def check_policy(ctx: Context) -> Iterator[Finding]:
             yield Finding(codes.PLACEMENT_POLICY,
                           f"{where}: policy.placement is {pol.placement}, {c.site} is {site.type}",
                           "$.policy.placement")
-        gpu = _gpu_of(ctx, site, c.instance) or c.gpu
+        hw = ctx.hardware(site, c.instance)
+        gpu = (hw.gpu if hw else None) or c.gpu
         if pol.allowed_gpus is not None and (c.gpu not in pol.allowed_gpus or gpu not in pol.allowed_gpus):
             yield Finding(codes.GPU_NOT_ALLOWED,
                           f"{where} runs on {gpu}, which is not in policy.allowed_gpus "
@@ -35,14 +36,6 @@ def check_policy(ctx: Context) -> Iterator[Finding]:
                           f"{w.path}.sites")
         yield from _pin(ctx, pl, site, gpu, where)
         yield from _pricings(ctx, pl, site, where)
-
-
-def _gpu_of(ctx: Context, site, instance: str) -> str | None:
-    if is_cloud(site):
-        inst = ctx.catalog.instances.get(instance)
-    else:
-        inst = ctx.catalog.onprem_nodes.get(instance)
-    return inst.gpu if inst else None
 
 
 def _pin(ctx: Context, pl, site, gpu: str, where: str) -> Iterator[Finding]:
@@ -72,14 +65,14 @@ def _pin(ctx: Context, pl, site, gpu: str, where: str) -> Iterator[Finding]:
 
 def _pricings(ctx: Context, pl, site, where: str) -> Iterator[Finding]:
     w, p, c = pl.workload, pl.placement, pl.cand
-    offered = tuple(site.pricing) if is_cloud(site) else rules.ONPREM_PRICINGS
+    offered = rules.offered_pricings(site)
     held = {h.pricing for h in used_holdings(p)}
     for pricing in sorted(held - set(offered)):
         if pricing == "spot":
             continue      # said below, in spot's own terms
         yield Finding(codes.PRICING_NOT_OFFERED,
                       f"{where} holds {pricing} nodes; {site.name} offers {', '.join(offered)}",
-                      f"{site.path}.pricing" if is_cloud(site) else site.path)
+                      rules.pricing_path(site))
     spot = "spot" in held or c.spot
     if spot:
         why = []

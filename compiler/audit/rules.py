@@ -23,20 +23,35 @@ All money is USD over the planning horizon; a month is 730 hours.
 
 from __future__ import annotations
 
-from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
-from compiler.spec import CloudSite, InferenceWorkload, OnPremSite, TrainingWorkload
+import math
 
-HOURS = 730.0                      # hours in a month (8760 / 12)
+from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
+from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, TrainingWorkload
+
+HOURS = HOURS_PER_MONTH            # hours in a month (8760 / 12)
 TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
-RACK_UNITS = 42.0                  # rack units in a rack
 ONPREM_PRICINGS = ("owned", "purchase")
 CLOUD_PRICINGS = ("reserved_3y", "reserved_1y", "on_demand", "spot")
-ALL_PRICINGS = ("owned", "purchase", "reserved_3y", "reserved_1y", "on_demand", "spot")
 FALLBACK_STATE_BYTES = 16.0        # bf16 + AdamW per parameter (ZeRO paper) when no factor is known
 
 
 def provider(site) -> str:
     return site.provider if isinstance(site, CloudSite) else "on_prem"
+
+
+def offered_pricings(site) -> tuple[str, ...]:
+    """The pricings a site offers: a cloud site's own list; owned and purchase on-prem."""
+    return tuple(site.pricing) if isinstance(site, CloudSite) else ONPREM_PRICINGS
+
+
+def pricing_path(site) -> str:
+    """The spec path a finding about a site's pricings concerns."""
+    return f"{site.path}.pricing" if isinstance(site, CloudSite) else site.path
+
+
+def whole_nodes(gpus: float, gpus_per_node: int) -> int:
+    """The whole nodes `gpus` GPUs take."""
+    return math.ceil(gpus / gpus_per_node - 1e-9)
 
 
 def capex_for_horizon(node: OnPremNode, horizon: int) -> float:
@@ -59,12 +74,7 @@ def power_per_node_hour(node: OnPremNode, site: OnPremSite) -> float:
 def cloud_rate(catalog: Catalog, site: CloudSite, instance: str, pricing: str) -> float | None:
     """USD per node-hour; None where the instance has no such price in the site's region."""
     inst = catalog.instances.get(instance)
-    if inst is None:
-        return None
-    for p in inst.prices:
-        if p.region == site.region:
-            return getattr(p, pricing, None)
-    return None
+    return None if inst is None else inst.price(site.region, pricing)
 
 
 def term_months(pricing: str, start: int, horizon: int) -> range:

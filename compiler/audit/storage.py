@@ -8,13 +8,16 @@ from typing import Iterator
 
 from compiler.audit import codes, rules
 from compiler.audit.context import Context, Finding, exceeds, num
+from compiler.catalog.model import StorageTier
 
 TB_TOL = 1e-3     # sizes are written to 3 decimals: each may be half of this off
 
 
 def check_storage(ctx: Context) -> Iterator[Finding]:
     held: dict[tuple[str, int], float] = defaultdict(float)
-    tiers: dict[str, int] = {}       # site -> tiers provisioned there
+    # site -> the tiers the catalog sells there
+    offered_at: dict[str, dict[str, StorageTier]] = {s: rules.tiers_at(ctx.catalog, site)
+                                                     for s, site in ctx.sites.items()}
     seen = set()
     for st in ctx.plan.storage:
         name = f"storage {st.site}/{st.tier}"
@@ -22,10 +25,10 @@ def check_storage(ctx: Context) -> Iterator[Finding]:
         if site is None:
             yield Finding(codes.STORAGE_TIER, f"{name}: the spec has no site {st.site}")
             continue
-        tiers = rules.tiers_at(ctx.catalog, site)
-        if st.tier not in tiers:
+        offered = offered_at[st.site]
+        if st.tier not in offered:
             yield Finding(codes.STORAGE_TIER, f"{name}: {st.tier} is not a {rules.provider(site)} storage tier "
-                          f"(the catalog sells {', '.join(sorted(tiers)) or 'none'} there)", site.path)
+                          f"(the catalog sells {', '.join(sorted(offered)) or 'none'} there)", site.path)
             continue
         if (st.site, st.tier) in seen:
             yield Finding(codes.STORAGE_TIER, f"{name} appears twice in the plan", site.path)
@@ -35,7 +38,7 @@ def check_storage(ctx: Context) -> Iterator[Finding]:
             yield Finding(codes.STORAGE_TIER, f"{name} gives {len(st.monthly_tb)} monthly sizes for a "
                           f"{ctx.H}-month horizon (or a negative one)", site.path)
             continue
-        tier = tiers[st.tier]
+        tier = offered[st.tier]
         small = [m for m, tb in enumerate(st.monthly_tb) if 1e-9 < tb < tier.min_tb - TB_TOL]
         if small:
             m = small[0]
@@ -47,12 +50,11 @@ def check_storage(ctx: Context) -> Iterator[Finding]:
                           f"{num(peak)} TB", site.path)
         for m, tb in enumerate(st.monthly_tb):
             held[(st.site, m)] += tb
-        tiers[st.site] = tiers.get(st.site, 0) + 1
     for (s, m), need in sorted(ctx.usage.storage.items()):
         site = ctx.sites[s]
-        if not rules.tiers_at(ctx.catalog, site):
+        if not offered_at[s]:
             continue      # the catalog sells no storage there: nothing a plan could provision
         have = held.get((s, m), 0.0)
-        if exceeds(need, have, TB_TOL * tiers.get(s, 1)):
+        if exceeds(need, have, TB_TOL):
             yield Finding(codes.STORAGE_SHORT, f"{s}: month {m} holds {num(have)} TB of storage, the datasets "
                           f"and checkpoints of the jobs there take {num(need)} TB", site.path)

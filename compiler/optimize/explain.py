@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from compiler.diagnostics import CompileError, Diagnostic
+from compiler.diagnostics import CompileError, Diagnostic, path_tuple
 from compiler.optimize.formulate import Problem
 from compiler.optimize.solve import solve
 
@@ -20,14 +20,6 @@ from compiler.optimize.solve import solve
 PENALTY = {"power": 1e5, "racks": 1e6, "max_gpus": 1e5, "quota": 1e5, "cloud_share": 1.0,
            "availability": 1e4, "demand": 1e5, "placement": 1e10, "capacity": 1e7}
 MAX_REPORTED = 8
-
-
-def path_tuple(path: str) -> tuple:
-    """'$.sites[1].power_kw' -> ('sites', 1, 'power_kw')."""
-    out: list = []
-    for name, index in re.findall(r"\.([A-Za-z0-9_\-]+)|\[(\d+)\]", path):
-        out.append(int(index) if index else name)
-    return tuple(out)
 
 
 def no_candidates(problem: Problem) -> list[Diagnostic]:
