@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan
+from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, add_into, month_range, site_replicas
 
 
 @dataclass(frozen=True)
@@ -160,10 +160,7 @@ def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None
     hours: dict[tuple[str, str, str], float | None] = {}
 
     def add(key, series, node_hours: float | None) -> None:
-        have = nodes.setdefault(key, [])
-        have.extend([0] * (len(series) - len(have)))
-        for m, n in enumerate(series):
-            have[m] += n
+        add_into(nodes.setdefault(key, []), series)
         before = hours.get(key, 0.0)
         hours[key] = None if before is None or node_hours is None else before + node_hours
 
@@ -195,21 +192,14 @@ def _ranges(months: list[int]) -> str:
             out[-1][1] = m
         else:
             out.append([m, m])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+    return ", ".join(month_range(a, b) for a, b in out)
 
 
 def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
     """Replicas per site, month by month; False when the plan gives no months (plan.json from
     before them: each placement's peak only)."""
     months = all(p.monthly_replicas for p in w.placements)
-    out: dict[str, list[int]] = {}
-    for p in w.placements:
-        series = list(p.monthly_replicas) if months else [p.replicas]
-        have = out.setdefault(p.site, [])
-        have.extend([0] * (len(series) - len(have)))
-        for m, r in enumerate(series):
-            have[m] += r
-    return out, months
+    return site_replicas(w, monthly=months), months
 
 
 def _replicas(a: WorkloadPlan, b: WorkloadPlan) -> tuple[ReplicaDelta, ...]:

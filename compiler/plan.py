@@ -149,6 +149,28 @@ class Plan:
     breakeven: tuple[dict[str, Any], ...] = field(default=())
 
 
+def month_range(first: int, last: int) -> str:
+    """Months first..last as report and diff write them: '3' or '3-7'."""
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def add_into(total: list, series) -> None:
+    """Add `series` into `total` month by month, first padding `total` with zeros to its length."""
+    total.extend([0] * (len(series) - len(total)))
+    for m, x in enumerate(series):
+        total[m] += x
+
+
+def site_replicas(w: WorkloadPlan, monthly: bool = True) -> dict[str, list[int]]:
+    """A workload's replicas per site, month by month, summed over its placements there (each
+    site's list as long as its placements' longest monthly_replicas); monthly=False: each
+    placement's peak (`replicas`) as one value."""
+    out: dict[str, list[int]] = {}
+    for p in w.placements:
+        add_into(out.setdefault(p.site, []), p.monthly_replicas if monthly else (p.replicas,))
+    return out
+
+
 def _round(value: Any) -> Any:
     if isinstance(value, float):
         return round(value, 6) if abs(value) < 1e6 else round(value, 2)

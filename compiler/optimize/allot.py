@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from compiler.plan import PRICINGS
+from compiler.spec import HOURS_PER_MONTH as HOURS   # hours in a month
 
-HOURS = 730.0                 # hours in a month (spec.HOURS_PER_MONTH)
 TERMS = ("reserved_3y", "reserved_1y")   # the order reserved node-hours are taken in
 EPS = 1e-9
 

@@ -134,15 +134,18 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         inner = inner.rstrip("]")
         month = int(inner.split("@")[1]) if "@" in inner else None
         parts = inner.split("@")[0].split("/")
-        if head in ("storage", "storage_peak"):
-            storage_shared[parts[0]] += usd
-        elif head == "reserved" and v.name in reservation:
+        if head == "reserved" and v.name in reservation:
+            # a term's months: a non-empty range within the horizon (formulate)
             r = reservation[v.name]
-            span = [m for m in r.months if m < H] or [min(r.start, H - 1)]
-            for m in span:
-                spread(usd / len(span), weights(r.site, r.instance, (r.term,), (m,)),
+            share = usd / len(r.months)
+            for m in r.months:
+                spread(share, weights(r.site, r.instance, (r.term,), (m,)),
                        weights(r.site, r.instance, everything, (m,)),
                        weights(r.site, r.instance, everything, all_months))
+                monthly[m] += share
+            continue
+        if head in ("storage", "storage_peak"):
+            storage_shared[parts[0]] += usd
         elif head == "ondemand" and month is not None:
             s, i = parts[0], parts[1]
             spread(usd, weights(s, i, ("on_demand",), (month,)), weights(s, i, everything, (month,)),
@@ -150,11 +153,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         elif len(parts) >= 2:
             s, i = parts[0], parts[1]
             spread(usd, weights(s, i, ("purchase",), all_months), weights(s, i, everything, all_months))
-        if head == "reserved" and v.name in reservation:
-            span = [m for m in reservation[v.name].months if m < H]
-            for m in span:
-                monthly[m] += usd / len(span)
-        elif month is not None:
+        if month is not None:
             monthly[month] += usd
         else:
             for m in range(H):
@@ -204,7 +203,9 @@ class _Held:
     shares: dict[str, dict[str, tuple[list[int], list[float]]]]
     in_use: dict[tuple[str, str, str], list[int]]      # (site, instance, pricing) -> nodes per month
     busy: dict[tuple[str, str, str], list[float]]      # nodes' worth busy at once
+    hours: dict[tuple[str, str, str], list[float]]     # node-hours run per month, all placements
     reserved: dict[tuple[str, str, str], list[int]]    # (site, instance, term) -> reserved nodes
+    by_start: dict[tuple[str, str, str], dict[int, int]]   # (site, instance, term) -> start -> nodes
     bought: dict[tuple[str, str], int]
     pools: list[tuple[str, str]]                       # every (site, instance) with a placement
 
@@ -239,15 +240,20 @@ def _allot(problem, value, train, infer) -> _Held:
                 if r:
                     series[m].append(Demand(c.id, name, "service", r * c.gpus / c.gpus_per_node,
                                             HOURS_PER_MONTH, c.start_month, pinned))
+    # the terms bought, read once: nodes by start month, and the nodes reserved in each month (a
+    # term's months are a non-empty range within the horizon, formulate)
+    by_start: dict[tuple[str, str, str], dict[int, int]] = defaultdict(dict)
     reserved: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0] * H)
     for r in problem.reservations:
         q = int(value(r.var))
         if q:
+            key = (r.site, r.instance, r.term)
+            by_start[key][r.start] = by_start[key].get(r.start, 0) + q
             for m in r.months:
-                if 0 <= m < H:
-                    reserved[(r.site, r.instance, r.term)][m] += q
+                reserved[key][m] += q
     held = _Held(cands, {cid: {} for cid in cands}, defaultdict(lambda: [0] * H),
-                 defaultdict(lambda: [0.0] * H), dict(reserved), {}, sorted(demands))
+                 defaultdict(lambda: [0.0] * H), defaultdict(lambda: [0.0] * H), dict(reserved), dict(by_start),
+                 {}, sorted(demands))
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
@@ -265,6 +271,7 @@ def _allot(problem, value, train, infer) -> _Held:
                 for sh in shares:
                     nodes, hours = held.shares[cid].setdefault(sh.pricing, ([0] * H, [0.0] * H))
                     nodes[m], hours[m] = sh.nodes, sh.node_hours
+                    held.hours[(s, i, sh.pricing)][m] += sh.node_hours
             for p, n in a.in_use.items():
                 held.in_use[(s, i, p)][m] = n
             for p, b in a.busy.items():
@@ -281,20 +288,8 @@ def _pools(problem, value, held: _Held) -> tuple[Pool, ...]:
     zeros = [0] * H
 
     def hours_of(s, i, p) -> list[float]:
-        total = [0.0] * H
-        for cid, by_pricing in held.shares.items():
-            c = held.candidates[cid]
-            if (c.site, c.instance) == (s, i) and p in by_pricing:
-                for m, nh in enumerate(by_pricing[p][1]):
-                    total[m] += nh
-        return total
+        return held.hours.get((s, i, p), [0.0] * H)
 
-    by_start: dict[tuple[str, str, str], dict[int, int]] = defaultdict(dict)
-    for r in problem.reservations:
-        q = int(value(r.var))
-        if q:
-            starts = by_start[(r.site, r.instance, r.term)]
-            starts[r.start] = starts.get(r.start, 0) + q
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
@@ -309,7 +304,7 @@ def _pools(problem, value, held: _Held) -> tuple[Pool, ...]:
                 if any(r):
                     nh = hours_of(s, i, term)
                     util = [nh[m] / (r[m] * HOURS_PER_MONTH) if r[m] else 0.0 for m in range(H)]
-                    res = tuple(Reservation(a, n) for a, n in sorted(by_start[(s, i, term)].items()))
+                    res = tuple(Reservation(a, n) for a, n in sorted(held.by_start[(s, i, term)].items()))
                     out.append(_pool(s, i, inst.gpu, inst.gpus, term, inst.fabric, r, util, nh, res))
             od = held.in_use.get((s, i, "on_demand"), zeros)
             if any(od):
@@ -357,7 +352,7 @@ def _fabric(problem, value, s, i) -> str:
 def _holdings(held: _Held, c: Candidate) -> tuple[Holding, ...]:
     by_pricing = held.shares.get(c.id, {})
     return tuple(Holding(p, tuple(by_pricing[p][0]), tuple(round(h, 6) for h in by_pricing[p][1]))
-                 for p in PRICINGS if p in by_pricing and any(h > 0 for h in by_pricing[p][1]))
+                 for p in PRICINGS if p in by_pricing)   # a share is only kept with node-hours > 0
 
 
 def _pricing(c: Candidate, holdings: tuple[Holding, ...]) -> str:

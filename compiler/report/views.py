@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan
+from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, month_range, site_replicas
+from compiler.spec import HOURS_PER_MONTH
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
 ON_PREM_PRICING = ("owned", "purchase")
-HOURS = 730.0                     # hours in a month
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,7 @@ class FleetSpan:
 
     @property
     def months(self) -> str:
-        if self.first_month == self.last_month:
-            return str(self.first_month)
-        return f"{self.first_month}-{self.last_month}"
+        return month_range(self.first_month, self.last_month)
 
 
 @dataclass(frozen=True)
@@ -118,9 +116,12 @@ class PlacementRow:
     replicas: int
     gpus_per_replica: int = 0     # inference
 
-
-def _month_range(first: int, last: int) -> str:
-    return str(first) if first == last else f"{first}-{last}"
+    @property
+    def replicas_text(self) -> str:
+        """The replicas cell: '4 x 8 GPUs' (just '4' when the GPUs per replica are not known)."""
+        if not self.gpus_per_replica:
+            return str(self.replicas)
+        return f"{self.replicas} x {self.gpus_per_replica} GPU{'s' if self.gpus_per_replica != 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class HoldingSpan:
 
     @property
     def months(self) -> str:
-        return _month_range(self.first_month, self.last_month)
+        return month_range(self.first_month, self.last_month)
 
     @property
     def text(self) -> str:
@@ -151,7 +152,7 @@ class ReplicaSpan:
 
     @property
     def months(self) -> str:
-        return _month_range(self.first_month, self.last_month)
+        return month_range(self.first_month, self.last_month)
 
 
 @dataclass(frozen=True)
@@ -446,7 +447,7 @@ def _spans(series: list[tuple]) -> list[tuple[int, int, tuple]]:
             out[-1] = (out[-1][0], m, v)
         elif any(v):
             out.append((m, m, v))
-    return [t for t in out if any(t[2])]
+    return out
 
 
 def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
@@ -464,10 +465,10 @@ def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
                 hs = [h for p in mine for h in p.holdings if h.pricing == q and m < len(h.monthly_nodes)]
                 n = sum(h.monthly_nodes[m] for h in hs)
                 if w.kind == "inference" and len(mine) > 1:
-                    n = min(n, math.ceil(sum(h.monthly_node_hours[m] for h in hs) / HOURS - 1e-6))
+                    n = min(n, math.ceil(sum(h.monthly_node_hours[m] for h in hs) / HOURS_PER_MONTH - 1e-6))
                 held[q] = n
             series.append(tuple((q, n) for q, n in held.items() if n))
-        for first, last, nodes in _spans([tuple(x) for x in series]):
+        for first, last, nodes in _spans(series):
             out.append(HoldingSpan(first, last, f"{site} {inst}", nodes))
     return tuple(sorted(out, key=lambda s: (s.first_month, s.where)))
 
@@ -476,15 +477,16 @@ def replica_spans(w: WorkloadPlan) -> tuple[tuple[str, ...], tuple[ReplicaSpan, 
     """A service's replicas per site, month by month, merged over equal months."""
     if w.kind != "inference" or not any(p.monthly_replicas for p in w.placements):
         return (), ()
-    sites = tuple(sorted({p.site for p in w.placements}))
-    months = max(len(p.monthly_replicas) for p in w.placements)
-    series = [tuple(sum(p.monthly_replicas[m] for p in w.placements if p.site == s and m < len(p.monthly_replicas))
-                    for s in sites) for m in range(months)]
+    by_site = site_replicas(w)
+    sites = tuple(sorted(by_site))
+    months = max(len(r) for r in by_site.values())
+    series = [tuple(by_site[s][m] if m < len(by_site[s]) else 0 for s in sites) for m in range(months)]
     return sites, tuple(ReplicaSpan(a, b, v) for a, b, v in _spans(series))
 
 
 def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView:
     alts = _alternatives(w)
+    replica_sites, replicas_by_month = replica_spans(w)
     return WorkloadView(
         name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus=w.gpus, gpus_label=_gpus_label(w, pools),
         sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
@@ -493,7 +495,7 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView
         placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
                                       p.gpus_per_replica) for p in w.placements),
         estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
-        holdings=holding_spans(w), replica_sites=replica_spans(w)[0], replicas_by_month=replica_spans(w)[1])
+        holdings=holding_spans(w), replica_sites=replica_sites, replicas_by_month=replicas_by_month)
 
 
 def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
