@@ -1,36 +1,27 @@
 """Plans for the audit tests: the shipped examples compiled for real, helpers that corrupt one
-thing in a plan or a spec (dataclasses.replace on frozen values), and one small plan written by
-hand, independent of the solver.
+thing in a plan or a spec (dataclasses.replace on frozen values; the plan ones shared with the
+render and report tests in tests/plans.py), and one small plan written by hand, independent of
+the solver.
 
-`compiled(name)` runs the real stages (estimate, then the optimizer) and returns
-(candidates, plan) without the pipeline's own audit, so a test can audit the plan itself.
+`compiled(name)` returns the (candidates, plan) of a shipped example's session-wide compile
+(tests/examples_cache.py: the whole pipeline, whose own audit passed); a test corrupts that
+plan and audits it itself with `run_audit`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import lru_cache
-from pathlib import Path
-from types import MappingProxyType
 
 from compiler.plan import Holding, Placement, Plan, Pool, Reservation, SitePlan, SolverInfo, WorkloadPlan, LayoutPlan
+from examples_cache import example
+from plans import with_placement, workload
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
-
-@lru_cache(maxsize=None)
 def compiled(name: str):
-    """(Candidates, Plan) of examples/<name>.yaml, through the real estimate and optimize stages."""
-    from examples_cache import example
-
+    """(Candidates, Plan) of examples/<name>.yaml: the candidates its estimate stage gave the
+    optimizer and the audited plan (examples_cache.example, compiled once per session)."""
     candidates, result = example(name)
     return candidates, result.plan
-
-
-def has_holdings(plan: Plan) -> bool:
-    """Whether decode.py fills the plan contract's holdings (DESIGN.md section 5)."""
-    return all(p.holdings for w in plan.workloads for p in w.placements)
 
 
 def run_audit(candidates, plan, spec=None):
@@ -44,26 +35,7 @@ def codes_of(findings) -> set[str]:
     return {f.code for f in findings}
 
 
-# --- corrupting one thing ---------------------------------------------------------------
-
-def set_at(seq, i, value) -> tuple:
-    out = list(seq)
-    out[i] = value
-    return tuple(out)
-
-
-def workload(plan: Plan, name: str) -> WorkloadPlan:
-    return next(w for w in plan.workloads if w.name == name)
-
-
-def with_workload(plan: Plan, name: str, **changes) -> Plan:
-    return replace(plan, workloads=tuple(replace(w, **changes) if w.name == name else w for w in plan.workloads))
-
-
-def with_placement(plan: Plan, name: str, index: int, **changes) -> Plan:
-    w = workload(plan, name)
-    return with_workload(plan, name, placements=set_at(w.placements, index, replace(w.placements[index], **changes)))
-
+# --- corrupting one thing (set_at, workload, with_workload, with_placement: tests/plans.py) ----
 
 def with_holding(plan: Plan, name: str, index: int, pricing: str, **changes) -> Plan:
     p = workload(plan, name).placements[index]
@@ -96,9 +68,6 @@ def optimistic_reserved():
     month, b's 7,300 node-hours fit the 10 reserved nodes' 7,300; but b holds 20 nodes at once
     for 365 hours, so 10 of them run on demand (3,650 node-hours) that this plan does not bill.
     Returns (candidates, plan)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests"))
     from optimize_fixtures import CATALOG, candidates, cloud, spec, train_cand, training
 
     H = 12
@@ -148,6 +117,5 @@ def optimistic_reserved():
     return cs, plan
 
 
-__all__ = ["EXAMPLES", "MappingProxyType", "compiled", "has_holdings", "run_audit", "codes_of", "set_at",
-           "workload", "with_workload", "with_placement", "with_holding", "pool", "with_pool", "with_site",
-           "with_spec_workload", "optimistic_reserved"]
+__all__ = ["compiled", "run_audit", "codes_of", "with_holding", "pool", "with_pool", "with_site", "with_spec_workload",
+           "optimistic_reserved"]

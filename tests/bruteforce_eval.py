@@ -55,62 +55,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
-from compiler.candidates import Candidate, Candidates, InferenceEstimate, Layout, TrainingEstimate
-from compiler.catalog import load_catalog
+from compiler.candidates import Candidate, Candidates
 from compiler.estimate.memory import model_state_bytes
 from compiler.spec import (CloudSite, Data, InferenceWindow, InferenceWorkload, OnPremSite, OwnedNodes, Policy,
                            Slo, Spec, Traffic, TrainingWindow, TrainingWorkload)
+# The hand-made Candidates of the optimizer tests (optimize_fixtures imports nothing from
+# compiler.optimize either: test_the_evaluator_shares_no_code_with_the_model checks it).
+from optimize_fixtures import CATALOG, HOURS, candidates, infer_cand, node_gpus, train_cand
 
-CATALOG = load_catalog()
-HOURS = 730.0
 TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
 TIER = {"aws": "fsx-lustre", "on_prem": "onprem-lustre"}
 EPS = 1e-9
 
 
 # --- tiny platforms -----------------------------------------------------------------------
-
-def _usage(start: int, hours: float) -> tuple[tuple[int, float], ...]:
-    out, m = [], start
-    while hours > 1e-9:
-        h = min(HOURS, hours)
-        out.append((m, h))
-        hours -= h
-        m += 1
-    return tuple(out)
-
-
-def _node(site, instance) -> tuple[str, int]:
-    if site.type == "cloud":
-        i = CATALOG.instances[instance]
-        return i.gpu, i.gpus
-    n = CATALOG.onprem_nodes[instance]
-    return n.gpu, n.gpus
-
-
-def train_cand(w: TrainingWorkload, site, instance: str, nodes: int, hours: float, spot: bool, fabric: str,
-               tag: str) -> Candidate:
-    gpu, gpn = _node(site, instance)
-    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fabric}/{nodes * gpn}g/{'spot' if spot else 'od'}/{tag}",
-                     workload=w.name, kind="training", site=site.name, site_type=site.type, instance=instance,
-                     gpu=gpu, gpus_per_node=gpn, gpus=nodes * gpn, nodes=nodes, layout=Layout(dp=nodes * gpn),
-                     fabric=fabric, spot=spot,
-                     estimate=TrainingEstimate(memory_gb_per_gpu=40.0, duration_hours=hours, mfu=0.4,
-                                               tokens_per_s=1e5),
-                     start_month=w.window.start_month, usage=_usage(w.window.start_month, hours))
-
-
-def serve_cand(w: InferenceWorkload, site, instance: str, tp: int, tokens_per_s: float, fabric: str,
-               tag: str) -> Candidate:
-    gpu, gpn = _node(site, instance)
-    assert gpn % tp == 0
-    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fabric}/tp{tp}/{tag}", workload=w.name,
-                     kind="inference", site=site.name, site_type=site.type, instance=instance, gpu=gpu,
-                     gpus_per_node=gpn, gpus=tp, nodes=0, layout=Layout(tp=tp), fabric=fabric, spot=False,
-                     estimate=InferenceEstimate(memory_gb_per_gpu=30.0, tokens_per_s=tokens_per_s, ttft_ms=200.0,
-                                                tpot_ms=40.0, batch=32),
-                     start_month=w.window.start_month)
-
 
 SERVE_OPTIONS = (("cloud", "g6e.xlarge", (1,)), ("cloud", "g6e.12xlarge", (1, 2, 4)),
                  ("cloud", "p5.48xlarge", (1, 2, 4, 8)), ("on_prem", "hgx-h100", (1, 2, 4, 8)),
@@ -160,7 +118,7 @@ def platform(seed: int) -> tuple[Spec, Candidates]:
             site, inst, spot, fab = rng.choice(options)
             nodes = rng.randint(1, 3)
             hours = round(base / nodes * rng.uniform(0.8, 1.3), 1)
-            cands.append(train_cand(w, site, inst, nodes, hours, spot, fab, f"c{j}"))
+            cands.append(train_cand(w, site, inst, nodes, hours, spot, fab, f"/c{j}"))
 
     start = max(0, H - rng.randint(1, 4))
     svc = InferenceWorkload(name="svc", model="llama-3-8b",
@@ -177,18 +135,19 @@ def platform(seed: int) -> tuple[Spec, Candidates]:
     for kind, inst, tps in picks:
         tp = rng.choice(tps)
         site = sites[kind]
-        raw.append((site, inst, tp, tp * SPEED[_node(site, inst)[0]] * rng.uniform(0.7, 1.3)))
+        gpu, gpn = node_gpus(site, inst)
+        assert gpn % tp == 0
+        raw.append((site, inst, tp, tp * SPEED[gpu] * rng.uniform(0.7, 1.3)))
     top = max(r[3] for r in raw)
     scale = d_max * rng.uniform(1.0, 1.4) / top
     for j, (site, inst, tp, r) in enumerate(raw):
         tau = round(max(r * scale, d_max / 4 * 1.003), 3)       # at most 4 replicas carry a month alone
         fab = "efa" if site.type == "cloud" else "ethernet-100g"
-        cands.append(serve_cand(svc, site, inst, tp, tau, fab, f"s{j}"))
+        cands.append(infer_cand(svc, site, inst, tp, tau, fab, f"/s{j}"))
 
     sp = Spec(api_version="infra-compile/v1", name=f"oracle-{seed}", horizon_months=H, sites=(aws, dc),
               policy=Policy(), workloads=tuple(workloads), sha256="0" * 64)
-    by = {w.name: tuple(sorted((c for c in cands if c.workload == w.name), key=lambda c: c.id)) for w in workloads}
-    return sp, Candidates(spec=sp, catalog=CATALOG, by_workload=MappingProxyType(by), rejected=MappingProxyType({}))
+    return sp, candidates(sp, cands)
 
 
 # --- unit costs, from the catalog -------------------------------------------------------------
@@ -207,6 +166,36 @@ def bought_node_usd(instance: str, H: int, fabric: str) -> float:
 
 def power_usd_per_node_hour(instance: str, site: OnPremSite) -> float:
     return CATALOG.onprem_nodes[instance].power_kw * site.pue * site.electricity_usd_per_kwh
+
+
+# --- the old per-site serving rule (for the tests that show the oracles catch it) -------------
+
+def old_serving_rate(c: Candidate, site, H: int) -> float:
+    """USD per hour per output token/s of one replica of serving candidate c priced alone, as
+    formulate._cheapest_per_site priced it before the exact model: its share (GPUs / GPUs per
+    node) of a node-hour at the site's on-demand price, or where the site sells none, of the
+    cheapest reserved term's; on-prem, of a bought node's horizon cost spread over the horizon's
+    hours, plus power."""
+    if site.type == "cloud":
+        inst = CATALOG.instances[c.instance]
+        sold = {t: inst.price(site.region, t) for t in site.pricing if t != "spot"}
+        rate = sold.get("on_demand")
+        if rate is None:
+            rate = min((sold.get(t) or math.inf) for t in ("reserved_1y", "reserved_3y"))
+    else:
+        rate = bought_node_usd(c.instance, H, c.fabric) / (H * HOURS) + power_usd_per_node_hour(c.instance, site)
+    return rate * c.gpus / c.gpus_per_node / max(c.estimate.tokens_per_s, EPS)
+
+
+def old_cheapest_per_site(sp: Spec, cands) -> dict[str, Candidate]:
+    """The old rule itself: of one service's candidates, per site (in site order) only the one
+    with the lowest old_serving_rate; ties by candidate id."""
+    best: dict[str, tuple[tuple[float, str], Candidate]] = {}
+    for c in cands:
+        key = (old_serving_rate(c, sp.site(c.site), sp.horizon_months), c.id)
+        if c.site not in best or key < best[c.site][0]:
+            best[c.site] = (key, c)
+    return {s: c for s, (_key, c) in sorted(best.items())}
 
 
 def checkpoint_tb(w: TrainingWorkload) -> float:

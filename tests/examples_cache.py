@@ -5,6 +5,7 @@ reductions"); compiling each once keeps the suite's time to what the tests need.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -12,12 +13,34 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = tuple(sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
 
 
+@contextmanager
+def estimates_seen():
+    """Within the block, compiler.pipeline.estimate (the stage as it is then, test doubles
+    included) records the Candidates of each call: the list it yields, in call order."""
+    from compiler import pipeline
+
+    seen, inner = [], pipeline.estimate
+
+    def recording_estimate(*args, **kwargs):
+        candidates, doc = inner(*args, **kwargs)
+        seen.append(candidates)
+        return candidates, doc
+
+    pipeline.estimate = recording_estimate
+    try:
+        yield seen
+    finally:
+        pipeline.estimate = inner
+
+
 @lru_cache(maxsize=None)
 def example(name: str):
-    """(Candidates, Result) of examples/<name>.yaml: the estimate, and the whole compile (audited
-    plan and artifacts) exactly as `infra-compile` runs it."""
-    from compiler.pipeline import compile_spec, estimate
+    """(Candidates, Result) of examples/<name>.yaml: the whole compile (audited plan and
+    artifacts) exactly as `infra-compile` runs it, and the candidates its estimate stage gave
+    the optimizer (recorded on the way, not estimated again)."""
+    from compiler import pipeline
 
-    path = ROOT / "examples" / f"{name}.yaml"
-    candidates, _doc = estimate(path)
-    return candidates, compile_spec(path)
+    with estimates_seen() as seen:
+        result = pipeline.compile_spec(ROOT / "examples" / f"{name}.yaml")
+    (candidates,) = seen
+    return candidates, result

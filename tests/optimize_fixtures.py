@@ -47,7 +47,8 @@ def spec(sites, workloads, horizon=12, policy=Policy()) -> Spec:
                 policy=policy, workloads=tuple(workloads), sha256="0" * 64)
 
 
-def _gpn(site, instance) -> tuple[str, int]:
+def node_gpus(site, instance) -> tuple[str, int]:
+    """(GPU type, GPUs per node) of a cloud instance or an on-prem node model."""
     if site.type == "cloud":
         i = CATALOG.instances[instance]
         return i.gpu, i.gpus
@@ -66,7 +67,7 @@ def usage(start: int, hours: float) -> tuple[tuple[int, float], ...]:
 
 
 def train_cand(w: TrainingWorkload, site, instance, nodes, hours, spot=False, fabric=None, tag="") -> Candidate:
-    gpu, gpn = _gpn(site, instance)
+    gpu, gpn = node_gpus(site, instance)
     fab = fabric or (CATALOG.instances[instance].fabric if site.type == "cloud" else "infiniband-ndr")
     cid = f"{w.name}/{site.name}/{instance}+{fab}/{nodes * gpn}g/{'spot' if spot else 'od'}{tag}"
     return Candidate(id=cid, workload=w.name, kind="training", site=site.name, site_type=site.type,
@@ -77,10 +78,10 @@ def train_cand(w: TrainingWorkload, site, instance, nodes, hours, spot=False, fa
                      start_month=w.window.start_month, usage=usage(w.window.start_month, hours))
 
 
-def infer_cand(w: InferenceWorkload, site, instance, tp, tokens_per_s, fabric=None) -> Candidate:
-    gpu, gpn = _gpn(site, instance)
+def infer_cand(w: InferenceWorkload, site, instance, tp, tokens_per_s, fabric=None, tag="") -> Candidate:
+    gpu, gpn = node_gpus(site, instance)
     fab = fabric or (CATALOG.instances[instance].fabric if site.type == "cloud" else "ethernet-100g")
-    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fab}/tp{tp}", workload=w.name, kind="inference",
+    return Candidate(id=f"{w.name}/{site.name}/{instance}+{fab}/tp{tp}{tag}", workload=w.name, kind="inference",
                      site=site.name, site_type=site.type, instance=instance, gpu=gpu, gpus_per_node=gpn,
                      gpus=tp, nodes=0, layout=Layout(tp=tp), fabric=fab, spot=False,
                      estimate=InferenceEstimate(memory_gb_per_gpu=30.0, tokens_per_s=tokens_per_s, ttft_ms=200.0,

@@ -19,7 +19,9 @@ compile in well under a second, so this module generates them:
   only read the plan's cost and gap), under a branch-and-bound node limit and never a time
   limit, so the outcome is the same on every machine. Returns an `Outcome` (cost, gap, status,
   the plan's (site, instance) per workload, the candidates' pools) or the CompileError's exit
-  code; cached per spec text, so the test files share compiles within one pytest session.
+  code; cached per spec text, so the test files share compiles within one pytest session. A
+  shipped example is read from its session-wide compile (tests/examples_cache.py), not compiled
+  again.
 - `relaxation_problem(relaxed, restricted)`: the oracles' one check.
 - `pin_spec`, `dump`, `load_data`, `write`: YAML in and out, numbers kept numbers.
 """
@@ -30,10 +32,17 @@ import copy
 import hashlib
 import math
 import random
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
+
+from examples_cache import ROOT, estimates_seen, example
+
+# The optimality counterexamples (pairs of a spec and a twin that only restricts it), checked out
+# next to this repository: ../shared/optimality-cases from its root.
+CASES = ROOT.parent / "shared" / "optimality-cases"
 
 # Node limit for every oracle compile: deterministic (a node count, not seconds) and the
 # compiler's own default. A stop at the limit is reported as a gap, which the oracles honour.
@@ -241,8 +250,9 @@ class Outcome:
     status: str = ""               # plan.solver.status, or the first diagnostic
     # workload -> the (site, instance) pairs its placements use in the plan
     chosen: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
-    # workload -> the pools of its candidates (None: the estimate was not seen)
-    pools: tuple[tuple[str, tuple[Pool, ...]], ...] | None = None
+    # workload -> the pools of the candidates the estimate stage gave the optimizer; empty where
+    # none were recorded: an invalid spec (exit 2; the estimate stage itself raises no CompileError)
+    pools: tuple[tuple[str, tuple[Pool, ...]], ...] = ()
 
     @property
     def has_plan(self) -> bool:
@@ -281,51 +291,64 @@ def _pools(candidates) -> tuple[tuple[str, tuple[Pool, ...]], ...]:
     return tuple(out)
 
 
+@contextmanager
+def _render_stubbed():
+    from compiler import pipeline
+
+    inner = pipeline.render_artifacts
+    pipeline.render_artifacts = _no_render
+    try:
+        yield
+    finally:
+        pipeline.render_artifacts = inner
+
+
+def _shipped_example(path: Path, max_nodes: int) -> bool:
+    """Whether tests/examples_cache.py's compile of path is the one compile_outcome would run: a
+    file of examples/, the compiler's default node limit (example() runs `compile_spec` with
+    default options: that limit, no time limit) and neither compile_spec nor its estimate stage
+    replaced by a test double."""
+    from compiler import optimize, pipeline
+
+    return (path.resolve().parent == ROOT / "examples" and max_nodes == optimize.MAX_NODES
+            and all(getattr(f, "__module__", None) == pipeline.__name__
+                    for f in (pipeline.estimate, pipeline.compile_spec)))
+
+
 def compile_outcome(path: str | Path, max_nodes: int = MAX_NODES) -> Outcome:
     """`compile_spec` in-process, its render stage stubbed out (the oracles read only the plan;
     the audit and every other stage run). Cached per spec text and per estimate stage in use (a
     test double of the estimate stage is never served a result cached without it). The
-    candidates the estimate stage hands the optimizer are recorded on the way (`Outcome.pools`)."""
+    candidates the estimate stage hands the optimizer are recorded on the way (`Outcome.pools`).
+    A shipped example is not compiled again: its session-wide compile (examples_cache.example,
+    the same options, its candidates recorded the same way) is read."""
     from compiler import pipeline
     from compiler.diagnostics import CompileError
 
-    text = Path(path).read_text(encoding="utf-8")
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
     key = (hashlib.sha256(text.encode()).hexdigest(), max_nodes, pipeline.estimate, pipeline.compile_spec)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    seen = []
-    inner_estimate, inner_render = pipeline.estimate, pipeline.render_artifacts
-
-    def recording_estimate(*args, **kwargs):
-        candidates, doc = inner_estimate(*args, **kwargs)
-        seen.append(candidates)
-        return candidates, doc
-
-    pipeline.estimate, pipeline.render_artifacts = recording_estimate, _no_render
+    seen: list = []
     try:
-        plan = pipeline.compile_spec(path, pipeline.CompileOptions(max_nodes=max_nodes)).plan
+        if _shipped_example(path, max_nodes):
+            candidates, result = example(path.stem)
+            seen, plan = [candidates], result.plan
+        else:
+            with estimates_seen() as seen, _render_stubbed():
+                plan = pipeline.compile_spec(path, pipeline.CompileOptions(max_nodes=max_nodes)).plan
         chosen = tuple((w.name, tuple(sorted({(p.site, p.instance) for p in w.placements})))
                        for w in plan.workloads)
         out = Outcome(0, float(plan.total_cost_usd), float(plan.solver.gap), plan.solver.status, chosen)
     except CompileError as exc:
         first = exc.diagnostics[0] if exc.diagnostics else None
         out = Outcome(exc.exit_code, status=f"{first.code}: {first.message}" if first else "")
-    finally:
-        pipeline.estimate, pipeline.render_artifacts = inner_estimate, inner_render
     if seen:
-        out = Outcome(out.exit_code, out.cost, out.gap, out.status, out.chosen, _pools(seen[-1]))
+        out = replace(out, pools=_pools(seen[-1]))
     _CACHE[key] = out
     return out
-
-
-def pools_of(path: str | Path, outcome: Outcome) -> dict[str, tuple[Pool, ...]]:
-    """The candidates' pools per workload: recorded by compile_outcome, else estimated anew."""
-    if outcome.pools is not None:
-        return dict(outcome.pools)
-    from compiler import pipeline
-
-    return dict(_pools(pipeline.estimate(path)[0]))
 
 
 def relaxation_problem(relaxed: Outcome, restricted: Outcome, relaxed_name: str = "relaxed",

@@ -183,6 +183,28 @@ def renamed(plan: Plan, old: str, new: str) -> Plan:
                                          for w in plan.workloads))
 
 
+def set_at(seq, i, value) -> tuple:
+    """seq as a tuple with item i replaced by value."""
+    out = list(seq)
+    out[i] = value
+    return tuple(out)
+
+
+def workload(plan: Plan, name: str) -> WorkloadPlan:
+    return next(w for w in plan.workloads if w.name == name)
+
+
+def with_workload(plan: Plan, name: str, **changes) -> Plan:
+    """The same plan with `changes` made to one workload (dataclasses.replace)."""
+    return replace(plan, workloads=tuple(replace(w, **changes) if w.name == name else w for w in plan.workloads))
+
+
+def with_placement(plan: Plan, name: str, index: int, **changes) -> Plan:
+    """The same plan with `changes` made to one placement of one workload."""
+    w = workload(plan, name)
+    return with_workload(plan, name, placements=set_at(w.placements, index, replace(w.placements[index], **changes)))
+
+
 def site_renamed(plan: Plan, old: str, new: str) -> Plan:
     """The same plan with one site renamed everywhere it is referred to."""
     def s(name: str) -> str:

@@ -13,14 +13,13 @@ invariants of DESIGN.md section 5 on every shipped example:
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
 from compiler.optimize.allot import HOURS, Demand, Share, Supply, allot, main_pricing
 from compiler.plan import PRICINGS
+from examples_cache import EXAMPLES, example
 
-ROOT = Path(__file__).resolve().parent.parent
 TOL = 1e-5
 
 
@@ -260,13 +259,8 @@ def check_invariants(plan, cands=None) -> None:
             assert spot == pytest.approx(sum(pool.monthly_node_hours), abs=TOL)
 
 
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
-
-
 @pytest.fixture(scope="module")
 def compiled():
-    from examples_cache import example
-
     out = {}
     for name in EXAMPLES:
         cands, result = example(name)

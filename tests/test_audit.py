@@ -13,29 +13,22 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
 import audit_fixtures as F
 from compiler.audit import codes
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _base(name):
-    cands, plan = F.compiled(name)
-    if not F.has_holdings(plan):
-        # Depends on decode.py filling the plan contract (Placement.holdings, monthly_replicas,
-        # Pool.monthly_node_hours / reservations, StoragePlan.monthly_tb).
-        pytest.xfail("decode.py does not fill Placement.holdings yet")
-    return cands, plan
+from compiler.plan import Pool
+from examples_cache import EXAMPLES, ROOT
+from plans import set_at, with_placement, with_workload, workload
 
 
 # --- (a) real plans pass -----------------------------------------------------------------
 
-@pytest.mark.parametrize("name", F.EXAMPLES)
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_passes_the_audit(name):
-    cands, plan = _base(name)
+    cands, plan = F.compiled(name)
     findings = F.run_audit(cands, plan)
     assert findings == [], "\n".join(f"{f.code} {f.message}" for f in findings)
 
@@ -86,25 +79,25 @@ def _flagged(cands, plan, code, spec=None, text=None):
 
 
 def test_a_holding_with_more_nodes_than_its_pool():
-    cands, plan = _base(HYBRID)
-    w = F.workload(plan, "llama-70b-continued")
+    cands, plan = F.compiled(HYBRID)
+    w = workload(plan, "llama-70b-continued")
     h = w.placements[0].holdings[0]
     m = next(k for k, n in enumerate(h.monthly_nodes) if n)
     have = F.pool(plan, "fra-dc1", "dgx-h100", h.pricing).monthly_nodes[m]
-    bad = F.with_holding(plan, w.name, 0, h.pricing, monthly_nodes=F.set_at(h.monthly_nodes, m, have + 2))
+    bad = F.with_holding(plan, w.name, 0, h.pricing, monthly_nodes=set_at(h.monthly_nodes, m, have + 2))
     _flagged(cands, bad, codes.HOLDING_OVER_POOL, text=f"holds {have + 2} nodes in month {m}, the pool has {have}")
 
 
 def test_owned_nodes_beyond_the_spec():
-    cands, plan = _base(HYBRID)
+    cands, plan = F.compiled(HYBRID)
     p = F.pool(plan, "fra-dc1", "dgx-h100", "owned")
-    bad = F.with_pool(plan, "fra-dc1", "dgx-h100", "owned", monthly_nodes=F.set_at(p.monthly_nodes, 4, 9))
+    bad = F.with_pool(plan, "fra-dc1", "dgx-h100", "owned", monthly_nodes=set_at(p.monthly_nodes, 4, 9))
     _flagged(cands, bad, codes.OWNED_EXCEEDED, text="pool fra-dc1/dgx-h100 owned: month 4 uses 9 nodes, the site owns 8")
 
 
 def test_a_service_one_replica_short_in_a_month():
-    cands, plan = _base(HYBRID)
-    w = F.workload(plan, "chat-70b")
+    cands, plan = F.compiled(HYBRID)
+    w = workload(plan, "chat-70b")
     spec_w = cands.spec.workload("chat-70b")
     from compiler.audit.rules import demand
 
@@ -113,16 +106,16 @@ def test_a_service_one_replica_short_in_a_month():
         carried = sum(p.monthly_replicas[m] * tps[p.candidate] for p in w.placements)
         for i, p in enumerate(w.placements):
             if p.monthly_replicas[m] and carried - tps[p.candidate] < demand(spec_w, m):
-                bad = F.with_placement(plan, "chat-70b", i,
-                                       monthly_replicas=F.set_at(p.monthly_replicas, m, p.monthly_replicas[m] - 1))
+                bad = with_placement(plan, "chat-70b", i,
+                                     monthly_replicas=set_at(p.monthly_replicas, m, p.monthly_replicas[m] - 1))
                 _flagged(cands, bad, codes.SERVICE_SHORT, text=f"in month {m}")
                 return
     pytest.fail("no replica of chat-70b is needed in any month")
 
 
 def test_a_service_that_would_not_survive_losing_a_site():
-    cands, plan = _base(MULTI)
-    w = F.workload(plan, "chat-70b")
+    cands, plan = F.compiled(MULTI)
+    w = workload(plan, "chat-70b")
     spec_w = cands.spec.workload("chat-70b")
     from compiler.audit.rules import demand
 
@@ -130,16 +123,16 @@ def test_a_service_that_would_not_survive_losing_a_site():
     keep = w.placements[0]
     tps = next(c for c in cands.by_workload["chat-70b"] if c.id == keep.candidate).estimate.tokens_per_s
     alone = math.ceil(demand(spec_w, m) / tps)
-    placements = tuple(replace(p, monthly_replicas=F.set_at(p.monthly_replicas, m, alone if p is keep else 0))
+    placements = tuple(replace(p, monthly_replicas=set_at(p.monthly_replicas, m, alone if p is keep else 0))
                        for p in w.placements)
-    bad = F.with_workload(plan, "chat-70b", placements=placements)
+    bad = with_workload(plan, "chat-70b", placements=placements)
     found = _flagged(cands, bad, codes.SITE_LOSS, text=f"in month {m} without {keep.site}")
     assert codes.SERVICE_SHORT not in {f.code for f in found if "chat-70b" in f.message}
 
 
 def test_a_training_job_on_a_disallowed_gpu():
-    cands, plan = _base(PRETRAIN)
-    gpu = F.workload(plan, "llama-70b-pretrain").gpu
+    cands, plan = F.compiled(PRETRAIN)
+    gpu = workload(plan, "llama-70b-pretrain").gpu
     spec = cands.spec
     others = tuple(g for g in spec.policy.allowed_gpus if g != gpu)
     bad_spec = replace(spec, policy=replace(spec.policy, allowed_gpus=others))
@@ -147,7 +140,7 @@ def test_a_training_job_on_a_disallowed_gpu():
 
 
 def test_a_wrong_cost_line():
-    cands, plan = _base(VISION)
+    cands, plan = F.compiled(VISION)
     lines = dict(plan.cost_breakdown_usd)
     lines["power"] += 1000.0
     bad = replace(plan, cost_breakdown_usd=lines, total_cost_usd=plan.total_cost_usd + 1000.0)
@@ -156,19 +149,19 @@ def test_a_wrong_cost_line():
 
 
 def test_a_total_that_is_not_its_lines_and_an_objective_that_is_not_the_total():
-    cands, plan = _base(VISION)
+    cands, plan = F.compiled(VISION)
     _flagged(cands, replace(plan, total_cost_usd=plan.total_cost_usd + 10.0), codes.COST_TOTAL)
     _flagged(cands, replace(plan, solver=replace(plan.solver, objective_usd=plan.total_cost_usd * 1.01)),
              codes.OBJECTIVE)
 
 
 def test_the_power_budget_exceeded():
-    cands, plan = _base(HYBRID)
+    cands, plan = F.compiled(HYBRID)
     site = cands.spec.site("fra-dc1")
     node = cands.catalog.onprem_nodes["dgx-h100"]
     n = math.floor(site.power_kw / (node.power_kw * site.pue)) + 1
     H = plan.horizon_months
-    bought = F.Pool("fra-dc1", "dgx-h100", node.gpu, node.gpus, n, "purchase", "infiniband-ndr",
+    bought = Pool("fra-dc1", "dgx-h100", node.gpu, node.gpus, n, "purchase", "infiniband-ndr",
                     (0,) * H, (0.0,) * H, (0.0,) * H)
     others = tuple(p for p in plan.pools if (p.site, p.instance, p.pricing) != ("fra-dc1", "dgx-h100", "purchase"))
     _flagged(cands, replace(plan, pools=others + (bought,)), codes.POWER,
@@ -178,7 +171,7 @@ def test_the_power_budget_exceeded():
 def test_racks_count_the_owned_nodes_of_every_model():
     """Owned nodes of a model no workload uses still take rack units: buying one more node at
     a site whose owned nodes already fill its racks breaks max_racks."""
-    cands, plan = _base(VISION)
+    cands, plan = F.compiled(VISION)
     from compiler.spec import OwnedNodes
 
     site = cands.spec.site("lab-dc1")
@@ -187,21 +180,21 @@ def test_racks_count_the_owned_nodes_of_every_model():
     filler = OwnedNodes("hgx-h100", free // node.rack_units)
     spec = F.with_site(cands.spec, "lab-dc1", owned=site.owned + (filler,))
     H = plan.horizon_months
-    one = F.Pool("lab-dc1", "dgx-a100", "A100-80GB", 8, 1, "purchase", "ethernet-100g", (0,) * H, (0.0,) * H, (0.0,) * H)
+    one = Pool("lab-dc1", "dgx-a100", "A100-80GB", 8, 1, "purchase", "ethernet-100g", (0,) * H, (0.0,) * H, (0.0,) * H)
     _flagged(cands, replace(plan, pools=plan.pools + (one,)), codes.RACKS, spec=spec, text="max_racks is")
 
 
 def test_a_cloud_quota_exceeded():
-    cands, plan = _base(PRETRAIN)
-    p = F.workload(plan, "llama-70b-pretrain").placements[0]
-    gpu = F.workload(plan, "llama-70b-pretrain").gpu
+    cands, plan = F.compiled(PRETRAIN)
+    p = workload(plan, "llama-70b-pretrain").placements[0]
+    gpu = workload(plan, "llama-70b-pretrain").gpu
     site = cands.spec.site(p.site)
-    bad_spec = F.with_site(cands.spec, p.site, quotas=F.MappingProxyType({**site.quotas, gpu: p.gpus - 8}))
+    bad_spec = F.with_site(cands.spec, p.site, quotas=MappingProxyType({**site.quotas, gpu: p.gpus - 8}))
     _flagged(cands, plan, codes.QUOTA, spec=bad_spec, text=f"the quota is {p.gpus - 8}")
 
 
 def test_a_reservation_shorter_than_its_term():
-    cands, plan = _base(MULTI)
+    cands, plan = F.compiled(MULTI)
     p = next(p for p in plan.pools if p.pricing == "reserved_1y" and p.reservations
              and p.reservations[0].start_month == 0)
     cut = tuple(n if m < 6 else 0 for m, n in enumerate(p.monthly_nodes))
@@ -210,16 +203,16 @@ def test_a_reservation_shorter_than_its_term():
 
 
 def test_a_missing_workload():
-    cands, plan = _base(PRETRAIN)
+    cands, plan = F.compiled(PRETRAIN)
     bad = replace(plan, workloads=tuple(w for w in plan.workloads if w.name != "llama-8b-ablation"))
     _flagged(cands, bad, codes.MISSING_WORKLOAD, text="llama-8b-ablation is not in the plan")
 
 
 def test_a_pin_ignored():
-    cands, plan = _base(PRETRAIN)
+    cands, plan = F.compiled(PRETRAIN)
     from compiler.spec import Pin
 
-    p = F.workload(plan, "llama-70b-pretrain").placements[0]
+    p = workload(plan, "llama-70b-pretrain").placements[0]
     other = next(s.name for s in cands.spec.sites if s.name != p.site)
     bad_spec = F.with_spec_workload(cands.spec, "llama-70b-pretrain", pin=Pin(site=other))
     _flagged(cands, plan, codes.PIN, spec=bad_spec, text=f"site {other}")
@@ -228,15 +221,15 @@ def test_a_pin_ignored():
 
 
 def test_spot_for_a_job_that_is_not_interruptible():
-    cands, plan = _base(PRETRAIN)
-    assert F.workload(plan, "llama-70b-pretrain").placements[0].pricing == "spot"
+    cands, plan = F.compiled(PRETRAIN)
+    assert workload(plan, "llama-70b-pretrain").placements[0].pricing == "spot"
     bad_spec = F.with_spec_workload(cands.spec, "llama-70b-pretrain", interruptible=False)
     _flagged(cands, plan, codes.SPOT, spec=bad_spec, text="not interruptible")
 
 
 def test_an_unknown_candidate_and_a_missed_deadline():
-    cands, plan = _base(VISION)
-    _flagged(cands, F.with_placement(plan, "resnet50-imagenet", 0, candidate="resnet50-imagenet/nowhere"),
+    cands, plan = F.compiled(VISION)
+    _flagged(cands, with_placement(plan, "resnet50-imagenet", 0, candidate="resnet50-imagenet/nowhere"),
              codes.UNKNOWN_CANDIDATE)
     from compiler.spec import TrainingWindow
 
@@ -246,10 +239,10 @@ def test_an_unknown_candidate_and_a_missed_deadline():
 
 
 def test_storage_short_of_the_datasets_and_checkpoints():
-    cands, plan = _base(PRETRAIN)
+    cands, plan = F.compiled(PRETRAIN)
     st = plan.storage[0]
     m = next(k for k, tb in enumerate(st.monthly_tb) if tb)
-    small = replace(st, monthly_tb=F.set_at(st.monthly_tb, m, st.monthly_tb[m] / 2))
+    small = replace(st, monthly_tb=set_at(st.monthly_tb, m, st.monthly_tb[m] / 2))
     _flagged(cands, replace(plan, storage=(small,) + plan.storage[1:]), codes.STORAGE_SHORT, text=f"month {m}")
 
 
@@ -263,7 +256,7 @@ def test_on_demand_hours_the_plan_does_not_bill():
 
 
 def test_the_cloud_share_cap():
-    cands, plan = _base(PRETRAIN)
+    cands, plan = F.compiled(PRETRAIN)
     spec = replace(cands.spec, policy=replace(cands.spec.policy, max_cloud_share=0.5))
     _flagged(cands, plan, codes.CLOUD_SHARE, spec=spec)
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from compiler.diff import diff_plans, diff_to_json, render_diff
 from compiler.plan import from_dict, to_json
 from plan_fixtures import doubled_inference_plan, hybrid_plan, vision_only_plan
+from plans import with_placement, workload
 
 
 def _read(plan):
@@ -132,11 +133,8 @@ def test_holdings_and_replicas_per_site(doubled):
 
 
 def _pretrain_on(plan, holdings, pricing):
-    from dataclasses import replace
-
-    w = next(w for w in plan.workloads if w.name == "llama-70b-pretrain")
-    w = replace(w, placements=(replace(w.placements[0], pricing=pricing, holdings=holdings),))
-    return replace(plan, workloads=tuple(w if x.name == w.name else x for x in plan.workloads))
+    (_one,) = workload(plan, "llama-70b-pretrain").placements
+    return with_placement(plan, "llama-70b-pretrain", 0, pricing=pricing, holdings=holdings)
 
 
 def test_a_job_moving_from_reserved_to_on_demand_nodes():

@@ -17,10 +17,8 @@ import pytest
 import yaml
 
 import slurm_harness
+from examples_cache import EXAMPLES, ROOT
 from plans import write
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
 
 
 _SECONDS = re.compile(r'^(    "seconds": )[0-9.eE+-]+(,?)$', re.M)

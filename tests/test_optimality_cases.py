@@ -17,9 +17,7 @@ from pathlib import Path
 import pytest
 
 import oracle_specs as O
-
-ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT.parent / "shared" / "optimality-cases"
+from oracle_specs import CASES, ROOT
 PAIRS = sorted(p.stem[: -len("-pinned")] for p in CASES.glob("*-pinned.yaml")) if CASES.is_dir() else []
 
 needs_cases = pytest.mark.skipif(not CASES.is_dir(), reason=f"{CASES} is absent: the shared optimality "

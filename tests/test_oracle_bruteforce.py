@@ -26,8 +26,7 @@ import pytest
 from compiler.diagnostics import CompileError
 from compiler.optimize import SolveOptions, optimize
 
-from bruteforce_eval import (CATALOG, HOURS, bought_node_usd, brute_force, platform, pool_cost,
-                             power_usd_per_node_hour)
+from bruteforce_eval import CATALOG, HOURS, brute_force, old_cheapest_per_site, platform, pool_cost
 
 EXACT = SolveOptions(gap=1e-9)
 SEEDS = range(150)
@@ -86,8 +85,6 @@ def test_the_seeds_exercise_the_model():
     without reserved_1y costs more)."""
     import dataclasses
 
-    from compiler.candidates import Candidates
-
     feasible = [s for s in SEEDS if case(s)[2] is not None]
     assert len(feasible) >= 100                                   # 119
     assert len(SEEDS) - len(feasible) >= 15                       # 31
@@ -105,8 +102,7 @@ def test_the_seeds_exercise_the_model():
             continue
         aws = dataclasses.replace(sp.sites[0], pricing=tuple(p for p in sp.sites[0].pricing if p != "reserved_1y"))
         sp2 = dataclasses.replace(sp, sites=(aws, *sp.sites[1:]))
-        plain = brute_force(sp2, Candidates(spec=sp2, catalog=cs.catalog, by_workload=cs.by_workload,
-                                            rejected=cs.rejected))
+        plain = brute_force(sp2, dataclasses.replace(cs, spec=sp2))
         pays += plain.cost > best.cost + 1e-6
     assert pays >= 50                                             # 75
 
@@ -143,23 +139,6 @@ def test_reservations_may_start_in_any_month():
     assert pool_cost((HOURS,), None, ()) == float("inf")
 
 
-def _cheapest_per_site(sp, cands):
-    """The old rule (formulate._cheapest_per_site before it was dropped): each site keeps only its
-    cheapest serving candidate per output token/s, by a replica's on-demand node-hour price (or an
-    on-prem node's horizon cost spread over its hours, plus power) times its share of the node."""
-    H = sp.horizon_months
-    by_site = {}
-    for c in cands:
-        site = sp.site(c.site)
-        if site.type == "cloud":
-            rate = CATALOG.instances[c.instance].price(site.region, "on_demand")
-        else:
-            rate = bought_node_usd(c.instance, H, c.fabric) / (H * HOURS) + power_usd_per_node_hour(c.instance, site)
-        per_tps = rate * c.gpus / c.gpus_per_node / c.estimate.tokens_per_s
-        by_site.setdefault(c.site, []).append((per_tps, c.id, c))
-    return [min(v, key=lambda t: (t[0], t[1]))[2] for _, v in sorted(by_site.items())]
-
-
 @pytest.mark.parametrize("seed", [20, 49])
 def test_oracle_catches_one_candidate_per_site(seed, monkeypatch):
     """With the old reduction put back (inference keeps one candidate per site), the MILP on these
@@ -178,7 +157,7 @@ def test_oracle_catches_one_candidate_per_site(seed, monkeypatch):
 
     def restricted(cands, *args, **kwargs):
         kept = prune(cands, *args, **kwargs)
-        return _cheapest_per_site(sp, kept) if kept and kept[0].kind == "inference" else kept
+        return list(old_cheapest_per_site(sp, kept).values()) if kept and kept[0].kind == "inference" else kept
 
     monkeypatch.setattr(formulate_module, "prune", restricted)
     old = milp_cost(cs)
@@ -213,12 +192,10 @@ def test_oracle_catches_total_node_hours_dominance(monkeypatch):
     The old rule (fewer nodes, fewer node-hours in total, the same months) dropped the 2-node
     candidate."""
     import compiler.optimize.formulate as formulate_module
-    from types import MappingProxyType
 
-    from compiler.candidates import Candidates
     from compiler.spec import CloudSite, OnPremSite, Policy, Spec, TrainingWindow, TrainingWorkload
 
-    from bruteforce_eval import train_cand
+    from optimize_fixtures import candidates, train_cand
 
     aws = CloudSite(name="aws-use1", provider="aws", region="us-east-1", pricing=("on_demand", "reserved_1y"),
                     path="$.sites[0]")
@@ -227,13 +204,12 @@ def test_oracle_catches_total_node_hours_dominance(monkeypatch):
                           path="$.workloads[0]")
     t = TrainingWorkload(name="t", model="llama-3-8b", tokens=1e10, window=TrainingWindow(start_month=0),
                          path="$.workloads[1]")
-    cands = [train_cand(bg, aws, "p5.48xlarge", 2, 11 * HOURS, False, "efa", "a"),
-             train_cand(t, aws, "p5.48xlarge", 2, 740.0, False, "efa", "wide"),
-             train_cand(t, aws, "p5.48xlarge", 1, 1460.0, False, "efa", "narrow")]
+    cands = [train_cand(bg, aws, "p5.48xlarge", 2, 11 * HOURS, False, "efa", "/a"),
+             train_cand(t, aws, "p5.48xlarge", 2, 740.0, False, "efa", "/wide"),
+             train_cand(t, aws, "p5.48xlarge", 1, 1460.0, False, "efa", "/narrow")]
     sp = Spec(api_version="infra-compile/v1", name="dominance", horizon_months=13, sites=(aws, dc),
               policy=Policy(), workloads=(bg, t), sha256="0" * 64)
-    by = {w.name: tuple(sorted((c for c in cands if c.workload == w.name), key=lambda c: c.id)) for w in (bg, t)}
-    cs = Candidates(spec=sp, catalog=CATALOG, by_workload=MappingProxyType(by), rejected=MappingProxyType({}))
+    cs = candidates(sp, cands)
 
     best = brute_force(sp, cs)
     assert best is not None and "t/aws-use1/p5.48xlarge+efa/16g/od/wide" in best.training

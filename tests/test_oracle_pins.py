@@ -35,10 +35,8 @@ from pathlib import Path
 import pytest
 
 import oracle_specs as O
-
-ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT.parent / "shared" / "optimality-cases"
-EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+from examples_cache import EXAMPLES
+from oracle_specs import CASES, ROOT
 
 RANDOM_SPECS = int(os.environ.get("ORACLE_SPECS", "50"))
 ALL_PINS = os.environ.get("ORACLE_PINS", "") == "all"
@@ -115,7 +113,7 @@ def pin_sweep(path: Path, k: int | None, seed: int, tmp_path: Path,
         what = " (an internal error: the plan failed its audit)" if base.exit_code == 6 else ""
         return base, [f"{path.name}: the unpinned compile failed{what}: {base}"], 0
     if pools is None:
-        pools = O.pools_of(path, base)
+        pools = dict(base.pools)
     chosen = sample_pins(pins_for(data, pools, base), None if ALL_PINS else k, seed)
     problems = []
     for n, (workload, pin) in enumerate(chosen):
@@ -169,40 +167,18 @@ def test_random_specs_are_valid_and_mostly_feasible(tmp_path):
 def _old_per_site_inference_reduction(candidates):
     """What formulate() did before the exact model (_cheapest_per_site, INFERENCE_PER_SITE = 1):
     of each inference workload's candidates keep, per site, only the one with the lowest hourly
-    price per output token/s priced alone (a cloud replica's share of an on-demand node-hour, or
-    of the first reserved term's; an on-prem replica's share of a bought node's horizon cost
-    spread over its hours, plus power). Ties by candidate id. Written here, from the catalog, so
-    it does not depend on the model's code."""
+    price per output token/s priced alone (tests/bruteforce_eval.old_cheapest_per_site: written
+    there from the catalog, so it does not depend on the model's code)."""
     from dataclasses import replace
 
-    spec, cat = candidates.spec, candidates.catalog
-    H = spec.horizon_months
-    hours = H * 730.0
+    from bruteforce_eval import old_cheapest_per_site
+
+    spec = candidates.spec
     by_workload = dict(candidates.by_workload)
     for w in spec.workloads:
-        if w.kind != "inference":
-            continue
-        best: dict[str, tuple[float, str, object]] = {}
-        for c in by_workload.get(w.name, ()):
-            site = spec.site(c.site)
-            if c.site_type == "cloud":
-                inst = cat.instances[c.instance]
-                sold = {t: inst.price(site.region, t) for t in site.pricing if t != "spot"}
-                rate = sold.get("on_demand")
-                if rate is None:
-                    rate = min((sold.get(t) or float("inf")) for t in ("reserved_1y", "reserved_3y"))
-            else:
-                node = cat.onprem_nodes[c.instance]
-                fab = cat.fabrics.get(c.fabric)
-                wiring = 0.0 if fab is None else (fab.ports_per_node * fab.cost_per_port_usd
-                                                  + 3.0 * fab.ports_per_node / fab.switch_radix * fab.switch_cost_usd)
-                horizon_cost = (node.capex_usd * min(1.0, H / (12.0 * node.useful_life_years))
-                                + node.support_usd_per_year * H / 12.0 + wiring)
-                rate = horizon_cost / hours + node.power_kw * site.pue * site.electricity_usd_per_kwh
-            per_tps = rate * c.gpus / c.gpus_per_node / max(c.estimate.tokens_per_s, 1e-9)
-            if c.site not in best or (per_tps, c.id) < best[c.site][:2]:
-                best[c.site] = (per_tps, c.id, c)
-        by_workload[w.name] = tuple(sorted((t[2] for t in best.values()), key=lambda c: c.id))
+        if w.kind == "inference":
+            kept = old_cheapest_per_site(spec, by_workload.get(w.name, ())).values()
+            by_workload[w.name] = tuple(sorted(kept, key=lambda c: c.id))
     return replace(candidates, by_workload=by_workload)
 
 

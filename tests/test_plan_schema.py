@@ -137,14 +137,9 @@ def test_schema_rejects(what):
     assert errors(doc) != [], what
 
 
-def test_compiled_example_plan_validates(tmp_path):
+def test_compiled_example_plan_validates():
     """The real pipeline's plan validates against the schema."""
-    from pathlib import Path
+    from examples_cache import example
 
-    from compiler import pipeline
-
-    example = Path(__file__).resolve().parents[1] / "examples" / "llm-pretrain-aws.yaml"
-    if not example.exists():
-        pytest.skip("examples/llm-pretrain-aws.yaml is absent")
-    result = pipeline.compile_spec(example)
+    _candidates, result = example("llm-pretrain-aws")
     assert errors(to_dict(result.plan)) == []

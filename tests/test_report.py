@@ -19,6 +19,7 @@ from compiler.report import render_report
 from compiler.report import views
 from compiler.report.summary import print_summary
 from plan_fixtures import doubled_inference_plan, hybrid_plan, vision_only_plan
+from plans import with_placement, workload
 
 
 @pytest.fixture(scope="module")
@@ -246,19 +247,15 @@ def test_inference_label_counts_what_runs_at_once_not_each_sites_own_peak():
 
 def _with_burst_holdings(plan):
     """llama-70b-pretrain on 1 reserved_3y + 63 on-demand nodes in months 0-3, 64 on demand in 4."""
-    from dataclasses import replace
-
     from compiler.plan import Holding
 
-    pretrain = next(w for w in plan.workloads if w.name == "llama-70b-pretrain")
-    (p,) = pretrain.placements
+    (_one,) = workload(plan, "llama-70b-pretrain").placements
     H = plan.horizon_months
     reserved = Holding("reserved_3y", tuple(1 if m < 4 else 0 for m in range(H)),
                        tuple(730.0 if m < 4 else 0.0 for m in range(H)))
     od = Holding("on_demand", tuple(63 if m < 4 else 64 if m == 4 else 0 for m in range(H)),
                  tuple(63 * 730.0 if m < 4 else 64 * 100.0 if m == 4 else 0.0 for m in range(H)))
-    pretrain = replace(pretrain, placements=(replace(p, holdings=(reserved, od)),))
-    return replace(plan, workloads=tuple(pretrain if w.name == pretrain.name else w for w in plan.workloads))
+    return with_placement(plan, "llama-70b-pretrain", 0, holdings=(reserved, od))
 
 
 def test_workloads_show_the_nodes_they_hold_per_pricing_by_month_range(catalog):
