@@ -22,7 +22,8 @@ from pathlib import Path
 OVERRIDDEN = ("SlurmctldHost", "AuthType", "CredType", "StateSaveLocation", "SlurmdSpoolDir",
               "SlurmctldPidFile", "SlurmdPidFile", "SlurmctldPort", "SlurmdPort",
               "SlurmdTimeout", "SlurmUser", "SlurmdUser", "SlurmctldLogFile", "SlurmdLogFile",
-              "SlurmdParameters")
+              "SlurmdParameters", "ResumeProgram", "SuspendProgram")
+POWER_PROGRAMS = {"ResumeProgram": "resume.sh", "SuspendProgram": "suspend.sh"}
 
 # Log lines that come from the test machine, not from the generated files.
 BENIGN = (
@@ -81,7 +82,9 @@ class SlurmHarness:
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ, SLURM_CONF=str(self.work / "slurm.conf"))
         self.node_lines: list[tuple[str, str]] = []   # (first node, hostlist)
-        self.nodes: list[str] = []                      # every node, expanded
+        self.nodes: list[str] = []                      # every static node, expanded
+        self.cloud_nodes: list[str] = []                # State=CLOUD nodes: no slurmd until resumed
+        self.programs: dict[str, Path] = {}             # power-saving programs, as installed here
         self.gres_output: dict[str, str] = {}
 
     # -- setup ---------------------------------------------------------------
@@ -97,9 +100,20 @@ class SlurmHarness:
         lines = []
         port = self.port_base + 2
         for line in (self.conf_dir / "slurm.conf").read_text().splitlines():
+            key = line.split("=", 1)[0]
+            if key in POWER_PROGRAMS:
+                # The generated program, installed executable where the wrapper points.
+                src = self.conf_dir / POWER_PROGRAMS[key]
+                dst = w / POWER_PROGRAMS[key]
+                shutil.copy(src, dst)
+                dst.chmod(0o755)
+                self.programs[key] = dst
+                continue
             if keys.match(line):
                 continue
-            if line.startswith("NodeName="):
+            if line.startswith("NodeName=") and "State=CLOUD" in line.split():
+                self.cloud_nodes.extend(self._expand(line.split()[0].split("=", 1)[1]))
+            elif line.startswith("NodeName="):
                 hostlist = line.split()[0].split("=", 1)[1]
                 first = self._first_host(hostlist)
                 self.node_lines.append((first, hostlist))
@@ -126,15 +140,20 @@ class SlurmHarness:
             f"SlurmctldPort={self.port_base}", f"SlurmdPort={self.port_base + 1}",
             "SlurmdTimeout=30", "SlurmdParameters=config_overrides",
             f"SlurmctldLogFile={w}/log/slurmctld.log", f"SlurmdLogFile={w}/log/slurmd-%n.log",
+            *(f"{key}={path}" for key, path in sorted(self.programs.items())),
         ]) + "\n")
 
     @staticmethod
     def _expand(hostlist: str) -> list[str]:
-        m = re.match(r"^([^\[]*)\[(\d+)-(\d+)\]$", hostlist)
-        if not m:
-            return [hostlist]
-        width = len(m.group(2))
-        return [f"{m.group(1)}{i:0{width}d}" for i in range(int(m.group(2)), int(m.group(3)) + 1)]
+        out = []
+        for part in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hostlist):
+            m = re.match(r"^([^\[]*)\[(\d+)-(\d+)\]$", part)
+            if not m:
+                out.append(part)
+                continue
+            width = len(m.group(2))
+            out += [f"{m.group(1)}{i:0{width}d}" for i in range(int(m.group(2)), int(m.group(3)) + 1)]
+        return out
 
     @staticmethod
     def _first_host(hostlist: str) -> str:
@@ -184,7 +203,7 @@ class SlurmHarness:
     def not_idle(self) -> list[str]:
         out = self.run("sinfo", "-h", "-N", "-o", "%N %T").stdout.split("\n")
         states = dict(line.split() for line in out if line.strip())
-        return [n for n in self.nodes if not states.get(n, "").startswith("idle")]
+        return [n for n in self.nodes + self.cloud_nodes if not states.get(n, "").startswith("idle")]
 
     def node_state(self, node: str) -> str:
         return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%T").stdout.strip()

@@ -184,7 +184,7 @@ def test_examples_cover_terraform_for_every_cloud():
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_job_scripts_pass_shellcheck(name, compiled, tmp_path):
-    jobs = {p: t for p, t in compiled[name].items() if p.endswith(".sbatch")}
+    jobs = {p: t for p, t in compiled[name].items() if p.endswith((".sbatch", ".sh"))}
     if not jobs:
         pytest.skip(f"{name} has no Slurm jobs")
     write(jobs, tmp_path)
@@ -204,13 +204,25 @@ SLURM_SITES = [(name, site) for name in EXAMPLES for site in sorted({
                     reason="slurmctld/slurmd/sbatch are not installed (apt-get install slurmctld slurmd slurm-client)")
 @pytest.mark.parametrize("name,site", SLURM_SITES, ids=[f"{n}:{s}" for n, s in SLURM_SITES])
 def test_example_slurm_loads_and_jobs_test_submit(name, site, compiled, tmp_path):
+    """Every sbatch of the site through `sbatch --test-only` against its generated slurm.conf,
+    State=CLOUD nodes included: slurmctld loads the config with the generated Resume/Suspend
+    programs installed, and power saving stays on."""
     prefix = f"slurm/{site}/"
     conf = tmp_path / "conf"
     write({p[len(prefix):]: t for p, t in compiled[name].items() if p.startswith(prefix)}, conf)
     with slurm_harness.SlurmHarness(conf, tmp_path / "run") as h:
-        for job in sorted((conf / "jobs").glob("*.sbatch")):
+        if "State=CLOUD" in (conf / "slurm.conf").read_text():
+            assert h.cloud_nodes and set(h.programs) == {"ResumeProgram", "SuspendProgram"}
+            # power saving is on: cloud nodes wait powered down ("idle~"), not down
+            assert all(h.node_state(n) == "idle~" for n in h.cloud_nodes), h.log_text()
+            assert "power_save module disabled" not in h.log_text()
+            assert "Invalid SuspendExcNodes" not in h.log_text()
+        jobs = sorted((conf / "jobs").glob("*.sbatch"))
+        assert jobs
+        for job in jobs:
             out = h.test_job(job)
-            assert out.returncode == 0, f"{job.name}: {out.stdout}{out.stderr}"
+            assert out.returncode == 0 and "to start at" in (out.stdout + out.stderr), \
+                f"{job.name}: {out.stdout}{out.stderr}"
         assert h.errors() == []
 
 

@@ -29,6 +29,7 @@ def test_layout_follows_the_contract():
         f"terraform/aws-use1/{n}" for n in ("versions.tf", "providers.tf", "variables.tf",
                                             "main.tf", "outputs.tf")}
     assert "onprem/fra-dc1/bom.csv" in files
+    assert {f for f in files if f.startswith("schedule/")} == {"schedule/aws-use1.csv", "schedule/fra-dc1.csv"}
     assert not any(f.startswith("terraform/fra-dc1") for f in files)
     assert {f for f in files if f.startswith("slurm/fra-dc1/jobs/")} == {
         "slurm/fra-dc1/jobs/llama-405b-pretrain.sbatch", "slurm/fra-dc1/jobs/resnet50.sbatch"}
@@ -79,36 +80,61 @@ def test_bom_totals_add_up():
     assert by_item["hgx-h200"]["quantity"] == "40"
     assert float(by_item["hgx-h200"]["unit_price_usd"]) == 330000.0
     assert float(by_item["dgx-h100"]["total_price_usd"]) == 0.0
-    # 48 IB nodes x 8 rails = 384 ports > one 64-port switch: 2 groups x 8 rails of leaves,
-    # and spines taking 384 uplinks at 64 ports each.
-    assert by_item["infiniband-ndr-leaf"]["quantity"] == "16"
-    assert by_item["infiniband-ndr-spine"]["quantity"] == "6"
+    # The fabric the plan priced for the 40 bought IB nodes (catalog: 8 ports a node at $4,000,
+    # 64-port switches at $40,000; 3 switch ports per node port): 320 node ports, and 960 switch
+    # ports at $625 = 40 x (8 x 4,000 + 3 x 8 / 64 x 40,000) = $1,880,000 in all. The owned
+    # nodes bring their own fabric: nothing is bought for them.
+    assert by_item["infiniband-ndr-node-port"]["quantity"] == "320"
+    assert by_item["infiniband-ndr-switch-port"]["quantity"] == "960"
+    assert float(by_item["infiniband-ndr-switch-port"]["unit_price_usd"]) == 625.0
+    ib = [r for r in lines if r["item"].startswith("infiniband-ndr-")]
+    assert sum(float(r["total_price_usd"]) for r in ib) == pytest.approx(1_880_000.0)
     assert by_item["onprem-lustre"]["quantity"] == "640"
 
 
-def test_pool_shared_by_slurm_and_kubernetes_serves_both():
-    # The optimizer may place a Slurm job on all 8 owned nodes and a Kubernetes job on one
-    # of them in another month: both orchestrators must still get the nodes they need.
+def test_owned_nodes_change_hands_by_the_schedule():
+    # A Slurm job holds all 8 owned nodes in months 0-1 (resnet50 one of them every month) and a
+    # Kubernetes job one in month 3: Slurm's nodes are own[01-08], Kubernetes' own08, and the
+    # schedule hands own08 over.
+    import csv
+    import io
     from dataclasses import replace
 
     import yaml
 
     from compiler.catalog import load_catalog
+    from compiler.plan import Holding
     from compiler.render import render
-    from plans import onprem_plan, training
+    from plans import HORIZON, onprem_plan, training
+
+    def holding(nodes, months):
+        series = tuple(nodes if m in months else 0 for m in range(HORIZON))
+        return (Holding("owned", series, tuple(730.0 * n for n in series)),)
+
+    def job(name, nodes, months, orchestrator):
+        w = training(name, "fra-dc1", "dgx-h100", "owned", nodes, 8 * nodes, tp=1,
+                     orchestrator=orchestrator)
+        return replace(w, placements=(replace(w.placements[0], holdings=holding(nodes, months)),))
+
     plan = onprem_plan()
-    k8s = training("support-8b-finetune", "fra-dc1", "dgx-h100", "owned", 1, 8, tp=1,
-                   orchestrator="kubernetes")
-    plan = replace(plan, workloads=plan.workloads + (
-        replace(training("llama-70b-continued", "fra-dc1", "dgx-h100", "owned", 8, 64), ), k8s))
+    plan = replace(plan, workloads=plan.workloads + (job("llama-70b-continued", 8, {0, 1}, "slurm"),
+                                                     job("support-8b-finetune", 1, {3}, "kubernetes")))
     files = render(plan, load_catalog())
-    assert "NodeName=dgx-h100-owned[01-08]" in files["slurm/fra-dc1/slurm.conf"]
+    conf = files["slurm/fra-dc1/slurm.conf"]
+    assert "NodeName=dgx-h100-own[01-08] " in conf
+    assert "#   dgx-h100-own08: Slurm's in months 0-1, Kubernetes' in months 3" in conf
+    nodes = {d["metadata"]["name"]: d for d in yaml.safe_load_all(files["kubernetes/fra-dc1/05-nodes.yaml"]) if d}
+    assert nodes["dgx-h100-own08"]["metadata"]["annotations"] == {"infra-compile.io/months": "3"}
     docs = list(yaml.safe_load_all(files["kubernetes/fra-dc1/10-kueue.yaml"]))
     cq = next(d for d in docs if d and d["kind"] == "ClusterQueue")
-    quota = {r["name"]: r["nominalQuota"]
-             for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    assert quota["nvidia.com/gpu"] == 8
-    assert "time-shared with Slurm" in files["kubernetes/fra-dc1/10-kueue.yaml"]
+    quota = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+             for f in cq["spec"]["resourceGroups"][0]["flavors"]}
+    assert quota["dgx-h100-owned"]["nvidia.com/gpu"] == 8
+    rows = [r for r in csv.DictReader(io.StringIO(files["schedule/fra-dc1.csv"]))
+            if r["domain"] == "dgx-h100" and r["kind"] == "nodes" and r["count"] != "0"]
+    assert [(r["orchestrator"], r["month_first"], r["month_last"], r["nodes"]) for r in rows] == [
+        ("slurm", "0", "1", "dgx-h100-own[01-08]"), ("slurm", "2", "11", "dgx-h100-own01"),
+        ("kubernetes", "3", "3", "dgx-h100-own08")]
 
 
 def test_golden_check_fails_on_any_changed_byte_until_updated(tmp_path):

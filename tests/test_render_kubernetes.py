@@ -3,6 +3,8 @@ published Kueue/JobSet CRD schemas (vendored excerpts under tests/schemas/) for 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 import subprocess
@@ -111,13 +113,19 @@ def test_kueue_quota_and_inference_objects_follow_the_plan():
                                                    "nvidia.com/gpu": 32}}
     jobset = next(d for _, d in docs if d["kind"] == "JobSet")
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training"
-    job = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    (part,) = jobset["spec"]["replicatedJobs"]
+    assert part["name"] == "workers-on-demand"
+    job = part["template"]["spec"]
     assert job["parallelism"] == 4 and job["completionMode"] == "Indexed"
+    # the pod lands on the flavor's nodes: the instance's domain at the pricing Kueue admits
+    assert job["template"]["spec"]["nodeSelector"] == {"infra-compile.io/pool": "p4de-24xlarge",
+                                                       "infra-compile.io/pricing": "on_demand"}
     dep = next(d for _, d in docs if d["kind"] == "Deployment")
     assert dep["spec"]["replicas"] == 6
     pod = dep["spec"]["template"]["spec"]
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 4
-    assert pod["nodeSelector"] == {"infra-compile.io/pool": "g6e-48xlarge-on-demand"}
+    assert pod["nodeSelector"] == {"infra-compile.io/pool": "g6e-48xlarge"}
+    assert dep["metadata"]["annotations"]["infra-compile.io/monthly-replicas"] == ",".join(["6"] * 12)
     assert pod["tolerations"][0]["key"] == "nvidia.com/gpu"
     hpa = next(d for _, d in docs if d["kind"] == "HorizontalPodAutoscaler")
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (2, 6)
@@ -149,3 +157,61 @@ def test_two_placements_of_a_service_at_one_site_are_two_deployments():
         assert "--served-model-name=chat" in args
     assert deps["chat-tp4"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {
         "nvidia.com/gpu": 4}
+
+
+def _service_plan(monthly_a, monthly_b):
+    """Two services alternating on one reserved g6e.48xlarge node (4 GPUs a replica)."""
+    from compiler.plan import Holding, Placement
+    from dataclasses import replace
+    from plans import _plan, inference
+    from compiler.plan import Pool, SitePlan
+
+    def placement(monthly):
+        held = tuple(1 if r else 0 for r in monthly)
+        return Placement("aws-usw2", "g6e.48xlarge", "reserved_1y", 1, 4 * max(monthly), max(monthly),
+                         gpus_per_replica=4, monthly_replicas=tuple(monthly),
+                         holdings=(Holding("reserved_1y", held, tuple(730.0 * n for n in held)),))
+    return _plan("alternating", [SitePlan("aws-usw2", "cloud", "aws", "us-west-2", ("kubernetes",))],
+                 [Pool("aws-usw2", "g6e.48xlarge", "L40S", 8, 1, "reserved_1y", "ethernet",
+                       monthly_nodes=(1,) * 12)],
+                 [inference("a", [placement(monthly_a)], tp=4, gpu="L40S"),
+                  inference("b", [placement(monthly_b)], tp=4, gpu="L40S")], [])
+
+
+def test_services_follow_the_plans_months_not_their_peaks():
+    # a and b alternate on one 8-GPU node (2 replicas of 4 GPUs each, in turn): month 0's
+    # Deployments are a at 2 and b at 0, and each HPA's bounds are its first running month's;
+    # the schedule says when each changes, so no month asks for more than the one node.
+    from compiler.catalog import load_catalog
+    from compiler.render import render
+
+    a = (2, 0, 2, 0, 2, 0, 2, 0, 2, 0, 2, 0)
+    b = tuple(2 - r for r in a)
+    files = render(_service_plan(a, b), load_catalog())
+    docs = {(d["kind"], d["metadata"]["name"]): d for p, t in files.items() if p.endswith(".yaml")
+            for d in yaml.safe_load_all(t) if d}
+    assert docs[("Deployment", "a")]["spec"]["replicas"] == 2
+    assert docs[("Deployment", "b")]["spec"]["replicas"] == 0
+    for name in "ab":
+        hpa = docs[("HorizontalPodAutoscaler", name)]["spec"]
+        assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 2)
+    rows = list(csv.DictReader(io.StringIO(files["schedule/aws-usw2.csv"])))
+    replicas = {(r["object"], m): int(r["count"]) for r in rows if r["kind"] == "replicas"
+                for m in range(int(r["month_first"]), int(r["month_last"]) + 1)}
+    for m in range(12):
+        assert replicas[("a", m)] == a[m] and replicas[("b", m)] == b[m]
+        assert 4 * (replicas[("a", m)] + replicas[("b", m)]) <= 8
+    nodes = [r for r in rows if r["kind"] == "nodes"]
+    assert [(r["orchestrator"], r["month_first"], r["month_last"], r["count"], r["nodes"]) for r in nodes] == [
+        ("kubernetes", "0", "11", "1", "g6e-48xlarge-r1y01")]
+
+
+def test_onprem_kubernetes_nodes_are_listed_with_their_labels():
+    # fra-dc1's Kubernetes share (the 4 bought L40S servers) has no node group to label it: the
+    # Node objects do, with the pool and pricing the services and flavors select.
+    docs = [d for p, d in _docs("onprem") if d["kind"] == "Node"]
+    assert [d["metadata"]["name"] for d in docs] == [f"l40s-server-buy0{i}" for i in range(1, 5)]
+    assert all(d["metadata"]["labels"] == {"infra-compile.io/pool": "l40s-server",
+                                           "infra-compile.io/pricing": "purchase"} for d in docs)
+    dep = next(d for p, d in _docs("onprem") if d["kind"] == "Deployment" and "fra-dc1" in p)
+    assert dep["spec"]["template"]["spec"]["nodeSelector"] == {"infra-compile.io/pool": "l40s-server"}

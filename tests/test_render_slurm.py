@@ -17,6 +17,8 @@ SLURM_SITES = sorted({(case, path.split("/")[1]) for case in PLANS for path in r
                       if path.startswith("slurm/")})
 JOBS = sorted((case, path) for case in PLANS for path in rendered(case)
               if path.endswith(".sbatch"))
+SCRIPTS = sorted((case, path) for case in PLANS for path in rendered(case)
+                 if path.startswith("slurm/") and path.endswith((".sbatch", ".sh")))
 
 needs_slurm = pytest.mark.skipif(
     not slurm_harness.available(),
@@ -76,7 +78,10 @@ def test_slurm_conf_carries_catalog_figures():
                  "Gres=gpu:h100:8"):
         assert part in line.split(), line
     assert "SelectType=select/cons_tres" in conf and "GresTypes=gpu" in conf
-    assert "PartitionName=p5-48xlarge-reserved-1y Nodes=p5-48xlarge-reserved-1y[01-16]" in conf
+    # one partition for the instance type: its 16 reserved (static) and 8 spot (cloud) nodes
+    assert "PartitionName=p5-48xlarge Nodes=p5-48xlarge-r1y[01-16],p5-48xlarge-spot[01-08] " \
+           "MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE Default=YES" in conf.splitlines()
+    assert line.endswith("Feature=spot State=CLOUD")
     gres = rendered("aws")["slurm/aws-use1/gres.conf"]
     assert "NodeName=p5-48xlarge-spot[01-08] Name=gpu Type=h100 File=/dev/nvidia[0-7]" in gres
 
@@ -99,8 +104,8 @@ def test_job_scripts_follow_layout_and_fabric():
 def test_topology_has_leaves_by_radix_and_a_spine():
     topo = rendered("onprem")["slurm/fra-dc1/topology.conf"]
     # NDR switches have 64 ports: 32 nodes per leaf, so 40 hgx-h200 take two leaves.
-    assert "SwitchName=leaf02 Nodes=hgx-h200-purchase[01-32]" in topo
-    assert "SwitchName=leaf03 Nodes=hgx-h200-purchase[33-40]" in topo
+    assert "SwitchName=leaf02 Nodes=hgx-h200-buy[01-32]" in topo
+    assert "SwitchName=leaf03 Nodes=hgx-h200-buy[33-40]" in topo
     assert "SwitchName=spine Switches=leaf[01-03]" in topo
 
 
@@ -111,8 +116,9 @@ def _shellcheck() -> str:
     return found
 
 
-@pytest.mark.parametrize("case,path", JOBS, ids=[f"{c}:{p}" for c, p in JOBS])
+@pytest.mark.parametrize("case,path", SCRIPTS, ids=[f"{c}:{p}" for c, p in SCRIPTS])
 def test_job_scripts_pass_shellcheck(case, path, tmp_path):
+    """Job scripts and the Resume/Suspend programs."""
     script = tmp_path / "job.sbatch"
     script.write_text(rendered(case)[path])
     out = subprocess.run([_shellcheck(), "-S", "warning", "-s", "bash", str(script)],
@@ -122,15 +128,21 @@ def test_job_scripts_pass_shellcheck(case, path, tmp_path):
 
 def test_a_job_goes_to_the_partition_its_nodes_are_in():
     # burst is labelled reserved_1y but holds 32 on-demand nodes (and one reserved node for 30
-    # hours): it is sent to the on-demand partition, which holds its 32 nodes.
+    # hours): its partition is the instance's domain, which holds every node the plan holds
+    # there (the reserved node, shared by month with steady, and 32 on-demand cloud nodes), and
+    # it may run on either pricing.
     from compiler.catalog import load_catalog
     from compiler.render import render
     from plans import split_plan
 
     files = render(split_plan(), load_catalog())
     sbatch = files["slurm/aws-use1/jobs/burst.sbatch"]
-    assert "#SBATCH --partition=p5-48xlarge-on-demand" in sbatch
-    assert "#SBATCH --partition=p5-48xlarge-reserved-1y" in files["slurm/aws-use1/jobs/steady.sbatch"]
-    conf = files["slurm/aws-use1/slurm.conf"]
-    assert "PartitionName=p5-48xlarge-on-demand Nodes=p5-48xlarge-on-demand[01-32]" in conf
-    assert "PartitionName=p5-48xlarge-reserved-1y Nodes=p5-48xlarge-reserved-1y01" in conf
+    assert "#SBATCH --partition=p5-48xlarge" in sbatch.splitlines()
+    assert "#SBATCH --constraint='reserved_1y|on_demand'" in sbatch.splitlines()
+    assert "#SBATCH --constraint=reserved_1y" in files["slurm/aws-use1/jobs/steady.sbatch"].splitlines()
+    conf = files["slurm/aws-use1/slurm.conf"].splitlines()
+    assert "PartitionName=p5-48xlarge Nodes=p5-48xlarge-r1y01,p5-48xlarge-od[01-32] " \
+           "MaxTime=INFINITE State=UP OverSubscribe=EXCLUSIVE Default=YES" in conf, conf
+    od = [line for line in conf if line.startswith("NodeName=p5-48xlarge-od[01-32] ")]
+    assert od and od[0].endswith("Feature=on_demand State=CLOUD")
+    assert "SuspendExcNodes=p5-48xlarge-r1y01" in conf

@@ -1,40 +1,109 @@
-"""Terraform output: parses for every cloud, `terraform fmt`, and `terraform validate` for AWS."""
+"""Terraform output: parses for every cloud, `terraform fmt`, `terraform validate` for AWS, and
+implements the plan's blocks as docs/artifacts.md ("terraform/<site>/") says: one reservation
+of N nodes per reserved block, Slurm's static share as instances, its elastic share as a launch
+or instance template (nothing on Azure), Kubernetes' share as a node group sized from the plan's
+months."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import hcl2
 import pytest
 
-from plans import PLANS, rendered, write
+from compiler.plan import Holding, Placement, Plan, Pool, SitePlan
+from plans import PLANS, _plan, inference, rendered, split_plan, training, write
 
 MIRROR = Path("/opt/tf-plugins")
-TF_FILES = [(case, path) for case in sorted(PLANS) for path in rendered(case)
-            if path.endswith(".tf")]
+
+# ---------------------------------------------------------------------------- extra plans
+
+# Per cloud: the GPU machine, its fabric and a smaller GPU machine for a spot service.
+CLOUDS = {
+    "aws": ("us-east-1", "p5.48xlarge", "H100", "efa", "g6e.48xlarge", "L40S", "ethernet"),
+    "gcp": ("us-central1", "a3-megagpu-8g", "H100", "gpudirect-tcpxo", "g2-standard-96", "L4",
+            "ethernet"),
+    "azure": ("eastus", "Standard_ND96isr_H100_v5", "H100", "infiniband",
+              "Standard_ND96amsr_A100_v4", "A100-80GB", "infiniband"),
+}
+FIRST_HALF = (4,) * 6 + (0,) * 6
+SECOND_HALF = (0,) * 6 + (4,) * 6
+SPOT_MONTHS = (1, 1, 2, 2, 3, 3, 4, 4, 4, 4, 2, 2)
+
+
+def _holding(pricing: str, monthly: tuple[int, ...]) -> Holding:
+    return Holding(pricing, monthly, tuple(n * 730.0 for n in monthly))
+
+
+def shared_plan(provider: str) -> Plan:
+    """Both orchestrators on reserved blocks of one site, and a spot service that grows.
+
+    - reserved_1y, 4 nodes: Slurm's `pretrain` holds all 4 in months 0-5, Kubernetes' `finetune`
+      all 4 in months 6-11: the nodes change hands, so both shares are elastic, inside one
+      reservation of 4.
+    - reserved_3y, 6 nodes: Slurm's `steady` holds 2 all year, the service `chat` 4: static
+      shares side by side (Slurm nodes 01-02, Kubernetes 03-06), one reservation of 6.
+    - spot: the service `chat-small` holds 1 to 4 nodes (SPOT_MONTHS): an autoscaled node group.
+    """
+    region, big, gpu, fabric, small, small_gpu, small_fabric = CLOUDS[provider]
+    site = f"{provider}-shared"
+    pretrain = replace(training("pretrain", site, big, "reserved_1y", 4, 32, tp=8, pp=4),
+                       placements=(Placement(site, big, "reserved_1y", 4, 32, candidate="pretrain",
+                                             holdings=(_holding("reserved_1y", FIRST_HALF),)),))
+    finetune = replace(training("finetune", site, big, "reserved_1y", 4, 32, tp=8,
+                                orchestrator="kubernetes"),
+                       placements=(Placement(site, big, "reserved_1y", 4, 32, candidate="finetune",
+                                             holdings=(_holding("reserved_1y", SECOND_HALF),)),))
+    steady = training("steady", site, big, "reserved_3y", 2, 16, tp=8)
+    chat = inference("chat", [Placement(site, big, "reserved_3y", 4, 32, 8)], tp=4, gpu=gpu)
+    chat_small = inference("chat-small", [Placement(
+        site, small, "spot", 4, 32, 4, candidate="chat-small", gpus_per_replica=8,
+        holdings=(_holding("spot", SPOT_MONTHS),), monthly_replicas=SPOT_MONTHS)], tp=8, gpu=small_gpu)
+    return _plan(
+        f"shared-{provider}",
+        sites=[SitePlan(site, "cloud", provider, region, ("kubernetes", "slurm"))],
+        pools=[Pool(site, big, gpu, 8, 4, "reserved_1y", fabric),
+               Pool(site, big, gpu, 8, 6, "reserved_3y", fabric),
+               Pool(site, small, small_gpu, 8, 4, "spot", small_fabric, monthly_nodes=SPOT_MONTHS)],
+        workloads=[pretrain, finetune, steady, chat, chat_small],
+        storage=[])
+
+
+EXTRA = {"split": split_plan, **{f"shared-{p}": (lambda p=p: shared_plan(p)) for p in CLOUDS}}
+_EXTRA_RENDERED: dict[str, dict[str, str]] = {}
+
+
+def tree(case: str) -> dict[str, str]:
+    """The rendered tree of one of PLANS or EXTRA (rendered once per test session)."""
+    if case in PLANS:
+        return rendered(case)
+    if case not in _EXTRA_RENDERED:
+        from compiler.catalog import load_catalog
+        from compiler.render import render
+        _EXTRA_RENDERED[case] = render(EXTRA[case](), load_catalog())
+    return _EXTRA_RENDERED[case]
+
+
+CASES = sorted(PLANS) + sorted(EXTRA)
+TF_FILES = [(case, path) for case in CASES for path in tree(case) if path.endswith(".tf")]
 
 
 def _site_dirs(provider: str) -> list[tuple[str, str]]:
     out = set()
-    for case in sorted(PLANS):
-        plan = PLANS[case]()
+    for case in CASES:
+        plan = (PLANS.get(case) or EXTRA[case])()
         for site in plan.sites:
             if site.provider == provider:
                 out.add((case, site.name))
     return sorted(out)
 
 
-@pytest.mark.parametrize("case,path", TF_FILES, ids=[f"{c}:{p}" for c, p in TF_FILES])
-def test_hcl_parses(case, path):
-    doc = hcl2.loads(rendered(case)[path])
-    assert isinstance(doc, dict)
-
-
-def test_every_cloud_is_covered():
-    assert _site_dirs("aws") and _site_dirs("gcp") and _site_dirs("azure")
+# ---------------------------------------------------------------------------- helpers
 
 
 def plain(value):
@@ -48,8 +117,12 @@ def plain(value):
     return value
 
 
+def _doc(case: str, site: str, name: str = "main.tf") -> dict:
+    return plain(hcl2.loads(tree(case)[f"terraform/{site}/{name}"]))
+
+
 def _main(case: str, site: str) -> dict:
-    return plain(hcl2.loads(rendered(case)[f"terraform/{site}/main.tf"]))
+    return _doc(case, site)
 
 
 def _resources(doc: dict, rtype: str) -> dict:
@@ -59,20 +132,82 @@ def _resources(doc: dict, rtype: str) -> dict:
     return out
 
 
+def slug_of(instance: str) -> str:
+    """An instance type as it appears in Terraform labels: p5.48xlarge -> p5_48xlarge."""
+    return re.sub(r"[^a-z0-9]+", "_", instance.lower())
+
+
+def _outputs(case: str, site: str) -> dict:
+    out = {}
+    for block in _doc(case, site, "outputs.tf").get("output", []):
+        out.update(block)
+    return out
+
+
+def _block(case: str, site: str, flavor: str):
+    """The scheduling block `flavor` of a site, as domains.py computes it from the plan."""
+    from compiler.catalog import load_catalog
+    from compiler.render.site import site_view
+
+    plan = (PLANS.get(case) or EXTRA[case])()
+    view = site_view(plan, load_catalog(), next(s for s in plan.sites if s.name == site))
+    return next(b for d in view.domains for b in d.blocks if b.flavor == flavor)
+
+
+# ---------------------------------------------------------------------------- every file
+
+
+@pytest.mark.parametrize("case,path", TF_FILES, ids=[f"{c}:{p}" for c, p in TF_FILES])
+def test_hcl_parses(case, path):
+    doc = hcl2.loads(tree(case)[path])
+    assert isinstance(doc, dict)
+
+
+def test_every_cloud_is_covered():
+    assert _site_dirs("aws") and _site_dirs("gcp") and _site_dirs("azure")
+
+
+def test_no_secrets_or_account_ids_in_terraform():
+    for case in CASES:
+        for path, text in tree(case).items():
+            if path.endswith(".tf"):
+                assert "arn:aws" not in text and "subscriptions/" not in text
+                assert "BEGIN" not in text and "ssh-rsa" not in text
+
+
+# ---------------------------------------------------------------------------- the PLANS
+
+
 def test_aws_instances_match_the_plan():
     main = _main("aws", "aws-use1")
+    # Reserved, Slurm only: 16 static nodes in a fixed-size group; spot is elastic: no group.
     asgs = _resources(main, "aws_autoscaling_group")
-    sizes = {name: asg["desired_capacity"] for name, asg in asgs.items()}
-    assert sizes == {"p5_48xlarge_reserved_1y_slurm": 16, "p5_48xlarge_spot_slurm": 8}
+    assert {n: (a["min_size"], a["max_size"], a["desired_capacity"]) for n, a in asgs.items()} == {
+        "p5_48xlarge_reserved_1y_slurm": (16, 16, 16)}
+    tags = {t["key"]: t["value"] for t in asgs["p5_48xlarge_reserved_1y_slurm"]["tag"]}
+    assert tags == {"slurm-partition": "p5-48xlarge", "slurm-node-prefix": "p5-48xlarge-r1y"}
     lts = _resources(main, "aws_launch_template")
+    spot = lts["p5_48xlarge_spot_slurm"]
+    assert spot["name"] == "${var.name_prefix}-p5-48xlarge-spot" and "name_prefix" not in spot
     # p5.48xlarge: 3200 Gb/s of EFA = 32 cards of 100 Gb/s.
-    efa = lts["p5_48xlarge_spot_slurm"]["dynamic"][0]["network_interfaces"]
+    efa = spot["dynamic"][0]["network_interfaces"]
     assert efa["for_each"] == "${range(32)}"
     assert efa["content"][0]["interface_type"] == "efa"
-    assert lts["p5_48xlarge_spot_slurm"]["instance_market_options"][0]["market_type"] == "spot"
+    assert spot["instance_market_options"][0]["market_type"] == "spot"
+    assert spot["tag_specifications"][0]["tags"]["slurm-partition"] == "p5-48xlarge"
     res = _resources(main, "aws_ec2_capacity_reservation")
-    assert res["p5_48xlarge_reserved_1y_slurm"]["instance_count"] == 16
+    assert {n: r["instance_count"] for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 16}
+    target = lts["p5_48xlarge_reserved_1y_slurm"]["capacity_reservation_specification"][0]
+    assert target["capacity_reservation_target"][0]["capacity_reservation_id"] == \
+        "${aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id}"
     assert _resources(main, "aws_placement_group")["gpu"]["strategy"] == "cluster"
+    assert "resume.sh" in tree("aws")["terraform/aws-use1/main.tf"]
+    outputs = _outputs("aws", "aws-use1")
+    assert outputs["p5_48xlarge_spot_slurm_template"]["value"] == \
+        "${aws_launch_template.p5_48xlarge_spot_slurm.name}"
+    assert outputs["p5_48xlarge_reserved_1y_reservation"]["value"] == \
+        "${aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id}"
+    assert "p5_48xlarge_reserved_1y_slurm_group" in outputs
     # 52 TB = 48,429 GiB -> the next PERSISTENT_2 step of 2,400 GiB is 50,400 (21 steps).
     fsx = _resources(main, "aws_fsx_lustre_file_system")["shared"]
     assert fsx["storage_capacity"] == 50400 and fsx["deployment_type"] == "PERSISTENT_2"
@@ -83,46 +218,214 @@ def test_aws_instances_match_the_plan():
 
 def test_aws_kubernetes_site_uses_eks_node_groups():
     groups = _resources(_main("aws", "aws-usw2"), "aws_eks_node_group")
-    assert {n: g["scaling_config"][0]["desired_size"] for n, g in groups.items()} == {
-        "g6e_48xlarge_on_demand_kubernetes": 3, "p4de_24xlarge_on_demand_kubernetes": 4}
-    assert groups["p4de_24xlarge_on_demand_kubernetes"]["labels"] == {
-        "infra-compile.io/pool": "p4de-24xlarge-on-demand"}
+    sizes = {n: g["scaling_config"][0] for n, g in groups.items()}
+    # On demand is elastic: from the plan's least nodes in a month to its most (every month here).
+    assert sizes == {
+        "g6e_48xlarge_on_demand_kubernetes": {"desired_size": 3, "min_size": 3, "max_size": 3},
+        "p4de_24xlarge_on_demand_kubernetes": {"desired_size": 4, "min_size": 4, "max_size": 4}}
+    group = groups["p4de_24xlarge_on_demand_kubernetes"]
+    assert group["labels"] == {"infra-compile.io/pool": "p4de-24xlarge",
+                               "infra-compile.io/pricing": "on_demand"}
+    assert group["capacity_type"] == "ON_DEMAND"
+    assert group["taint"][0] == {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}
+    assert group["node_group_name"] == "${var.name_prefix}-p4de-24xlarge-on-demand-k8s"
+    assert not _resources(_main("aws", "aws-usw2"), "aws_autoscaling_group")
+    assert set(_outputs("aws", "aws-usw2")) == {
+        "placement_group", "g6e_48xlarge_on_demand_kubernetes_group",
+        "p4de_24xlarge_on_demand_kubernetes_group", "fsx_dns_name", "fsx_mount_name"}
 
 
 def test_gcp_machines_accelerators_and_storage():
     main = _main("gcp", "gcp-usc1")
-    vms = _resources(main, "google_compute_instance")["a3_megagpu_8g_spot_slurm"]
-    assert vms["count"] == 8 and vms["machine_type"] == "a3-megagpu-8g"
-    assert vms["guest_accelerator"][0] == {"type": "nvidia-h100-mega-80gb", "count": 8}
-    assert vms["scheduling"][0]["provisioning_model"] == "SPOT"
+    # Spot Slurm nodes are elastic: an instance template resume.sh creates them from, no VMs.
+    assert not _resources(main, "google_compute_instance")
+    tpl = _resources(main, "google_compute_instance_template")["a3_megagpu_8g_spot_slurm"]
+    assert tpl["name"] == "${var.name_prefix}-a3-megagpu-8g-spot"
+    assert tpl["machine_type"] == "a3-megagpu-8g"
+    assert tpl["guest_accelerator"][0] == {"type": "nvidia-h100-mega-80gb", "count": 8}
+    assert tpl["scheduling"][0]["provisioning_model"] == "SPOT"
+    assert tpl["labels"]["slurm-partition"] == "a3-megagpu-8g"
     assert _resources(main, "google_compute_network")["gpu"]["count"] == 8   # TCPXO: 8 GPU NICs
+    assert "a3_megagpu_8g_spot_slurm_template" in _outputs("gcp", "gcp-usc1")
     # 20 TB = 18,627 GiB -> Parallelstore's next 4,000 GiB step.
     assert _resources(main, "google_parallelstore_instance")["shared"]["capacity_gib"] == "20000"
-    gke = _resources(_main("gcp", "gcp-euw4"), "google_container_node_pool")
-    assert gke["a3_highgpu_8g_reserved_1y_kubernetes"]["placement_policy"][0]["type"] == "COMPACT"
-    assert _resources(_main("gcp", "gcp-euw4"), "google_filestore_instance")["shared"]
+
+    euw4 = _main("gcp", "gcp-euw4")
+    gke = _resources(euw4, "google_container_node_pool")
+    reserved = gke["a3_highgpu_8g_reserved_1y_kubernetes"]
+    assert reserved["placement_policy"][0]["type"] == "COMPACT"
+    # Static and not shared with Slurm: a fixed node count, inside the block's reservation.
+    assert reserved["node_count"] == 2 and "autoscaling" not in reserved
+    assert reserved["node_config"][0]["labels"] == {"infra-compile.io/pool": "a3-highgpu-8g",
+                                                    "infra-compile.io/pricing": "reserved_1y"}
+    assert reserved["node_config"][0]["reservation_affinity"][0]["values"] == \
+        ["${google_compute_reservation.a3_highgpu_8g_reserved_1y.name}"]
+    assert _resources(euw4, "google_compute_reservation")["a3_highgpu_8g_reserved_1y"][
+        "specific_reservation"][0]["count"] == 2
+    # On demand: autoscaled between the plan's months (2 all year).
+    l4 = gke["g2_standard_96_on_demand_kubernetes"]
+    assert l4["autoscaling"][0] == {"min_node_count": 2, "max_node_count": 2}
+    assert l4["initial_node_count"] == 2 and "node_count" not in l4
+    assert l4["node_config"][0]["spot"] is False
+    assert _resources(euw4, "google_filestore_instance")["shared"]
 
 
 def test_azure_scale_sets_node_pools_and_lustre():
     main = _main("azure", "azure-eastus")
-    vmss = _resources(main, "azurerm_linux_virtual_machine_scale_set")
-    assert vmss["standard_nd96isr_h100_v5_on_demand_slurm"]["instances"] == 12
-    assert vmss["standard_nd96isr_h100_v5_on_demand_slurm"]["single_placement_group"] is True
+    # On-demand Slurm nodes are elastic: resume.sh creates the VMs, Terraform nothing.
+    assert not _resources(main, "azurerm_linux_virtual_machine_scale_set")
+    text = tree("azure")["terraform/azure-eastus/main.tf"]
+    assert "slurm/azure-eastus/resume.sh creates each VM, named after its Slurm node" in text
     aks = _resources(main, "azurerm_kubernetes_cluster_node_pool")
+    assert set(aks) == {"standard_nd96amsr_a100_v4_spot_kubernetes"}
     pool = aks["standard_nd96amsr_a100_v4_spot_kubernetes"]
-    assert pool["priority"] == "Spot" and pool["node_count"] == 2 and len(pool["name"]) <= 12
+    assert pool["priority"] == "Spot" and len(pool["name"]) <= 12
+    assert re.fullmatch(r"[a-z][a-z0-9]{0,11}", pool["name"])
+    assert pool["auto_scaling_enabled"] is True
+    assert (pool["min_count"], pool["max_count"]) == (2, 2) and "node_count" not in pool
+    assert pool["node_labels"] == {"infra-compile.io/pool": "standard-nd96amsr-a100-v4",
+                                   "infra-compile.io/pricing": "spot"}
+    assert pool["node_taints"] == ["nvidia.com/gpu=present:NoSchedule"]
+    # No scale set: no administrator variables to ask for.
+    assert "ssh_public_key" not in tree("azure")["terraform/azure-eastus/variables.tf"]
     # 30 TB = 27.3 TiB -> the next 8 TiB step of AMLFS-Durable-Premium-250 is 32.
     amlfs = _resources(main, "azurerm_managed_lustre_file_system")["shared"]
     assert amlfs["storage_capacity_in_tb"] == 32
     assert amlfs["sku_name"] == "AMLFS-Durable-Premium-250"
 
 
-def test_no_secrets_or_account_ids_in_terraform():
-    for case in sorted(PLANS):
-        for path, text in rendered(case).items():
-            if path.endswith(".tf"):
-                assert "arn:aws" not in text and "subscriptions/" not in text
-                assert "BEGIN" not in text and "ssh-rsa" not in text
+def test_pools_are_sized_by_where_the_nodes_are():
+    # burst's 32 nodes are on demand (its label says reserved_1y): the reserved block is the one
+    # reserved node (burst rides its idle hours in month 10, which adds no node), a fixed group
+    # of 1; the on-demand block the 32, elastic: a launch template, no group.
+    main = _main("split", "aws-use1")
+    asgs = _resources(main, "aws_autoscaling_group")
+    assert {n: a["desired_capacity"] for n, a in asgs.items()} == {"p5_48xlarge_reserved_1y_slurm": 1}
+    assert _block("split", "aws-use1", "p5-48xlarge-reserved-1y").nodes == 1
+    res = _resources(main, "aws_ec2_capacity_reservation")
+    assert {n: r["instance_count"] for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 1}
+    od = _block("split", "aws-use1", "p5-48xlarge-on-demand")
+    assert od.slurm.count == 32 and od.slurm.elastic
+    assert "p5-48xlarge-od[01-32] in State=CLOUD" in tree("split")["terraform/aws-use1/main.tf"]
+
+
+# ---------------------------------------------------------------------------- the contract
+
+
+def test_on_demand_slurm_block_is_a_launch_template_and_no_group():
+    main = _main("split", "aws-use1")
+    lt = _resources(main, "aws_launch_template")["p5_48xlarge_on_demand_slurm"]
+    assert lt["name"] == "${var.name_prefix}-p5-48xlarge-on-demand"
+    assert lt["instance_type"] == "p5.48xlarge" and lt["image_id"] == "${var.ami_id}"
+    assert "instance_market_options" not in lt and "capacity_reservation_specification" not in lt
+    assert "p5_48xlarge_on_demand_slurm" not in _resources(main, "aws_autoscaling_group")
+    assert "p5_48xlarge_on_demand_slurm" not in _resources(main, "aws_eks_node_group")
+    assert _outputs("split", "aws-use1")["p5_48xlarge_on_demand_slurm_template"]["value"] == \
+        "${aws_launch_template.p5_48xlarge_on_demand_slurm.name}"
+    # The name resume.sh launches from: <name_prefix>-<flavor>, the prefix the site's name.
+    variables = _doc("split", "aws-use1", "variables.tf")
+    prefix = next(v["name_prefix"] for v in variables["variable"] if "name_prefix" in v)
+    assert prefix["default"] == "aws-use1"
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUDS))
+def test_reserved_block_has_one_reservation_of_its_nodes(provider):
+    case, site = f"shared-{provider}", f"{provider}-shared"
+    main = _main(case, site)
+    big = slug_of(CLOUDS[provider][1])
+    r1y, r3y = f"{big}_reserved_1y", f"{big}_reserved_3y"
+    handover = _block(case, site, f"{big.replace('_', '-')}-reserved-1y")
+    side_by_side = _block(case, site, f"{big.replace('_', '-')}-reserved-3y")
+    assert (handover.nodes, side_by_side.nodes) == (4, 6)
+    assert handover.slurm.elastic and handover.kubernetes.elastic
+    assert not side_by_side.slurm.elastic and not side_by_side.kubernetes.elastic
+    if provider == "aws":
+        res = _resources(main, "aws_ec2_capacity_reservation")
+        assert {n: r["instance_count"] for n, r in res.items()} == {r1y: 4, r3y: 6}
+        lts = _resources(main, "aws_launch_template")
+        for rid in (r1y, r3y):
+            for orch in ("slurm", "kubernetes"):
+                spec = lts[f"{rid}_{orch}"]["capacity_reservation_specification"][0]
+                assert spec["capacity_reservation_target"][0]["capacity_reservation_id"] == \
+                    f"${{aws_ec2_capacity_reservation.{rid}.id}}"
+        # Nodes that change hands: Slurm's are CLOUD nodes (a launch template, no group), the
+        # node group scales from 0 to the 4 Kubernetes holds in months 6-11.
+        assert lts[f"{r1y}_slurm"]["name"] == f"${{var.name_prefix}}-{big.replace('_', '-')}-reserved-1y"
+        asgs = _resources(main, "aws_autoscaling_group")
+        assert {n: a["desired_capacity"] for n, a in asgs.items()} == {f"{r3y}_slurm": 2}
+        groups = _resources(main, "aws_eks_node_group")
+        assert groups[f"{r1y}_kubernetes"]["scaling_config"][0] == {
+            "desired_size": 0, "min_size": 0, "max_size": 4}
+        assert groups[f"{r3y}_kubernetes"]["scaling_config"][0] == {
+            "desired_size": 4, "min_size": 4, "max_size": 4}
+    elif provider == "gcp":
+        res = _resources(main, "google_compute_reservation")
+        assert {n: r["specific_reservation"][0]["count"] for n, r in res.items()} == {r1y: 4, r3y: 6}
+        assert _resources(main, "google_compute_instance_template")[f"{r1y}_slurm"][
+            "reservation_affinity"][0]["specific_reservation"][0]["values"] == \
+            [f"${{google_compute_reservation.{r1y}.name}}"]
+        vms = _resources(main, "google_compute_instance")
+        assert set(vms) == {f"{r3y}_slurm"} and vms[f"{r3y}_slurm"]["count"] == 2
+        pools = _resources(main, "google_container_node_pool")
+        assert pools[f"{r1y}_kubernetes"]["autoscaling"][0] == {"min_node_count": 0, "max_node_count": 4}
+        assert pools[f"{r3y}_kubernetes"]["node_count"] == 4
+        for rid in (r1y, r3y):
+            assert pools[f"{rid}_kubernetes"]["node_config"][0]["reservation_affinity"][0]["values"] == \
+                [f"${{google_compute_reservation.{rid}.name}}"]
+    else:
+        res = _resources(main, "azurerm_capacity_reservation")
+        assert {n: r["sku"][0]["capacity"] for n, r in res.items()} == {r1y: 4, r3y: 6}
+        vmss = _resources(main, "azurerm_linux_virtual_machine_scale_set")
+        assert set(vmss) == {f"{r3y}_slurm"} and vmss[f"{r3y}_slurm"]["instances"] == 2
+        assert vmss[f"{r3y}_slurm"]["capacity_reservation_group_id"] == \
+            f"${{azurerm_capacity_reservation_group.{r3y}.id}}"
+        pools = _resources(main, "azurerm_kubernetes_cluster_node_pool")
+        assert (pools[f"{r1y}_kubernetes"]["min_count"], pools[f"{r1y}_kubernetes"]["max_count"]) == (0, 4)
+        assert pools[f"{r3y}_kubernetes"]["node_count"] == 4
+        assert "auto_scaling_enabled" not in pools[f"{r3y}_kubernetes"]
+        names = [p["name"] for p in pools.values()]
+        assert len(set(names)) == len(names)
+    outputs = _outputs(case, site)
+    assert {f"{r1y}_reservation", f"{r3y}_reservation"} <= set(outputs)
+
+
+@pytest.mark.parametrize("provider", sorted(CLOUDS))
+def test_spot_kubernetes_node_group_follows_the_months(provider):
+    case, site = f"shared-{provider}", f"{provider}-shared"
+    main = _main(case, site)
+    pid = f"{slug_of(CLOUDS[provider][4])}_spot_kubernetes"
+    lo, hi = min(SPOT_MONTHS), max(SPOT_MONTHS)
+    if provider == "aws":
+        group = _resources(main, "aws_eks_node_group")[pid]
+        assert group["capacity_type"] == "SPOT"
+        assert group["scaling_config"][0] == {"desired_size": lo, "min_size": lo, "max_size": hi}
+        assert group["labels"]["infra-compile.io/pricing"] == "spot"
+        assert group["lifecycle"][0]["ignore_changes"] == ["${scaling_config[0].desired_size}"]
+    elif provider == "gcp":
+        pool = _resources(main, "google_container_node_pool")[pid]
+        assert pool["node_config"][0]["spot"] is True
+        assert pool["autoscaling"][0] == {"min_node_count": lo, "max_node_count": hi}
+        assert pool["initial_node_count"] == lo
+    else:
+        pool = _resources(main, "azurerm_kubernetes_cluster_node_pool")[pid]
+        assert pool["priority"] == "Spot" and pool["auto_scaling_enabled"] is True
+        assert (pool["min_count"], pool["max_count"]) == (lo, hi)
+
+
+def test_gcp_static_slurm_vms_are_named_after_their_slurm_nodes():
+    case, site = "shared-gcp", "gcp-shared"
+    vms = _resources(_main(case, site), "google_compute_instance")["a3_megagpu_8g_reserved_3y_slurm"]
+    block = _block(case, site, "a3-megagpu-8g-reserved-3y")
+    fmt = re.fullmatch(r'\$\{var\.name_prefix\}-(\S+)\$\{format\("%0(\d)d", count\.index \+ (\d+)\)\}',
+                       vms["name"])
+    assert fmt, vms["name"]
+    prefix, digits, first = fmt.group(1), int(fmt.group(2)), int(fmt.group(3))
+    names = tuple(f"{prefix}{i + first:0{digits}d}" for i in range(vms["count"]))
+    assert names == block.node_names(1, block.slurm.count) == ("a3-megagpu-8g-r3y01", "a3-megagpu-8g-r3y02")
+    assert vms["labels"]["slurm-partition"] == "a3-megagpu-8g"
+
+
+# ---------------------------------------------------------------------------- real tools
 
 
 def _terraform_env(tmp_path: Path) -> dict[str, str]:
@@ -138,9 +441,9 @@ needs_terraform = pytest.mark.skipif(shutil.which("terraform") is None,
 
 
 @needs_terraform
-@pytest.mark.parametrize("case", sorted(PLANS))
+@pytest.mark.parametrize("case", CASES)
 def test_terraform_fmt_check(case, tmp_path):
-    write({p: t for p, t in rendered(case).items() if p.endswith(".tf")}, tmp_path)
+    write({p: t for p, t in tree(case).items() if p.endswith(".tf")}, tmp_path)
     out = subprocess.run(["terraform", "fmt", "-check", "-diff", "-recursive", "terraform"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
                          env=_terraform_env(tmp_path))
@@ -153,7 +456,7 @@ def test_terraform_fmt_check(case, tmp_path):
 @pytest.mark.parametrize("case,site", _site_dirs("aws"))
 def test_terraform_validate_aws(case, site, tmp_path):
     folder = tmp_path / site
-    write({p.split("/", 2)[2]: t for p, t in rendered(case).items()
+    write({p.split("/", 2)[2]: t for p, t in tree(case).items()
            if p.startswith(f"terraform/{site}/")}, folder)
     env = _terraform_env(tmp_path)
     init = subprocess.run(["terraform", "init", "-backend=false", "-input=false", "-no-color"],
@@ -162,15 +465,3 @@ def test_terraform_validate_aws(case, site, tmp_path):
     val = subprocess.run(["terraform", "validate", "-no-color"], cwd=folder,
                          capture_output=True, text=True, timeout=180, env=env)
     assert val.returncode == 0, val.stdout + val.stderr
-
-
-def test_pools_are_sized_by_where_the_nodes_are():
-    # burst's 32 nodes are on demand (its label says reserved_1y): the reserved group has the one
-    # reserved node, the on-demand group the 32.
-    from compiler.catalog import load_catalog
-    from compiler.render import render
-    from plans import split_plan
-
-    main = plain(hcl2.loads(render(split_plan(), load_catalog())["terraform/aws-use1/main.tf"]))
-    sizes = {name: asg["desired_capacity"] for name, asg in _resources(main, "aws_autoscaling_group").items()}
-    assert sizes == {"p5_48xlarge_reserved_1y_slurm": 1, "p5_48xlarge_on_demand_slurm": 32}

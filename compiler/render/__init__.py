@@ -2,10 +2,12 @@
 
     render(plan, catalog) -> {relative path: text}
 
-One module per target (terraform, slurm, kubernetes, onprem), each mostly a table from
-plan parts to templates under templates/<target>/; view models come from views.py.
-plan.json and the report are written by other stages. The output is sorted and holds
-no timestamps: the same plan renders the same bytes.
+site.py builds each site's view (its scheduling domains, from domains.py, storage, jobs and
+services); one module per target (terraform, slurm, kubernetes, onprem) turns it into files
+from templates/<target>/, and schedule/<site>.csv says who holds which nodes month by month.
+docs/artifacts.md is the contract the files keep. plan.json and the report are written by
+other stages. The output is sorted and holds no timestamps: the same plan renders the same
+bytes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
 from compiler.render import kubernetes, onprem, slurm, terraform
-from compiler.render.views import site_view
+from compiler.render.environment import render_template
+from compiler.render.site import site_view
 
 # The spec's name pattern; names become directory names, node names and identifiers, so
 # the renderer refuses anything else even if a caller skipped validation.
@@ -39,12 +42,14 @@ def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
     files: dict[str, str] = {}
     for site in sorted(plan.sites, key=lambda s: s.name):
         view = site_view(plan, catalog, site)
-        if site.type == "cloud":
+        if view.cloud:
             files.update(terraform.render_site(view, catalog))
         else:
             files.update(onprem.render_site(view, catalog))
-        if "slurm" in view.orchestrators and view.slurm_pools:
+        if view.uses("slurm"):
             files.update(slurm.render_site(view, catalog))
-        if "kubernetes" in view.orchestrators and view.kubernetes_pools:
+        if view.uses("kubernetes"):
             files.update(kubernetes.render_site(view, catalog))
+        files[f"schedule/{site.name}.csv"] = render_template("schedule/schedule.csv.j2",
+                                                             rows=view.schedule)
     return dict(sorted(files.items()))

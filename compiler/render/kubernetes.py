@@ -1,12 +1,94 @@
-"""Kubernetes per site: kubernetes/<site>/*.yaml (namespace, Kueue, training, inference)."""
+"""Kubernetes per site: kubernetes/<site>/*.yaml (namespace, nodes, Kueue, training, inference).
+
+Workloads select their scheduling domain (`infra-compile.io/pool: <instance>`); Kueue has one
+ResourceFlavor per pricing block that training uses, all in one ClusterQueue; on-prem sites
+list the Node objects Kubernetes holds, since no node group labels them.
+"""
 
 from __future__ import annotations
 
-from compiler.catalog.model import Catalog
-from compiler.render.environment import render_template
-from compiler.render.views import GPU_TAINT_KEY, POOL_LABEL, SiteView
+from dataclasses import dataclass
 
-COMMON = {"pool_label": POOL_LABEL, "gpu_taint": GPU_TAINT_KEY}
+from compiler.catalog.model import Catalog
+from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
+from compiler.render.domains import Block, Domain
+from compiler.render.environment import render_template
+from compiler.render.site import SiteView
+
+COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY}
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """A Kueue ResourceFlavor: one pricing block of a domain, with the quota training may use."""
+
+    domain: Domain
+    block: Block
+    nodes: int                    # the most nodes Kubernetes training holds of it in a month
+
+    @property
+    def name(self) -> str:
+        return self.block.flavor
+
+    @property
+    def shape(self) -> NodeShape:
+        return self.domain.shape
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.shape.gpus
+
+
+@dataclass(frozen=True)
+class NodeObject:
+    name: str
+    domain: str
+    pricing: str
+    months: str                   # months Kubernetes holds it, where it changes hands; else ""
+
+
+def flavors(site: SiteView) -> tuple[Flavor, ...]:
+    out = []
+    for d in site.kubernetes_domains:
+        jobs = [j for j in site.training_kubernetes if j.domain.name == d.name]
+        for b in d.blocks:
+            monthly = [0] * site.horizon_months
+            largest = 0
+            for j in jobs:
+                for pricing, series in j.holdings:
+                    if pricing == b.pricing:
+                        for m, n in enumerate(series[:site.horizon_months]):
+                            monthly[m] += n
+                largest = max([largest] + [p.nodes for p in j.parts if p.pricing == b.pricing])
+            nodes = max(max(monthly, default=0), largest)
+            if nodes:
+                out.append(Flavor(d, b, nodes))
+    return tuple(out)
+
+
+def _months(months: list[int]) -> str:
+    spans: list[list[int]] = []
+    for m in months:
+        if spans and spans[-1][1] == m - 1:
+            spans[-1][1] = m
+        else:
+            spans.append([m, m])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+def node_objects(site: SiteView) -> tuple[NodeObject, ...]:
+    """On-prem: the nodes Kubernetes holds (static blocks, top of each block)."""
+    out = []
+    for d in site.kubernetes_domains:
+        for b in d.blocks_for("kubernetes"):
+            lo, hi = b.handover
+            for i, name in zip(range(b.kubernetes.first, b.kubernetes.last + 1),
+                               b.node_names(b.kubernetes.first, b.kubernetes.last)):
+                months = ""
+                if lo and lo <= i <= hi:
+                    months = _months([m for m, k in enumerate(b.kubernetes.monthly) if i > b.nodes - k])
+                out.append(NodeObject(name, d.name, b.pricing, months))
+    return tuple(out)
 
 
 def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
@@ -16,9 +98,14 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
     if site.storage is not None:
         out[f"{base}/01-storage.yaml"] = render_template("kubernetes/storage.yaml.j2",
                                                          site=site, **COMMON)
+    if not site.cloud:
+        nodes = node_objects(site)
+        if nodes:
+            out[f"{base}/05-nodes.yaml"] = render_template("kubernetes/nodes.yaml.j2", site=site,
+                                                           nodes=nodes, **COMMON)
     if site.training_kubernetes:
-        out[f"{base}/10-kueue.yaml"] = render_template("kubernetes/kueue.yaml.j2",
-                                                       site=site, **COMMON)
+        out[f"{base}/10-kueue.yaml"] = render_template("kubernetes/kueue.yaml.j2", site=site,
+                                                       flavors=flavors(site), **COMMON)
     for job in site.training_kubernetes:
         out[f"{base}/20-train-{job.name}.yaml"] = render_template(
             "kubernetes/jobset.yaml.j2", site=site, job=job, **COMMON)

@@ -1,12 +1,236 @@
-"""Terraform per cloud site: terraform/<site>/{versions,providers,variables,main,outputs}.tf."""
+"""Terraform per cloud site: terraform/<site>/{versions,providers,variables,main,outputs}.tf.
+
+What each scheduling domain's blocks become (docs/artifacts.md, "terraform/<site>/"):
+- a reserved block: one capacity reservation of the block's N nodes, whichever orchestrators
+  use it (their instances and node groups start inside it);
+- Slurm's static share: instances of fixed number (AWS Auto Scaling group, GCP instances with
+  `count`, Azure scale set with `instances`);
+- Slurm's elastic share: what slurm/<site>/resume.sh launches from, named
+  `<name_prefix>-<flavor>` (AWS launch template, GCP instance template; on Azure the Resume
+  program creates the VMs and Terraform provisions nothing);
+- Kubernetes' share: a node group labelled with the domain and the pricing, spot where the
+  pricing is spot, autoscaled from the plan's least to its most nodes (fixed when static).
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass
+
 from compiler.catalog.model import Catalog
+from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, StorageView
+from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
-from compiler.render.views import POOL_LABEL, GPU_TAINT_KEY, SiteView, terraform_site
+from compiler.render.site import SiteView
 
 FILES = ("versions.tf", "providers.tf", "variables.tf", "main.tf", "outputs.tf")
+
+# GCP accelerator type names (Compute Engine `acceleratorTypes`), by machine family.
+GCP_ACCELERATORS = {
+    "a3-highgpu": "nvidia-h100-80gb",
+    "a3-megagpu": "nvidia-h100-mega-80gb",
+    "a3-ultragpu": "nvidia-h200-141gb",
+    "a2-highgpu": "nvidia-tesla-a100",
+    "a2-ultragpu": "nvidia-a100-80gb",
+    "g2-standard": "nvidia-l4",
+}
+# Extra GPU NICs (one VPC each) the GPUDirect machine types need besides eth0.
+GCP_GPU_NICS = {"gpudirect-tcpx": 4, "gpudirect-tcpxo": 8, "gpudirect-rdma": 8}
+EFA_CARD_GBPS = 100               # every EFA network card on p4d/p5 carries 100 Gb/s
+RESERVED_PRICINGS = ("reserved_1y", "reserved_3y")
+
+
+def hcl_label(text: str) -> str:
+    """A Terraform block label from a name: lowercase, anything but [a-z0-9_] becomes '_'."""
+    return re.sub(r"[^a-z0-9_]", "_", text.lower())
+
+
+@dataclass(frozen=True)
+class CloudReservation:
+    """A reserved block's capacity reservation: all N nodes of the block, used by whichever
+    orchestrators hold them (one reservation per block, not per orchestrator)."""
+
+    block: Block
+    domain: Domain
+    id: str                       # Terraform block label
+    nodes: int                    # block.nodes
+    accelerator: str              # GCP accelerator type of the machine
+
+    @property
+    def name(self) -> str:
+        return self.block.flavor
+
+    @property
+    def orchestrators(self) -> tuple[str, ...]:
+        return tuple(o for o in ("slurm", "kubernetes") if self.block.share(o).peak > 0)
+
+
+@dataclass(frozen=True)
+class CloudPool:
+    """One orchestrator's share of one block as Terraform creates it: Slurm's static instances,
+    Slurm's launch/instance template (elastic), or a Kubernetes node group."""
+
+    block: Block
+    domain: Domain
+    id: str                       # Terraform block label: <flavor>_<orchestrator>
+    orchestrator: str             # slurm | kubernetes
+    elastic: bool                 # the share is started and stopped as needed
+    nodes: int                    # Slurm: its nodes (static: instances, elastic: CLOUD nodes);
+                                  # Kubernetes: the node group's max size
+    min_nodes: int                # Slurm: nodes when static, else 0; Kubernetes: min size
+    efa_interfaces: int           # AWS: EFA network cards to attach (0: none)
+    accelerator: str              # GCP accelerator type
+    gpu_nics: int                 # GCP: extra GPUDirect NICs
+    rdma: bool                    # GCP A3 Ultra: the GPU NICs are RDMA (MRDMA)
+    short_name: str               # Azure AKS pool name (<= 12 lowercase alphanumerics)
+    reservation: CloudReservation | None = None
+
+    @property
+    def name(self) -> str:
+        return self.block.flavor if self.orchestrator == "slurm" else f"{self.block.flavor}-k8s"
+
+    @property
+    def spot(self) -> bool:
+        return self.block.pricing == "spot"
+
+    @property
+    def reserved(self) -> bool:
+        return self.block.pricing in RESERVED_PRICINGS
+
+    @property
+    def share(self):
+        return self.block.share(self.orchestrator)
+
+    @property
+    def first(self) -> int:
+        """Index of Slurm's first node in the block (node names count from it)."""
+        return max(1, self.share.first)
+
+    @property
+    def hostlist(self) -> str:
+        """Slurm's nodes of this share as a hostlist (Slurm pools only)."""
+        if self.orchestrator != "slurm" or not self.nodes:
+            return ""
+        return self.block.names(self.first, self.first + self.nodes - 1)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        if self.orchestrator != "slurm":
+            return ()
+        return self.block.node_names(self.first, self.first + self.nodes - 1)
+
+    @property
+    def digits(self) -> int:
+        return self.block.digits
+
+
+@dataclass(frozen=True)
+class CloudStorage:
+    tier: str
+    mount: str
+    capacity_tb: float
+    # AWS FSx for Lustre (PERSISTENT_2, SSD): 1200 GiB, 2400 GiB, then steps of 2400 GiB.
+    fsx_capacity_gib: int
+    fsx_throughput: int           # MB/s per TiB: 125 | 250 | 500 | 1000
+    # GCP Parallelstore: 12000-100000 GiB in steps of 4000; Filestore zonal steps.
+    parallelstore_gib: int
+    filestore_gib: int
+    # Azure Managed Lustre: TiB in the SKU's step (8 TiB for Premium-250).
+    amlfs_tib: int
+    amlfs_sku: str
+
+
+def _round_up(value: float, step: int) -> int:
+    return int(math.ceil(value / step - 1e-9) * step)
+
+
+def cloud_storage(storage: StorageView | None, catalog: Catalog) -> CloudStorage | None:
+    if storage is None:
+        return None
+    gib = storage.capacity_gib
+    tier = catalog.storage.get(storage.tier)
+    per_tb = tier.throughput_gb_s_per_tb if tier else 0.25
+    fsx_tp = min((t for t in (125, 250, 500, 1000) if t >= per_tb * 1000), default=1000)
+    amlfs = {125: 16, 250: 8, 500: 4}
+    amlfs_tp = min((t for t in (125, 250, 500) if t >= per_tb * 1000), default=500)
+    filestore = max(1024, _round_up(gib, 256) if gib < 10240 else _round_up(gib, 2560))
+    return CloudStorage(
+        tier=storage.tier, mount=storage.mount, capacity_tb=storage.capacity_tb,
+        fsx_capacity_gib=1200 if gib <= 1200 else _round_up(gib, 2400),
+        fsx_throughput=fsx_tp,
+        parallelstore_gib=min(100000, max(12000, _round_up(gib, 4000))),
+        filestore_gib=filestore,
+        amlfs_tib=max(amlfs[amlfs_tp], _round_up(storage.capacity_tib, amlfs[amlfs_tp])),
+        amlfs_sku=f"AMLFS-Durable-Premium-{amlfs_tp}",
+    )
+
+
+@dataclass(frozen=True)
+class TerraformSite:
+    site: SiteView
+    pools: tuple[CloudPool, ...]
+    reservations: tuple[CloudReservation, ...]
+    storage: CloudStorage | None
+    has_slurm: bool
+    has_kubernetes: bool
+    has_elastic_slurm: bool
+    spot_any: bool
+    reserved_any: bool
+
+    @property
+    def has_static_slurm(self) -> bool:
+        return any(p.orchestrator == "slurm" and not p.elastic for p in self.pools)
+
+
+def _sizes(share, orchestrator: str) -> tuple[int, int]:
+    """(nodes, min_nodes) of one orchestrator's share."""
+    if orchestrator == "slurm":
+        nodes = share.count
+        return nodes, 0 if share.elastic else nodes
+    return share.peak, share.floor if share.elastic else share.peak
+
+
+def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
+    pools: list[CloudPool] = []
+    reservations: list[CloudReservation] = []
+    index = 0
+    for domain in site.domains:
+        inst = catalog.instances.get(domain.instance)
+        family = "-".join(domain.instance.split("-")[:2])
+        accelerator = GCP_ACCELERATORS.get(family, "")
+        efa = int(inst.network_gbps // EFA_CARD_GBPS) if inst and inst.fabric == "efa" else 0
+        for block in domain.blocks:
+            used = [o for o in ("slurm", "kubernetes") if block.share(o).peak > 0]
+            if not used:
+                continue
+            index += 1
+            reservation = None
+            if block.pricing in RESERVED_PRICINGS:
+                reservation = CloudReservation(block=block, domain=domain, id=hcl_label(block.flavor),
+                                               nodes=block.nodes, accelerator=accelerator)
+                reservations.append(reservation)
+            for orch in used:
+                share = block.share(orch)
+                nodes, min_nodes = _sizes(share, orch)
+                pools.append(CloudPool(
+                    block=block, domain=domain, id=hcl_label(f"{block.flavor}_{orch}"),
+                    orchestrator=orch, elastic=share.elastic, nodes=nodes, min_nodes=min_nodes,
+                    efa_interfaces=efa, accelerator=accelerator,
+                    gpu_nics=GCP_GPU_NICS.get(domain.fabric, 0),
+                    rdma=domain.fabric == "gpudirect-rdma",
+                    short_name=f"gpu{index}{'k' if orch == 'kubernetes' else 's'}",
+                    reservation=reservation,
+                ))
+    return TerraformSite(
+        site=site, pools=tuple(pools), reservations=tuple(reservations),
+        storage=cloud_storage(site.storage, catalog),
+        has_slurm=any(p.orchestrator == "slurm" for p in pools),
+        has_kubernetes=any(p.orchestrator == "kubernetes" for p in pools),
+        has_elastic_slurm=any(p.orchestrator == "slurm" and p.elastic for p in pools),
+        spot_any=any(p.spot for p in pools),
+        reserved_any=bool(reservations),
+    )
 
 
 def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
@@ -15,6 +239,6 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
     return {
         f"terraform/{site.name}/{name}": render_template(
             f"terraform/{provider}/{name}.j2", tf=tf, site=site,
-            pool_label=POOL_LABEL, gpu_taint=GPU_TAINT_KEY)
+            pool_label=POOL_LABEL, pricing_label=PRICING_LABEL, gpu_taint=GPU_TAINT_KEY)
         for name in FILES
     }

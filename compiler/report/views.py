@@ -214,6 +214,27 @@ class StorageRow:
 
 
 @dataclass(frozen=True)
+class HandoverRow:
+    """Static nodes that change hands between Slurm and Kubernetes: who holds which, when."""
+
+    site: str
+    months: str
+    orchestrator: str
+    pool: str                     # instance / pricing
+    nodes: str                    # Slurm hostlist
+
+
+@dataclass(frozen=True)
+class BoughtRow:
+    site: str
+    instance: str
+    nodes: int
+    unit_price_usd: float
+    life_years: float
+    charged_share: float          # of the price, what the plan charges over its horizon
+
+
+@dataclass(frozen=True)
 class ReportView:
     spec_name: str
     spec_sha256: str
@@ -233,6 +254,8 @@ class ReportView:
     workloads: tuple[WorkloadView, ...]
     breakeven: tuple[BreakevenRow, ...]
     storage: tuple[StorageRow, ...]
+    handovers: tuple[HandoverRow, ...] = ()
+    bought: tuple[BoughtRow, ...] = ()
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -569,6 +592,36 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
     return tuple(lines)
 
 
+def handovers(plan: Plan, catalog: Catalog | None) -> tuple[HandoverRow, ...]:
+    """The node schedule where owned, bought or reserved nodes change hands (the rows of
+    schedule/<site>.csv for those blocks; none without a catalog to shape the nodes)."""
+    if catalog is None:
+        return ()
+    from compiler.plan import month_range
+    from compiler.render.site import site_view
+    out = []
+    for s in sorted(plan.sites, key=lambda s: s.name):
+        for row in site_view(plan, catalog, s).handovers:
+            if row.count:
+                out.append(HandoverRow(row.site, month_range(row.month_first, row.month_last),
+                                       row.orchestrator, f"{row.domain} / {row.pricing}", row.names))
+    return tuple(out)
+
+
+def bought(plan: Plan, catalog: Catalog | None) -> tuple[BoughtRow, ...]:
+    """Bought nodes: bom.csv lists them at full price; the plan charges the horizon's share."""
+    if catalog is None:
+        return ()
+    out = []
+    for p in plan.pools:
+        node = catalog.onprem_nodes.get(p.instance)
+        if p.pricing == "purchase" and node is not None and p.nodes:
+            life = node.useful_life_years
+            out.append(BoughtRow(p.site, p.instance, p.nodes, node.capex_usd, life,
+                                 min(1.0, plan.horizon_months / (life * 12.0))))
+    return tuple(out)
+
+
 def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     """The report's view model. The catalog only adds hardware figures: the Plan is self-contained."""
     h = plan.horizon_months
@@ -591,4 +644,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         binding=binding, workloads=workloads,
         breakeven=tuple(_breakeven_row(b) for b in plan.breakeven),
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
+        handovers=handovers(plan, catalog), bought=bought(plan, catalog),
     )

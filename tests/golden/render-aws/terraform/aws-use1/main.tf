@@ -1,5 +1,7 @@
-# GPU capacity for site aws-use1 as planned: 2 node group(s).
+# GPU capacity for site aws-use1 as planned: 1 capacity reservation(s),
+# 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
+# Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -34,10 +36,10 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- pool p5-48xlarge-reserved-1y: 16 x p5.48xlarge (8x H100), reserved_1y, for slurm
-# reserved_1y pricing: reserve the capacity in the zone (the discount itself is a
-# Savings Plan or Reserved Instance bought on the account, outside Terraform).
-resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y_slurm" {
+# ---- reservation p5-48xlarge-reserved-1y: 16 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y[01-16],
+# used by slurm. This holds the capacity; the reserved_1y discount
+# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
   instance_type           = "p5.48xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
@@ -45,8 +47,17 @@ resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y_slurm" {
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
+
+  tags = {
+    "Name"                     = "${var.name_prefix}-p5-48xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "p5-48xlarge"
+    "infra-compile.io/pricing" = "reserved_1y"
+  }
 }
 
+# ---- Slurm p5-48xlarge, reserved_1y: 16 static node(s) p5-48xlarge-r1y[01-16]
+# (p5.48xlarge, 8x H100); an Auto Scaling group of fixed size.
+# The nodes start inside reservation p5-48xlarge-reserved-1y.
 resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-reserved-1y-"
 
@@ -73,7 +84,7 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
 
   capacity_reservation_specification {
     capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y_slurm.id
+      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
     }
   }
 
@@ -84,7 +95,9 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-reserved-1y"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "reserved_1y"
+      "slurm-partition"          = "p5-48xlarge"
     }
   }
 }
@@ -104,14 +117,23 @@ resource "aws_autoscaling_group" "p5_48xlarge_reserved_1y_slurm" {
 
   tag {
     key                 = "slurm-partition"
-    value               = "p5-48xlarge-reserved-1y"
+    value               = "p5-48xlarge"
+    propagate_at_launch = true
+  }
+
+  # Slurm names these nodes p5-48xlarge-r1y[01-16]; slurmd on each registers under one of them.
+  tag {
+    key                 = "slurm-node-prefix"
+    value               = "p5-48xlarge-r1y"
     propagate_at_launch = true
   }
 }
 
-# ---- pool p5-48xlarge-spot: 8 x p5.48xlarge (8x H100), spot, for slurm
+# ---- Slurm p5-48xlarge, spot: 8 node(s) p5-48xlarge-spot[01-08] in State=CLOUD
+# (p5.48xlarge, 8x H100). No instances here: slurm/aws-use1/resume.sh
+# launches them from this launch template when jobs need them; suspend.sh terminates them.
 resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
-  name_prefix = "${var.name_prefix}-p5-48xlarge-spot-"
+  name = "${var.name_prefix}-p5-48xlarge-spot"
 
   image_id      = var.ami_id
   instance_type = "p5.48xlarge"
@@ -148,28 +170,10 @@ resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-spot"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "spot"
+      "slurm-partition"          = "p5-48xlarge"
     }
-  }
-}
-
-resource "aws_autoscaling_group" "p5_48xlarge_spot_slurm" {
-  name                = "${var.name_prefix}-p5-48xlarge-spot"
-  min_size            = 8
-  max_size            = 8
-  desired_capacity    = 8
-  vpc_zone_identifier = [var.subnet_id]
-  placement_group     = aws_placement_group.gpu.id
-
-  launch_template {
-    id      = aws_launch_template.p5_48xlarge_spot_slurm.id
-    version = aws_launch_template.p5_48xlarge_spot_slurm.latest_version
-  }
-
-  tag {
-    key                 = "slurm-partition"
-    value               = "p5-48xlarge-spot"
-    propagate_at_launch = true
   }
 }
 

@@ -3,14 +3,19 @@ output "placement_group" {
   value       = aws_placement_group.gpu.name
 }
 
+output "p5_48xlarge_reserved_1y_reservation" {
+  description = "Capacity reservation of block p5-48xlarge-reserved-1y (16 x p5.48xlarge, reserved_1y)."
+  value       = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
+}
+
 output "p5_48xlarge_reserved_1y_slurm_group" {
-  description = "Auto Scaling group of pool p5-48xlarge-reserved-1y (16 x p5.48xlarge)."
+  description = "Auto Scaling group of Slurm nodes p5-48xlarge-r1y[01-16] (16 x p5.48xlarge, reserved_1y)."
   value       = aws_autoscaling_group.p5_48xlarge_reserved_1y_slurm.name
 }
 
-output "p5_48xlarge_spot_slurm_group" {
-  description = "Auto Scaling group of pool p5-48xlarge-spot (8 x p5.48xlarge)."
-  value       = aws_autoscaling_group.p5_48xlarge_spot_slurm.name
+output "p5_48xlarge_spot_slurm_template" {
+  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-spot[01-08] from (p5.48xlarge, spot)."
+  value       = aws_launch_template.p5_48xlarge_spot_slurm.name
 }
 
 output "fsx_dns_name" {

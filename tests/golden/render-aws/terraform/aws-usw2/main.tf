@@ -1,5 +1,7 @@
-# GPU capacity for site aws-usw2 as planned: 2 node group(s).
+# GPU capacity for site aws-usw2 as planned: 0 capacity reservation(s),
+# 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
+# Nothing else here provisions GPU nodes; schedule/aws-usw2.csv says who holds which, when.
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -34,7 +36,8 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- pool g6e-48xlarge-on-demand-k8s: 3 x g6e.48xlarge (8x L40S), on_demand, for kubernetes
+# ---- Kubernetes g6e-48xlarge, on_demand: EKS node group of 3 to 3 node(s)
+# (g6e.48xlarge, 8x L40S), autoscaled.
 resource "aws_launch_template" "g6e_48xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-48xlarge-on-demand-k8s-"
 
@@ -56,7 +59,8 @@ resource "aws_launch_template" "g6e_48xlarge_on_demand_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "g6e-48xlarge-on-demand-k8s"
+      "infra-compile.io/pool"    = "g6e-48xlarge"
+      "infra-compile.io/pricing" = "on_demand"
     }
   }
 }
@@ -82,7 +86,8 @@ resource "aws_eks_node_group" "g6e_48xlarge_on_demand_kubernetes" {
   }
 
   labels = {
-    "infra-compile.io/pool" = "g6e-48xlarge-on-demand"
+    "infra-compile.io/pool"    = "g6e-48xlarge"
+    "infra-compile.io/pricing" = "on_demand"
   }
 
   taint {
@@ -90,9 +95,15 @@ resource "aws_eks_node_group" "g6e_48xlarge_on_demand_kubernetes" {
     value  = "present"
     effect = "NO_SCHEDULE"
   }
+
+  # The cluster autoscaler moves desired_size between min_size and max_size.
+  lifecycle {
+    ignore_changes = [scaling_config[0].desired_size]
+  }
 }
 
-# ---- pool p4de-24xlarge-on-demand-k8s: 4 x p4de.24xlarge (8x A100-80GB), on_demand, for kubernetes
+# ---- Kubernetes p4de-24xlarge, on_demand: EKS node group of 4 to 4 node(s)
+# (p4de.24xlarge, 8x A100-80GB), autoscaled.
 resource "aws_launch_template" "p4de_24xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-p4de-24xlarge-on-demand-k8s-"
 
@@ -120,7 +131,8 @@ resource "aws_launch_template" "p4de_24xlarge_on_demand_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p4de-24xlarge-on-demand-k8s"
+      "infra-compile.io/pool"    = "p4de-24xlarge"
+      "infra-compile.io/pricing" = "on_demand"
     }
   }
 }
@@ -146,13 +158,19 @@ resource "aws_eks_node_group" "p4de_24xlarge_on_demand_kubernetes" {
   }
 
   labels = {
-    "infra-compile.io/pool" = "p4de-24xlarge-on-demand"
+    "infra-compile.io/pool"    = "p4de-24xlarge"
+    "infra-compile.io/pricing" = "on_demand"
   }
 
   taint {
     key    = "nvidia.com/gpu"
     value  = "present"
     effect = "NO_SCHEDULE"
+  }
+
+  # The cluster autoscaler moves desired_size between min_size and max_size.
+  lifecycle {
+    ignore_changes = [scaling_config[0].desired_size]
   }
 }
 

@@ -31,17 +31,6 @@ variable "lustre_subnet_id" {
   type        = string
 }
 
-variable "admin_username" {
-  description = "Administrator user on the Slurm nodes."
-  type        = string
-  default     = "azureuser"
-}
-
-variable "ssh_public_key" {
-  description = "SSH public key of the administrator (the private key never comes here)."
-  type        = string
-}
-
 variable "aks_cluster_id" {
   description = "Resource id of the existing AKS cluster the GPU node pools join."
   type        = string

@@ -1,4 +1,6 @@
-# GPU capacity for site gcp-euw4 as planned: 2 node group(s).
+# GPU capacity for site gcp-euw4 as planned: 1 reservation(s),
+# 2 node set(s) (Slurm VMs or instance templates, GKE node pools).
+# Nothing else here provisions GPU nodes; schedule/gcp-euw4.csv says who holds which, when.
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types.
@@ -27,11 +29,11 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- pool a3-highgpu-8g-reserved-1y-k8s: 2 x a3-highgpu-8g (8x H100), reserved_1y, for kubernetes
-# reserved_1y: a specific reservation holds the capacity (the committed-use
-# discount is bought on the billing account, outside Terraform).
-resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y_kubernetes" {
-  name = "${var.name_prefix}-a3-highgpu-8g-reserved-1y-k8s"
+# ---- reservation a3-highgpu-8g-reserved-1y: 2 x a3-highgpu-8g, reserved_1y, nodes a3-highgpu-8g-r1y[01-02],
+# used by kubernetes. A specific reservation holds the capacity; the
+# committed-use discount is bought on the billing account, outside Terraform.
+resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y" {
+  name = "${var.name_prefix}-a3-highgpu-8g-reserved-1y"
   zone = var.zone
 
   specific_reservation_required = true
@@ -48,6 +50,9 @@ resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y_kubernetes" {
   }
 }
 
+# ---- Kubernetes a3-highgpu-8g, reserved_1y: GKE node pool of 2 to 2 node(s)
+# (a3-highgpu-8g, 8x H100), fixed size.
+# The nodes start inside reservation a3-highgpu-8g-reserved-1y.
 resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
   name           = "${var.name_prefix}-a3-highgpu-8g-reserved-1y-k8s"
   cluster        = var.gke_cluster
@@ -76,7 +81,8 @@ resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
     }
 
     labels = {
-      "infra-compile.io/pool" = "a3-highgpu-8g-reserved-1y"
+      "infra-compile.io/pool"    = "a3-highgpu-8g"
+      "infra-compile.io/pricing" = "reserved_1y"
     }
 
     taint {
@@ -88,7 +94,7 @@ resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.a3_highgpu_8g_reserved_1y_kubernetes.name]
+      values                   = [google_compute_reservation.a3_highgpu_8g_reserved_1y.name]
     }
   }
 
@@ -103,13 +109,20 @@ resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- pool g2-standard-96-on-demand-k8s: 2 x g2-standard-96 (8x L4), on_demand, for kubernetes
+# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 2 to 2 node(s)
+# (g2-standard-96, 8x L4), autoscaled.
 resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
   name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 2
+
+  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
+  initial_node_count = 2
+  autoscaling {
+    min_node_count = 2
+    max_node_count = 2
+  }
 
   placement_policy {
     type = "COMPACT"
@@ -132,7 +145,8 @@ resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
     }
 
     labels = {
-      "infra-compile.io/pool" = "g2-standard-96-on-demand"
+      "infra-compile.io/pool"    = "g2-standard-96"
+      "infra-compile.io/pricing" = "on_demand"
     }
 
     taint {
@@ -140,6 +154,11 @@ resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
       value  = "present"
       effect = "NO_SCHEDULE"
     }
+  }
+
+  # The cluster autoscaler changes the node count between the bounds.
+  lifecycle {
+    ignore_changes = [initial_node_count]
   }
 }
 

@@ -1,4 +1,6 @@
-# GPU capacity for site gcp-usc1 as planned: 1 node group(s).
+# GPU capacity for site gcp-usc1 as planned: 0 reservation(s),
+# 1 node set(s) (Slurm VMs or instance templates, GKE node pools).
+# Nothing else here provisions GPU nodes; schedule/gcp-usc1.csv says who holds which, when.
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types.
@@ -27,20 +29,20 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- pool a3-megagpu-8g-spot: 8 x a3-megagpu-8g (8x H100), spot, for slurm
-resource "google_compute_instance" "a3_megagpu_8g_spot_slurm" {
-  count             = 8
-  name              = "${var.name_prefix}-a3-megagpu-8g-spot-${count.index + 1}"
+# ---- Slurm a3-megagpu-8g, spot: 8 node(s) a3-megagpu-8g-spot[01-08] in State=CLOUD
+# (a3-megagpu-8g, 8x H100). No VMs here: slurm/gcp-usc1/resume.sh
+# creates them from this instance template when jobs need them; suspend.sh deletes them.
+resource "google_compute_instance_template" "a3_megagpu_8g_spot_slurm" {
+  name              = "${var.name_prefix}-a3-megagpu-8g-spot"
   machine_type      = "a3-megagpu-8g"
-  zone              = var.zone
   resource_policies = [google_compute_resource_policy.compact.id]
 
-  boot_disk {
-    initialize_params {
-      image = var.image
-      size  = 200
-      type  = "pd-ssd"
-    }
+  disk {
+    source_image = var.image
+    boot         = true
+    auto_delete  = true
+    disk_size_gb = 200
+    disk_type    = "pd-ssd"
   }
 
   guest_accelerator {
@@ -68,7 +70,7 @@ resource "google_compute_instance" "a3_megagpu_8g_spot_slurm" {
     provisioning_model          = "SPOT"
     preemptible                 = true
     automatic_restart           = false
-    instance_termination_action = "STOP"
+    instance_termination_action = "DELETE"
   }
 
   service_account {
@@ -77,8 +79,9 @@ resource "google_compute_instance" "a3_megagpu_8g_spot_slurm" {
   }
 
   labels = {
-    "infra-compile-pool" = "a3-megagpu-8g-spot"
-    "slurm-partition"    = "a3-megagpu-8g-spot"
+    "infra-compile-pool"    = "a3-megagpu-8g"
+    "infra-compile-pricing" = "spot"
+    "slurm-partition"       = "a3-megagpu-8g"
   }
 }
 

@@ -3,9 +3,9 @@ output "placement_policy" {
   value       = google_compute_resource_policy.compact.id
 }
 
-output "a3_megagpu_8g_spot_slurm_nodes" {
-  description = "VM names of pool a3-megagpu-8g-spot (8 x a3-megagpu-8g)."
-  value       = google_compute_instance.a3_megagpu_8g_spot_slurm[*].name
+output "a3_megagpu_8g_spot_slurm_template" {
+  description = "Instance template slurm/gcp-usc1/resume.sh creates Slurm nodes a3-megagpu-8g-spot[01-08] from (a3-megagpu-8g, spot)."
+  value       = google_compute_instance_template.a3_megagpu_8g_spot_slurm.name
 }
 
 output "parallelstore_access_points" {

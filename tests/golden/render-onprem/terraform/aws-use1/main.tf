@@ -1,5 +1,7 @@
-# GPU capacity for site aws-use1 as planned: 1 node group(s).
+# GPU capacity for site aws-use1 as planned: 0 capacity reservation(s),
+# 1 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
+# Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -34,7 +36,8 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- pool p5-48xlarge-on-demand-k8s: 2 x p5.48xlarge (8x H100), on_demand, for kubernetes
+# ---- Kubernetes p5-48xlarge, on_demand: EKS node group of 2 to 2 node(s)
+# (p5.48xlarge, 8x H100), autoscaled.
 resource "aws_launch_template" "p5_48xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-on-demand-k8s-"
 
@@ -62,7 +65,8 @@ resource "aws_launch_template" "p5_48xlarge_on_demand_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-on-demand-k8s"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "on_demand"
     }
   }
 }
@@ -88,13 +92,19 @@ resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
   }
 
   labels = {
-    "infra-compile.io/pool" = "p5-48xlarge-on-demand"
+    "infra-compile.io/pool"    = "p5-48xlarge"
+    "infra-compile.io/pricing" = "on_demand"
   }
 
   taint {
     key    = "nvidia.com/gpu"
     value  = "present"
     effect = "NO_SCHEDULE"
+  }
+
+  # The cluster autoscaler moves desired_size between min_size and max_size.
+  lifecycle {
+    ignore_changes = [scaling_config[0].desired_size]
   }
 }
 

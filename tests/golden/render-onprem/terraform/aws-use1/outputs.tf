@@ -4,7 +4,7 @@ output "placement_group" {
 }
 
 output "p5_48xlarge_on_demand_kubernetes_group" {
-  description = "EKS node group of pool p5-48xlarge-on-demand-k8s (2 x p5.48xlarge)."
+  description = "EKS node group p5-48xlarge-on-demand-k8s (2 to 2 x p5.48xlarge, on_demand)."
   value       = aws_eks_node_group.p5_48xlarge_on_demand_kubernetes.node_group_name
 }
 

@@ -1,5 +1,7 @@
-# GPU capacity for site aws-use1 as planned: 2 node group(s).
+# GPU capacity for site aws-use1 as planned: 0 capacity reservation(s),
+# 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
+# Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -34,9 +36,11 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- pool p5-48xlarge-on-demand: 2 x p5.48xlarge (8x H100), on_demand, for slurm
+# ---- Slurm p5-48xlarge, on_demand: 2 node(s) p5-48xlarge-od[01-02] in State=CLOUD
+# (p5.48xlarge, 8x H100). No instances here: slurm/aws-use1/resume.sh
+# launches them from this launch template when jobs need them; suspend.sh terminates them.
 resource "aws_launch_template" "p5_48xlarge_on_demand_slurm" {
-  name_prefix = "${var.name_prefix}-p5-48xlarge-on-demand-"
+  name = "${var.name_prefix}-p5-48xlarge-on-demand"
 
   image_id      = var.ami_id
   instance_type = "p5.48xlarge"
@@ -66,34 +70,18 @@ resource "aws_launch_template" "p5_48xlarge_on_demand_slurm" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-on-demand"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "on_demand"
+      "slurm-partition"          = "p5-48xlarge"
     }
   }
 }
 
-resource "aws_autoscaling_group" "p5_48xlarge_on_demand_slurm" {
-  name                = "${var.name_prefix}-p5-48xlarge-on-demand"
-  min_size            = 2
-  max_size            = 2
-  desired_capacity    = 2
-  vpc_zone_identifier = [var.subnet_id]
-  placement_group     = aws_placement_group.gpu.id
-
-  launch_template {
-    id      = aws_launch_template.p5_48xlarge_on_demand_slurm.id
-    version = aws_launch_template.p5_48xlarge_on_demand_slurm.latest_version
-  }
-
-  tag {
-    key                 = "slurm-partition"
-    value               = "p5-48xlarge-on-demand"
-    propagate_at_launch = true
-  }
-}
-
-# ---- pool p5-48xlarge-spot: 40 x p5.48xlarge (8x H100), spot, for slurm
+# ---- Slurm p5-48xlarge, spot: 40 node(s) p5-48xlarge-spot[01-40] in State=CLOUD
+# (p5.48xlarge, 8x H100). No instances here: slurm/aws-use1/resume.sh
+# launches them from this launch template when jobs need them; suspend.sh terminates them.
 resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
-  name_prefix = "${var.name_prefix}-p5-48xlarge-spot-"
+  name = "${var.name_prefix}-p5-48xlarge-spot"
 
   image_id      = var.ami_id
   instance_type = "p5.48xlarge"
@@ -130,28 +118,10 @@ resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-spot"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "spot"
+      "slurm-partition"          = "p5-48xlarge"
     }
-  }
-}
-
-resource "aws_autoscaling_group" "p5_48xlarge_spot_slurm" {
-  name                = "${var.name_prefix}-p5-48xlarge-spot"
-  min_size            = 40
-  max_size            = 40
-  desired_capacity    = 40
-  vpc_zone_identifier = [var.subnet_id]
-  placement_group     = aws_placement_group.gpu.id
-
-  launch_template {
-    id      = aws_launch_template.p5_48xlarge_spot_slurm.id
-    version = aws_launch_template.p5_48xlarge_spot_slurm.latest_version
-  }
-
-  tag {
-    key                 = "slurm-partition"
-    value               = "p5-48xlarge-spot"
-    propagate_at_launch = true
   }
 }
 

@@ -3,14 +3,14 @@ output "placement_group" {
   value       = aws_placement_group.gpu.name
 }
 
-output "p5_48xlarge_on_demand_slurm_group" {
-  description = "Auto Scaling group of pool p5-48xlarge-on-demand (2 x p5.48xlarge)."
-  value       = aws_autoscaling_group.p5_48xlarge_on_demand_slurm.name
+output "p5_48xlarge_on_demand_slurm_template" {
+  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-od[01-02] from (p5.48xlarge, on_demand)."
+  value       = aws_launch_template.p5_48xlarge_on_demand_slurm.name
 }
 
-output "p5_48xlarge_spot_slurm_group" {
-  description = "Auto Scaling group of pool p5-48xlarge-spot (40 x p5.48xlarge)."
-  value       = aws_autoscaling_group.p5_48xlarge_spot_slurm.name
+output "p5_48xlarge_spot_slurm_template" {
+  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-spot[01-40] from (p5.48xlarge, spot)."
+  value       = aws_launch_template.p5_48xlarge_spot_slurm.name
 }
 
 output "fsx_dns_name" {

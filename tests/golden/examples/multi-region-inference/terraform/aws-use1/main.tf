@@ -1,5 +1,7 @@
-# GPU capacity for site aws-use1 as planned: 2 node group(s).
+# GPU capacity for site aws-use1 as planned: 2 capacity reservation(s),
+# 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
+# Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -34,10 +36,10 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- pool g6e-12xlarge-reserved-1y-k8s: 3 x g6e.12xlarge (4x L40S), reserved_1y, for kubernetes
-# reserved_1y pricing: reserve the capacity in the zone (the discount itself is a
-# Savings Plan or Reserved Instance bought on the account, outside Terraform).
-resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y_kubernetes" {
+# ---- reservation g6e-12xlarge-reserved-1y: 3 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y[01-03],
+# used by kubernetes. This holds the capacity; the reserved_1y discount
+# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   instance_type           = "g6e.12xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
@@ -45,8 +47,36 @@ resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y_kubernetes" {
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
+
+  tags = {
+    "Name"                     = "${var.name_prefix}-g6e-12xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "g6e-12xlarge"
+    "infra-compile.io/pricing" = "reserved_1y"
+  }
 }
 
+# ---- reservation p5-48xlarge-reserved-1y: 1 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y01,
+# used by kubernetes. This holds the capacity; the reserved_1y discount
+# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
+  instance_type           = "p5.48xlarge"
+  instance_platform       = "Linux/UNIX"
+  availability_zone       = var.availability_zone
+  instance_count          = 1
+  placement_group_arn     = aws_placement_group.gpu.arn
+  instance_match_criteria = "targeted"
+  end_date_type           = "unlimited"
+
+  tags = {
+    "Name"                     = "${var.name_prefix}-p5-48xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "p5-48xlarge"
+    "infra-compile.io/pricing" = "reserved_1y"
+  }
+}
+
+# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 3 to 3 node(s)
+# (g6e.12xlarge, 4x L40S), fixed size.
+# The nodes start inside reservation g6e-12xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-12xlarge-reserved-1y-k8s-"
 
@@ -63,7 +93,7 @@ resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
 
   capacity_reservation_specification {
     capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y_kubernetes.id
+      capacity_reservation_id = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y.id
     }
   }
 
@@ -74,7 +104,8 @@ resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "g6e-12xlarge-reserved-1y-k8s"
+      "infra-compile.io/pool"    = "g6e-12xlarge"
+      "infra-compile.io/pricing" = "reserved_1y"
     }
   }
 }
@@ -100,7 +131,8 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   }
 
   labels = {
-    "infra-compile.io/pool" = "g6e-12xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "g6e-12xlarge"
+    "infra-compile.io/pricing" = "reserved_1y"
   }
 
   taint {
@@ -110,19 +142,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- pool p5-48xlarge-reserved-1y-k8s: 1 x p5.48xlarge (8x H100), reserved_1y, for kubernetes
-# reserved_1y pricing: reserve the capacity in the zone (the discount itself is a
-# Savings Plan or Reserved Instance bought on the account, outside Terraform).
-resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y_kubernetes" {
-  instance_type           = "p5.48xlarge"
-  instance_platform       = "Linux/UNIX"
-  availability_zone       = var.availability_zone
-  instance_count          = 1
-  placement_group_arn     = aws_placement_group.gpu.arn
-  instance_match_criteria = "targeted"
-  end_date_type           = "unlimited"
-}
-
+# ---- Kubernetes p5-48xlarge, reserved_1y: EKS node group of 1 to 1 node(s)
+# (p5.48xlarge, 8x H100), fixed size.
+# The nodes start inside reservation p5-48xlarge-reserved-1y.
 resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-reserved-1y-k8s-"
 
@@ -145,7 +167,7 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
 
   capacity_reservation_specification {
     capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y_kubernetes.id
+      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
     }
   }
 
@@ -156,7 +178,8 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile/pool" = "p5-48xlarge-reserved-1y-k8s"
+      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pricing" = "reserved_1y"
     }
   }
 }
@@ -182,7 +205,8 @@ resource "aws_eks_node_group" "p5_48xlarge_reserved_1y_kubernetes" {
   }
 
   labels = {
-    "infra-compile.io/pool" = "p5-48xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "p5-48xlarge"
+    "infra-compile.io/pricing" = "reserved_1y"
   }
 
   taint {

@@ -3,12 +3,22 @@ output "placement_group" {
   value       = aws_placement_group.gpu.name
 }
 
+output "g6e_12xlarge_reserved_1y_reservation" {
+  description = "Capacity reservation of block g6e-12xlarge-reserved-1y (3 x g6e.12xlarge, reserved_1y)."
+  value       = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y.id
+}
+
+output "p5_48xlarge_reserved_1y_reservation" {
+  description = "Capacity reservation of block p5-48xlarge-reserved-1y (1 x p5.48xlarge, reserved_1y)."
+  value       = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
+}
+
 output "g6e_12xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group of pool g6e-12xlarge-reserved-1y-k8s (3 x g6e.12xlarge)."
+  description = "EKS node group g6e-12xlarge-reserved-1y-k8s (3 to 3 x g6e.12xlarge, reserved_1y)."
   value       = aws_eks_node_group.g6e_12xlarge_reserved_1y_kubernetes.node_group_name
 }
 
 output "p5_48xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group of pool p5-48xlarge-reserved-1y-k8s (1 x p5.48xlarge)."
+  description = "EKS node group p5-48xlarge-reserved-1y-k8s (1 to 1 x p5.48xlarge, reserved_1y)."
   value       = aws_eks_node_group.p5_48xlarge_reserved_1y_kubernetes.node_group_name
 }

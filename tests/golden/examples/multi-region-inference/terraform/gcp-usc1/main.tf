@@ -1,4 +1,6 @@
-# GPU capacity for site gcp-usc1 as planned: 2 node group(s).
+# GPU capacity for site gcp-usc1 as planned: 2 reservation(s),
+# 2 node set(s) (Slurm VMs or instance templates, GKE node pools).
+# Nothing else here provisions GPU nodes; schedule/gcp-usc1.csv says who holds which, when.
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types (RDMA NICs on a RoCE network profile for A3 Ultra).
@@ -28,11 +30,11 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- pool a3-ultragpu-8g-reserved-1y-k8s: 1 x a3-ultragpu-8g (8x H200), reserved_1y, for kubernetes
-# reserved_1y: a specific reservation holds the capacity (the committed-use
-# discount is bought on the billing account, outside Terraform).
-resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y_kubernetes" {
-  name = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y-k8s"
+# ---- reservation a3-ultragpu-8g-reserved-1y: 1 x a3-ultragpu-8g, reserved_1y, nodes a3-ultragpu-8g-r1y01,
+# used by kubernetes. A specific reservation holds the capacity; the
+# committed-use discount is bought on the billing account, outside Terraform.
+resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
+  name = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y"
   zone = var.zone
 
   specific_reservation_required = true
@@ -49,6 +51,30 @@ resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   }
 }
 
+# ---- reservation g2-standard-96-reserved-1y: 4 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-04],
+# used by kubernetes. A specific reservation holds the capacity; the
+# committed-use discount is bought on the billing account, outside Terraform.
+resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
+  name = "${var.name_prefix}-g2-standard-96-reserved-1y"
+  zone = var.zone
+
+  specific_reservation_required = true
+
+  specific_reservation {
+    count = 4
+    instance_properties {
+      machine_type = "g2-standard-96"
+      guest_accelerators {
+        accelerator_type  = "nvidia-l4"
+        accelerator_count = 8
+      }
+    }
+  }
+}
+
+# ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 1 to 1 node(s)
+# (a3-ultragpu-8g, 8x H200), fixed size.
+# The nodes start inside reservation a3-ultragpu-8g-reserved-1y.
 resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   name           = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y-k8s"
   cluster        = var.gke_cluster
@@ -77,7 +103,8 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
     }
 
     labels = {
-      "infra-compile.io/pool" = "a3-ultragpu-8g-reserved-1y"
+      "infra-compile.io/pool"    = "a3-ultragpu-8g"
+      "infra-compile.io/pricing" = "reserved_1y"
     }
 
     taint {
@@ -89,7 +116,7 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.a3_ultragpu_8g_reserved_1y_kubernetes.name]
+      values                   = [google_compute_reservation.a3_ultragpu_8g_reserved_1y.name]
     }
   }
 
@@ -104,27 +131,9 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- pool g2-standard-96-reserved-1y-k8s: 4 x g2-standard-96 (8x L4), reserved_1y, for kubernetes
-# reserved_1y: a specific reservation holds the capacity (the committed-use
-# discount is bought on the billing account, outside Terraform).
-resource "google_compute_reservation" "g2_standard_96_reserved_1y_kubernetes" {
-  name = "${var.name_prefix}-g2-standard-96-reserved-1y-k8s"
-  zone = var.zone
-
-  specific_reservation_required = true
-
-  specific_reservation {
-    count = 4
-    instance_properties {
-      machine_type = "g2-standard-96"
-      guest_accelerators {
-        accelerator_type  = "nvidia-l4"
-        accelerator_count = 8
-      }
-    }
-  }
-}
-
+# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 4 to 4 node(s)
+# (g2-standard-96, 8x L4), fixed size.
+# The nodes start inside reservation g2-standard-96-reserved-1y.
 resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
   name           = "${var.name_prefix}-g2-standard-96-reserved-1y-k8s"
   cluster        = var.gke_cluster
@@ -153,7 +162,8 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
     }
 
     labels = {
-      "infra-compile.io/pool" = "g2-standard-96-reserved-1y"
+      "infra-compile.io/pool"    = "g2-standard-96"
+      "infra-compile.io/pricing" = "reserved_1y"
     }
 
     taint {
@@ -165,7 +175,7 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.g2_standard_96_reserved_1y_kubernetes.name]
+      values                   = [google_compute_reservation.g2_standard_96_reserved_1y.name]
     }
   }
 }

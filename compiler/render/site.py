@@ -1,0 +1,249 @@
+"""A site as the templates see it: its scheduling domains, storage, training jobs and services.
+
+Every template gets frozen dataclasses from here and from the target modules, never a raw
+dict from the spec or the plan.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compiler.catalog.model import Catalog
+from compiler.plan import Placement, Plan, SitePlan
+from compiler.render.common import (NcclProfile, StorageView, nccl_profile, shared_mount, slug,
+                                    storage_view)
+from compiler.render.domains import (Domain, ScheduleRow, block_rows, domain_of,
+                                     orchestrator_of, placement_pricings, site_domains, spans)
+
+
+@dataclass(frozen=True)
+class JobPart:
+    """The nodes of one pricing a training job starts on (Kueue admits each part under its
+    pricing's flavor; torchrun numbers the nodes from `offset`)."""
+
+    pricing: str
+    nodes: int
+    offset: int
+
+    @property
+    def name(self) -> str:
+        return f"workers-{slug(self.pricing)}"
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    name: str                     # the workload's name (validated pattern)
+    site: str
+    domain: Domain
+    nodes: int
+    gpus: int
+    gpus_per_node: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    cpus_per_task: int
+    pricings: tuple[str, ...]     # the pricings its nodes are held at (Slurm --constraint)
+    parts: tuple[JobPart, ...]
+    checkpoint_dir: str
+    nccl: NcclProfile
+    duration_hours: float
+    months: str                   # the months it runs, e.g. "0-1"
+    holdings: tuple[tuple[str, tuple[int, ...]], ...] = ()   # (pricing, nodes each month)
+
+    @property
+    def spot(self) -> bool:
+        return "spot" in self.pricings
+
+    @property
+    def constraint(self) -> str:
+        """Slurm --constraint: any node of the pricings the plan holds for it."""
+        return "|".join(self.pricings)
+
+    @property
+    def dns_name(self) -> str:
+        return slug(self.name)[:40].rstrip("-") or "job"
+
+
+@dataclass(frozen=True)
+class InferenceService:
+    name: str                     # the workload's name (the served model)
+    site: str
+    domain: Domain
+    replicas: int                 # peak over the horizon
+    gpus_per_replica: int
+    tensor_parallel: int
+    batch: int
+    monthly_replicas: tuple[int, ...]
+    initial_replicas: int         # the Deployment's replicas as applied (month 0's plan)
+    hpa_min: int                  # HPA bounds of its first month with replicas
+    hpa_max: int
+    first_month: int
+    pdb_max_unavailable: int      # 0 means: use min_available instead
+    pdb_min_available: int
+    model_dir: str
+    # Kubernetes object and file name: the workload's name, unless it has several placements at
+    # the site (one per candidate: instance, GPUs per replica), then suffixed to keep them apart.
+    deployment: str = ""
+
+    @property
+    def object_name(self) -> str:
+        return self.deployment or self.name
+
+    @property
+    def monthly_text(self) -> str:
+        return ",".join(str(r) for r in self.monthly_replicas)
+
+
+def _months(series) -> str:
+    active = [m for m, n in enumerate(series) if n]
+    if not active:
+        return ""
+    return str(active[0]) if active[0] == active[-1] else f"{active[0]}-{active[-1]}"
+
+
+def _parts(p: Placement, nodes: int) -> tuple[JobPart, ...]:
+    """The job's nodes by pricing in its first month with nodes (one part if that does not add
+    up to the job, as in a plan without holdings)."""
+    horizon = max((len(h.monthly_nodes) for h in p.holdings), default=0)
+    for m in range(horizon):
+        mix = [(h.pricing, h.monthly_nodes[m]) for h in p.holdings
+               if m < len(h.monthly_nodes) and h.monthly_nodes[m] > 0]
+        if mix:
+            if sum(n for _q, n in mix) != nodes:
+                break
+            out, offset = [], 0
+            for pricing in placement_pricings(p):
+                n = dict(mix).get(pricing, 0)
+                if n:
+                    out.append(JobPart(pricing, n, offset))
+                    offset += n
+            return tuple(out)
+    return (JobPart(placement_pricings(p)[0], nodes, 0),)
+
+
+def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrator: str,
+                  storage: StorageView | None) -> tuple[TrainingJob, ...]:
+    jobs = []
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        if w.kind != "training" or orchestrator_of(w) != orchestrator:
+            continue
+        for p in w.placements:
+            if p.site != site:
+                continue
+            domain = domain_of(domains, p)
+            shape = domain.shape
+            nodes = max(1, p.nodes)
+            per_node = max(1, min(shape.gpus, math.ceil(p.gpus / nodes)))
+            held = [sum(h.monthly_nodes[m] for h in p.holdings if m < len(h.monthly_nodes))
+                    for m in range(plan.horizon_months)]
+            jobs.append(TrainingJob(
+                name=w.name, site=site, domain=domain, nodes=nodes, gpus=p.gpus,
+                gpus_per_node=per_node, tp=w.layout.tp, pp=w.layout.pp, dp=w.layout.dp,
+                ep=w.layout.ep, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
+                pricings=placement_pricings(p), parts=_parts(p, nodes),
+                checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
+                nccl=nccl_profile(domain.fabric, domain.instance),
+                duration_hours=float(w.estimate.get("duration_hours", 0.0) or 0.0),
+                months=_months(held) or str(w.start_month),
+                holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
+            ))
+    return tuple(jobs)
+
+
+def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...]) -> tuple[InferenceService, ...]:
+    out = []
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        if w.kind != "inference":
+            continue
+        here = [p for p in w.placements if p.site == site and p.replicas > 0]
+        for p in here:
+            per_replica = p.gpus_per_replica or max(1, p.gpus // p.replicas)
+            deployment = ""
+            if len(here) > 1:
+                same_size = sum(1 for q in here if (q.gpus_per_replica or q.gpus // q.replicas) == per_replica)
+                deployment = f"{w.name}-tp{per_replica}" + (f"-{slug(p.instance)}" if same_size > 1 else "")
+            monthly = tuple(p.monthly_replicas) or (p.replicas,) * plan.horizon_months
+            first = next((m for m, r in enumerate(monthly) if r > 0), 0)
+            first_r = monthly[first] if monthly else p.replicas
+            spare = p.replicas >= 2
+            out.append(InferenceService(
+                name=w.name, site=site, domain=domain_of(domains, p), replicas=p.replicas,
+                gpus_per_replica=per_replica,
+                tensor_parallel=max(1, min(per_replica, w.layout.tp * w.layout.pp)),
+                batch=max(1, int(w.estimate.get("batch", 1) or 1)),
+                monthly_replicas=monthly, initial_replicas=monthly[0] if monthly else p.replicas,
+                hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
+                pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
+                model_dir=f"/models/{w.name}", deployment=deployment,
+            ))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SiteView:
+    name: str
+    type: str
+    provider: str | None
+    region: str | None
+    plan_name: str
+    horizon_months: int
+    domains: tuple[Domain, ...]
+    storage: StorageView | None
+    training_slurm: tuple[TrainingJob, ...]
+    training_kubernetes: tuple[TrainingJob, ...]
+    inference: tuple[InferenceService, ...]
+
+    @property
+    def cloud(self) -> bool:
+        return self.type == "cloud"
+
+    def uses(self, orchestrator: str) -> bool:
+        return any(d.blocks_for(orchestrator) for d in self.domains)
+
+    @property
+    def slurm_domains(self) -> tuple[Domain, ...]:
+        return tuple(d for d in self.domains if d.blocks_for("slurm"))
+
+    @property
+    def kubernetes_domains(self) -> tuple[Domain, ...]:
+        return tuple(d for d in self.domains if d.blocks_for("kubernetes"))
+
+    @property
+    def namespace(self) -> str:
+        return slug(self.plan_name)[:63].rstrip("-") or "ml"
+
+    @property
+    def mount(self) -> str:
+        return shared_mount(self.storage)
+
+    @property
+    def schedule(self) -> tuple[ScheduleRow, ...]:
+        """Month by month: the nodes each orchestrator holds, and each service's replicas."""
+        rows = [r for d in self.domains for b in d.blocks for r in block_rows(b)]
+        for svc in self.inference:
+            for first, last, count in spans(svc.monthly_replicas):
+                rows.append(ScheduleRow(self.name, first, last, "replicas", "kubernetes",
+                                        svc.domain.name, "", svc.object_name, int(count), ""))
+        return tuple(rows)
+
+    @property
+    def handovers(self) -> tuple[ScheduleRow, ...]:
+        """The schedule rows of blocks whose static nodes change hands between orchestrators."""
+        shared = {(d.name, b.pricing) for d in self.domains for b in d.blocks
+                  if b.handover[0] and b.handover[0] <= b.handover[1]}
+        return tuple(r for r in self.schedule if r.kind == "nodes" and (r.domain, r.pricing) in shared)
+
+
+def site_view(plan: Plan, catalog: Catalog, site: SitePlan) -> SiteView:
+    domains = site_domains(plan, catalog, site.name, cloud=site.type == "cloud")
+    storage = storage_view(plan, site.name)
+    return SiteView(
+        name=site.name, type=site.type, provider=site.provider, region=site.region,
+        plan_name=plan.spec_name, horizon_months=plan.horizon_months, domains=domains,
+        storage=storage,
+        training_slurm=training_jobs(plan, site.name, domains, "slurm", storage),
+        training_kubernetes=training_jobs(plan, site.name, domains, "kubernetes", storage),
+        inference=inference_services(plan, site.name, domains),
+    )
