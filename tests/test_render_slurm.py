@@ -18,7 +18,7 @@ SLURM_SITES = sorted({(case, path.split("/")[1]) for case in PLANS for path in r
 JOBS = sorted((case, path) for case in PLANS for path in rendered(case)
               if path.endswith(".sbatch"))
 SCRIPTS = sorted((case, path) for case in PLANS for path in rendered(case)
-                 if path.startswith("slurm/") and path.endswith((".sbatch", ".sh")))
+                 if path.endswith((".sbatch", ".sh")))
 
 needs_slurm = pytest.mark.skipif(
     not slurm_harness.available(),

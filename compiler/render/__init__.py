@@ -4,7 +4,8 @@
 
 site.py builds each site's view (its scheduling domains, from domains.py, storage, jobs and
 services); one module per target (terraform, slurm, kubernetes, onprem) turns it into files
-from templates/<target>/, and schedule/<site>.csv says who holds which nodes month by month.
+from templates/<target>/, and schedule.py says who holds which nodes month by month (a CSV, and
+a script that applies a month).
 docs/artifacts.md is the contract the files keep. plan.json and the report are written by
 other stages. The output is sorted and holds no timestamps: the same plan renders the same
 bytes.
@@ -17,8 +18,7 @@ import re
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
-from compiler.render import kubernetes, onprem, slurm, terraform
-from compiler.render.environment import render_template
+from compiler.render import kubernetes, onprem, schedule, slurm, terraform
 from compiler.render.site import site_view
 
 # The spec's name pattern; names become directory names, node names and identifiers, so
@@ -50,6 +50,5 @@ def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
             files.update(slurm.render_site(view, catalog))
         if view.uses("kubernetes"):
             files.update(kubernetes.render_site(view, catalog))
-        files[f"schedule/{site.name}.csv"] = render_template("schedule/schedule.csv.j2",
-                                                             rows=view.schedule)
+        files.update(schedule.render_site(view))
     return dict(sorted(files.items()))

@@ -60,7 +60,8 @@ def flavors(site: SiteView) -> tuple[Flavor, ...]:
                         for m, n in enumerate(series[:site.horizon_months]):
                             monthly[m] += n
                 largest = max([largest] + [p.nodes for p in j.parts if p.pricing == b.pricing])
-            nodes = max(max(monthly, default=0), largest)
+            # capped at the block: jobs that take turns on a node within a month count once
+            nodes = min(max(max(monthly, default=0), largest), max(b.nodes, largest))
             if nodes:
                 out.append(Flavor(d, b, nodes))
     return tuple(out)

@@ -1,0 +1,1869 @@
+"""The coherence oracle: do the rendered files implement the plan? (docs/artifacts.md)
+
+`check(out_dir, catalog=None)` reads `plan.json` and the files `infra-compile SPEC -o DIR`
+wrote beside it and returns every way the files break the contract of docs/artifacts.md, one
+human-readable line each (empty: coherent). It is written from that page, not from the
+renderers: it imports nothing from compiler.render (only compiler.plan.from_dict, to read
+plan.json) and reads the files with real parsers -- python-hcl2 for Terraform, PyYAML for
+Kubernetes, csv for the schedule and the BOM, Slurm's key=value syntax for slurm.conf and
+`#SBATCH` lines, and its own expansion of Slurm hostlists (`prefix[01-08,10]`, comma lists).
+Hardware figures (GPUs per node, GPU names, fabric and storage prices) come from the catalog's
+data files (or a Catalog object): data, not renderer code.
+
+Every line starts with the check that found it -- `slurm`, `capacity`, `schedule`,
+`report`, `kubernetes`, `terraform`, `bom`, `files` -- then names the site, the object and the figures.
+
+The model of the contract, computed from plan.json alone (a *block* is one pool: site,
+instance, pricing; its *domain* is the instance slugged):
+- `s[m]`: the sum of the Slurm training placements' holdings of the block in month m, at most
+  `pool.monthly_nodes[m]` (two jobs may take turns on a node within a month);
+- `k[m]`: the same sum over Kubernetes training placements and services, capped at
+  `pool.monthly_nodes[m] - s[m]` (never below 0);
+- static pricings (owned, purchase, reserved_*) are nodes 1..N (N = pool.nodes): Slurm's are
+  1..max s, Kubernetes' N-max k+1..N (an orchestrator alone on a block gets all N), in month m
+  Slurm uses 1..s[m] and Kubernetes N-k[m]+1..N;
+- elastic pricings (on_demand, spot): Slurm's share is max s `State=CLOUD` nodes, Kubernetes'
+  an autoscaled node group from min k to max k; a cloud static block whose two ranges meet
+  ("changes hands") is elastic on both sides: `State=CLOUD`, node group from 0 to max k.
+
+Readings of the contract where it leaves room (what a demanding ops engineer expects):
+- Node names are `<domain>-<tag><NN>` with NN zero-padded to max(2, digits of N); a block's
+  Slurm nodes are exactly its range (not merely that many), its on-prem Node objects exactly
+  Kubernetes' range; fixed Slurm instances and fixed node groups count exactly their range.
+- `Feature=` carries the block's pricing and no other pricing; `State=UNKNOWN` for static
+  Slurm nodes, `State=CLOUD` for elastic ones, nothing else.
+- The sbatch's `--constraint` lists exactly the pricings its placement holds nodes of in any
+  month; `--gpus-per-node=<type>:<n>` needs n GPUs of that type on each node.
+- A schedule month no row covers means 0 (rows for zero spans may be left out); rows must not
+  overlap, and two adjacent rows of one object with the same count should be one span.
+- A node group's min/max are exact: static blocks fixed at the size of Kubernetes' range
+  (min = max), elastic ones min k..max k, static cloud blocks that change hands 0..max k. The capacity check only asks
+  max >= max k; the Terraform check asks the exact figures.
+- The HPA's bounds are the first month with replicas: maxReplicas = that month's replicas,
+  minReplicas = min(2, that); the Deployment's replicas are month 0's.
+- Deployments of a domain must fit, month by month, into the nodes Kubernetes holds there (the
+  sum of k[m] over the domain's blocks), packed first-fit decreasing by GPUs. Kubernetes
+  training is not subtracted: the plan lets a job and services take turns on nodes within a
+  month (node-hours), which whole-month figures cannot show.
+- The ClusterQueue's GPU quota of a flavor is exactly the most GPUs Kubernetes training holds
+  of that block in one month (the sum of the jobs' holdings, uncapped, as the contract words
+  it); a JobSet's replicated job `workers-<pricing>` has as many pods as the placement holds
+  nodes of that pricing in its first month with nodes. Where that month's holdings add up to
+  more than the job's nodes (it moves between pricings within the month), the pods must add up
+  to the job's nodes, of pricings it holds that month.
+- The BOM's fabric is what the plan priced: per bought node, ports x cost_per_port plus
+  3 x ports / radix x switch cost (switches in fractions, not rounded up to whole boxes);
+  owned nodes bring no fabric. Storage lines give ceil(capacity) TB at the tier's capex.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import hcl2
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOG_DATA = ROOT / "compiler" / "catalog" / "data"
+
+PRICINGS = ("owned", "purchase", "reserved_3y", "reserved_1y", "on_demand", "spot")
+STATIC = frozenset({"owned", "purchase", "reserved_3y", "reserved_1y"})
+RESERVED = frozenset({"reserved_1y", "reserved_3y"})
+TAGS = {"owned": "own", "purchase": "buy", "reserved_3y": "r3y", "reserved_1y": "r1y",
+        "on_demand": "od", "spot": "spot"}
+TAG_PRICING = {t: p for p, t in TAGS.items()}
+
+POOL_LABEL = "infra-compile.io/pool"
+PRICING_LABEL = "infra-compile.io/pricing"
+MONTHS_ANNOTATION = "infra-compile.io/months"
+REPLICAS_ANNOTATION = "infra-compile.io/monthly-replicas"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
+RESUME_PROGRAM = "/etc/slurm/resume.sh"
+SUSPEND_PROGRAM = "/etc/slurm/suspend.sh"
+SCHEDULE_COLUMNS = ["site", "month_first", "month_last", "kind", "orchestrator", "domain", "pricing",
+                    "object", "count", "nodes"]
+MONEY_TOL = 1.0          # USD: BOM figures are written in cents; fractions of switches round
+
+
+def slug(text: str) -> str:
+    """Lowercase, runs of other characters become `-` (docs/artifacts.md, "Scheduling domains")."""
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+# --- catalog figures ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    gpu: str
+    gpus: int
+    provider: str            # aws | gcp | azure | on_prem
+    capex_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class FabricFigures:
+    ports_per_node: int
+    cost_per_port_usd: float
+    switch_radix: int
+    switch_cost_usd: float
+
+    def per_node_usd(self) -> float:
+        return (self.ports_per_node * self.cost_per_port_usd
+                + 3 * self.ports_per_node / self.switch_radix * self.switch_cost_usd)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    machines: dict[str, Machine]
+    fabrics: dict[str, FabricFigures]
+    storage: dict[str, tuple[str, float]]      # tier -> (provider, capex per TB)
+
+
+def hardware(catalog: Any = None) -> Hardware:
+    """The figures this oracle needs, from a Catalog object, a directory of catalog data files
+    (compiler/catalog/data layout), or None: the shipped data files, read as plain YAML."""
+    if catalog is None or isinstance(catalog, (str, Path)):
+        folder = Path(catalog) if catalog is not None else CATALOG_DATA
+        raw: dict[str, dict] = {"instances": {}, "onprem_nodes": {}, "fabrics": {}, "storage": {}}
+        for path in sorted(folder.glob("*.yaml")):
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            for section in raw:
+                raw[section].update(data.get(section) or {})
+        machines = {n: Machine(n, r["gpu"], int(r["gpus"]), r["provider"]) for n, r in raw["instances"].items()}
+        machines.update({n: Machine(n, r["gpu"], int(r["gpus"]), "on_prem", float(r["capex_usd"]))
+                         for n, r in raw["onprem_nodes"].items()})
+        fabrics = {n: FabricFigures(int(r["ports_per_node"]), float(r["cost_per_port_usd"]),
+                                    int(r["switch_radix"]), float(r["switch_cost_usd"]))
+                   for n, r in raw["fabrics"].items()}
+        storage = {n: (r["provider"], float(r["capex_usd_per_tb"])) for n, r in raw["storage"].items()}
+        return Hardware(machines, fabrics, storage)
+    machines = {n: Machine(n, i.gpu, int(i.gpus), i.provider) for n, i in catalog.instances.items()}
+    machines.update({n: Machine(n, o.gpu, int(o.gpus), "on_prem", float(o.capex_usd))
+                     for n, o in catalog.onprem_nodes.items()})
+    fabrics = {n: FabricFigures(int(f.ports_per_node), float(f.cost_per_port_usd), int(f.switch_radix),
+                                float(f.switch_cost_usd)) for n, f in catalog.fabrics.items()}
+    storage = {n: (s.provider, float(s.capex_usd_per_tb)) for n, s in catalog.storage.items()}
+    return Hardware(machines, fabrics, storage)
+
+
+# --- parsers ----------------------------------------------------------------------------------
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside brackets."""
+    out, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return [s.strip() for s in out if s.strip()]
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm hostlist -> host names: `gpu[01-03,07]`, `a[1-2]-b[1-2]`, `x01,y[3-4]`."""
+    out: list[str] = []
+    for part in _split_top(text or ""):
+        out.extend(_expand_one(part))
+    return out
+
+
+def _expand_one(text: str) -> list[str]:
+    m = re.search(r"\[([^\]]*)\]", text)
+    if not m:
+        if "[" in text or "]" in text:
+            raise ValueError(f"unbalanced brackets in hostlist {text!r}")
+        return [text] if text else []
+    pre, body, post = text[:m.start()], m.group(1), text[m.end():]
+    numbers: list[str] = []
+    for rng in body.split(","):
+        rng = rng.strip()
+        if not rng:
+            continue
+        if "-" in rng:
+            a, b = rng.split("-", 1)
+            if not (a.isdigit() and b.isdigit()) or int(b) < int(a):
+                raise ValueError(f"bad range {rng!r} in hostlist {text!r}")
+            numbers += [f"{i:0{len(a)}d}" for i in range(int(a), int(b) + 1)]
+        elif rng.isdigit():
+            numbers.append(rng)
+        else:
+            raise ValueError(f"bad hostlist element {rng!r} in {text!r}")
+    rest = _expand_one(post) if post else [""]
+    return [pre + n + r for n in numbers for r in rest]
+
+
+@dataclass
+class SlurmConf:
+    options: dict[str, str]                 # global key (lowercase) -> value
+    nodes: list[dict[str, str]]             # one dict per NodeName line (keys lowercase)
+    partitions: list[dict[str, str]]
+
+
+def parse_slurm_conf(text: str) -> SlurmConf:
+    """slurm.conf's key=value syntax: `#` starts a comment, a line holds whitespace-separated
+    pairs, NodeName= / PartitionName= lines define nodes and partitions (DEFAULT lines apply to
+    the lines after them)."""
+    conf = SlurmConf({}, [], [])
+    node_default: dict[str, str] = {}
+    part_default: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pairs: dict[str, str] = {}
+        for tok in shlex.split(line, posix=True):
+            key, eq, value = tok.partition("=")
+            if not eq:
+                if key.lower() == "include":
+                    break
+                raise ValueError(f"not a key=value pair: {tok!r} in line {raw!r}")
+            pairs[key.lower()] = value
+        if not pairs:
+            continue
+        first = next(iter(pairs))
+        if first == "nodename":
+            if pairs["nodename"].upper() == "DEFAULT":
+                node_default.update({k: v for k, v in pairs.items() if k != "nodename"})
+            else:
+                conf.nodes.append({**node_default, **pairs})
+        elif first == "partitionname":
+            if pairs["partitionname"].upper() == "DEFAULT":
+                part_default.update({k: v for k, v in pairs.items() if k != "partitionname"})
+            else:
+                conf.partitions.append({**part_default, **pairs})
+        else:
+            conf.options.update(pairs)
+    return conf
+
+
+SBATCH_SHORT = {"p": "partition", "N": "nodes", "C": "constraint", "G": "gpus", "J": "job-name",
+                "n": "ntasks", "c": "cpus-per-task", "t": "time", "o": "output"}
+
+
+def parse_sbatch(text: str) -> dict[str, str]:
+    """The `#SBATCH` options of a batch script (sbatch stops reading them at the first line
+    that is neither a comment nor blank)."""
+    opts: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("#SBATCH"):
+            args = shlex.split(line[len("#SBATCH"):])
+            i = 0
+            while i < len(args):
+                a = args[i]
+                if a.startswith("--"):
+                    key, eq, value = a[2:].partition("=")
+                    if not eq and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                        value = args[i + 1]
+                        i += 1
+                    opts[key] = value
+                elif a.startswith("-") and len(a) >= 2:
+                    key = SBATCH_SHORT.get(a[1], a[1])
+                    value = a[2:]
+                    if not value and i + 1 < len(args) and not args[i + 1].startswith("-"):
+                        value = args[i + 1]
+                        i += 1
+                    opts[key] = value
+                i += 1
+        elif not line or line.startswith("#"):
+            continue
+        else:
+            break
+    return opts
+
+
+def constraint_alternatives(text: str) -> list[set[str]]:
+    """`a|b` (OR), `a&b` / `a,b` (AND), brackets dropped: a list of feature sets, any of which
+    a node must carry all of."""
+    text = text.replace("[", "").replace("]", "")
+    return [set(f for f in re.split(r"[&,]", alt) if f) for alt in text.split("|") if alt]
+
+
+HCL_OPTIONS = hcl2.SerializationOptions(with_comments=False, explicit_blocks=False, strip_string_quotes=True,
+                                        preserve_heredocs=False)
+
+
+def parse_hcl(text: str) -> dict:
+    return hcl2.loads(text, serialization_options=HCL_OPTIONS)
+
+
+def parse_ranges(text: str) -> set[int]:
+    """Months written as `0-3, 7` (or `0,1,2`): the set of ints."""
+    out: set[int] = set()
+    for a, b in re.findall(r"(\d+)(?:\s*-\s*(\d+))?", str(text)):
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def parse_int_list(text: Any) -> list[int] | None:
+    if isinstance(text, list):
+        items = text
+    else:
+        s = str(text).strip()
+        try:
+            items = json.loads(s) if s.startswith("[") else [x for x in re.split(r"[,\s]+", s) if x]
+        except ValueError:
+            return None
+    try:
+        return [int(x) for x in items]
+    except (TypeError, ValueError):
+        return None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _money(value: Any) -> float | None:
+    try:
+        return float(str(value).replace(",", "").replace("$", "").strip())
+    except ValueError:
+        return None
+
+
+# --- the plan, as the contract sees it -----------------------------------------------------
+
+@dataclass
+class Block:
+    site: str
+    cloud: bool
+    provider: str | None
+    instance: str
+    domain: str
+    pricing: str
+    nodes: int                    # N: the pool's nodes
+    gpu: str
+    gpus_per_node: int
+    fabric: str
+    pool_monthly: list[int]
+    s: list[int]                  # Slurm's nodes per month
+    k: list[int]                  # Kubernetes' nodes per month (capped)
+    k_train: list[int] = field(default_factory=list)   # Kubernetes training holdings per month
+
+    @property
+    def static(self) -> bool:
+        return self.pricing in STATIC
+
+    @property
+    def s_peak(self) -> int:
+        return max(self.s, default=0)
+
+    @property
+    def k_peak(self) -> int:
+        return max(self.k, default=0)
+
+    @property
+    def k_min(self) -> int:
+        return min(self.k, default=0)
+
+    @property
+    def slurm_range(self) -> tuple[int, int]:
+        """Slurm's node indices (first, last): 1..max s, or all N of a static block when
+        Slurm is alone on it; (1, 0): none."""
+        if not self.s_peak:
+            return (1, 0)
+        if self.static and not self.k_peak:
+            return (1, self.nodes)
+        return (1, self.s_peak)
+
+    @property
+    def k8s_range(self) -> tuple[int, int]:
+        """Kubernetes' node indices: N-max k+1..N, or all N of a static block when Kubernetes is
+        alone on it (elastic blocks: 1..max k, a node group's count)."""
+        if not self.k_peak:
+            return (1, 0)
+        if not self.static:
+            return (1, self.k_peak)
+        if not self.s_peak:
+            return (1, self.nodes)
+        return (self.nodes - self.k_peak + 1, self.nodes)
+
+    @staticmethod
+    def size(span: tuple[int, int]) -> int:
+        return max(0, span[1] - span[0] + 1)
+
+    @property
+    def handover(self) -> bool:
+        """Static nodes that change hands: Slurm's 1..max s meets Kubernetes' N-max k+1..N."""
+        return self.static and self.s_peak > 0 and self.k_peak > 0 and self.s_peak + self.k_peak > self.nodes
+
+    @property
+    def elastic(self) -> bool:
+        """Started and stopped as needed: elastic pricings, and cloud static blocks that change hands."""
+        return not self.static or (self.cloud and self.handover)
+
+    @property
+    def tag(self) -> str:
+        return TAGS.get(self.pricing, slug(self.pricing))
+
+    @property
+    def flavor(self) -> str:
+        return f"{self.domain}-{slug(self.pricing)}"
+
+    @property
+    def width(self) -> int:
+        return max(2, len(str(self.nodes)))
+
+    def name(self, i: int) -> str:
+        return f"{self.domain}-{self.tag}{i:0{self.width}d}"
+
+    def names(self, first: int, last: int) -> set[str]:
+        return {self.name(i) for i in range(first, last + 1)}
+
+    @property
+    def label(self) -> str:
+        return f"{self.site}/{self.domain}/{self.pricing}"
+
+
+def _series(values: Iterable, months: int) -> list[int]:
+    out = [int(round(v)) for v in values][:months]
+    return out + [0] * (months - len(out))
+
+
+def orchestrator_of(w) -> str:
+    return "kubernetes" if w.kind == "inference" else w.orchestrator
+
+
+def holdings_of(p, months: int) -> dict[str, list[int]]:
+    """pricing -> nodes held per month (a placement without holdings: its pricing, every month)."""
+    out: dict[str, list[int]] = {}
+    if p.holdings:
+        for h in p.holdings:
+            series = _series(h.monthly_nodes, months)
+            prev = out.setdefault(h.pricing, [0] * months)
+            out[h.pricing] = [a + b for a, b in zip(prev, series)]
+    else:
+        out[p.pricing] = [p.nodes] * months
+    return out
+
+
+class Context:
+    """One output folder, its plan and its files; parsed lazily, once each."""
+
+    def __init__(self, out_dir: Path, hw: Hardware):
+        from compiler.plan import from_dict
+
+        self.out = Path(out_dir)
+        self.hw = hw
+        self.plan = from_dict(json.loads((self.out / "plan.json").read_text(encoding="utf-8")))
+        self.months = int(self.plan.horizon_months)
+        self.sites = {s.name: s for s in self.plan.sites}
+        self.problems: list[str] = []
+        self._cache: dict[tuple, Any] = {}
+        self.blocks: dict[tuple[str, str, str], Block] = {}      # (site, domain, pricing)
+        self.domain_instance: dict[tuple[str, str], str] = {}
+        for pool in self.plan.pools:
+            site = self.sites.get(pool.site)
+            cloud = bool(site and site.type == "cloud")
+            domain = slug(pool.instance)
+            other = self.domain_instance.setdefault((pool.site, domain), pool.instance)
+            if other != pool.instance:
+                self.problems.append(f"files: {pool.site}: instances {other} and {pool.instance} share the "
+                                     f"domain name {domain}")
+            pool_monthly = (_series(pool.monthly_nodes, self.months) if pool.monthly_nodes
+                            else [pool.nodes] * self.months)
+            if (pool.site, domain, pool.pricing) in self.blocks:
+                self.problems.append(f"capacity: plan.json has two {pool.pricing} pools of {pool.instance} at "
+                                     f"{pool.site}")
+            self.blocks[(pool.site, domain, pool.pricing)] = Block(
+                site=pool.site, cloud=cloud, provider=site.provider if site else None, instance=pool.instance,
+                domain=domain, pricing=pool.pricing, nodes=int(pool.nodes), gpu=pool.gpu,
+                gpus_per_node=int(pool.gpus_per_node), fabric=pool.fabric, pool_monthly=pool_monthly,
+                s=[0] * self.months, k=[0] * self.months, k_train=[0] * self.months)
+        k_sum: dict[tuple, list[int]] = {key: [0] * self.months for key in self.blocks}
+        for w in self.plan.workloads:
+            orch = orchestrator_of(w)
+            for p in w.placements:
+                for pricing, series in holdings_of(p, self.months).items():
+                    key = (p.site, slug(p.instance), pricing)
+                    if key not in self.blocks:
+                        if any(series):
+                            self.problems.append(f"capacity: plan.json: {w.name} holds {p.instance} {pricing} nodes "
+                                                 f"at {p.site} but the plan has no such pool")
+                        continue
+                    b = self.blocks[key]
+                    if orch == "slurm":
+                        b.s = [a + x for a, x in zip(b.s, series)]
+                    else:
+                        k_sum[key] = [a + x for a, x in zip(k_sum[key], series)]
+                        if w.kind == "training":
+                            b.k_train = [a + x for a, x in zip(b.k_train, series)]
+        for key, b in self.blocks.items():
+            b.s = [min(x, b.pool_monthly[m]) for m, x in enumerate(b.s)]
+            b.k = [max(0, min(h, b.pool_monthly[m] - b.s[m])) for m, h in enumerate(k_sum[key])]
+
+    # -- plan views --
+    def site_blocks(self, site: str) -> list[Block]:
+        order = {p: i for i, p in enumerate(PRICINGS)}
+        return sorted((b for b in self.blocks.values() if b.site == site),
+                      key=lambda b: (b.domain, order.get(b.pricing, 99)))
+
+    def placements(self, site: str, orchestrator: str, kind: str | None = None):
+        for w in self.plan.workloads:
+            if orchestrator_of(w) != orchestrator or (kind and w.kind != kind):
+                continue
+            for p in w.placements:
+                if p.site == site:
+                    yield w, p
+
+    def uses(self, site: str, orchestrator: str) -> bool:
+        return any((b.s_peak if orchestrator == "slurm" else b.k_peak) > 0 for b in self.site_blocks(site))
+
+    def gpus_of(self, instance: str) -> int | None:
+        m = self.hw.machines.get(instance)
+        return m.gpus if m else None
+
+    # -- files --
+    def path(self, rel: str) -> Path:
+        return self.out / rel
+
+    def text(self, rel: str) -> str | None:
+        p = self.out / rel
+        return p.read_text(encoding="utf-8") if p.is_file() else None
+
+    def _cached(self, key: tuple, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def slurm_conf(self, site: str) -> SlurmConf | None:
+        def make():
+            text = self.text(f"slurm/{site}/slurm.conf")
+            if text is None:
+                return None
+            try:
+                return parse_slurm_conf(text)
+            except ValueError as exc:
+                self.problems.append(f"slurm: {site}: slurm.conf does not parse: {exc}")
+                return None
+        return self._cached(("slurm", site), make)
+
+    def slurm_nodes(self, site: str) -> dict[str, dict[str, str]]:
+        """Node name -> its NodeName line's keys."""
+        def make():
+            out: dict[str, dict[str, str]] = {}
+            conf = self.slurm_conf(site)
+            for line in conf.nodes if conf else ():
+                try:
+                    names = expand_hostlist(line["nodename"])
+                except ValueError as exc:
+                    self.problems.append(f"slurm: {site}: slurm.conf: NodeName={line['nodename']}: {exc}")
+                    continue
+                for n in names:
+                    if n in out:
+                        self.problems.append(f"slurm: {site}: slurm.conf defines node {n} twice")
+                    out[n] = line
+            return out
+        return self._cached(("slurm_nodes", site), make)
+
+    def k8s_docs(self, site: str) -> list[tuple[str, dict]]:
+        def make():
+            folder = self.out / "kubernetes" / site
+            docs: list[tuple[str, dict]] = []
+            if not folder.is_dir():
+                return docs
+            for path in sorted(folder.rglob("*")):
+                if path.suffix not in (".yaml", ".yml") or not path.is_file():
+                    continue
+                rel = str(path.relative_to(self.out))
+                try:
+                    loaded = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+                except yaml.YAMLError as exc:
+                    self.problems.append(f"kubernetes: {rel} does not parse: {exc}")
+                    continue
+                for d in loaded:
+                    if isinstance(d, dict) and d.get("kind") == "List":
+                        docs += [(rel, x) for x in d.get("items") or () if isinstance(x, dict)]
+                    elif isinstance(d, dict):
+                        docs.append((rel, d))
+            return docs
+        return self._cached(("k8s", site), make)
+
+    def k8s_kind(self, site: str, kind: str) -> list[tuple[str, dict]]:
+        return [(f, d) for f, d in self.k8s_docs(site) if d.get("kind") == kind]
+
+    def schedule(self, site: str) -> list[dict[str, str]] | None:
+        def make():
+            text = self.text(f"schedule/{site}.csv")
+            if text is None:
+                return None
+            reader = csv.DictReader(io.StringIO(text))
+            if reader.fieldnames != SCHEDULE_COLUMNS:
+                self.problems.append(f"schedule: {site}: schedule/{site}.csv has columns {reader.fieldnames}, "
+                                     f"the contract's are {SCHEDULE_COLUMNS}")
+            return list(reader)
+        return self._cached(("schedule", site), make)
+
+    def terraform(self, site: str) -> list["TfResource"]:
+        def make():
+            folder = self.out / "terraform" / site
+            out: list[TfResource] = []
+            if not folder.is_dir():
+                return out
+            for path in sorted(folder.glob("*.tf")):
+                rel = str(path.relative_to(self.out))
+                try:
+                    data = parse_hcl(path.read_text(encoding="utf-8"))
+                except Exception as exc:  # noqa: BLE001 - any parse error is a finding
+                    self.problems.append(f"terraform: {rel} does not parse: {exc}")
+                    continue
+                for entry in data.get("resource") or ():
+                    for rtype, labelled in entry.items():
+                        for label, body in labelled.items():
+                            out.append(TfResource(rtype, label, body if isinstance(body, dict) else {}, rel))
+            return out
+        return self._cached(("tf", site), make)
+
+    def schedule_map(self, site: str):
+        """(kind, orchestrator, domain, pricing or object) -> {month: (count, nodes text)} and the
+        problems found reading the rows."""
+        def make():
+            rows = self.schedule(site) or []
+            out: dict[tuple, dict[int, tuple[int, str]]] = {}
+            spans: dict[tuple, list[tuple[int, int, int, str]]] = {}
+            for i, r in enumerate(rows, start=2):
+                where = f"schedule: {site}: schedule/{site}.csv line {i}"
+                first, last, count = _as_int(r.get("month_first")), _as_int(r.get("month_last")), _as_int(r.get("count"))
+                if first is None or last is None or count is None:
+                    self.problems.append(f"{where}: month_first/month_last/count are not integers: {r}")
+                    continue
+                if r.get("site") != site:
+                    self.problems.append(f"{where}: site column says {r.get('site')!r}")
+                if not 0 <= first <= last < self.months:
+                    self.problems.append(f"{where}: months {first}..{last} are not inside the horizon "
+                                         f"0..{self.months - 1}")
+                kind = r.get("kind")
+                if kind == "nodes":
+                    key = ("nodes", r.get("orchestrator"), r.get("domain"), r.get("pricing"))
+                    if r.get("orchestrator") not in ("slurm", "kubernetes"):
+                        self.problems.append(f"{where}: orchestrator {r.get('orchestrator')!r} is neither slurm "
+                                             f"nor kubernetes")
+                elif kind == "replicas":
+                    key = ("replicas", r.get("orchestrator"), r.get("domain"), r.get("object"))
+                else:
+                    self.problems.append(f"{where}: kind {kind!r} is neither nodes nor replicas")
+                    continue
+                months = out.setdefault(key, {})
+                spans.setdefault(key, []).append((first, last, count, r.get("nodes") or ""))
+                for m in range(first, last + 1):
+                    if m in months:
+                        self.problems.append(f"{where}: {key[1]} {key[2]} {key[3]}: month {m} is in two rows")
+                    months[m] = (count, r.get("nodes") or "")
+            for key, ss in spans.items():
+                ss.sort()
+                for (a1, b1, c1, n1), (a2, b2, c2, n2) in zip(ss, ss[1:]):
+                    if b1 + 1 == a2 and c1 == c2 and n1 == n2:
+                        self.problems.append(f"schedule: {site}: {key[0]} rows of {key[1]} {key[2]} {key[3]} for "
+                                             f"months {a1}-{b1} and {a2}-{b2} carry the same value ({c1}): one span "
+                                             f"is one row")
+            return out
+        return self._cached(("schedule_map", site), make)
+
+
+# --- Terraform resources -----------------------------------------------------------------
+
+NODE_GROUPS = {"aws_eks_node_group", "google_container_node_pool", "azurerm_kubernetes_cluster_node_pool"}
+INSTANCES = {"aws_autoscaling_group", "google_compute_instance", "azurerm_linux_virtual_machine_scale_set",
+             "azurerm_orchestrated_virtual_machine_scale_set", "azurerm_windows_virtual_machine_scale_set"}
+TEMPLATES = {"aws_launch_template", "google_compute_instance_template"}
+RESERVATIONS = {"aws_ec2_capacity_reservation", "google_compute_reservation", "azurerm_capacity_reservation"}
+
+
+def _first(body: Any, *keys: str) -> Any:
+    """body[k1][0][k2]...: blocks come as lists of dicts."""
+    cur = body
+    for k in keys:
+        if isinstance(cur, list):
+            cur = cur[0] if cur else None
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(k)
+    if isinstance(cur, list) and len(cur) == 1 and isinstance(cur[0], dict):
+        return cur[0]
+    return cur
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _dicts(value: Any) -> Iterable[dict]:
+    if isinstance(value, dict):
+        yield value
+        for v in value.values():
+            yield from _dicts(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _dicts(v)
+
+
+@dataclass
+class TfResource:
+    type: str
+    label: str
+    body: dict
+    file: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.file}: {self.type}.{self.label}"
+
+    def refers_to(self, other: "TfResource") -> bool:
+        needle = f"{other.type}.{other.label}."
+        return any(needle in s for s in _strings(self.body))
+
+    def labels(self) -> dict:
+        if self.type == "aws_eks_node_group":
+            v = self.body.get("labels")
+        elif self.type == "google_container_node_pool":
+            v = _first(self.body, "node_config", "labels")
+        elif self.type == "azurerm_kubernetes_cluster_node_pool":
+            v = self.body.get("node_labels")
+        else:
+            v = self.body.get("labels") or self.body.get("tags")
+        return v if isinstance(v, dict) else {}
+
+    def own_instance_type(self) -> str | None:
+        t = self.type
+        if t == "aws_eks_node_group":
+            v = self.body.get("instance_types")
+            return v[0] if isinstance(v, list) and v else None
+        if t in ("aws_launch_template", "aws_ec2_capacity_reservation"):
+            return self.body.get("instance_type")
+        if t == "aws_autoscaling_group":
+            return _first(self.body, "mixed_instances_policy", "launch_template", "override", "instance_type")
+        if t == "google_container_node_pool":
+            return _first(self.body, "node_config", "machine_type")
+        if t in ("google_compute_instance", "google_compute_instance_template"):
+            return self.body.get("machine_type")
+        if t == "google_compute_reservation":
+            return _first(self.body, "specific_reservation", "instance_properties", "machine_type")
+        if t == "azurerm_kubernetes_cluster_node_pool":
+            return self.body.get("vm_size")
+        if t in ("azurerm_linux_virtual_machine_scale_set", "azurerm_windows_virtual_machine_scale_set"):
+            return self.body.get("sku")
+        if t == "azurerm_orchestrated_virtual_machine_scale_set":
+            return self.body.get("sku_name")
+        if t == "azurerm_capacity_reservation":
+            return _first(self.body, "sku", "name")
+        return None
+
+    def spot(self) -> bool:
+        t, b = self.type, self.body
+        if t == "aws_eks_node_group":
+            return str(b.get("capacity_type", "")).upper() == "SPOT"
+        if t == "aws_launch_template":
+            return str(_first(b, "instance_market_options", "market_type") or "").lower() == "spot"
+        if t == "google_container_node_pool":
+            return _first(b, "node_config", "spot") is True or _first(b, "node_config", "preemptible") is True
+        if t in ("google_compute_instance", "google_compute_instance_template"):
+            return (str(_first(b, "scheduling", "provisioning_model") or "").upper() == "SPOT"
+                    or _first(b, "scheduling", "preemptible") is True)
+        if t.startswith("azurerm_"):
+            return str(b.get("priority", "")).lower() == "spot"
+        if t == "aws_autoscaling_group":
+            pct = _first(b, "mixed_instances_policy", "instances_distribution",
+                         "on_demand_percentage_above_base_capacity")
+            return _as_int(pct) == 0
+        return False
+
+    def size(self) -> tuple[Any, Any]:
+        """(min, max) nodes of a node group or a fixed instance set (raw values)."""
+        t, b = self.type, self.body
+        if t == "aws_eks_node_group":
+            sc = _first(b, "scaling_config") or {}
+            return sc.get("min_size"), sc.get("max_size")
+        if t == "google_container_node_pool":
+            auto = _first(b, "autoscaling")
+            if isinstance(auto, dict):
+                lo = auto.get("min_node_count", auto.get("total_min_node_count"))
+                hi = auto.get("max_node_count", auto.get("total_max_node_count"))
+                return lo, hi
+            n = b.get("node_count", b.get("initial_node_count"))
+            return n, n
+        if t == "azurerm_kubernetes_cluster_node_pool":
+            auto = b.get("auto_scaling_enabled", b.get("enable_auto_scaling"))
+            if auto is True:
+                return b.get("min_count"), b.get("max_count")
+            n = b.get("node_count")
+            return n, n
+        if t == "aws_autoscaling_group":
+            return b.get("min_size"), b.get("max_size")
+        if t == "google_compute_instance":
+            n = b.get("count", 1)
+            return n, n
+        if t.startswith("azurerm_") and "scale_set" in t:
+            n = b.get("instances")
+            return n, n
+        return None, None
+
+    def reservation_count(self) -> Any:
+        if self.type == "aws_ec2_capacity_reservation":
+            return self.body.get("instance_count")
+        if self.type == "google_compute_reservation":
+            return _first(self.body, "specific_reservation", "count")
+        if self.type == "azurerm_capacity_reservation":
+            return _first(self.body, "sku", "capacity")
+        return None
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+def check_slurm(ctx: Context) -> list[str]:
+    """slurm/<site>/: node names, Gres, Feature, State and partitions per block; the power
+    programs where nodes are State=CLOUD; every Slurm training placement's sbatch, and each
+    sbatch's partition holding enough nodes of its GRES type, GPUs and features."""
+    out: list[str] = []
+    for site in ctx.sites:
+        conf = ctx.slurm_conf(site)
+        needed = ctx.uses(site, "slurm")
+        folder = ctx.out / "slurm" / site
+        if conf is None:
+            if needed:
+                out.append(f"slurm: {site}: Slurm training holds nodes here but slurm/{site}/slurm.conf is missing")
+            continue
+        if not needed:
+            out.append(f"slurm: {site}: slurm/{site}/slurm.conf exists but no Slurm training placement holds nodes "
+                       f"at {site}")
+        blocks = {(b.domain, b.tag): b for b in ctx.site_blocks(site)}
+        nodes = ctx.slurm_nodes(site)
+        seen: dict[tuple[str, str], set[int]] = {}
+        for name, line in sorted(nodes.items()):
+            m = re.fullmatch(r"(?P<domain>.+)-(?P<tag>own|buy|r3y|r1y|od|spot)(?P<num>\d+)", name)
+            b = blocks.get((m["domain"], m["tag"])) if m else None
+            if b is None:
+                out.append(f"slurm: {site}: node {name} is not named <domain>-<tag>NN after a pool of the plan here")
+                continue
+            idx = int(m["num"])
+            if len(m["num"]) != b.width:
+                out.append(f"slurm: {site}: node {name} has {len(m['num'])} digits, block {b.label} of {b.nodes} "
+                           f"nodes numbers with {b.width}")
+            seen.setdefault((b.domain, b.pricing), set()).add(idx)
+            features = set(filter(None, line.get("feature", line.get("features", "")).split(",")))
+            if b.pricing not in features or features & (set(PRICINGS) - {b.pricing}):
+                out.append(f"slurm: {site}: node {name} has Feature={','.join(sorted(features)) or '(none)'}, "
+                           f"its block's pricing is {b.pricing}")
+            gres = _gpu_gres(line.get("gres", ""))
+            want = (slug(b.gpu), b.gpus_per_node)
+            if gres != want:
+                out.append(f"slurm: {site}: node {name} has Gres={line.get('gres', '(none)')}, the plan's pool has "
+                           f"{b.gpus_per_node} x {b.gpu} (gpu:{want[0]}:{want[1]})")
+            state = line.get("state", "")
+            want_state = "CLOUD" if b.elastic else "UNKNOWN"
+            if state.upper() != want_state:
+                out.append(f"slurm: {site}: node {name} has State={state or '(none)'}; block {b.label} is "
+                           f"{'elastic' if b.elastic else 'static'}: State={want_state}")
+        for b in ctx.site_blocks(site):
+            have = seen.get((b.domain, b.pricing), set())
+            first, last = b.slurm_range
+            want = set(range(first, last + 1))
+            if have != want:
+                missing, extra = sorted(want - have), sorted(have - want)
+                why = "all N: Slurm alone on a static block" if last > b.s_peak else "max s"
+                out.append(f"slurm: {site}: block {b.label}: Slurm's nodes must be {first}..{last} ({why}); "
+                           f"slurm.conf is missing {_idx(missing)} and has extra {_idx(extra)}")
+        # partitions
+        by_name: dict[str, dict[str, str]] = {}
+        for part in conf.partitions:
+            pname = part["partitionname"]
+            if pname in by_name:
+                out.append(f"slurm: {site}: partition {pname} is defined twice")
+            by_name[pname] = part
+        domains = {b.domain for b in ctx.site_blocks(site) if b.s_peak > 0}
+        for pname, part in sorted(by_name.items()):
+            members = _partition_nodes(part, nodes)
+            if members is None:
+                out.append(f"slurm: {site}: partition {pname}: Nodes={part.get('nodes')} does not parse")
+                continue
+            if pname not in domains:
+                out.append(f"slurm: {site}: partition {pname} is not a scheduling domain where Slurm holds nodes "
+                           f"(domains: {', '.join(sorted(domains)) or 'none'})")
+                continue
+            want = {n for n in nodes if n.startswith(pname + "-") and
+                    re.fullmatch(re.escape(pname) + r"-(own|buy|r3y|r1y|od|spot)\d+", n)}
+            undefined = sorted(set(members) - set(nodes))
+            if undefined:
+                out.append(f"slurm: {site}: partition {pname} lists nodes slurm.conf does not define: "
+                           f"{', '.join(undefined[:5])}")
+            if set(members) != want:
+                out.append(f"slurm: {site}: partition {pname} has {len(set(members) & want)} of the domain's "
+                           f"{len(want)} Slurm nodes and {len(set(members) - want)} others")
+        for d in sorted(domains - set(by_name)):
+            out.append(f"slurm: {site}: no partition {d} for domain {d}, where Slurm holds nodes")
+        # power saving
+        cloud_nodes = sorted(n for n, line in nodes.items() if line.get("state", "").upper() == "CLOUD")
+        if cloud_nodes:
+            opts = conf.options
+            for key, want, script in (("resumeprogram", RESUME_PROGRAM, "resume.sh"),
+                                      ("suspendprogram", SUSPEND_PROGRAM, "suspend.sh")):
+                if opts.get(key) != want:
+                    out.append(f"slurm: {site}: {len(cloud_nodes)} State=CLOUD nodes but {key} is "
+                               f"{opts.get(key) or 'unset'}, the contract says {want}")
+                if not (folder / script).is_file():
+                    out.append(f"slurm: {site}: State=CLOUD nodes but slurm/{site}/{script} is missing")
+            static_nodes = {n for n, line in nodes.items() if line.get("state", "").upper() != "CLOUD"}
+            try:
+                exc = set(expand_hostlist(opts.get("suspendexcnodes", "")))
+            except ValueError:
+                exc = set()
+            if static_nodes and exc != static_nodes:
+                out.append(f"slurm: {site}: SuspendExcNodes lists {len(exc & static_nodes)} of the "
+                           f"{len(static_nodes)} static nodes and {len(exc - static_nodes)} others")
+        for name in ("gres.conf", "topology.conf", "cgroup.conf"):
+            if not (folder / name).is_file():
+                out.append(f"slurm: {site}: slurm/{site}/{name} is missing")
+        out += _check_sbatch(ctx, site, nodes, by_name)
+    for folder in sorted((ctx.out / "slurm").glob("*")) if (ctx.out / "slurm").is_dir() else ():
+        if folder.name not in ctx.sites:
+            out.append(f"slurm: slurm/{folder.name}/ is for a site the plan does not have")
+    return out
+
+
+def _idx(items: list[int]) -> str:
+    return "[" + ",".join(map(str, items[:8])) + (",..." if len(items) > 8 else "") + "]" if items else "none"
+
+
+def _gpu_gres(text: str) -> tuple[str | None, int | None] | None:
+    for part in text.split(","):
+        bits = part.strip().split(":")
+        if bits[0] != "gpu":
+            continue
+        if len(bits) == 3:
+            return bits[1], _as_int(bits[2].split("(")[0])
+        if len(bits) == 2:
+            return None, _as_int(bits[1])
+    return None
+
+
+def _partition_nodes(part: dict[str, str], nodes: dict) -> list[str] | None:
+    text = part.get("nodes", "")
+    if text.upper() == "ALL":
+        return list(nodes)
+    try:
+        return expand_hostlist(text)
+    except ValueError:
+        return None
+
+
+def _check_sbatch(ctx: Context, site: str, nodes: dict, partitions: dict) -> list[str]:
+    out: list[str] = []
+    jobs = ctx.out / "slurm" / site / "jobs"
+    placements = {w.name: (w, p) for w, p in ctx.placements(site, "slurm", "training")}
+    for name, (w, p) in sorted(placements.items()):
+        if not (jobs / f"{name}.sbatch").is_file():
+            out.append(f"slurm: {site}: Slurm training placement {name} ({p.nodes} x {p.instance}) has no "
+                       f"jobs/{name}.sbatch")
+    for path in sorted(jobs.glob("*.sbatch")) if jobs.is_dir() else ():
+        rel = f"slurm/{site}/jobs/{path.name}"
+        opts = parse_sbatch(path.read_text(encoding="utf-8"))
+        wp = placements.get(path.stem)
+        part_name = opts.get("partition", "")
+        n_nodes = _as_int(opts.get("nodes", "1").split("-")[-1])
+        gpn = opts.get("gpus-per-node", "")
+        g_type, _, g_count = gpn.rpartition(":")
+        g_n = _as_int(g_count)
+        alternatives = constraint_alternatives(opts.get("constraint", ""))
+        if wp is None:
+            out.append(f"slurm: {site}: {rel} is for {path.stem}, which is no Slurm training placement at {site}")
+        else:
+            w, p = wp
+            domain = slug(p.instance)
+            held = {q for q, series in holdings_of(p, ctx.months).items() if any(series)}
+            if part_name != domain:
+                out.append(f"slurm: {site}: {rel}: --partition={part_name}, the placement's domain is {domain}")
+            if n_nodes != p.nodes:
+                out.append(f"slurm: {site}: {rel}: --nodes={opts.get('nodes')}, the placement holds {p.nodes} nodes")
+            if g_type != slug(w.gpu):
+                out.append(f"slurm: {site}: {rel}: --gpus-per-node={gpn or '(none)'} names GPU type "
+                           f"{g_type or '(none)'}, the placement's GPU is {w.gpu} (type {slug(w.gpu)})")
+            named = [f for a in alternatives for f in a]
+            if any(len(a) != 1 for a in alternatives) or sorted(named) != sorted(held):
+                out.append(f"slurm: {site}: {rel}: --constraint={opts.get('constraint', '(none)')}, the placement "
+                           f"holds nodes of {'|'.join(q for q in PRICINGS if q in held)}")
+        if part_name not in partitions:
+            out.append(f"slurm: {site}: {rel}: --partition={part_name or '(none)'} does not exist in slurm.conf "
+                       f"(partitions: {', '.join(sorted(partitions)) or 'none'})")
+            continue
+        members = _partition_nodes(partitions[part_name], nodes) or []
+        fit = 0
+        for n in members:
+            line = nodes.get(n)
+            if line is None:
+                continue
+            gres = _gpu_gres(line.get("gres", ""))
+            if not gres or gres[0] != g_type or (gres[1] or 0) < (g_n or 0):
+                continue
+            feats = set(filter(None, line.get("feature", line.get("features", "")).split(",")))
+            if alternatives and not any(a <= feats for a in alternatives):
+                continue
+            fit += 1
+        if n_nodes is None or fit < n_nodes:
+            out.append(f"slurm: {site}: {rel} asks --nodes={opts.get('nodes')} of partition {part_name} with "
+                       f"gpu:{g_type or '?'} x{g_n} and --constraint={opts.get('constraint', '')}, but the partition "
+                       f"has only {fit} such nodes")
+    return out
+
+
+def check_capacity(ctx: Context) -> list[str]:
+    """Per block and month: s[m] + k[m] <= pool.monthly_nodes[m]; slurm.conf has at least max s
+    nodes of the block; the Kubernetes side (Terraform node group max in the cloud, Node objects
+    in 05-nodes.yaml on-prem) at least max k."""
+    out: list[str] = []
+    for site, sp in ctx.sites.items():
+        nodes = ctx.slurm_nodes(site) if ctx.slurm_conf(site) else {}
+        for b in ctx.site_blocks(site):
+            for m in range(ctx.months):
+                if b.s[m] + b.k[m] > b.pool_monthly[m]:
+                    out.append(f"capacity: {b.label} month {m}: Slurm {b.s[m]} + Kubernetes {b.k[m]} nodes exceed "
+                               f"the pool's {b.pool_monthly[m]}")
+            if b.static and b.s_peak > b.nodes:
+                out.append(f"capacity: {b.label}: Slurm holds {b.s_peak} nodes at its peak, the pool has {b.nodes}")
+            if b.s_peak:
+                have = sum(1 for n in nodes if re.fullmatch(re.escape(f"{b.domain}-{b.tag}") + r"\d+", n))
+                if have < b.s_peak:
+                    out.append(f"capacity: {b.label}: slurm.conf has {have} nodes of the block, Slurm holds "
+                               f"{b.s_peak} at its peak")
+            if b.k_peak:
+                if sp.type == "cloud":
+                    groups = [r for r in ctx.terraform(site) if r.type in NODE_GROUPS and
+                              r.labels().get(POOL_LABEL) == b.domain and r.labels().get(PRICING_LABEL) == b.pricing]
+                    top = sum(_as_int(r.size()[1]) or 0 for r in groups)
+                    if top < b.k_peak:
+                        out.append(f"capacity: {b.label}: Terraform node groups labelled {b.domain}/{b.pricing} "
+                                   f"reach {top} nodes, Kubernetes holds {b.k_peak} at its peak")
+                else:
+                    have = sum(1 for _f, d in ctx.k8s_kind(site, "Node")
+                               if _labels(d).get(POOL_LABEL) == b.domain and _labels(d).get(PRICING_LABEL) == b.pricing)
+                    if have < b.k_peak:
+                        out.append(f"capacity: {b.label}: 05-nodes.yaml has {have} Node objects of the block, "
+                                   f"Kubernetes holds {b.k_peak} at its peak")
+    return out
+
+
+def check_schedule(ctx: Context) -> list[str]:
+    """schedule/<site>.csv: every block's node counts per orchestrator and month are s[m] and
+    k[m]; for static blocks the hostlists are exactly Slurm 1..s[m] and Kubernetes
+    N-k[m]+1..N, disjoint, inside 1..N. On-prem Node objects and Slurm nodes of a block overlap
+    only on nodes the schedule hands over (those carry the `infra-compile.io/months` annotation
+    naming the months Kubernetes holds them)."""
+    out: list[str] = []
+    for site, sp in ctx.sites.items():
+        blocks = ctx.site_blocks(site)
+        if not any(b.s_peak or b.k_peak for b in blocks):
+            continue
+        if ctx.schedule(site) is None:
+            out.append(f"schedule: {site}: schedule/{site}.csv is missing")
+            continue
+        smap = ctx.schedule_map(site)
+        known = {(b.domain, b.pricing) for b in blocks}
+        for key in smap:
+            if key[0] == "nodes" and (key[2], key[3]) not in known:
+                out.append(f"schedule: {site}: rows for {key[2]}/{key[3]}, a block the plan does not have here")
+        given: dict[tuple[str, str], dict[str, set[int]]] = {}   # (block, orchestrator) -> node -> months
+        for b in blocks:
+            for orch, series in (("slurm", b.s), ("kubernetes", b.k)):
+                rows = smap.get(("nodes", orch, b.domain, b.pricing), {})
+                for m in range(ctx.months):
+                    count, hosts = rows.get(m, (0, ""))
+                    if count != series[m]:
+                        out.append(f"schedule: {b.label} month {m}: the schedule gives {orch} {count} nodes, the plan "
+                                   f"{series[m]}")
+                    if not b.static:
+                        continue
+                    try:
+                        names = expand_hostlist(hosts)
+                    except ValueError as exc:
+                        out.append(f"schedule: {b.label} month {m}: {orch} nodes {hosts!r}: {exc}")
+                        continue
+                    if len(names) != count:
+                        out.append(f"schedule: {b.label} month {m}: {orch}'s nodes {hosts!r} are {len(names)}, its "
+                                   f"count {count}")
+                    want = (b.names(1, series[m]) if orch == "slurm"
+                            else b.names(b.nodes - series[m] + 1, b.nodes))
+                    inside = b.names(1, b.nodes)
+                    if set(names) - inside:
+                        out.append(f"schedule: {b.label} month {m}: {orch} gets {sorted(set(names) - inside)[:4]}, "
+                                   f"outside the block's nodes 1..{b.nodes}")
+                    if set(names) != want:
+                        span = ((1, series[m]) if orch == "slurm" else (b.nodes - series[m] + 1, b.nodes))
+                        want_text = f"nodes {span[0]}..{span[1]}" if series[m] else "no nodes"
+                        out.append(f"schedule: {b.label} month {m}: {orch} gets {hosts or 'no nodes'}, the contract's "
+                                   f"{want_text}")
+                    for n in names:
+                        given.setdefault((b.domain, b.pricing), {}).setdefault(f"{orch}:{n}", set()).add(m)
+            if b.static:
+                for m in range(ctx.months):
+                    s_rows = smap.get(("nodes", "slurm", b.domain, b.pricing), {}).get(m, (0, ""))[1]
+                    k_rows = smap.get(("nodes", "kubernetes", b.domain, b.pricing), {}).get(m, (0, ""))[1]
+                    try:
+                        both = set(expand_hostlist(s_rows)) & set(expand_hostlist(k_rows))
+                    except ValueError:
+                        continue
+                    if both:
+                        out.append(f"schedule: {b.label} month {m}: nodes {', '.join(sorted(both)[:4])} go to both "
+                                   f"Slurm and Kubernetes")
+        out += _check_report_schedule(ctx, site, [b for b in blocks if b.handover])
+        # on-prem overlap of Node objects and Slurm nodes
+        if sp.type != "cloud":
+            slurm_nodes = set(ctx.slurm_nodes(site)) if ctx.slurm_conf(site) else set()
+            for _f, d in ctx.k8s_kind(site, "Node"):
+                name = (d.get("metadata") or {}).get("name", "")
+                if name not in slurm_nodes:
+                    continue
+                key = (_labels(d).get(POOL_LABEL), _labels(d).get(PRICING_LABEL))
+                marks = given.get(key, {})
+                s_months, k_months = marks.get(f"slurm:{name}", set()), marks.get(f"kubernetes:{name}", set())
+                if not (s_months and k_months):
+                    out.append(f"schedule: {site}: node {name} is both a Slurm node and a Kubernetes Node object, but "
+                               f"the schedule does not hand it over (Slurm's in months {sorted(s_months) or '-'}, "
+                               f"Kubernetes' in {sorted(k_months) or '-'})")
+                    continue
+                ann = ((d.get("metadata") or {}).get("annotations") or {}).get(MONTHS_ANNOTATION)
+                if ann is None:
+                    out.append(f"schedule: {site}: Node {name} changes hands but has no {MONTHS_ANNOTATION} annotation")
+                elif parse_ranges(ann) != k_months:
+                    out.append(f"schedule: {site}: Node {name}'s {MONTHS_ANNOTATION}={ann!r}, the schedule gives it "
+                               f"to Kubernetes in months {_idx(sorted(k_months))}")
+    return out
+
+
+def _check_report_schedule(ctx: Context, site: str, handovers: list[Block]) -> list[str]:
+    """The report's "Node schedule" section shows the schedule rows (with nodes) of the blocks
+    whose nodes change hands: a table row per span with the site, months, orchestrator, the
+    pool (domain and pricing) and the hostlist."""
+    if not handovers:
+        return []
+    text = ctx.text("report.md") or ""
+    if not re.search(r"^#+\s*Node schedule", text, re.M):
+        return [f"report: {site}: blocks {', '.join(b.label for b in handovers)} change hands but report.md has no "
+                f"Node schedule section"]
+    table = [[c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+             for line in text.splitlines() if line.lstrip().startswith("|")]
+    out: list[str] = []
+    for r in ctx.schedule(site) or []:
+        if r.get("kind") != "nodes" or (r.get("domain"), r.get("pricing")) not in \
+                {(b.domain, b.pricing) for b in handovers} or not (_as_int(r.get("count")) or 0):
+            continue
+        months = r["month_first"] if r["month_first"] == r["month_last"] else f"{r['month_first']}-{r['month_last']}"
+        if not any(site in cells and r["orchestrator"] in cells and r["nodes"] in cells and months in cells
+                   and any(r["domain"] in c and r["pricing"] in c for c in cells) for cells in table):
+            out.append(f"report: {site}: the Node schedule has no row for {r['orchestrator']} holding {r['nodes']} "
+                       f"of {r['domain']}/{r['pricing']} in months {months}")
+    return out
+
+
+def _labels(doc: dict) -> dict:
+    return (doc.get("metadata") or {}).get("labels") or {}
+
+
+def _pod_spec(doc: dict) -> dict:
+    """The pod template's spec of a Deployment, or of a JobSet's replicated job."""
+    return (((doc.get("spec") or {}).get("template") or {}).get("spec") or {})
+
+
+def _pod_gpus(pod: dict) -> int:
+    total = 0
+    for c in pod.get("containers") or ():
+        res = c.get("resources") or {}
+        v = (res.get("limits") or {}).get(GPU_RESOURCE, (res.get("requests") or {}).get(GPU_RESOURCE, 0))
+        total += _as_int(v) or 0
+    return total
+
+
+def _ffd(items: list[int], capacity: int) -> int:
+    """Bins of `capacity` first-fit decreasing needs for `items`."""
+    bins: list[int] = []
+    for size in sorted(items, reverse=True):
+        for i, free in enumerate(bins):
+            if free >= size:
+                bins[i] -= size
+                break
+        else:
+            bins.append(capacity - size)
+    return len(bins)
+
+
+def _backing(ctx: Context, site: str) -> dict[str, list[tuple[str | None, int, int, str]]]:
+    """Pool label value -> [(pricing label, most nodes, GPUs per node, source)] of the node groups
+    (cloud, Terraform) or Node objects (on-prem) that carry it."""
+    out: dict[str, list] = {}
+    sp = ctx.sites[site]
+    if sp.type == "cloud":
+        for r in ctx.terraform(site):
+            if r.type not in NODE_GROUPS:
+                continue
+            labels = r.labels()
+            pool = labels.get(POOL_LABEL)
+            if pool is None:
+                continue
+            inst = r.own_instance_type() or ctx.domain_instance.get((site, pool), "")
+            gpus = ctx.gpus_of(inst) or 0
+            out.setdefault(pool, []).append((labels.get(PRICING_LABEL), _as_int(r.size()[1]) or 0, gpus, r.address))
+    else:
+        for f, d in ctx.k8s_kind(site, "Node"):
+            labels = _labels(d)
+            pool = labels.get(POOL_LABEL)
+            if pool is None:
+                continue
+            gpus = ctx.gpus_of(ctx.domain_instance.get((site, pool), "")) or 0
+            out.setdefault(pool, []).append((labels.get(PRICING_LABEL), 1, gpus, f))
+    return out
+
+
+def check_kubernetes(ctx: Context) -> list[str]:
+    """kubernetes/<site>/: Deployments and JobSets select a pool that node groups or Node objects
+    carry, with room for them (Deployments month by month, packed first-fit decreasing); the
+    Deployment/HPA/annotation/schedule replicas follow the plan; Kueue flavors are real blocks
+    and the ClusterQueue's quotas hold the JobSets; on-prem Node objects are Kubernetes' range."""
+    out: list[str] = []
+    for site, sp in ctx.sites.items():
+        docs = ctx.k8s_docs(site)
+        services = [(w, p) for w, p in ctx.placements(site, "kubernetes", "inference") if p.replicas > 0]
+        trainings = [(w, p) for w, p in ctx.placements(site, "kubernetes", "training")]
+        if not docs:
+            if ctx.uses(site, "kubernetes") or services:
+                out.append(f"kubernetes: {site}: Kubernetes holds nodes here but kubernetes/{site}/ has no manifests")
+            continue
+        backing = _backing(ctx, site)
+        smap = ctx.schedule_map(site) if ctx.schedule(site) is not None else {}
+        out += _check_deployments(ctx, site, services, trainings, backing, smap)
+        out += _check_jobsets(ctx, site, trainings, backing)
+        if sp.type != "cloud":
+            out += _check_node_objects(ctx, site)
+    return out
+
+
+def _match_workload(name: str, labels: dict, names: Iterable[str]) -> str | None:
+    if labels.get("infra-compile.io/workload") in names:
+        return labels["infra-compile.io/workload"]
+    hits = [w for w in names if name == w or name.startswith(w + "-")]
+    return max(hits, key=len) if hits else None
+
+
+def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[str]:
+    out: list[str] = []
+    unmatched = list(services)
+    hpas = {((d.get("spec") or {}).get("scaleTargetRef") or {}).get("name"): d
+            for _f, d in ctx.k8s_kind(site, "HorizontalPodAutoscaler")}
+    k8s_services = {(d.get("metadata") or {}).get("name") for _f, d in ctx.k8s_kind(site, "Service")}
+    pdbs = [d for _f, d in ctx.k8s_kind(site, "PodDisruptionBudget")]
+    per_domain: dict[str, list[tuple[str, int, list[int]]]] = {}
+    for f, d in ctx.k8s_kind(site, "Deployment"):
+        meta = d.get("metadata") or {}
+        name = meta.get("name", "")
+        pod = _pod_spec(d)
+        pool = (pod.get("nodeSelector") or {}).get(POOL_LABEL)
+        gpus = _pod_gpus(pod)
+        where = f"kubernetes: {site}: {f}: Deployment {name}"
+        if pool is None:
+            if gpus:
+                out.append(f"{where} asks {gpus} GPUs per pod but selects no {POOL_LABEL}")
+            continue
+        replicas = (d.get("spec") or {}).get("replicas", 1)
+        ann = (meta.get("annotations") or {}).get(REPLICAS_ANNOTATION)
+        monthly = parse_int_list(ann) if ann is not None else None
+        # backed by a pool label with room for the pods
+        groups = backing.get(pool, [])
+        if not groups:
+            out.append(f"{where} selects {POOL_LABEL}={pool}, which no "
+                       f"{'node group' if ctx.sites[site].type == 'cloud' else 'Node object'} carries")
+        else:
+            gpn = max(g[2] for g in groups)
+            room = sum(g[1] * g[2] for g in groups)
+            peak = max(monthly or [replicas or 0])
+            if gpus > gpn:
+                out.append(f"{where}: a pod asks {gpus} GPUs, the nodes of pool {pool} have {gpn}")
+            if peak * gpus > room:
+                out.append(f"{where}: {peak} replicas x {gpus} GPUs exceed pool {pool}'s {room} GPUs "
+                           f"({sum(g[1] for g in groups)} nodes at most)")
+        # which placement
+        wname = _match_workload(name, {**_labels(d), **(((d.get("spec") or {}).get("template") or {})
+                                                      .get("metadata") or {}).get("labels", {})},
+                                {w.name for w, _p in services})
+        cands = [(w, p) for w, p in unmatched if w.name == wname and slug(p.instance) == pool
+                 and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+        if not cands:
+            out.append(f"{where} (pool {pool}, {gpus} GPUs per pod) matches no service placement of the plan at {site}")
+            continue
+        pick = next(((w, p) for w, p in cands if monthly and list(_series(p.monthly_replicas, ctx.months)) == monthly),
+                    cands[0])
+        unmatched.remove(pick)
+        w, p = pick
+        plan_monthly = _series(p.monthly_replicas, ctx.months) if p.monthly_replicas else [p.replicas] * ctx.months
+        per_domain.setdefault(pool, []).append((name, gpus, monthly if monthly and len(monthly) == ctx.months
+                                                else plan_monthly))
+        if replicas != plan_monthly[0]:
+            out.append(f"{where}: replicas {replicas}, the plan runs {plan_monthly[0]} in month 0")
+        if monthly is None:
+            out.append(f"{where}: annotation {REPLICAS_ANNOTATION} is missing or not a list of integers ({ann!r})")
+        elif monthly != plan_monthly:
+            out.append(f"{where}: {REPLICAS_ANNOTATION}={ann}, the plan's replicas per month are "
+                       f"{','.join(map(str, plan_monthly))}")
+        first = next((m for m, r in enumerate(plan_monthly) if r > 0), None)
+        hpa = hpas.get(name)
+        if hpa is None:
+            out.append(f"{where} has no HorizontalPodAutoscaler")
+        elif first is not None:
+            spec = hpa.get("spec") or {}
+            hi, lo = spec.get("maxReplicas"), spec.get("minReplicas", 1)
+            want_hi = plan_monthly[first]
+            if not isinstance(hi, int) or hi < 1 or hi != want_hi:
+                out.append(f"{where}: HPA maxReplicas {hi}, the plan's replicas in its first month ({first}) are "
+                           f"{want_hi}")
+            if lo != min(2, want_hi):
+                out.append(f"{where}: HPA minReplicas {lo}, the contract's min(2, {want_hi}) = {min(2, want_hi)}")
+        if name not in k8s_services:
+            out.append(f"{where} has no Service")
+        sel = ((((d.get("spec") or {}).get("selector") or {}).get("matchLabels")) or {})
+        if not any(((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") == sel for pdb in pdbs):
+            out.append(f"{where} has no PodDisruptionBudget selecting its pods")
+        if ctx.schedule(site) is not None:
+            rows = smap.get(("replicas", "kubernetes", pool, name), {})
+            sched = [rows.get(m, (0, ""))[0] for m in range(ctx.months)]
+            if sched != plan_monthly:
+                out.append(f"{where}: the schedule's replicas rows say {','.join(map(str, sched))} per month, the "
+                           f"plan's are {','.join(map(str, plan_monthly))}")
+    for w, p in unmatched:
+        out.append(f"kubernetes: {site}: service {w.name} ({p.replicas} replicas on {p.instance}) has no Deployment")
+    # month by month: the domain's services fit into the nodes Kubernetes holds there for them
+    for pool, deps in sorted(per_domain.items()):
+        blocks = [b for b in ctx.site_blocks(site) if b.domain == pool]
+        if not blocks:
+            continue
+        gpn = blocks[0].gpus_per_node
+        for m in range(ctx.months):
+            items = [g for _n, g, monthly in deps for _ in range(monthly[m])]
+            if not items:
+                continue
+            nodes = sum(b.k[m] for b in blocks)
+            need = _ffd(items, gpn)
+            if need > nodes:
+                names = ", ".join(f"{n} {monthly[m]}x{g}" for n, g, monthly in deps if monthly[m])
+                out.append(f"kubernetes: {site}: month {m}: the services of domain {pool} ({names} GPUs) need {need} "
+                           f"nodes of {gpn} GPUs packed first-fit decreasing, Kubernetes holds {nodes} nodes there "
+                           f"(k[{m}] = {' + '.join(f'{b.k[m]} {b.pricing}' for b in blocks)})")
+    return out
+
+
+def _check_jobsets(ctx, site, trainings, backing) -> list[str]:
+    out: list[str] = []
+    flavors: dict[str, tuple[str | None, str | None]] = {}
+    for f, d in ctx.k8s_kind(site, "ResourceFlavor"):
+        name = (d.get("metadata") or {}).get("name", "")
+        labels = (d.get("spec") or {}).get("nodeLabels") or {}
+        pool, pricing = labels.get(POOL_LABEL), labels.get(PRICING_LABEL)
+        flavors[name] = (pool, pricing)
+        b = ctx.blocks.get((site, pool, pricing))
+        if b is None:
+            out.append(f"kubernetes: {site}: {f}: ResourceFlavor {name} selects pool {pool} pricing {pricing}, which "
+                       f"is no block of the plan at {site}")
+        elif name != b.flavor:
+            out.append(f"kubernetes: {site}: {f}: ResourceFlavor {name} should be named {b.flavor}")
+    # The ClusterQueue the LocalQueue `training` feeds.
+    local = [d for _f, d in ctx.k8s_kind(site, "LocalQueue") if (d.get("metadata") or {}).get("name") == "training"]
+    queue_name = ((local[0].get("spec") or {}).get("clusterQueue")) if local else None
+    quota: dict[str, int] = {}
+    for _f, d in ctx.k8s_kind(site, "ClusterQueue"):
+        if queue_name is not None and (d.get("metadata") or {}).get("name") != queue_name:
+            continue
+        for group in (d.get("spec") or {}).get("resourceGroups") or ():
+            for fl in group.get("flavors") or ():
+                for res in fl.get("resources") or ():
+                    if res.get("name") == GPU_RESOURCE:
+                        quota[fl.get("name")] = quota.get(fl.get("name"), 0) + (_as_int(res.get("nominalQuota")) or 0)
+    used = {b.flavor: b for b in ctx.site_blocks(site) if any(b.k_train)}
+    for fname, b in sorted(used.items()):
+        want = max(b.k_train) * b.gpus_per_node
+        hit = [n for n, lab in flavors.items() if lab == (b.domain, b.pricing)]
+        if not hit:
+            out.append(f"kubernetes: {site}: no ResourceFlavor for block {b.label}, which Kubernetes training uses")
+            continue
+        got = sum(quota.get(n, 0) for n in hit)
+        if got != want:
+            out.append(f"kubernetes: {site}: ClusterQueue {queue_name}: GPU quota of flavor {hit[0]} is {got}, Kubernetes "
+                       f"training holds at most {max(b.k_train)} nodes x {b.gpus_per_node} = {want} GPUs of {b.label}")
+    for n, lab in sorted(flavors.items()):
+        b = ctx.blocks.get((site, lab[0], lab[1]))
+        if b is not None and b.flavor not in used:
+            out.append(f"kubernetes: {site}: ResourceFlavor {n} is for block {b.label}, which no Kubernetes training "
+                       f"holds")
+    jobsets = ctx.k8s_kind(site, "JobSet")
+    if jobsets and not local:
+        out.append(f"kubernetes: {site}: JobSets but no LocalQueue named training")
+    unmatched = list(trainings)
+    for f, d in jobsets:
+        meta = d.get("metadata") or {}
+        name = meta.get("name", "")
+        where = f"kubernetes: {site}: {f}: JobSet {name}"
+        if _labels(d).get("kueue.x-k8s.io/queue-name") != "training":
+            out.append(f"{where} is not queued in LocalQueue training (label kueue.x-k8s.io/queue-name)")
+        wname = _match_workload(name, _labels(d), {w.name for w, _p in trainings})
+        wp = next(((w, p) for w, p in unmatched if w.name == wname), None)
+        if wp is None:
+            out.append(f"{where} matches no Kubernetes training placement of the plan at {site}")
+        else:
+            unmatched.remove(wp)
+        held = holdings_of(wp[1], ctx.months) if wp else {}
+        first = next((m for m in range(ctx.months) if any(s[m] for s in held.values())), 0)
+        want_parts = {q: s[first] for q, s in held.items() if s[first] > 0}
+        got_parts: dict[str, int] = {}
+        for rj in (d.get("spec") or {}).get("replicatedJobs") or ():
+            rname = rj.get("name", "")
+            job = (rj.get("template") or {}).get("spec") or {}
+            pods = (_as_int(rj.get("replicas", 1)) or 0) * (_as_int(job.get("parallelism", 1)) or 0)
+            pod = _pod_spec(rj.get("template") or {})
+            sel = pod.get("nodeSelector") or {}
+            pool, pricing = sel.get(POOL_LABEL), sel.get(PRICING_LABEL)
+            m = re.fullmatch(r"workers-(.+)", rname)
+            named = next((q for q in PRICINGS if m and slug(q) == m[1]), None)
+            if named is None:
+                out.append(f"{where}: replicated job {rname} is not named workers-<pricing>")
+            if pricing is not None and named is not None and pricing != named:
+                out.append(f"{where}: replicated job {rname} selects pricing {pricing}")
+            pricing = pricing or named
+            got_parts[pricing or rname] = got_parts.get(pricing or rname, 0) + pods
+            gpus = _pod_gpus(pod)
+            if wp and pool != slug(wp[1].instance):
+                out.append(f"{where}: replicated job {rname} selects pool {pool}, the placement's domain is "
+                           f"{slug(wp[1].instance)}")
+            groups = [g for g in backing.get(pool, []) if g[0] in (pricing, None)]
+            if not groups:
+                out.append(f"{where}: replicated job {rname} selects {POOL_LABEL}={pool} ({pricing}), which no "
+                           f"{'node group' if ctx.sites[site].type == 'cloud' else 'Node object'} carries")
+            elif pods > sum(g[1] for g in groups) or gpus > max(g[2] for g in groups):
+                out.append(f"{where}: replicated job {rname} needs {pods} pods x {gpus} GPUs, pool {pool} ({pricing}) "
+                           f"has {sum(g[1] for g in groups)} nodes of {max(g[2] for g in groups)} GPUs")
+            flavor = [n for n, lab in flavors.items() if lab == (pool, pricing)]
+            room = sum(quota.get(n, 0) for n in flavor)
+            if pods * gpus > room:
+                out.append(f"{where}: replicated job {rname}: {pods} pods x {gpus} GPUs = {pods * gpus} exceed the "
+                           f"ClusterQueue's GPU quota {room} of flavor {flavor[0] if flavor else '(none)'} "
+                           f"({pool}, {pricing})")
+        if wp and sum(want_parts.values()) == wp[1].nodes:
+            if got_parts != want_parts:
+                out.append(f"{where}: pods per pricing {got_parts}, the placement holds {want_parts} in its first "
+                           f"month ({first})")
+        elif wp:
+            # The first month's holdings add up to more than the job (it moves between pricings
+            # within the month): the pods are the job's nodes, of pricings it holds that month.
+            if sum(got_parts.values()) != wp[1].nodes or not set(got_parts) <= set(want_parts):
+                out.append(f"{where}: pods per pricing {got_parts}, the job has {wp[1].nodes} nodes of pricings "
+                           f"{'|'.join(sorted(want_parts))} in its first month ({first})")
+    for w, p in unmatched:
+        out.append(f"kubernetes: {site}: Kubernetes training placement {w.name} ({p.nodes} x {p.instance}) has no JobSet")
+    return out
+
+
+def _check_node_objects(ctx, site) -> list[str]:
+    out: list[str] = []
+    seen: dict[tuple[str, str], set[int]] = {}
+    blocks = {(b.domain, b.tag): b for b in ctx.site_blocks(site)}
+    for f, d in ctx.k8s_kind(site, "Node"):
+        meta = d.get("metadata") or {}
+        name = meta.get("name", "")
+        labels = _labels(d)
+        m = re.fullmatch(r"(?P<domain>.+)-(?P<tag>own|buy|r3y|r1y|od|spot)(?P<num>\d+)", name)
+        b = blocks.get((m["domain"], m["tag"])) if m else None
+        where = f"kubernetes: {site}: {f}: Node {name}"
+        if b is None:
+            out.append(f"{where} is not named <domain>-<tag>NN after a pool of the plan here")
+            continue
+        seen.setdefault((b.domain, b.pricing), set()).add(int(m["num"]))
+        if labels.get(POOL_LABEL) != b.domain or labels.get(PRICING_LABEL) != b.pricing:
+            out.append(f"{where} is labelled pool {labels.get(POOL_LABEL)} pricing {labels.get(PRICING_LABEL)}, its "
+                       f"block is {b.domain}/{b.pricing}")
+        taints = {(t.get("key"), t.get("value"), t.get("effect")) for t in (d.get("spec") or {}).get("taints") or ()}
+        if GPU_TAINT not in taints:
+            out.append(f"{where} lacks the taint nvidia.com/gpu=present:NoSchedule")
+    for b in ctx.site_blocks(site):
+        have = seen.get((b.domain, b.pricing), set())
+        first, last = b.k8s_range
+        want = set(range(first, last + 1))
+        if have != want:
+            why = "all N: Kubernetes alone on the block" if b.k_peak and not b.s_peak else f"max k = {b.k_peak}"
+            out.append(f"kubernetes: {site}: block {b.label}: Node objects must be nodes {first}..{last} ({why}); "
+                       f"missing {_idx(sorted(want - have))}, extra {_idx(sorted(have - want))}")
+    return out
+
+
+def _flavor_of(ctx: Context, site: str, r: TfResource, candidates: list[Block]) -> Block | None:
+    """The block a non-node-group resource provisions: from its pool/pricing tags, else from the
+    flavor or tag its names carry (the longest that occurs), else from its instance type when
+    that leaves one block."""
+    provider = ctx.sites[site].provider
+    for tags in _dicts(r.body):
+        keyed = {slug(k): v for k, v in tags.items()}
+        pool = next((keyed[k] for k in ("infra-compile-io-pool", "infra-compile-pool") if k in keyed), None)
+        pricing = next((keyed[k] for k in ("infra-compile-io-pricing", "infra-compile-pricing") if k in keyed), None)
+        if isinstance(pool, str) and isinstance(pricing, str):
+            return ctx.blocks.get((site, pool, pricing)) or Block(
+                site=site, cloud=True, provider=provider, instance="?", domain=pool, pricing=pricing, nodes=0,
+                gpu="", gpus_per_node=0, fabric="", pool_monthly=[], s=[], k=[])
+    texts = [r.label.replace("_", "-").lower()] + [s.lower() for s in _strings(
+        {k: v for k, v in r.body.items() if k in ("name", "name_prefix", "tags", "tag", "labels", "tag_specifications",
+                                                  "description")})]
+    best, best_len = None, 0
+    domains = {slug(n) for n, mach in ctx.hw.machines.items() if mach.provider == provider}
+    domains |= {b.domain for b in candidates}
+    for domain in domains:
+        for pricing in PRICINGS:
+            for token in (f"{domain}-{slug(pricing)}", f"{domain}-{TAGS[pricing]}"):
+                if len(token) <= best_len:
+                    continue
+                pat = r"(?<![a-z0-9])" + re.escape(token) + r"(?![a-z0-9])"
+                if any(re.search(pat, t) for t in texts):
+                    best, best_len = (domain, pricing), len(token)
+    if best is not None:
+        return ctx.blocks.get((site, best[0], best[1])) or Block(
+            site=site, cloud=True, provider=provider, instance="?", domain=best[0], pricing=best[1], nodes=0, gpu="",
+            gpus_per_node=0, fabric="", pool_monthly=[], s=[], k=[])
+    inst = r.own_instance_type()
+    same = [b for b in candidates if b.instance == inst]
+    return same[0] if len(same) == 1 else None
+
+
+def check_terraform(ctx: Context) -> list[str]:
+    """terraform/<site>/ (cloud sites): the (domain, pricing) blocks with node groups, instances
+    or templates are the plan's blocks with holdings; node groups labelled, tainted, spot iff
+    spot, min/max per the contract; Slurm's static share as fixed instances of max s, its
+    elastic share as templates (AWS, GCP); every reserved block a reservation of N nodes; no
+    other resource runs GPU instances."""
+    out: list[str] = []
+    for folder in sorted((ctx.out / "terraform").glob("*")) if (ctx.out / "terraform").is_dir() else ():
+        sp = ctx.sites.get(folder.name)
+        if sp is None or sp.type != "cloud":
+            out.append(f"terraform: terraform/{folder.name}/ is for {'an on-prem site' if sp else 'no site of the plan'}")
+    for site, sp in ctx.sites.items():
+        if sp.type != "cloud":
+            continue
+        blocks = ctx.site_blocks(site)
+        held = [b for b in blocks if b.s_peak or b.k_peak]
+        resources = ctx.terraform(site)
+        if not resources:
+            if held or any(b.pricing in RESERVED and b.nodes for b in blocks):
+                out.append(f"terraform: {site}: the plan holds nodes here but terraform/{site}/ has no resources")
+            continue
+        provider = sp.provider
+        gpu_types = {n for n, m in ctx.hw.machines.items() if m.provider != "on_prem"}
+        groups = [r for r in resources if r.type in NODE_GROUPS]
+        parents = [r for r in resources if r.type in NODE_GROUPS | {"aws_autoscaling_group"}]
+        templates = [r for r in resources if r.type in TEMPLATES and not any(p.refers_to(r) for p in parents)]
+        instances = [r for r in resources if r.type in INSTANCES]
+        reservations = [r for r in resources if r.type in RESERVATIONS]
+        provided: dict[tuple[str, str], list[str]] = {}
+        # node groups
+        ng_by_block: dict[tuple[str, str], list[TfResource]] = {}
+        for r in groups:
+            labels = r.labels()
+            pool, pricing = labels.get(POOL_LABEL), labels.get(PRICING_LABEL)
+            where = f"terraform: {site}: {r.address}"
+            if pool is None or pricing is None:
+                out.append(f"{where}: node group lacks the labels {POOL_LABEL} / {PRICING_LABEL} "
+                           f"(has {dict(labels)})")
+                if pool is None:
+                    continue
+                guess = _flavor_of(ctx, site, r, blocks)
+                pricing = guess.pricing if guess is not None and guess.domain == pool else None
+                if pricing is None:
+                    continue
+            ng_by_block.setdefault((pool, pricing), []).append(r)
+            provided.setdefault((pool, pricing), []).append(r.address)
+            inst = r.own_instance_type()
+            b = ctx.blocks.get((site, pool, pricing))
+            if b is not None and inst is not None and inst != b.instance:
+                out.append(f"{where}: node group runs {inst}, block {b.label} is {b.instance}")
+            if r.spot() != (pricing == "spot"):
+                out.append(f"{where}: node group for {pool}/{pricing} is {'spot' if r.spot() else 'not spot'}; "
+                           f"it must be spot iff the pricing is spot")
+            if not _tainted(r):
+                out.append(f"{where}: node group lacks the taint nvidia.com/gpu=present:NoSchedule")
+            if b is None or not b.k_peak:
+                continue
+            lo, hi = (_as_int(v) for v in r.size())
+            fixed = b.size(b.k8s_range)
+            want = ((0 if b.handover else b.k_min, b.k_peak) if b.elastic else (fixed, fixed))
+            if (lo, hi) != want:
+                kind = (f"static, fixed at {'N (Kubernetes alone)' if fixed > b.k_peak else 'max k'}" if not b.elastic else
+                        "changes hands: from 0 to max k" if b.handover else "elastic: min k..max k")
+                out.append(f"{where}: node group {pool}/{pricing} sized min {lo} max {hi}; block {b.label} is {kind}: "
+                           f"min {want[0]} max {want[1]}")
+        for key, rs in ng_by_block.items():
+            if len(rs) > 1:
+                out.append(f"terraform: {site}: {len(rs)} node groups for block {key[0]}/{key[1]}: "
+                           f"{', '.join(r.address for r in rs)}")
+        # Slurm's instances and templates
+        for r in instances + templates:
+            b = _flavor_of(ctx, site, r, blocks)
+            where = f"terraform: {site}: {r.address}"
+            if b is None:
+                out.append(f"{where}: cannot tell which block it provisions (no <domain>-<pricing> in its names, "
+                           f"instance type {r.own_instance_type()})")
+                continue
+            provided.setdefault((b.domain, b.pricing), []).append(r.address)
+            spot = r.spot() or any(t.spot() for t in resources if t.type == "aws_launch_template" and r.refers_to(t))
+            if spot != (b.pricing == "spot"):
+                out.append(f"{where}: provisions {b.domain}/{b.pricing} as {'spot' if spot else 'not spot'}")
+            if b.instance == "?" or not b.s_peak:
+                continue
+            if r in instances:
+                if b.elastic:
+                    out.append(f"{where}: fixed instances for block {b.label}, whose Slurm share is elastic "
+                               f"(State=CLOUD: started by the Resume program)")
+                else:
+                    lo, hi = (_as_int(v) for v in r.size())
+                    fixed = b.size(b.slurm_range)
+                    if (lo, hi) != (fixed, fixed):
+                        out.append(f"{where}: Slurm's static instances of {b.label} sized {lo}..{hi}, Slurm's nodes "
+                                   f"are {fixed} ({'N: Slurm alone' if fixed > b.s_peak else 'max s'})")
+            elif not b.elastic:
+                out.append(f"{where}: a template for block {b.label}, whose Slurm share is static (fixed instances)")
+        for b in blocks:
+            key = (b.domain, b.pricing)
+            if b.k_peak and key not in ng_by_block:
+                out.append(f"terraform: {site}: block {b.label}: Kubernetes holds up to {b.k_peak} nodes but no node "
+                           f"group is labelled {b.domain}/{b.pricing}")
+            if b.s_peak:
+                have = [a for a in provided.get(key, []) if not any(a == g.address for g in groups)]
+                if not have and (not b.elastic or provider != "azure"):
+                    what = "a template" if b.elastic else "fixed instances"
+                    out.append(f"terraform: {site}: block {b.label}: Slurm holds up to {b.s_peak} nodes but Terraform "
+                               f"has no {what} for it")
+        for key, addrs in sorted(provided.items()):
+            b = ctx.blocks.get((site, *key))
+            if b is None:
+                out.append(f"terraform: {site}: {addrs[0]} provisions {key[0]}/{key[1]}, a pool the plan does not have "
+                           f"at {site}")
+            elif not (b.s_peak or b.k_peak):
+                out.append(f"terraform: {site}: {addrs[0]} provisions block {b.label}, which no placement holds")
+        # reservations
+        res_by_block: dict[tuple[str, str], list[TfResource]] = {}
+        for r in reservations:
+            b = _flavor_of(ctx, site, r, [b for b in blocks if b.pricing in RESERVED])
+            where = f"terraform: {site}: {r.address}"
+            if b is None:
+                out.append(f"{where}: cannot tell which reserved block it reserves (instance type "
+                           f"{r.own_instance_type()})")
+                continue
+            if b.pricing not in RESERVED or b.instance == "?":
+                out.append(f"{where}: reserves {b.domain}/{b.pricing}, which is no reserved pool of the plan at {site}")
+                continue
+            res_by_block.setdefault((b.domain, b.pricing), []).append(r)
+            inst = r.own_instance_type()
+            if inst is not None and inst != b.instance:
+                out.append(f"{where}: reserves {inst}, block {b.label} is {b.instance}")
+        for b in blocks:
+            if b.pricing not in RESERVED or b.nodes <= 0:
+                continue
+            rs = res_by_block.get((b.domain, b.pricing), [])
+            counts = [_as_int(r.reservation_count()) for r in rs]
+            if not rs:
+                out.append(f"terraform: {site}: reserved block {b.label} of {b.nodes} nodes has no reservation")
+            elif sum(c or 0 for c in counts) != b.nodes:
+                out.append(f"terraform: {site}: reservation {', '.join(r.address for r in rs)} counts "
+                           f"{'+'.join(str(c) for c in counts)} nodes, the reserved pool {b.label} has {b.nodes}")
+        # nothing else runs GPU instances
+        known = NODE_GROUPS | INSTANCES | TEMPLATES | RESERVATIONS
+        for r in resources:
+            if r.type in known:
+                continue
+            hits = sorted({s for s in _strings(r.body) if s in gpu_types})
+            if hits:
+                out.append(f"terraform: {site}: {r.address} names GPU instance type {hits[0]}; only node groups, "
+                           f"Slurm instances/templates and reservations may provision GPU nodes")
+    return out
+
+
+def _tainted(r: TfResource) -> bool:
+    if r.type == "azurerm_kubernetes_cluster_node_pool":
+        return "nvidia.com/gpu=present:NoSchedule" in (r.body.get("node_taints") or [])
+    taints = r.body.get("taint") if r.type == "aws_eks_node_group" else _first(r.body, "node_config", "taint")
+    if isinstance(taints, dict):
+        taints = [taints]
+    for t in taints or ():
+        if (t.get("key"), t.get("value"), str(t.get("effect", "")).upper().replace("_", "")) == \
+                ("nvidia.com/gpu", "present", "NOSCHEDULE"):
+            return True
+    return False
+
+
+FABRIC_CATEGORIES = {"switch", "switches", "optics", "fabric", "cable", "cables", "nic", "nics"}
+
+
+def check_bom(ctx: Context) -> list[str]:
+    """onprem/<site>/bom.csv: bought nodes = purchase pools at capex; owned nodes listed at $0;
+    fabric lines = bought nodes x (ports x cost_per_port + 3 x ports / radix x switch cost) of
+    each pool's fabric; storage ceil(capacity) TB of on-prem tiers at capex per TB; each line's
+    total = quantity x unit; the total line = the sum of the lines."""
+    out: list[str] = []
+    for site, sp in ctx.sites.items():
+        if sp.type == "cloud":
+            if (ctx.out / "onprem" / site).exists():
+                out.append(f"bom: onprem/{site}/ exists for a cloud site")
+            continue
+        pools = [p for p in ctx.plan.pools if p.site == site and p.nodes > 0]
+        storage = [s for s in ctx.plan.storage if s.site == site
+                   and ctx.hw.storage.get(s.tier, ("", 0))[0] == "on_prem" and s.capacity_tb > 0]
+        text = ctx.text(f"onprem/{site}/bom.csv")
+        if text is None:
+            if pools or storage:
+                out.append(f"bom: {site}: onprem/{site}/bom.csv is missing")
+            continue
+        rows = list(csv.DictReader(io.StringIO(text)))
+        cols = rows[0].keys() if rows else []
+        qcol = next((c for c in cols if "quantity" in c or c == "qty"), None)
+        ucol = next((c for c in cols if "unit" in c), None)
+        tcol = next((c for c in cols if "total" in c), None)
+        if not (rows and qcol and ucol and tcol and "category" in cols and "item" in cols):
+            out.append(f"bom: {site}: bom.csv lacks category/item/quantity/unit/total columns (has {list(cols)})")
+            continue
+        where = f"bom: {site}: bom.csv"
+        lines, total_rows = [], []
+        for i, r in enumerate(rows, start=2):
+            cat = (r.get("category") or "").strip().lower()
+            if cat == "total":
+                total_rows.append((i, r))
+                continue
+            q, u, t = _money(r.get(qcol)), _money(r.get(ucol)), _money(r.get(tcol))
+            if q is None or u is None or t is None:
+                out.append(f"{where} line {i} ({r.get('item')}): quantity/unit/total are not numbers")
+                continue
+            if abs(q * u - t) > MONEY_TOL + 1e-9 * abs(t):
+                out.append(f"{where} line {i} ({r.get('item')}): {q:g} x ${u:,.2f} = ${q * u:,.2f}, written ${t:,.2f}")
+            lines.append((i, cat, (r.get("item") or "").strip(), (r.get("description") or ""), q, u, t))
+        # nodes
+        node_lines = [ln for ln in lines if ln[1] in ("node", "nodes", "server", "servers")]
+        for pricing in ("owned", "purchase"):
+            by_inst: dict[str, int] = {}
+            for p in pools:
+                if p.pricing == pricing:
+                    by_inst[p.instance] = by_inst.get(p.instance, 0) + p.nodes
+            mine = [ln for ln in node_lines if ("owned" in ln[3].lower()) == (pricing == "owned")]
+            listed: dict[str, float] = {}
+            for i, _c, item, _d, q, u, t in mine:
+                listed[item] = listed.get(item, 0) + q
+                if pricing == "owned" and (u != 0 or t != 0):
+                    out.append(f"{where} line {i}: owned {item} priced ${u:,.2f} each, ${t:,.2f} in all; owned nodes "
+                               f"are listed at $0")
+                if pricing == "purchase" and item in by_inst:
+                    capex = ctx.hw.machines.get(item, Machine(item, "", 0, "on_prem")).capex_usd
+                    if abs(u - capex) > MONEY_TOL:
+                        out.append(f"{where} line {i}: {item} at ${u:,.2f} each, the catalog's capex is ${capex:,.2f}")
+            for inst in sorted(set(by_inst) | set(listed)):
+                if listed.get(inst, 0) != by_inst.get(inst, 0):
+                    what = "owned" if pricing == "owned" else "bought"
+                    out.append(f"{where}: {listed.get(inst, 0):g} {what} {inst} nodes listed, the plan's "
+                               f"{pricing} pool has {by_inst.get(inst, 0)}")
+        # fabric
+        want_fabric: dict[str, float] = {}
+        for p in pools:
+            if p.pricing == "purchase":
+                fig = ctx.hw.fabrics.get(p.fabric)
+                if fig is None:
+                    out.append(f"{where}: pool {p.instance} has fabric {p.fabric}, unknown to the catalog")
+                    continue
+                want_fabric[p.fabric] = want_fabric.get(p.fabric, 0.0) + p.nodes * fig.per_node_usd()
+        fab_lines = [ln for ln in lines if ln[1] in FABRIC_CATEGORIES]
+        got_total = sum(ln[6] for ln in fab_lines)
+        if abs(got_total - sum(want_fabric.values())) > MONEY_TOL * max(1, len(fab_lines)):
+            detail = "; ".join(f"{f}: ${v:,.2f}" for f, v in sorted(want_fabric.items())) or "no bought nodes"
+            out.append(f"{where}: fabric lines total ${got_total:,.2f}, the plan priced ${sum(want_fabric.values()):,.2f} "
+                       f"({detail})")
+        else:
+            for fab, want in sorted(want_fabric.items()):
+                got = sum(ln[6] for ln in fab_lines if ln[2].startswith(fab))
+                if all(any(ln[2].startswith(f) for f in want_fabric) for ln in fab_lines) and \
+                        abs(got - want) > MONEY_TOL * max(1, len(fab_lines)):
+                    out.append(f"{where}: fabric {fab} lines total ${got:,.2f}, the plan priced ${want:,.2f}")
+        # storage
+        want_tb: dict[str, int] = {}
+        for s in storage:
+            want_tb[s.tier] = want_tb.get(s.tier, 0) + math.ceil(s.capacity_tb - 1e-6)
+        st_lines = [ln for ln in lines if ln[1] == "storage"]
+        got_tb: dict[str, float] = {}
+        for i, _c, item, _d, q, u, _t in st_lines:
+            got_tb[item] = got_tb.get(item, 0) + q
+            capex = ctx.hw.storage.get(item, ("", None))[1]
+            if capex is None:
+                out.append(f"{where} line {i}: storage {item} is no catalog storage tier")
+            elif abs(u - capex) > MONEY_TOL:
+                out.append(f"{where} line {i}: storage {item} at ${u:,.2f}/TB, the catalog's capex is ${capex:,.2f}/TB")
+        for tier in sorted(set(want_tb) | set(got_tb)):
+            if got_tb.get(tier, 0) != want_tb.get(tier, 0):
+                out.append(f"{where}: storage {tier}: {got_tb.get(tier, 0):g} TB listed, the plan's capacity needs "
+                           f"{want_tb.get(tier, 0)} TB (ceil)")
+        known = {"node", "nodes", "server", "servers", "storage"} | FABRIC_CATEGORIES
+        for i, cat, item, *_rest in lines:
+            if cat not in known:
+                out.append(f"{where} line {i}: category {cat!r} ({item}) is nothing the plan priced")
+        # total
+        if len(total_rows) != 1:
+            out.append(f"{where}: {len(total_rows)} total lines, want one")
+        for i, r in total_rows:
+            t = _money(r.get(tcol))
+            s = sum(ln[6] for ln in lines)
+            if t is None or abs(t - s) > MONEY_TOL:
+                out.append(f"{where} line {i}: total ${r.get(tcol)}, the lines add up to ${s:,.2f}")
+    return out
+
+
+CHECKS = (check_slurm, check_capacity, check_schedule, check_kubernetes, check_terraform, check_bom)
+
+
+def check(out_dir: str | Path, catalog: Any = None) -> list[str]:
+    """Every violation of docs/artifacts.md in the output folder `out_dir` (plan.json and the
+    files rendered beside it), one line each; empty when the files implement the plan.
+    `catalog`: a Catalog, a folder of catalog data files, or None (the shipped data files)."""
+    ctx = Context(Path(out_dir), hardware(catalog))
+    found: list[str] = []
+    for fn in CHECKS:
+        try:
+            found += fn(ctx)
+        except Exception as exc:  # noqa: BLE001 - a file the checker cannot read is a finding
+            found.append(f"files: {fn.__name__} could not read the files: {type(exc).__name__}: {exc}")
+    found += ctx.problems
+    return list(dict.fromkeys(found))
+
+
+if __name__ == "__main__":       # python tests/coherence.py OUT_DIR...
+    import sys
+
+    status = 0
+    for arg in sys.argv[1:]:
+        problems = check(Path(arg))
+        print(f"{arg}: {len(problems)} violation(s)")
+        for line in problems:
+            print("  " + line)
+        status |= bool(problems)
+    raise SystemExit(status)

@@ -1,0 +1,359 @@
+"""The rendered files implement the plan (issue 14; the contract is docs/artifacts.md).
+
+tests/coherence.py checks an output folder against its plan.json from the contract alone. Here
+it must pass on (a) every shipped example and (b) at least 30 seeded random specs
+(tests/coherence_specs.py), and (c) fail, naming the right problem, on good outputs edited to
+break the contract in one place each.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from coherence import check, expand_hostlist, parse_sbatch, parse_slurm_conf
+from coherence_specs import FIXTURE_SPEC, compile_into, compile_seed
+from examples_cache import EXAMPLES, example
+
+SEEDS = range(40)
+MIN_CHECKED = 30
+
+
+# --- (a) the shipped examples ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_are_coherent(name, tmp_path):
+    from compiler.output import write
+
+    _candidates, result = example(name)
+    out = write(result.artifacts, tmp_path / name)
+    assert check(out) == []
+
+
+# --- (b) seeded random specs --------------------------------------------------------------------
+
+_OUTCOMES: dict[int, tuple[str, object]] = {}
+
+
+def _outcome(seed: int, tmp_path_factory) -> tuple[str, object]:
+    """("checked", violations) | ("infeasible", None) | ("audit", message): compiled once per
+    session, whichever test asks first."""
+    from compiler.diagnostics import CompileError
+
+    if seed not in _OUTCOMES:
+        folder = tmp_path_factory.mktemp(f"coherence-{seed:04d}")
+        try:
+            out = compile_seed(seed, folder)
+        except CompileError as exc:
+            if exc.exit_code != 6:
+                raise
+            # The compiler's own audit rejected the plan: nothing was rendered, so there is
+            # nothing to check here (a bug of the optimizer, not of the artifacts).
+            _OUTCOMES[seed] = ("audit", "; ".join(d.message for d in exc.diagnostics))
+        else:
+            _OUTCOMES[seed] = ("infeasible", None) if out is None else ("checked", check(out))
+    return _OUTCOMES[seed]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_specs_are_coherent(seed, tmp_path_factory):
+    kind, value = _outcome(seed, tmp_path_factory)
+    if kind == "infeasible":
+        pytest.skip("the solver finds this spec infeasible")
+    if kind == "audit":
+        pytest.skip(f"the compiler's audit rejected the plan (exit 6), nothing rendered: {value}")
+    assert value == [], f"seed {seed}:\n" + "\n".join(value)
+
+
+def test_enough_random_specs_were_checked(tmp_path_factory):
+    outcomes = [_outcome(seed, tmp_path_factory)[0] for seed in SEEDS]
+    assert outcomes.count("checked") >= MIN_CHECKED, outcomes
+
+
+# --- (c) broken outputs --------------------------------------------------------------------
+
+def _fixture_out(root: Path) -> Path:
+    spec = root / "coherence-fixture.yaml"
+    spec.write_text(FIXTURE_SPEC, encoding="utf-8")
+    out = compile_into(spec, root / "good")
+    assert out is not None, "the fixture spec has a plan"
+    return out
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    return _fixture_out(tmp_path_factory.mktemp("coherence-fixture"))
+
+
+def test_fixture_is_coherent(good):
+    assert check(good) == []
+
+
+def _edit(path: Path, old: str, new: str, count: int = 1) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path}: {old!r} not found"
+    path.write_text(text.replace(old, new, count), encoding="utf-8")
+
+
+def _tf_block(text: str, rtype: str, pred) -> tuple[int, int]:
+    """(start, end) of the first `resource "rtype" ...` block whose text satisfies pred."""
+    starts = [m.start() for m in re.finditer(r'^resource "', text, re.M)] + [len(text)]
+    for a, b in zip(starts, starts[1:]):
+        block = text[a:b]
+        if block.startswith(f'resource "{rtype}"') and pred(block):
+            return a, b
+    raise AssertionError(f"no {rtype} block found")
+
+
+def _tf_sub(path: Path, rtype: str, pred, pattern: str, repl) -> str:
+    text = path.read_text(encoding="utf-8")
+    a, b = _tf_block(text, rtype, pred)
+    block, n = re.subn(pattern, repl, text[a:b], count=1)
+    assert n == 1, f"{pattern!r} not in the {rtype} block"
+    path.write_text(text[:a] + block + text[b:], encoding="utf-8")
+    return block
+
+
+def _k8s_edit(path: Path, kind: str, mutate) -> None:
+    docs = list(yaml.safe_load_all(path.read_text(encoding="utf-8")))
+    hits = [d for d in docs if isinstance(d, dict) and d.get("kind") == kind]
+    assert hits, f"{path}: no {kind}"
+    mutate(hits[0])
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+
+
+def _csv_rows(path: Path) -> tuple[list[str], list[dict]]:
+    reader = csv.DictReader(io.StringIO(path.read_text(encoding="utf-8")))
+    return list(reader.fieldnames or []), list(reader)
+
+
+def _csv_write(path: Path, fields: list[str], rows: list[dict]) -> None:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    path.write_text(buf.getvalue(), encoding="utf-8")
+
+
+def _one(paths, what: str) -> Path:
+    paths = sorted(paths)
+    assert paths, f"the fixture's output has no {what}"
+    return paths[0]
+
+
+def _sbatch(out: Path) -> Path:
+    return _one(out.glob("slurm/*/jobs/*.sbatch"), "sbatch")
+
+
+def _deployment_file(out: Path) -> Path:
+    return _one(out.glob("kubernetes/*/30-serve-*.yaml"), "Deployment")
+
+
+def shrink_partition(out: Path) -> None:
+    """The partition of a job loses one of its nodes: fewer than the job's --nodes."""
+    job_path = _sbatch(out)
+    conf = job_path.parent.parent / "slurm.conf"
+    job = parse_sbatch(job_path.read_text())
+    text = conf.read_text()
+    m = re.search(rf"^PartitionName={re.escape(job['partition'])} .*?Nodes=(\S+)", text, re.M)
+    members = expand_hostlist(m[1])
+    assert len(members) <= int(job["nodes"]), "the fixture's job fills its partition"
+    fewer = ",".join(members[:-1]) or '""'
+    _edit(conf, f"Nodes={m[1]}", f"Nodes={fewer}")
+
+
+def wrong_gres(out: Path) -> None:
+    path = _sbatch(out)
+    gpu_type = parse_sbatch(path.read_text())["gpus-per-node"].rpartition(":")[0]
+    other = "a100" if gpu_type == "h100" else "h100"
+    _edit(path, f"--gpus-per-node={gpu_type}:", f"--gpus-per-node={other}:")
+
+
+def selector_to_missing_pool(out: Path) -> None:
+    def mutate(d):
+        d["spec"]["template"]["spec"]["nodeSelector"]["infra-compile.io/pool"] = "no-such-pool"
+    _k8s_edit(_deployment_file(out), "Deployment", mutate)
+
+
+def _spot_group(block: str) -> bool:
+    return bool(re.search(r'"infra-compile\.io/pricing"\s*=\s*"spot"', block))
+
+
+def node_group_below_peak(out: Path) -> None:
+    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_eks_node_group", _spot_group,
+            r"max_size(\s*)=(\s*)(\d+)", lambda m: f"max_size{m[1]}={m[2]}{int(m[3]) - 1}")
+
+
+def spot_group_on_demand(out: Path) -> None:
+    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_eks_node_group", _spot_group,
+            r'capacity_type(\s*)=(\s*)"SPOT"', lambda m: f'capacity_type{m[1]}={m[2]}"ON_DEMAND"')
+
+
+def reservation_off_by_one(out: Path) -> None:
+    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_ec2_capacity_reservation", lambda b: True,
+            r"instance_count(\s*)=(\s*)(\d+)", lambda m: f"instance_count{m[1]}={m[2]}{int(m[3]) + 1}")
+
+
+def node_to_both(out: Path) -> None:
+    """A schedule row hands a node Slurm holds in a month to Kubernetes too."""
+    for path in sorted(out.glob("schedule/*.csv")):
+        fields, rows = _csv_rows(path)
+        row = next((r for r in rows if r["kind"] == "nodes" and r["orchestrator"] == "slurm" and r["nodes"]), None)
+        if row is not None:
+            first = expand_hostlist(row["nodes"])[0]
+            rows.append({**row, "month_last": row["month_first"], "orchestrator": "kubernetes", "count": "1",
+                         "nodes": first})
+            _csv_write(path, fields, rows)
+            return
+    raise AssertionError("the fixture's schedule gives Slurm no static nodes")
+
+
+def _bom_add(out: Path, line: dict) -> None:
+    path = out / "onprem/dc-a/bom.csv"
+    fields, rows = _csv_rows(path)
+    total = next(r for r in rows if r["category"] == "total")
+    total["total_price_usd"] = f"{float(total['total_price_usd']) + float(line['total_price_usd']):.2f}"
+    rows.insert(rows.index(total), line)
+    _csv_write(path, fields, rows)
+
+
+def bom_extra_optics(out: Path) -> None:
+    _bom_add(out, {"category": "optics", "item": "ethernet-100g-node-port", "description": "spare optics",
+                   "quantity": "4", "unit_price_usd": "700.00", "total_price_usd": "2800.00"})
+
+
+def bom_owned_priced(out: Path) -> None:
+    path = out / "onprem/dc-a/bom.csv"
+    fields, rows = _csv_rows(path)
+    owned = next(r for r in rows if r["category"] == "node" and "owned" in r["description"])
+    total = next(r for r in rows if r["category"] == "total")
+    extra = int(owned["quantity"]) * 95000.0
+    owned["unit_price_usd"], owned["total_price_usd"] = "95000.00", f"{extra:.2f}"
+    total["total_price_usd"] = f"{float(total['total_price_usd']) + extra:.2f}"
+    _csv_write(path, fields, rows)
+
+
+def deployment_replicas(out: Path) -> None:
+    def mutate(d):
+        d["spec"]["replicas"] = int(d["spec"].get("replicas", 1)) + 1
+    _k8s_edit(_deployment_file(out), "Deployment", mutate)
+
+
+def foreign_node_group(out: Path) -> None:
+    plan = json.loads((out / "plan.json").read_text())
+    assert not any((p["site"], p["instance"], p["pricing"]) == ("aws-use1", "p5.48xlarge", "on_demand")
+                   for p in plan["pools"])
+    path = out / "terraform/aws-use1/main.tf"
+    path.write_text(path.read_text() + """
+resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
+  cluster_name    = var.eks_cluster_name
+  node_group_name = "${var.name_prefix}-p5-48xlarge-on-demand"
+  node_role_arn   = var.node_role_arn
+  subnet_ids      = [var.subnet_id]
+  instance_types  = ["p5.48xlarge"]
+  capacity_type   = "ON_DEMAND"
+
+  scaling_config {
+    desired_size = 0
+    min_size     = 0
+    max_size     = 2
+  }
+
+  labels = {
+    "infra-compile.io/pool"    = "p5-48xlarge"
+    "infra-compile.io/pricing" = "on_demand"
+  }
+
+  taint {
+    key    = "nvidia.com/gpu"
+    value  = "present"
+    effect = "NO_SCHEDULE"
+  }
+}
+""")
+
+
+def _money(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+# case -> (edit, the violation it must cause: a regex, and a test of the figures it names)
+BROKEN = {
+    "partition shrunk below its job": (
+        shrink_partition, r"^slurm: \S+: slurm/\S+\.sbatch asks --nodes=(\d+) of partition \S+ .* only (\d+) such nodes",
+        lambda m: int(m[2]) == int(m[1]) - 1),
+    "wrong GRES type in an sbatch": (
+        wrong_gres, r"^slurm: \S+: slurm/\S+\.sbatch: --gpus-per-node=(\w+):\d+ names GPU type (\w+), the placement's "
+                    r"GPU is \S+ \(type (\w+)\)",
+        lambda m: m[1] == m[2] != m[3]),
+    "nodeSelector at a missing pool": (
+        selector_to_missing_pool, r"^kubernetes: \S+: \S+: Deployment \S+ selects infra-compile\.io/pool=no-such-pool, "
+                                  r"which no (node group|Node object) carries",
+        None),
+    "node group max below the peak": (
+        node_group_below_peak, r"^capacity: aws-use1/\S+/spot: Terraform node groups labelled \S+ reach (\d+) nodes, "
+                               r"Kubernetes holds (\d+) at its peak",
+        lambda m: int(m[1]) == int(m[2]) - 1),
+    "spot node group on demand": (
+        spot_group_on_demand, r"^terraform: aws-use1: \S+: aws_eks_node_group\.\S+: node group for \S+/spot is not spot",
+        None),
+    "reservation off by one": (
+        reservation_off_by_one, r"^terraform: aws-use1: reservation .* counts (\d+) nodes, the reserved pool "
+                                r"aws-use1/\S+/reserved_1y has (\d+)",
+        lambda m: int(m[1]) == int(m[2]) + 1),
+    "a node to both orchestrators": (
+        node_to_both, r"^schedule: \S+ month \d+: nodes \S+ go to both Slurm and Kubernetes", None),
+    "BOM with an extra optics line": (
+        bom_extra_optics, r"^bom: dc-a: bom\.csv: fabric lines total \$([\d,.]+), the plan priced \$([\d,.]+)",
+        lambda m: abs(_money(m[1]) - _money(m[2]) - 2800.0) < 0.01),
+    "BOM pricing an owned node": (
+        bom_owned_priced, r"^bom: dc-a: bom\.csv line \d+: owned l40s-server priced \$95,000\.00 each", None),
+    "Deployment replicas not month 0's": (
+        deployment_replicas, r"^kubernetes: \S+: \S+: Deployment \S+: replicas (\d+), the plan runs (\d+) in month 0",
+        lambda m: int(m[1]) == int(m[2]) + 1),
+    "node group for a pool the plan lacks": (
+        foreign_node_group, r"^terraform: aws-use1: \S+: aws_eks_node_group\.p5_48xlarge_on_demand_kubernetes "
+                            r"provisions p5-48xlarge/on_demand, a pool the plan does not have",
+        None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_outputs_are_caught(case, good, tmp_path):
+    edit, expected, figures = BROKEN[case]
+    out = tmp_path / "out"
+    shutil.copytree(good, out)
+    edit(out)
+    before, after = check(good), check(out)
+    hits = [m for v in after if (m := re.search(expected, v))]
+    assert hits, f"{case}: no violation matches {expected!r}; found:\n" + "\n".join(after)
+    assert figures is None or any(figures(m) for m in hits), [m[0] for m in hits]
+    assert not any(re.search(expected, v) for v in before)
+
+
+# --- the parsers -------------------------------------------------------------------------------
+
+def test_hostlists_expand_like_slurm():
+    assert expand_hostlist("a-od[01-03,07]") == ["a-od01", "a-od02", "a-od03", "a-od07"]
+    assert expand_hostlist("x01,y[9-10]") == ["x01", "y9", "y10"]
+    assert expand_hostlist("n[1-2]-r[1-2]") == ["n1-r1", "n1-r2", "n2-r1", "n2-r2"]
+    assert expand_hostlist("") == []
+    with pytest.raises(ValueError):
+        expand_hostlist("a[3-1]")
+
+
+def test_slurm_conf_and_sbatch_parse():
+    conf = parse_slurm_conf("NodeName=DEFAULT State=UNKNOWN\nNodeName=a[1-2] Gres=gpu:h100:8 # two\n"
+                            "PartitionName=a Nodes=a[1-2] Default=YES\nResumeProgram=/x\n")
+    assert conf.nodes == [{"state": "UNKNOWN", "nodename": "a[1-2]", "gres": "gpu:h100:8"}]
+    assert conf.partitions[0]["nodes"] == "a[1-2]" and conf.options["resumeprogram"] == "/x"
+    opts = parse_sbatch("#!/bin/bash\n#SBATCH -N 4\n#SBATCH --partition p\n#SBATCH --constraint=spot|on_demand\n"
+                        "srun x\n#SBATCH --nodes=9\n")
+    assert opts == {"nodes": "4", "partition": "p", "constraint": "spot|on_demand"}
