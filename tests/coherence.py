@@ -18,7 +18,8 @@ instance, pricing; its *domain* is the instance slugged):
 - `s[m]`: the sum of the Slurm training placements' holdings of the block in month m, at most
   `pool.monthly_nodes[m]` (two jobs may take turns on a node within a month);
 - `k[m]`: the same sum over Kubernetes training placements and services, capped at
-  `pool.monthly_nodes[m] - s[m]` (never below 0);
+  `pool.monthly_nodes[m] - s[m]` (never below 0); of an elastic pricing, all of
+  `pool.monthly_nodes[m] - s[m]` in a month Kubernetes holds any of it;
 - static pricings (owned, purchase, reserved_*) are nodes 1..N (N = pool.nodes): Slurm's are
   1..max s, Kubernetes' N-max k+1..N (an orchestrator alone on a block gets all N), in month m
   Slurm uses 1..s[m] and Kubernetes N-k[m]+1..N;
@@ -514,7 +515,9 @@ class Context:
                             b.k_train = [a + x for a, x in zip(b.k_train, series)]
         for key, b in self.blocks.items():
             b.s = [min(x, b.pool_monthly[m]) for m, x in enumerate(b.s)]
-            b.k = [max(0, min(h, b.pool_monthly[m] - b.s[m])) for m, h in enumerate(k_sum[key])]
+            free = [max(0, b.pool_monthly[m] - b.s[m]) for m in range(len(b.s))]
+            b.k = [(min(h, free[m]) if b.pricing in STATIC else free[m]) if h else 0
+                   for m, h in enumerate(k_sum[key])]
 
     # -- plan views --
     def site_blocks(self, site: str) -> list[Block]:

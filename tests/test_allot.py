@@ -93,6 +93,28 @@ def test_a_job_pinned_to_on_demand_leaves_reserved_nodes_idle():
     assert shares(a, "chat") == {"reserved_3y": (1, 730.0)}
 
 
+def test_a_job_pinned_to_reserved_moves_the_services_to_on_demand_while_it_runs():
+    # 4 reserved nodes; a job pinned to them holds all 4 for 63.15 h; a service needs 1 whole
+    # node all month. While the job runs the service's node is on demand: 63.15 node-hours, the
+    # excess formulate (12b) bills (h x (n - reserved + replicas' nodes) = 63.15 x (4 - 4 + 1)).
+    # Seed 8 of tests/coherence_specs.py: without it the holdings kept the service on reserved,
+    # five nodes at once on four, and the audit found the bill $117.52 above the holdings.
+    a = allot(Supply("cloud", reserved_1y=4),
+              [job("train", 4, hours=63.15, pinned="reserved_1y"), service("chat", 1, 8)])
+    assert shares(a, "train") == {"reserved_1y": (4, 252.6)}
+    assert shares(a, "chat") == {"reserved_1y": (1, 666.85), "on_demand": (1, 63.15)}
+    assert a.in_use["on_demand"] == 1
+    # a replica worth 1/8 of a node moves its share: 63.15 / 8 node-hours on demand
+    a = allot(Supply("cloud", reserved_1y=1),
+              [job("train", 1, hours=30.0, pinned="reserved_1y"), service("tiny", 1, 1)])
+    assert shares(a, "tiny") == {"reserved_1y": (1, round(700.0 / 8, 6)), "on_demand": (1, 30.0 / 8)}
+    assert a.in_use["on_demand"] == 1
+    # with room beside the job, nothing moves
+    a = allot(Supply("cloud", reserved_1y=5),
+              [job("train", 4, hours=63.15, pinned="reserved_1y"), service("chat", 1, 8)])
+    assert shares(a, "chat") == {"reserved_1y": (1, 730.0)}
+
+
 def test_spot_jobs_hold_spot_nodes():
     a = allot(Supply("cloud", reserved_1y=4), [job("cheap", 4, hours=200.0, pinned="spot")])
     assert shares(a, "cheap") == {"spot": (4, 800.0)}

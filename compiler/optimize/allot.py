@@ -14,7 +14,10 @@ worth for the whole month (730 h). Node-hours are nodes x hours.
 Cloud pool (R_3y, R_1y reserved nodes this month; on demand has no limit, the solver's
 `ondemand[...]` node-hours bill it):
   1. A job pinned to a pricing takes all its node-hours there (formulate (12a): `pin.pricing`
-     on_demand or a reserved term); a spot job takes spot (its own pool).
+     on_demand or a reserved term); a spot job takes spot (its own pool). While a job pinned to
+     a reserved term runs, the services' block keeps only the reserved nodes the job leaves
+     free (R_3y + R_1y - its nodes) and runs the rest on demand for those hours, which is what
+     formulate (12b) bills.
   2. Services, as one block of B = ceil(sum of their nodes' worth) whole nodes (replicas of
      several services share nodes, and the spare GPUs of a node that carries replicas are of no
      use to a training job, which holds whole nodes): the block takes reserved node-hours, 3y
@@ -124,8 +127,13 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
             give(d, d.pinned, d.node_hours)
             if d.pinned in left:
                 left[d.pinned] = max(0.0, left[d.pinned] - d.node_hours)
-        # the services' block of whole nodes
-        need = HOURS * block
+        # the services' block of whole nodes; while a job pinned to a reserved term holds its
+        # nodes, the block keeps only the reserved nodes left free and runs the rest on demand
+        # (formulate (12b) bills that excess: h (n - reserved + replicas' nodes))
+        reserved = sum(supply.reserved(t) for t in TERMS)
+        yielded = sum(d.hours * min(block, max(0, d.whole_nodes + block - reserved))
+                      for d in pinned if d.pinned in TERMS)
+        need = HOURS * block - yielded
         block_hours: dict[str, float] = {}
         for t in TERMS:
             block_hours[t] = min(left[t], need)
@@ -133,15 +141,20 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
             need -= block_hours[t]
         block_nodes = {t: math.ceil(block_hours[t] / HOURS - EPS) for t in TERMS}
         fill = dict(block_hours)
+        moved = yielded / (HOURS * block) if block else 0.0   # the share the pinned jobs displace
         for d in services:
-            rest = d.node_hours
+            rest = d.node_hours * (1.0 - moved)
+            give(d, "on_demand", d.node_hours * moved)
             for t in TERMS:
                 take = min(fill[t], rest)
                 give(d, t, take)
                 fill[t] -= take
                 rest -= take
             give(d, "on_demand", rest)
-        in_use["on_demand"] = math.ceil(max(0.0, need) / HOURS - EPS)
+        need += yielded
+        in_use["on_demand"] = max(math.ceil(max(0.0, need - yielded) / HOURS - EPS),
+                                  max((min(block, max(0, d.whole_nodes + block - reserved))
+                                       for d in pinned if d.pinned in TERMS), default=0))
         for t in TERMS:
             in_use[t] = block_nodes[t]
         for d in jobs:

@@ -111,6 +111,16 @@ class Block:
     def share(self, orchestrator: str) -> Share:
         return self.slurm if orchestrator == "slurm" else self.kubernetes
 
+    def owner(self, i: int, month: int) -> str:
+        """Who holds static node i (1-based) in a month: Slurm uses 1..s[m], Kubernetes
+        N-k[m]+1..N; slurm | kubernetes | idle."""
+        s = self.slurm.monthly[month] if month < len(self.slurm.monthly) else 0
+        k = self.kubernetes.monthly[month] if month < len(self.kubernetes.monthly) else 0
+        return "slurm" if i <= s else "kubernetes" if i > self.nodes - k else "idle"
+
+    def months_held(self, i: int, orchestrator: str) -> list[int]:
+        return [m for m in range(len(self.monthly_nodes)) if self.owner(i, m) == orchestrator]
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -158,7 +168,11 @@ def _block(plan: Plan, pool: Pool, domain: str, cloud: bool,
     # so what an orchestrator holds is capped at what the pool has that month.
     slurm = [min(h, pool_monthly[m]) for m, h in enumerate(_held(by_orch["slurm"], pool.pricing, months))]
     k8s_held = _held(by_orch["kubernetes"], pool.pricing, months)
-    k8s = [max(0, min(h, pool_monthly[m] - slurm[m])) if h else 0 for m, h in enumerate(k8s_held)]
+    # Elastic pricings: Kubernetes may start every node the pool bills beyond Slurm's (services
+    # that move there while a job holds their reserved node share one holding's count).
+    elastic_k8s = pool.pricing not in STATIC_PRICINGS
+    k8s = [max(0, pool_monthly[m] - slurm[m] if elastic_k8s else min(h, pool_monthly[m] - slurm[m]))
+           if h else 0 for m, h in enumerate(k8s_held)]
     s_peak, k_peak = max(slurm, default=0), max(k8s, default=0)
     static = pool.pricing in STATIC_PRICINGS
     n = max(pool.nodes, s_peak, k_peak) if static else pool.nodes
@@ -227,6 +241,17 @@ class ScheduleRow:
     object: str                   # replicas: the Deployment; nodes: ""
     count: int
     names: str                    # static nodes: hostlist; otherwise ""
+
+
+def months_text(months: list[int], sep: str = ", ") -> str:
+    """Months as runs: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13'."""
+    runs: list[list[int]] = []
+    for m in months:
+        if runs and runs[-1][1] == m - 1:
+            runs[-1][1] = m
+        else:
+            runs.append([m, m])
+    return sep.join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def spans(values: tuple) -> list[tuple[int, int, object]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
-from compiler.render.domains import Block, Domain
+from compiler.render.domains import Block, Domain, months_text
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 
@@ -67,16 +67,6 @@ def flavors(site: SiteView) -> tuple[Flavor, ...]:
     return tuple(out)
 
 
-def _months(months: list[int]) -> str:
-    spans: list[list[int]] = []
-    for m in months:
-        if spans and spans[-1][1] == m - 1:
-            spans[-1][1] = m
-        else:
-            spans.append([m, m])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
 def node_objects(site: SiteView) -> tuple[NodeObject, ...]:
     """On-prem: the nodes Kubernetes holds (static blocks, top of each block)."""
     out = []
@@ -87,7 +77,7 @@ def node_objects(site: SiteView) -> tuple[NodeObject, ...]:
                                b.node_names(b.kubernetes.first, b.kubernetes.last)):
                 months = ""
                 if lo and lo <= i <= hi:
-                    months = _months([m for m, k in enumerate(b.kubernetes.monthly) if i > b.nodes - k])
+                    months = months_text(b.months_held(i, "kubernetes"), ",")
                 out.append(NodeObject(name, d.name, b.pricing, months))
     return tuple(out)
 

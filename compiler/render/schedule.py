@@ -34,11 +34,7 @@ def node_owners(site: SiteView, month: int) -> tuple[tuple[str, str], ...]:
             lo, hi = b.handover
             if not lo or lo > hi:
                 continue
-            s = b.slurm.monthly[month] if month < len(b.slurm.monthly) else 0
-            k = b.kubernetes.monthly[month] if month < len(b.kubernetes.monthly) else 0
-            for i, name in zip(range(lo, hi + 1), b.node_names(lo, hi)):
-                owner = "slurm" if i <= s else "kubernetes" if i > b.nodes - k else "idle"
-                out.append((name, owner))
+            out += [(name, b.owner(i, month)) for i, name in zip(range(lo, hi + 1), b.node_names(lo, hi))]
     return tuple(out)
 
 

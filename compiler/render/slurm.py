@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
 from compiler.render.common import CLOUD_LEAF_NODES, NodeShape, hostlist
-from compiler.render.domains import Block, Domain
+from compiler.render.domains import Block, Domain, months_text
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 
@@ -100,16 +100,6 @@ class SlurmSite:
         return bool(self.cloud_sets)
 
 
-def _months_text(months: list[int]) -> str:
-    spans: list[list[int]] = []
-    for m in months:
-        if spans and spans[-1][1] == m - 1:
-            spans[-1][1] = m
-        else:
-            spans.append([m, m])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
 def handovers(site: SiteView) -> tuple[Handover, ...]:
     """Static Slurm nodes that Kubernetes holds in some months: which, and when."""
     out = []
@@ -119,10 +109,9 @@ def handovers(site: SiteView) -> tuple[Handover, ...]:
             if not lo or lo > hi:
                 continue
             for i in range(lo, hi + 1):
-                k8s = [m for m, k in enumerate(b.kubernetes.monthly) if i > b.nodes - k]
-                slurm = [m for m, s in enumerate(b.slurm.monthly) if i <= s]
-                out.append(Handover(b.names(i, i), f"Slurm's in months {_months_text(slurm) or '-'}, "
-                                                   f"Kubernetes' in months {_months_text(k8s) or '-'}"))
+                slurm, k8s = b.months_held(i, "slurm"), b.months_held(i, "kubernetes")
+                out.append(Handover(b.names(i, i), f"Slurm's in months {months_text(slurm) or '-'}, "
+                                                   f"Kubernetes' in months {months_text(k8s) or '-'}"))
     return tuple(out)
 
 
