@@ -47,8 +47,9 @@ Readings of the contract where it leaves room (what a demanding ops engineer exp
   training is not subtracted: the plan lets a job and services take turns on nodes within a
   month (node-hours), which whole-month figures cannot show.
 - The ClusterQueue's GPU quota of a flavor is exactly the most GPUs Kubernetes training holds
-  of that block in one month (the sum of the jobs' holdings, uncapped, as the contract words
-  it); a JobSet's replicated job `workers-<pricing>` has as many pods as the placement holds
+  of that block in one month (the sum of the jobs' holdings), at most the block's N nodes' GPUs
+  (jobs that take turns on a node within a month count once), or a JobSet part's GPUs where one
+  part is larger; a JobSet's replicated job `w-<pricing tag>` has as many pods as the placement holds
   nodes of that pricing in its first month with nodes. Where that month's holdings add up to
   more than the job's nodes (it moves between pricings within the month), the pods must add up
   to the job's nodes, of pricings it holds that month.
@@ -1407,14 +1408,27 @@ def _check_jobsets(ctx, site, trainings, backing) -> list[str]:
                     if res.get("name") == GPU_RESOURCE:
                         quota[fl.get("name")] = quota.get(fl.get("name"), 0) + (_as_int(res.get("nominalQuota")) or 0)
     used = {b.flavor: b for b in ctx.site_blocks(site) if any(b.k_train)}
+
+    def _part_gpus(ctx, site, b) -> set[int]:
+        """GPUs of each JobSet replicated job of this block's pricing in the domain."""
+        out = set()
+        for _path, js in ctx.k8s_kind(site, "JobSet"):
+            for rj in (js.get("spec") or {}).get("replicatedJobs") or ():
+                pod = ((rj.get("template") or {}).get("spec") or {}).get("template") or {}
+                sel = (pod.get("spec") or {}).get("nodeSelector") or {}
+                if sel.get(POOL_LABEL) == b.domain and sel.get(PRICING_LABEL) == b.pricing:
+                    pods = _as_int(((rj.get("template") or {}).get("spec") or {}).get("parallelism")) or 0
+                    out.add(pods * b.gpus_per_node)
+        return out
     for fname, b in sorted(used.items()):
-        want = max(b.k_train) * b.gpus_per_node
+        # jobs that take turns on a node within a month count once: at most the block's N
+        want = min(max(b.k_train), max(b.nodes, 1)) * b.gpus_per_node
         hit = [n for n, lab in flavors.items() if lab == (b.domain, b.pricing)]
         if not hit:
             out.append(f"kubernetes: {site}: no ResourceFlavor for block {b.label}, which Kubernetes training uses")
             continue
         got = sum(quota.get(n, 0) for n in hit)
-        if got != want:
+        if got != want and not (got > want and got in _part_gpus(ctx, site, b)):
             out.append(f"kubernetes: {site}: ClusterQueue {queue_name}: GPU quota of flavor {hit[0]} is {got}, Kubernetes "
                        f"training holds at most {max(b.k_train)} nodes x {b.gpus_per_node} = {want} GPUs of {b.label}")
     for n, lab in sorted(flavors.items()):
@@ -1449,10 +1463,10 @@ def _check_jobsets(ctx, site, trainings, backing) -> list[str]:
             pod = _pod_spec(rj.get("template") or {})
             sel = pod.get("nodeSelector") or {}
             pool, pricing = sel.get(POOL_LABEL), sel.get(PRICING_LABEL)
-            m = re.fullmatch(r"workers-(.+)", rname)
-            named = next((q for q in PRICINGS if m and slug(q) == m[1]), None)
+            m = re.fullmatch(r"w-(.+)", rname)
+            named = next((q for q in PRICINGS if m and TAGS[q] == m[1]), None)
             if named is None:
-                out.append(f"{where}: replicated job {rname} is not named workers-<pricing>")
+                out.append(f"{where}: replicated job {rname} is not named w-<pricing tag>")
             if pricing is not None and named is not None and pricing != named:
                 out.append(f"{where}: replicated job {rname} selects pricing {pricing}")
             pricing = pricing or named

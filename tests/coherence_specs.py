@@ -11,8 +11,8 @@ GPU type they offer (which also bounds the node counts the estimate stage scans)
 LLM training (small token counts on llama-3-8b, llama-2-7b or an inline 1B model) on Slurm or on
 Kubernetes, some interruptible, some pinned to a pricing (spot, reserved, purchase) so those
 pools show up; llama services at 99% or, with two sites or more, 99.9%. Horizons of 6-12 months.
-Of seeds 0-159, 2 are infeasible (`compile_into` says so with None) and 5 end in the compiler's
-own audit finding (exit 6, a CompileError: an optimizer bug, nothing rendered).
+Of seeds 0-200, 3 are infeasible (`compile_into` says so with None); none ends in the compiler's
+own audit finding (exit 6) since the allotment fix for pinned reserved jobs (5 did before).
 
 The ideas come from tests/oracle_specs.py (quotas that bound the estimate, catalog names that
 exist) and tests/test_fuzz_pipeline.py; nothing is shared with them.

@@ -114,7 +114,7 @@ def test_kueue_quota_and_inference_objects_follow_the_plan():
     jobset = next(d for _, d in docs if d["kind"] == "JobSet")
     assert jobset["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "training"
     (part,) = jobset["spec"]["replicatedJobs"]
-    assert part["name"] == "workers-on-demand"
+    assert part["name"] == "w-od"
     job = part["template"]["spec"]
     assert job["parallelism"] == 4 and job["completionMode"] == "Indexed"
     # the pod lands on the flavor's nodes: the instance's domain at the pricing Kueue admits

@@ -45,7 +45,7 @@ def test_a_month_hands_nodes_over_and_sets_replicas(tmp_path):
     out = _month(script, 0, tmp_path)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert "kubectl drain dgx-h100-own08 --ignore-daemonsets --delete-emptydir-data" in lines
+    assert "kubectl drain dgx-h100-own08 --ignore-daemonsets --delete-emptydir-data --timeout=900s" in lines
     assert "scontrol update NodeName=dgx-h100-own08 State=RESUME" in lines
     assert ("kubectl -n hybrid-llm-platform patch hpa chat-70b --type=merge "
             "-p {\"spec\":{\"minReplicas\":2,\"maxReplicas\":8}}") in lines
@@ -57,7 +57,7 @@ def test_a_month_hands_nodes_over_and_sets_replicas(tmp_path):
     # month 5: nobody holds own08: drained on both sides
     lines = _month(script, 5, tmp_path).stdout.splitlines()
     assert "scontrol update NodeName=dgx-h100-own08 State=DRAIN Reason=idle-month-5" in lines
-    assert "kubectl drain dgx-h100-own08 --ignore-daemonsets --delete-emptydir-data" in lines
+    assert "kubectl drain dgx-h100-own08 --ignore-daemonsets --delete-emptydir-data --timeout=900s" in lines
 
 
 @pytest.mark.parametrize("month", ["12", "-1", "x", ""])
@@ -65,3 +65,42 @@ def test_a_month_outside_the_horizon_is_refused(month, tmp_path):
     out = _month(render(_plan(), load_catalog())["schedule/fra-dc1.sh"], month, tmp_path)
     assert out.returncode == 2 and "month must be a whole number from 0 to 11" in out.stderr
     assert out.stdout == ""
+
+
+def _stubs(tmp_path, slurm_state: str, kubectl_rc: int = 0) -> dict:
+    """kubectl, scontrol and sinfo that log their arguments; sinfo reports `slurm_state`."""
+    import os
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    for name, body in (("kubectl", f'echo "kubectl $*" >> {log}\nexit {kubectl_rc}'),
+                       ("scontrol", f'echo "scontrol $*" >> {log}'),
+                       ("sinfo", f'echo {slurm_state}')):
+        f = bin_dir / name
+        f.write_text(f"#!/bin/bash\n{body}\n")
+        f.chmod(0o755)
+    return dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize("state,resumed", [("idle", False), ("drained", True), ("draining", True)])
+def test_slurm_resumes_a_node_only_where_it_is_drained(state, resumed, tmp_path):
+    # Slurm 22.05 refuses State=RESUME on a node that is not drained: the script asks sinfo first
+    path = tmp_path / "apply.sh"
+    path.write_text(render(_plan(), load_catalog())["schedule/fra-dc1.sh"])
+    out = subprocess.run(["bash", str(path), "0"], env=_stubs(tmp_path, state), capture_output=True,
+                         text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert ("scontrol update NodeName=dgx-h100-own08 State=RESUME" in calls) is resumed
+    assert "kubectl -n hybrid-llm-platform scale deployment chat-70b --replicas=8" in calls
+
+
+def test_a_failed_command_is_reported_and_the_rest_still_run(tmp_path):
+    path = tmp_path / "apply.sh"
+    path.write_text(render(_plan(), load_catalog())["schedule/fra-dc1.sh"])
+    out = subprocess.run(["bash", str(path), "0"], env=_stubs(tmp_path, "drained", kubectl_rc=1),
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert "failed: kubectl -n hybrid-llm-platform patch hpa chat-70b" in out.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert "scontrol update NodeName=dgx-h100-own08 State=RESUME" in calls   # after the failures

@@ -131,8 +131,8 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
         # nodes, the block keeps only the reserved nodes left free and runs the rest on demand
         # (formulate (12b) bills that excess: h (n - reserved + replicas' nodes))
         reserved = sum(supply.reserved(t) for t in TERMS)
-        yielded = sum(d.hours * min(block, max(0, d.whole_nodes + block - reserved))
-                      for d in pinned if d.pinned in TERMS)
+        yielded = min(HOURS * block, sum(d.hours * min(block, max(0, d.whole_nodes + block - reserved))
+                                         for d in pinned if d.pinned in TERMS))
         need = HOURS * block - yielded
         block_hours: dict[str, float] = {}
         for t in TERMS:
@@ -151,8 +151,7 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
                 fill[t] -= take
                 rest -= take
             give(d, "on_demand", rest)
-        need += yielded
-        in_use["on_demand"] = max(math.ceil(max(0.0, need - yielded) / HOURS - EPS),
+        in_use["on_demand"] = max(math.ceil(max(0.0, need) / HOURS - EPS),
                                   max((min(block, max(0, d.whole_nodes + block - reserved))
                                        for d in pinned if d.pinned in TERMS), default=0))
         for t in TERMS:

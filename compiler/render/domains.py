@@ -134,12 +134,6 @@ class Domain:
     def blocks_for(self, orchestrator: str) -> tuple[Block, ...]:
         return tuple(b for b in self.blocks if b.share(orchestrator).peak > 0)
 
-    def peak(self, orchestrator: str) -> int:
-        """The most nodes the orchestrator holds here in any one month."""
-        months = max((len(b.share(orchestrator).monthly) for b in self.blocks), default=0)
-        return max((sum(b.share(orchestrator).monthly[m] for b in self.blocks
-                        if m < len(b.share(orchestrator).monthly)) for m in range(months)), default=0)
-
 
 def _series(values, months: int) -> list[int]:
     out = [int(v) for v in values][:months]

@@ -24,7 +24,8 @@ class Flavor:
 
     domain: Domain
     block: Block
-    nodes: int                    # the most nodes Kubernetes training holds of it in a month
+    nodes: int                    # the most nodes Kubernetes training holds of it in a month, at
+                                  # most the block's (never less than one job part)
 
     @property
     def name(self) -> str:

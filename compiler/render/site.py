@@ -13,8 +13,9 @@ from compiler.catalog.model import Catalog
 from compiler.plan import Placement, Plan, SitePlan
 from compiler.render.common import (NcclProfile, StorageView, nccl_profile, shared_mount, slug,
                                     storage_view)
-from compiler.render.domains import (Domain, ScheduleRow, block_rows, domain_of,
-                                     orchestrator_of, placement_pricings, site_domains, spans)
+from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
+                                     months_text, orchestrator_of, placement_pricings, site_domains,
+                                     spans)
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class JobPart:
 
     @property
     def name(self) -> str:
-        return f"workers-{slug(self.pricing)}"
+        """Short (JobSet pod names, <jobset>-<this>-<job>-<pod>-<5 random>, must fit 63)."""
+        return f"w-{PRICING_TAGS.get(self.pricing, slug(self.pricing))}"
 
 
 @dataclass(frozen=True)
@@ -48,13 +50,18 @@ class TrainingJob:
     parts: tuple[JobPart, ...]
     checkpoint_dir: str
     nccl: NcclProfile
-    duration_hours: float
     months: str                   # the months it runs, e.g. "0-1"
     holdings: tuple[tuple[str, tuple[int, ...]], ...] = ()   # (pricing, nodes each month)
 
     @property
     def spot(self) -> bool:
         return "spot" in self.pricings
+
+    @property
+    def cpu_request(self) -> int:
+        """Kubernetes CPU request: 90% of the task's vCPUs, since a node's allocatable CPU is its
+        capacity less what the kubelet and system daemons reserve."""
+        return max(1, self.cpus_per_task * 9 // 10)
 
     @property
     def constraint(self) -> str:
@@ -94,13 +101,6 @@ class InferenceService:
     @property
     def monthly_text(self) -> str:
         return ",".join(str(r) for r in self.monthly_replicas)
-
-
-def _months(series) -> str:
-    active = [m for m, n in enumerate(series) if n]
-    if not active:
-        return ""
-    return str(active[0]) if active[0] == active[-1] else f"{active[0]}-{active[-1]}"
 
 
 def _parts(p: Placement, nodes: int) -> tuple[JobPart, ...]:
@@ -145,8 +145,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
                 pricings=placement_pricings(p), parts=_parts(p, nodes),
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
                 nccl=nccl_profile(domain.fabric, domain.instance),
-                duration_hours=float(w.estimate.get("duration_hours", 0.0) or 0.0),
-                months=_months(held) or str(w.start_month),
+                months=months_text([m for m, n in enumerate(held) if n]) or str(w.start_month),
                 holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
             ))
     return tuple(jobs)

@@ -40,10 +40,6 @@ class NodeSet:
         return self.block.names(self.first, self.last)
 
     @property
-    def count(self) -> int:
-        return self.last - self.first + 1
-
-    @property
     def state(self) -> str:
         return "CLOUD" if self.cloud else "UNKNOWN"
 
@@ -56,10 +52,6 @@ class Partition:
     @property
     def nodes(self) -> str:
         return ",".join(s.hostlist for s in self.node_sets)
-
-    @property
-    def count(self) -> int:
-        return sum(s.count for s in self.node_sets)
 
 
 @dataclass(frozen=True)

@@ -115,12 +115,6 @@ class CloudPool:
         return self.block.names(self.first, self.first + self.nodes - 1)
 
     @property
-    def node_names(self) -> tuple[str, ...]:
-        if self.orchestrator != "slurm":
-            return ()
-        return self.block.node_names(self.first, self.first + self.nodes - 1)
-
-    @property
     def digits(self) -> int:
         return self.block.digits
 
@@ -174,9 +168,6 @@ class TerraformSite:
     storage: CloudStorage | None
     has_slurm: bool
     has_kubernetes: bool
-    has_elastic_slurm: bool
-    spot_any: bool
-    reserved_any: bool
 
     @property
     def has_static_slurm(self) -> bool:
@@ -227,9 +218,6 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
         storage=cloud_storage(site.storage, catalog),
         has_slurm=any(p.orchestrator == "slurm" for p in pools),
         has_kubernetes=any(p.orchestrator == "kubernetes" for p in pools),
-        has_elastic_slurm=any(p.orchestrator == "slurm" and p.elastic for p in pools),
-        spot_any=any(p.spot for p in pools),
-        reserved_any=bool(reservations),
     )
 
 

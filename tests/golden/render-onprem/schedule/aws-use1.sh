@@ -3,18 +3,23 @@
 # Usage: schedule/aws-use1.sh MONTH [--dry-run]   (MONTH 0-11 of the horizon)
 # Sets each service's replicas and HPA bounds to the plan's for that month, and gives each node
 # that changes hands to the orchestrator that holds it then (schedule/aws-use1.csv).
-# Every month's state is complete: running it again, or after a missed month, is safe.
+# Every month's state is complete: running it again, or after a missed month, is safe; run it
+# for the current month after applying kubernetes/aws-use1/ (which holds month 0's state).
 set -euo pipefail
 
 month="${1:-}"
 dry_run="${2:-}"
 NAMESPACE="${NAMESPACE:-hybrid-llm-platform}"
 
+failed=0
+# Each command runs on its own: one that fails is reported and the rest still run, so every
+# step that can converge does; the script exits 1 at the end if any failed.
 run() {
   if [ "${dry_run}" = "--dry-run" ]; then
     echo "$*"
-  else
-    "$@"
+  elif ! "$@"; then
+    echo "failed: $*" >&2
+    failed=1
   fi
 }
 
@@ -31,19 +36,37 @@ replicas() {
   fi
 }
 
-# A node that changes hands: drained on the side that gives it up, resumed on the side that
-# takes it; idle nodes are drained on both.
+# A node that changes hands: drained on the side that gives it up (Kubernetes waits at most
+# DRAIN_TIMEOUT for its pods; Slurm lets the running job finish, and Kubernetes uncordons the
+# node only once Slurm shows it drained), resumed on the side that takes it; idle nodes are
+# drained on both.
+DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-900s}"
+slurm_state() {
+  sinfo -h -n "$1" -o %T 2>/dev/null || true
+}
 node() {
   case "$2" in
     slurm)
-      run kubectl drain "$1" --ignore-daemonsets --delete-emptydir-data
-      run scontrol update NodeName="$1" State=RESUME ;;
+      run kubectl drain "$1" --ignore-daemonsets --delete-emptydir-data --timeout="${DRAIN_TIMEOUT}"
+      # RESUME is refused on a node that is not drained (it already is Slurm's)
+      case "$(slurm_state "$1")" in
+        drain*) run scontrol update NodeName="$1" State=RESUME ;;
+        *)
+          if [ "${dry_run}" = "--dry-run" ]; then
+            echo "scontrol update NodeName=$1 State=RESUME"
+          fi ;;
+      esac ;;
     kubernetes)
       run scontrol update NodeName="$1" State=DRAIN Reason="kubernetes-month-${month}"
+      if [ "${dry_run}" != "--dry-run" ]; then
+        until [ "$(slurm_state "$1")" = "drained" ]; do
+          sleep 60   # a Slurm job still runs there: it finishes first
+        done
+      fi
       run kubectl uncordon "$1" ;;
     *)
       run scontrol update NodeName="$1" State=DRAIN Reason="idle-month-${month}"
-      run kubectl drain "$1" --ignore-daemonsets --delete-emptydir-data ;;
+      run kubectl drain "$1" --ignore-daemonsets --delete-emptydir-data --timeout="${DRAIN_TIMEOUT}" ;;
   esac
 }
 
@@ -58,3 +81,4 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 11 ]; then
   replicas chat-70b 4
   true
 fi
+exit "${failed}"

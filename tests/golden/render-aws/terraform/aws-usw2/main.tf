@@ -47,7 +47,6 @@ resource "aws_launch_template" "g6e_48xlarge_on_demand_kubernetes" {
 
   network_interfaces {
     device_index          = 0
-    subnet_id             = var.subnet_id
     security_groups       = [aws_security_group.efa.id]
     delete_on_termination = true
   }
@@ -118,7 +117,6 @@ resource "aws_launch_template" "p4de_24xlarge_on_demand_kubernetes" {
       network_card_index    = network_interfaces.value
       device_index          = network_interfaces.value == 0 ? 0 : 1
       interface_type        = "efa"
-      subnet_id             = var.subnet_id
       security_groups       = [aws_security_group.efa.id]
       delete_on_termination = true
     }

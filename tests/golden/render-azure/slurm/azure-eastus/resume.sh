@@ -7,6 +7,7 @@ set -euo pipefail
 
 NAME_PREFIX="${NAME_PREFIX:-azure-eastus}"
 RESOURCE_GROUP="${RESOURCE_GROUP:-${NAME_PREFIX}-rg}"
+ZONE="${ZONE:?set ZONE to the zone of terraform/azure-eastus}"
 SUBNET_ID="${SUBNET_ID:?set SUBNET_ID to the subnet of terraform/azure-eastus}"
 IMAGE="${IMAGE:?set IMAGE to the GPU image of the Slurm nodes}"
 ADMIN_USERNAME="${ADMIN_USERNAME:-azureuser}"
@@ -28,12 +29,30 @@ size_of() {
   esac
 }
 
-for node in $(scontrol show hostnames "$1"); do
-  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; continue; }
+# One node: start its instance, named (or with the hostname) of its Slurm node so that slurmd
+# finds its NodeName, and tell Slurm the address.
+launch() {
+  local node="$1" block addr
+  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; return 1; }
+  local size priority placement group
   read -r size priority placement group <<<"$(size_of "${node}")"
   addr="$(az vm create --resource-group "${RESOURCE_GROUP}" --name "${node}" --size "${size}" \
-    --image "${IMAGE}" --subnet "${SUBNET_ID}" --priority "${priority}" "${placement}" "${group}" \
+    --zone "${ZONE}" --image "${IMAGE}" --subnet "${SUBNET_ID}" --priority "${priority}" \
+    "${placement}" "${group}" --os-disk-delete-option Delete --nic-delete-option Delete \
     --admin-username "${ADMIN_USERNAME}" --generate-ssh-keys --public-ip-address "" \
     --tags "slurm-node=${node}" "slurm-block=${block}" --query privateIpAddress --output tsv)"
   scontrol update NodeName="${node}" NodeAddr="${addr}" NodeHostname="${node}"
+}
+
+# Every node starts at once; one that fails is reported and the others go on (slurmctld marks
+# it down after ResumeTimeout and may try again).
+pids=()
+for node in $(scontrol show hostnames "$1"); do
+  launch "${node}" &
+  pids+=("$!")
 done
+status=0
+for pid in "${pids[@]}"; do
+  wait "${pid}" || status=1
+done
+exit "${status}"

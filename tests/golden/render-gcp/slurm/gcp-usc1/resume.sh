@@ -16,11 +16,28 @@ source_of() {
   esac
 }
 
-for node in $(scontrol show hostnames "$1"); do
-  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; continue; }
+# One node: start its instance, named (or with the hostname) of its Slurm node so that slurmd
+# finds its NodeName, and tell Slurm the address.
+launch() {
+  local node="$1" block addr
+  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; return 1; }
   gcloud compute instances create "${NAME_PREFIX}-${node}" --zone "${ZONE}" \
-    --source-instance-template "${NAME_PREFIX}-${block}" --labels "slurm-node=${node}" --quiet
+    --source-instance-template "${NAME_PREFIX}-${block}" --hostname "${node}.${NAME_PREFIX}.internal" \
+    --labels "slurm-node=${node}" --quiet
   addr="$(gcloud compute instances describe "${NAME_PREFIX}-${node}" --zone "${ZONE}" \
     --format 'value(networkInterfaces[0].networkIP)')"
   scontrol update NodeName="${node}" NodeAddr="${addr}" NodeHostname="${node}"
+}
+
+# Every node starts at once; one that fails is reported and the others go on (slurmctld marks
+# it down after ResumeTimeout and may try again).
+pids=()
+for node in $(scontrol show hostnames "$1"); do
+  launch "${node}" &
+  pids+=("$!")
 done
+status=0
+for pid in "${pids[@]}"; do
+  wait "${pid}" || status=1
+done
+exit "${status}"

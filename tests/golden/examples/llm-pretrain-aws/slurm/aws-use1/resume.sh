@@ -16,12 +16,29 @@ source_of() {
   esac
 }
 
-for node in $(scontrol show hostnames "$1"); do
-  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; continue; }
+# One node: start its instance, named (or with the hostname) of its Slurm node so that slurmd
+# finds its NodeName, and tell Slurm the address.
+launch() {
+  local node="$1" block addr
+  block="$(source_of "${node}")" || { echo "resume: ${node} is not a cloud node of this site" >&2; return 1; }
   addr="$(aws ec2 run-instances \
     --launch-template "LaunchTemplateName=${NAME_PREFIX}-${block},Version=\$Latest" \
     --count 1 \
+    --user-data "$(printf '#!/bin/bash\nhostnamectl set-hostname %s\nsystemctl restart slurmd\n' "${node}")" \
     --tag-specifications "ResourceType=instance,Tags=[{Key=Name,Value=${node}},{Key=slurm-node,Value=${node}}]" \
     --query 'Instances[0].PrivateIpAddress' --output text)"
   scontrol update NodeName="${node}" NodeAddr="${addr}" NodeHostname="${node}"
+}
+
+# Every node starts at once; one that fails is reported and the others go on (slurmctld marks
+# it down after ResumeTimeout and may try again).
+pids=()
+for node in $(scontrol show hostnames "$1"); do
+  launch "${node}" &
+  pids+=("$!")
 done
+status=0
+for pid in "${pids[@]}"; do
+  wait "${pid}" || status=1
+done
+exit "${status}"
