@@ -33,6 +33,9 @@ class TrainingEstimate:
     tokens_per_s: float | None = None   # LLM
     samples_per_s: float | None = None  # vision
     notes: tuple[str, ...] = ()   # e.g. "communication dominates beyond 512 GPUs"
+    # Where the run's wall time goes: (term, share of duration_hours), shares summing to 1
+    # (docs/performance-model.md, "Step-time breakdown").
+    step_breakdown: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,14 @@ HAND_BUILT = {
                                 "tpot_ms": 30.5, "batch": 16}),
     "llm-training": ("training", {"memory_gb_per_gpu": 18.0, "duration_hours": 3.5, "mfu": 0.31,
                                   "tokens_per_s": 2100.0}),
+    # with where the wall time goes (older plans have no step_breakdown: the case above)
+    "llm-training-breakdown": ("training", {
+        "memory_gb_per_gpu": 18.0, "duration_hours": 3.5, "mfu": 0.31, "tokens_per_s": 2100.0,
+        "step_breakdown": {"compute": 0.8, "exposed_tp": 0.05, "exposed_cp": 0.0, "exposed_ep": 0.0,
+                           "exposed_pp": 0.01, "pipeline_bubble": 0.04, "exposed_dp": 0.06, "lost": 0.04}}),
+    "vision-breakdown": ("training", {
+        "memory_gb_per_gpu": 9.0, "duration_hours": 20.0, "mfu": 0.2, "samples_per_s": 2500.0,
+        "step_breakdown": {"compute": 0.7, "exposed_dp": 0.01, "data_loading": 0.28, "lost": 0.01}}),
     # what dataclasses.asdict(TrainingEstimate) writes for a vision job
     "vision-asdict": ("training", {"memory_gb_per_gpu": 9.0, "duration_hours": 20.0, "mfu": 0.2,
                                    "tokens_per_s": None, "samples_per_s": 2500.0, "notes": []}),
@@ -104,6 +112,13 @@ def _mutations():
         "training estimate with inference keys": set_(["workloads", 1, "estimate", "ttft_ms"], 3.0),
         "training estimate without throughput": delete(["workloads", 1, "estimate", "tokens_per_s"]),
         "mfu above one": set_(["workloads", 1, "estimate", "mfu"], 1.4),
+        "step breakdown with an unknown term": set_(["workloads", 1, "estimate", "step_breakdown"],
+                                                    {"compute": 0.9, "exposed_dp": 0.05, "lost": 0.05,
+                                                     "network": 0.1}),
+        "step breakdown share above one": set_(["workloads", 1, "estimate", "step_breakdown"],
+                                               {"compute": 1.2, "exposed_dp": 0.0, "lost": 0.0}),
+        "step breakdown without lost time": set_(["workloads", 1, "estimate", "step_breakdown"],
+                                                 {"compute": 0.9, "exposed_dp": 0.1}),
         "training in two places": set_(["workloads", 1, "placements"],
                                        [_hybrid_doc()["workloads"][1]["placements"][0]] * 2),
         "unknown orchestrator": set_(["workloads", 0, "orchestrator"], "nomad"),
@@ -142,4 +157,10 @@ def test_compiled_example_plan_validates():
     from examples_cache import example
 
     _candidates, result = example("llm-pretrain-aws")
-    assert errors(to_dict(result.plan)) == []
+    doc = to_dict(result.plan)
+    assert errors(doc) == []
+    # every training workload says where its wall time goes
+    training = [w for w in doc["workloads"] if w["kind"] == "training"]
+    assert training
+    for w in training:
+        assert sum(w["estimate"]["step_breakdown"].values()) == pytest.approx(1, abs=1e-3), w["name"]

@@ -363,3 +363,39 @@ def test_bought_nodes_and_the_node_schedule_are_explained():
     md = render_report(replace(plan, workloads=plan.workloads + (k8s, big)), load_catalog())["report.md"]
     assert "| fra-dc1 | 3 | kubernetes | dgx-h100 / owned | dgx-h100-own08 |" in md
     assert "| fra-dc1 | 0-1 | slurm | dgx-h100 / owned | dgx-h100-own[01-08] |" in md
+
+
+def test_training_workloads_show_where_the_time_goes(catalog):
+    # The plan's step_breakdown (shares of the wall time) becomes a table per training workload,
+    # in the estimate's order, terms at 0 left out; a plan without it (older plans, inference)
+    # shows none.
+    from dataclasses import replace
+
+    shares = {"compute": 0.8123, "exposed_tp": 0.05, "exposed_cp": 0.0, "exposed_ep": 0.0, "exposed_pp": 0.0061,
+              "pipeline_bubble": 0.0412, "exposed_dp": 0.0304, "lost": 0.06}
+    plan = hybrid_plan()
+    plan = replace(plan, workloads=tuple(
+        replace(w, estimate={**w.estimate, "step_breakdown": shares}) if w.name == "llama-70b-pretrain" else w
+        for w in plan.workloads))
+    view = {w.name: w for w in views.build(plan).workloads}
+    rows = [(t.label, t.share) for t in view["llama-70b-pretrain"].time_shares]
+    assert [share for _, share in rows] == [0.8123, 0.05, 0.0061, 0.0412, 0.0304, 0.06]
+    assert rows[0][0].startswith("Compute") and rows[-1][0].startswith("Lost")
+    assert view["chat-70b"].time_shares == () and view["resnet50"].time_shares == ()
+    # not also dumped raw among the estimate's figures
+    assert all(e.label != "step_breakdown" for e in view["llama-70b-pretrain"].estimate)
+    out = render_report(plan, catalog)
+    md, html = out["report.md"], out["report.html"]
+    section = md[md.index("### llama-70b-pretrain"):md.index("### resnet50")]
+    assert "Where the time goes" in section
+    assert "| Compute (at the GPU's base MFU) | 81.2% |" in section
+    assert "| Pipeline bubble | 4.1% |" in section
+    assert "| Lost: interruptions, restarts, checkpoint stalls | 6.0% |" in section
+    assert "Expert-parallel" not in section
+    tiny = views.TimeShare("Lost", 0.0001)
+    assert tiny.text == "<0.1%" and views.TimeShare("x", 0.0412).text == "4.1%"
+    assert md.count("Where the time goes") == 1
+    assert html.count("Where the time goes") == 1
+    assert "<td>Pipeline bubble</td><td class=\"n\">4.1%</td>" in html
+    # the hand-made plan without a breakdown has no such section
+    assert "Where the time goes" not in render_report(hybrid_plan(), catalog)["report.md"]

@@ -98,6 +98,14 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
     return work / (hw.gpus_per_node * peak * mfu_max * 3600), loss
 
 
+def wall_time_shares(step: dict[str, float], step_s: float, lost: float) -> tuple[tuple[str, float], ...]:
+    """Where the run's wall time goes. duration = ideal * (1 + lost), ideal = steps * step_s, so a
+    step term of x seconds is x / step_s / (1 + lost) of the duration and the losses (interruptions,
+    restarts, checkpoint stalls) are lost / (1 + lost). Rounded to 4 decimals; they sum to 1."""
+    scale = 1 / (step_s * (1 + lost)) if step_s > 0 else 0.0
+    return tuple((k, round(v * scale, 4)) for k, v in step.items()) + (("lost", round(lost / (1 + lost), 4)),)
+
+
 def spot_rate(provider: str, catalog: Catalog) -> float:
     return factor(catalog, f"spot_preemptions_per_node_day.{provider}", "spot_preemptions_per_node_day.default")
 
@@ -131,7 +139,8 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
     est = TrainingEstimate(memory_gb_per_gpu=round(best.memory.total_gb, 3), duration_hours=round(hours, 4),
                            mfu=round(best.mfu, 4),
                            tokens_per_s=round(tokens / (hours * 3600), 3) if hours else 0.0,
-                           notes=tuple(notes))
+                           notes=tuple(notes),
+                           step_breakdown=wall_time_shares(best.breakdown(), best.seconds, lost))
     return est, best.layout, ""
 
 
@@ -157,7 +166,8 @@ def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gp
         notes.append(f"communication dominates: {r.overhead_share:.0%} of each step")
     est = TrainingEstimate(memory_gb_per_gpu=round(r.memory_gb_per_gpu, 3), duration_hours=round(hours, 4),
                            mfu=round(r.mfu, 4), samples_per_s=round(samples / (hours * 3600), 3),
-                           notes=tuple(notes))
+                           notes=tuple(notes),
+                           step_breakdown=wall_time_shares(r.breakdown(), r.step_s, lost))
     return est, Layout(dp=gpus), ""
 
 

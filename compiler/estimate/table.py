@@ -48,7 +48,8 @@ def _row(c: Candidate, hw: Hardware | None) -> dict[str, Any]:
     else:
         row.update(duration_hours=e.duration_hours, mfu=e.mfu, tokens_per_s=e.tokens_per_s,
                    samples_per_s=e.samples_per_s, usage=[[m, h] for m, h in c.usage],
-                   start_month=c.start_month, usd_indicative=None if cost is None else round(cost, 2))
+                   start_month=c.start_month, usd_indicative=None if cost is None else round(cost, 2),
+                   step_breakdown=dict(e.step_breakdown))
     return row
 
 

@@ -8,6 +8,9 @@ Step time for a layout on G GPUs, global batch B tokens, m micro-batches per pip
                bubble = (p-1)/(v*m + p-1)
     step     = pipeline + exposed DP gradient all-reduce (ring over the fabric)
     MFU      = B * flops_per_token / (G * peak * step)
+A Step keeps its terms (Step.breakdown): compute + exposed TP + CP + EP + PP + bubble + exposed
+DP = step, with bubble = pipeline - critical path (the pipeline's idle share as time). The identity
+is exact in real arithmetic; in floats the sum may differ from the step by an ulp of rounding.
 """
 
 from __future__ import annotations
@@ -60,6 +63,19 @@ class Step:
     mfu: float
     overhead_share: float  # (step - compute) / step: communication + bubble
     memory: TrainingMemory
+    # The rest of the step, in seconds: compute_s plus these add up to `seconds` (to an ulp).
+    exposed_tp_s: float = 0.0   # TP all-reduces left on the critical path
+    exposed_cp_s: float = 0.0   # ring-attention K,V passes left on it
+    exposed_ep_s: float = 0.0   # MoE all-to-alls left on it
+    exposed_pp_s: float = 0.0   # stage-to-stage activations and gradients (never overlapped)
+    bubble_s: float = 0.0       # pipeline idle time: pipeline - critical path
+    exposed_dp_s: float = 0.0   # gradient all-reduce beyond what the backward pass hides
+
+    def breakdown(self) -> dict[str, float]:
+        """Seconds per step by term, in the order they add up to `seconds`."""
+        return {"compute": self.compute_s, "exposed_tp": self.exposed_tp_s, "exposed_cp": self.exposed_cp_s,
+                "exposed_ep": self.exposed_ep_s, "exposed_pp": self.exposed_pp_s,
+                "pipeline_bubble": self.bubble_s, "exposed_dp": self.exposed_dp_s}
 
 
 def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: int,
@@ -100,11 +116,10 @@ def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: i
     if layout.pp > 1:
         pp_bw = net if multi_node else nvl
         pp = m * 2 * mb * s_local * model.hidden * act / layout.tp / pp_bw
-    critical = (compute
-                + comms.exposed(tp, factor(catalog, "tp_overlap"), compute)
-                + comms.exposed(cp, factor(catalog, "cp_overlap"), compute)
-                + comms.exposed(ep, factor(catalog, "ep_overlap"), compute)
-                + pp)
+    exposed_tp = comms.exposed(tp, factor(catalog, "tp_overlap"), compute)
+    exposed_cp = comms.exposed(cp, factor(catalog, "cp_overlap"), compute)
+    exposed_ep = comms.exposed(ep, factor(catalog, "ep_overlap"), compute)
+    critical = compute + exposed_tp + exposed_cp + exposed_ep + pp
     v = min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers))) if layout.pp > 1 else 1
     bubble = comms.pipeline_bubble(layout.pp, m, v)
     pipeline = critical / (1 - bubble)
@@ -116,11 +131,13 @@ def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: i
           + comms.ring_allreduce_s(experts * grad_b, max(1, layout.dp // layout.ep), dp_bw))
     if layout.zero >= 3:
         dp *= factor(catalog, "zero3_comm_multiplier")
-    step = pipeline + comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    exposed_dp = comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    step = pipeline + exposed_dp
     mfu = tokens * fpt / (gpus * peak * step)
     if mem is None:
         mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
-    return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem)
+    return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem,
+                exposed_tp, exposed_cp, exposed_ep, pp, pipeline - critical, exposed_dp)
 
 
 def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,

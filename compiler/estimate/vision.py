@@ -23,6 +23,15 @@ class VisionRate:
     memory_gb_per_gpu: float
     loader_bound: bool
     overhead_share: float
+    # One step = a batch on every GPU at samples_per_s (gpus * batch / samples_per_s seconds),
+    # and its terms, which add up to it.
+    step_s: float = 0.0
+    compute_s: float = 0.0
+    exposed_dp_s: float = 0.0
+    data_loading_s: float = 0.0   # waiting for the loader when it, not the GPUs, sets the rate
+
+    def breakdown(self) -> dict[str, float]:
+        return {"compute": self.compute_s, "exposed_dp": self.exposed_dp_s, "data_loading": self.data_loading_s}
 
 
 def vision_rate(model: Model, gpus: int, gpu: Gpu, gpus_per_node: int, vcpus: int, fabric: str,
@@ -37,11 +46,13 @@ def vision_rate(model: Model, gpus: int, gpu: Gpu, gpus_per_node: int, vcpus: in
     bw = comms.scaleout_bw(node_gbps, gpus_per_node, fabric, catalog) if gpus > gpus_per_node and node_gbps > 0 else nvl
     grads = model.params_b * 1e9 * (4 if precision == "fp32" else 2)
     dp = comms.ring_allreduce_s(grads, gpus, bw)
-    step = compute + comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    exposed_dp = comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
+    step = compute + exposed_dp
     compute_rate = gpus * batch / step
     loader_rate = gpus * (vcpus / gpus_per_node) * factor(catalog, "dataloader_samples_per_s_per_vcpu")
     rate = min(compute_rate, loader_rate)
     mem = (model_state_bytes(model.params_b * 1e9, precision, optimizer, catalog) / 1e9
            + factor(catalog, "vision_activation_gb") + factor(catalog, "training_memory_buffer_gb"))
+    paced = gpus * batch / rate if loader_rate < compute_rate else step
     return VisionRate(rate, rate * flops_sample / (gpus * peak), mem, loader_rate < compute_rate,
-                      (step - compute) / step)
+                      (step - compute) / step, paced, compute, exposed_dp, max(0.0, paced - step))

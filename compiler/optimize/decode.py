@@ -369,6 +369,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "duration_hours": e.duration_hours, "mfu": e.mfu}
         est["samples_per_s" if e.samples_per_s is not None and e.tokens_per_s is None else "tokens_per_s"] = (
             e.samples_per_s if e.samples_per_s is not None and e.tokens_per_s is None else e.tokens_per_s)
+        if e.step_breakdown:
+            est["step_breakdown"] = dict(e.step_breakdown)
         holdings = _holdings(held, c)
         placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
                               holdings=holdings)

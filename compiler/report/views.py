@@ -107,6 +107,32 @@ class EstimateItem:
 
 
 @dataclass(frozen=True)
+class TimeShare:
+    """One row of "Where the time goes": a term's share of the run's wall time."""
+    label: str
+    share: float
+
+    @property
+    def text(self) -> str:
+        """'81.2%'; a share too small to show at one decimal reads '<0.1%', not '0.0%'."""
+        return "<0.1%" if 0 < self.share < 0.0005 else f"{self.share * 100:.1f}%"
+
+
+# The estimate's step_breakdown keys (docs/performance-model.md, "Step-time breakdown"), in order.
+TIME_SHARE_LABELS = {
+    "compute": "Compute (at the GPU's base MFU)",
+    "exposed_tp": "Tensor-parallel communication, exposed",
+    "exposed_cp": "Context-parallel communication, exposed",
+    "exposed_ep": "Expert-parallel communication, exposed",
+    "exposed_pp": "Pipeline sends between stages",
+    "pipeline_bubble": "Pipeline bubble",
+    "exposed_dp": "Data-parallel gradient all-reduce, exposed",
+    "data_loading": "Waiting for data loading",
+    "lost": "Lost: interruptions, restarts, checkpoint stalls",
+}
+
+
+@dataclass(frozen=True)
 class PlacementRow:
     site: str
     instance: str
@@ -189,6 +215,7 @@ class WorkloadView:
     holdings: tuple[HoldingSpan, ...] = ()      # nodes held per pricing, month ranges
     replica_sites: tuple[str, ...] = ()         # inference: the sites of replicas_by_month
     replicas_by_month: tuple[ReplicaSpan, ...] = ()   # inference: replicas per site, month ranges
+    time_shares: tuple[TimeShare, ...] = ()     # training: where the wall time goes (terms at 0 left out)
 
 
 @dataclass(frozen=True)
@@ -391,11 +418,20 @@ def _estimate_items(w: WorkloadPlan) -> tuple[EstimateItem, ...]:
         take("tpot_ms", "TPOT", lambda v: f"{_number(v, 1)} ms")
         take("batch", "Batch per replica", lambda v: str(int(v)))
     take("memory_gb_per_gpu", "Memory per GPU", lambda v: f"{_number(v, 1)} GB")
+    e.pop("step_breakdown", None)      # its own table: time_shares
     take("notes", "Notes", lambda v: "; ".join(str(n) for n in v) if not isinstance(v, str) else v)
     for key in sorted(e):              # keys a newer estimator added: shown, not dropped
         if e[key] is not None:
             items.append(EstimateItem(key, str(e[key])))
     return tuple(items)
+
+
+def time_shares(w: WorkloadPlan) -> tuple[TimeShare, ...]:
+    """The estimate's step_breakdown as rows: known terms in their order, then any a newer
+    estimator added; terms with no share are left out."""
+    shares = w.estimate.get("step_breakdown") or {}
+    order = [k for k in TIME_SHARE_LABELS if k in shares] + sorted(k for k in shares if k not in TIME_SHARE_LABELS)
+    return tuple(TimeShare(TIME_SHARE_LABELS.get(k, k), float(shares[k])) for k in order if shares[k])
 
 
 def _headline(w: WorkloadPlan) -> str:
@@ -518,7 +554,8 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView
         placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
                                       p.gpus_per_replica) for p in w.placements),
         estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
-        holdings=holding_spans(w), replica_sites=replica_sites, replicas_by_month=replicas_by_month)
+        holdings=holding_spans(w), replica_sites=replica_sites, replicas_by_month=replicas_by_month,
+        time_shares=time_shares(w))
 
 
 def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
