@@ -9,15 +9,16 @@ Who holds what (docs/artifacts.md states the same rules as a contract):
 - Slurm holds, each month, the nodes its training placements hold of that pricing, at most
   what the pool has that month (jobs may share a node within a month, one after the other).
 - Kubernetes holds what its placements hold, at most what the pool has beyond Slurm's share
-  (services pack their replicas onto shared nodes, so their holdings may overlap).
+  (services pack their replicas onto shared nodes, so their holdings may overlap); of an
+  elastic pricing, all the pool has beyond Slurm's in a month it holds any.
 - Static pricings (owned, purchase, reserved) are fixed nodes 1..N: Slurm takes them from the
-  bottom, Kubernetes from the top (an orchestrator alone on a block gets all N). Since Slurm's and Kubernetes' nodes in a month add up to no
-  more than the pool, the two ranges never meet in the same month; a node inside both ranges
-  changes hands, and the schedule says in which months.
+  bottom, Kubernetes from the top (an orchestrator alone on a block gets all N). Since Slurm's
+  and Kubernetes' nodes in a month add up to no more than the pool, the two ranges never meet
+  in the same month; a node inside both ranges changes hands, and the schedule says when.
 - Elastic pricings (on-demand, spot) are rented as needed: Slurm's are `State=CLOUD` nodes the
   Resume program starts, Kubernetes' an autoscaled node group between the plan's least and
-  most nodes. A static cloud block that changes hands is elastic on Slurm's side too (its nodes
-  start inside the reservation when Slurm needs them and stop when idle).
+  most nodes. A static cloud block that changes hands is elastic on both sides (its nodes
+  start inside the reservation when needed and stop when idle).
 """
 
 from __future__ import annotations
