@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, add_into, month_range, site_replicas
+from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, add_into, months_text, site_replicas
 
 
 @dataclass(frozen=True)
@@ -185,16 +185,6 @@ def _holdings(a: WorkloadPlan, b: WorkloadPlan) -> tuple[HoldingDelta, ...]:
     return tuple(out)
 
 
-def _ranges(months: list[int]) -> str:
-    out: list[list[int]] = []
-    for m in months:
-        if out and out[-1][1] == m - 1:
-            out[-1][1] = m
-        else:
-            out.append([m, m])
-    return ", ".join(month_range(a, b) for a, b in out)
-
-
 def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
     """Replicas per site, month by month; False when the plan gives no months (plan.json from
     before them: each placement's peak only)."""
@@ -214,7 +204,7 @@ def _replicas(a: WorkloadPlan, b: WorkloadPlan) -> tuple[ReplicaDelta, ...]:
             x, y = x + [0] * (n - len(x)), y + [0] * (n - len(y))
             differ = [m for m in range(n) if x[m] != y[m]]
             if differ:
-                out.append(ReplicaDelta(site, max(x), max(y), _ranges(differ)))
+                out.append(ReplicaDelta(site, max(x), max(y), months_text(differ)))
         elif max(x) != max(y):
             out.append(ReplicaDelta(site, max(x), max(y), ""))
     return tuple(out)

@@ -154,6 +154,17 @@ def month_range(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
+def months_text(months, sep: str = ", ") -> str:
+    """Months as runs, each as month_range writes it: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13'."""
+    runs: list[list[int]] = []
+    for m in months:
+        if runs and runs[-1][1] == m - 1:
+            runs[-1][1] = m
+        else:
+            runs.append([m, m])
+    return sep.join(month_range(a, b) for a, b in runs)
+
+
 def add_into(total: list, series) -> None:
     """Add `series` into `total` month by month, first padding `total` with zeros to its length."""
     total.extend([0] * (len(series) - len(total)))

@@ -48,6 +48,14 @@ def training(name, site, instance, pricing, nodes, gpus, tp=8, pp=1, dp=None,
         cost_usd=1.0, orchestrator=orchestrator)
 
 
+def owned_job(name, nodes, months, orchestrator="slurm") -> WorkloadPlan:
+    """A training job on `nodes` of onprem_plan's owned dgx-h100 at fra-dc1, in `months` only."""
+    series = tuple(nodes if m in months else 0 for m in range(HORIZON))
+    w = training(name, "fra-dc1", "dgx-h100", "owned", nodes, 8 * nodes, tp=1, orchestrator=orchestrator)
+    held_ = Holding("owned", series, tuple(730.0 * n for n in series))
+    return replace(w, placements=(replace(w.placements[0], holdings=(held_,)),))
+
+
 def inference(name, placements, tp, gpu="H100", batch=48) -> WorkloadPlan:
     return WorkloadPlan(
         name=name, kind="inference", gpu=gpu, gpus=sum(p.gpus for p in placements),

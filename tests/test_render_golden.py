@@ -105,22 +105,12 @@ def test_owned_nodes_change_hands_by_the_schedule():
     import yaml
 
     from compiler.catalog import load_catalog
-    from compiler.plan import Holding
     from compiler.render import render
-    from plans import HORIZON, onprem_plan, training
-
-    def holding(nodes, months):
-        series = tuple(nodes if m in months else 0 for m in range(HORIZON))
-        return (Holding("owned", series, tuple(730.0 * n for n in series)),)
-
-    def job(name, nodes, months, orchestrator):
-        w = training(name, "fra-dc1", "dgx-h100", "owned", nodes, 8 * nodes, tp=1,
-                     orchestrator=orchestrator)
-        return replace(w, placements=(replace(w.placements[0], holdings=holding(nodes, months)),))
+    from plans import onprem_plan, owned_job
 
     plan = onprem_plan()
-    plan = replace(plan, workloads=plan.workloads + (job("llama-70b-continued", 8, {0, 1}, "slurm"),
-                                                     job("support-8b-finetune", 1, {3}, "kubernetes")))
+    plan = replace(plan, workloads=plan.workloads + (
+        owned_job("llama-70b-continued", 8, {0, 1}), owned_job("support-8b-finetune", 1, {3}, "kubernetes")))
     files = render(plan, load_catalog())
     conf = files["slurm/fra-dc1/slurm.conf"]
     assert "NodeName=dgx-h100-own[01-08] " in conf

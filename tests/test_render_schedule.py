@@ -10,24 +10,15 @@ from dataclasses import replace
 import pytest
 
 from compiler.catalog import load_catalog
-from compiler.plan import Holding
 from compiler.render import render
-from plans import HORIZON, onprem_plan, training
-
-
-def _owned(nodes: int, months: set[int]) -> tuple[Holding, ...]:
-    series = tuple(nodes if m in months else 0 for m in range(HORIZON))
-    return (Holding("owned", series, tuple(730.0 * n for n in series)),)
+from plans import onprem_plan, owned_job
 
 
 def _plan():
     """A Slurm job on all 8 owned dgx-h100 nodes in months 0-1, a Kubernetes job on one in 3."""
-    def job(name, nodes, months, orchestrator):
-        w = training(name, "fra-dc1", "dgx-h100", "owned", nodes, 8 * nodes, tp=1, orchestrator=orchestrator)
-        return replace(w, placements=(replace(w.placements[0], holdings=_owned(nodes, months)),))
     plan = onprem_plan()
-    return replace(plan, workloads=plan.workloads + (job("big", 8, {0, 1}, "slurm"),
-                                                     job("small", 1, {3}, "kubernetes")))
+    return replace(plan, workloads=plan.workloads + (owned_job("big", 8, {0, 1}),
+                                                     owned_job("small", 1, {3}, "kubernetes")))
 
 
 def _month(script, month, tmp_path) -> subprocess.CompletedProcess:

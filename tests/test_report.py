@@ -341,25 +341,18 @@ def test_bought_nodes_and_the_node_schedule_are_explained():
     # horizon: the plan charges 12 / 60 = 20% of the price, which bom.csv lists in full.
     from dataclasses import replace
 
-    from compiler.plan import Holding
-    from plans import HORIZON, onprem_plan, training
+    from plans import onprem_plan, owned_job
 
     md = render_report(onprem_plan(), load_catalog())["report.md"]
     assert "| fra-dc1 | hgx-h200 | 40 | $330,000 | 5.0 years | 20.0% |" in md
     assert "## Node schedule" not in md            # no node changes hands here
     # a Kubernetes job on one of the 8 owned dgx-h100 in month 3, beside Slurm's resnet50 (one
     # node every month): own08 is Kubernetes' in month 3, and the report says so
-    series = tuple(1 if m == 3 else 0 for m in range(HORIZON))
-    k8s = training("small", "fra-dc1", "dgx-h100", "owned", 1, 8, tp=1, orchestrator="kubernetes")
-    k8s = replace(k8s, placements=(replace(k8s.placements[0], holdings=(
-        Holding("owned", series, tuple(730.0 * n for n in series)),)),))
+    k8s = owned_job("small", 1, {3}, "kubernetes")
     plan = onprem_plan()
     md = render_report(replace(plan, workloads=plan.workloads + (k8s,)), load_catalog())["report.md"]
     assert "## Node schedule" not in md            # own08 is never Slurm's: no hand-over
-    big = training("big", "fra-dc1", "dgx-h100", "owned", 8, 64, tp=1)
-    series8 = tuple(8 if m in (0, 1) else 0 for m in range(HORIZON))
-    big = replace(big, placements=(replace(big.placements[0], holdings=(
-        Holding("owned", series8, tuple(730.0 * n for n in series8)),)),))
+    big = owned_job("big", 8, {0, 1})
     md = render_report(replace(plan, workloads=plan.workloads + (k8s, big)), load_catalog())["report.md"]
     assert "| fra-dc1 | 3 | kubernetes | dgx-h100 / owned | dgx-h100-own08 |" in md
     assert "| fra-dc1 | 0-1 | slurm | dgx-h100 / owned | dgx-h100-own[01-08] |" in md

@@ -131,8 +131,9 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
         # nodes, the block keeps only the reserved nodes left free and runs the rest on demand
         # (formulate (12b) bills that excess: h (n - reserved + replicas' nodes))
         reserved = sum(supply.reserved(t) for t in TERMS)
-        yielded = min(HOURS * block, sum(d.hours * min(block, max(0, d.whole_nodes + block - reserved))
-                                         for d in pinned if d.pinned in TERMS))
+        displaced = [(d.hours, min(block, max(0, d.whole_nodes + block - reserved)))
+                     for d in pinned if d.pinned in TERMS]      # (hours, block nodes moved)
+        yielded = min(HOURS * block, sum(h * n for h, n in displaced))
         need = HOURS * block - yielded
         block_hours: dict[str, float] = {}
         for t in TERMS:
@@ -152,8 +153,7 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
                 rest -= take
             give(d, "on_demand", rest)
         in_use["on_demand"] = max(math.ceil(max(0.0, need) / HOURS - EPS),
-                                  max((min(block, max(0, d.whole_nodes + block - reserved))
-                                       for d in pinned if d.pinned in TERMS), default=0))
+                                  max((n for _h, n in displaced), default=0))
         for t in TERMS:
             in_use[t] = block_nodes[t]
         for d in jobs:

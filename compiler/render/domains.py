@@ -112,6 +112,11 @@ class Block:
     def share(self, orchestrator: str) -> Share:
         return self.slurm if orchestrator == "slurm" else self.kubernetes
 
+    @property
+    def orchestrators(self) -> tuple[str, ...]:
+        """The orchestrators that hold any of this block's nodes, in ORCHESTRATORS order."""
+        return tuple(o for o in ORCHESTRATORS if self.share(o).peak > 0)
+
     def owner(self, i: int, month: int) -> str:
         """Who holds static node i (1-based) in a month: Slurm uses 1..s[m], Kubernetes
         N-k[m]+1..N; slurm | kubernetes | idle."""
@@ -133,7 +138,7 @@ class Domain:
     blocks: tuple[Block, ...]     # in PRICINGS order
 
     def blocks_for(self, orchestrator: str) -> tuple[Block, ...]:
-        return tuple(b for b in self.blocks if b.share(orchestrator).peak > 0)
+        return tuple(b for b in self.blocks if orchestrator in b.orchestrators)
 
 
 def _series(values, months: int) -> list[int]:
@@ -236,17 +241,6 @@ class ScheduleRow:
     object: str                   # replicas: the Deployment; nodes: ""
     count: int
     names: str                    # static nodes: hostlist; otherwise ""
-
-
-def months_text(months: list[int], sep: str = ", ") -> str:
-    """Months as runs: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13'."""
-    runs: list[list[int]] = []
-    for m in months:
-        if runs and runs[-1][1] == m - 1:
-            runs[-1][1] = m
-        else:
-            runs.append([m, m])
-    return sep.join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def spans(values: tuple) -> list[tuple[int, int, object]]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
+from compiler.plan import months_text
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
-from compiler.render.domains import Block, Domain, months_text
+from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 

@@ -10,12 +10,11 @@ import math
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
-from compiler.plan import Placement, Plan, SitePlan
+from compiler.plan import Placement, Plan, SitePlan, months_text
 from compiler.render.common import (NcclProfile, StorageView, nccl_profile, shared_mount, slug,
                                     storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
-                                     months_text, orchestrator_of, placement_pricings, site_domains,
-                                     spans)
+                                     orchestrator_of, placement_pricings, site_domains, spans)
 
 
 @dataclass(frozen=True)

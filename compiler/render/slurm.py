@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
+from compiler.plan import months_text
 from compiler.render.common import CLOUD_LEAF_NODES, NodeShape, hostlist
-from compiler.render.domains import Block, Domain, months_text
+from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 

@@ -63,7 +63,7 @@ class CloudReservation:
 
     @property
     def orchestrators(self) -> tuple[str, ...]:
-        return tuple(o for o in ("slurm", "kubernetes") if self.block.share(o).peak > 0)
+        return self.block.orchestrators
 
 
 @dataclass(frozen=True)
@@ -166,8 +166,14 @@ class TerraformSite:
     pools: tuple[CloudPool, ...]
     reservations: tuple[CloudReservation, ...]
     storage: CloudStorage | None
-    has_slurm: bool
-    has_kubernetes: bool
+
+    @property
+    def has_slurm(self) -> bool:
+        return any(p.orchestrator == "slurm" for p in self.pools)
+
+    @property
+    def has_kubernetes(self) -> bool:
+        return any(p.orchestrator == "kubernetes" for p in self.pools)
 
     @property
     def has_static_slurm(self) -> bool:
@@ -192,7 +198,7 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
         accelerator = GCP_ACCELERATORS.get(family, "")
         efa = int(inst.network_gbps // EFA_CARD_GBPS) if inst and inst.fabric == "efa" else 0
         for block in domain.blocks:
-            used = [o for o in ("slurm", "kubernetes") if block.share(o).peak > 0]
+            used = block.orchestrators
             if not used:
                 continue
             index += 1
@@ -216,8 +222,6 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
     return TerraformSite(
         site=site, pools=tuple(pools), reservations=tuple(reservations),
         storage=cloud_storage(site.storage, catalog),
-        has_slurm=any(p.orchestrator == "slurm" for p in pools),
-        has_kubernetes=any(p.orchestrator == "kubernetes" for p in pools),
     )
 
 
