@@ -85,9 +85,19 @@ def polish(problem, sol, solver: str, solve: Callable):
     an integer point whose on-demand hours or storage may exceed what its choices need (a plan
     that pays for unused on-demand hours; a heuristic's incumbent, or one within --gap, can too).
     Holding every integer at its value leaves an LP; its optimum prices exactly the plan's
-    choices, which the audit re-derives. The bound stays."""
-    fixed = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
-    lp = solve(problem, solver=solver, fixed=fixed)
+    choices, which the audit re-derives. The integers are first lowered as far as the rows allow
+    (descend.py: a node held in a month nothing runs on it is let go). The bound stays."""
+    from compiler.optimize.descend import descend
+
+    lowered = descend(problem, sol.values)
+    lp = None
+    for values in (lowered, sol.values):
+        fixed = {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+        lp = solve(problem, solver=solver, fixed=fixed)
+        if lp.has_solution and lp.objective <= sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
+            break
+        if values is lowered and all(round(lowered[k]) == round(sol.values.get(k, 0.0)) for k in fixed):
+            break   # nothing was lowered: the same LP again would say the same
     if not lp.has_solution or lp.objective > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
         return sol
     gap = 0.0 if abs(lp.objective) < 1e-9 else max(0.0, (lp.objective - sol.best_bound) / abs(lp.objective))
