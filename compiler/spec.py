@@ -120,7 +120,7 @@ class Data:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    interval_min: float = 60.0
+    interval_min: float | None = None  # None: auto, chosen by the estimate from the job's size
     keep: int = 3
 
 

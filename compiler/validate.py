@@ -89,9 +89,11 @@ def schema_diagnostics(doc: Document, data: Any) -> list[Diagnostic]:
 
 def _leaf_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[Diagnostic]:
     # The schema discriminates with if/then (on `type` and `kind`), so errors arrive from
-    # the right branch. A oneOf/anyOf, should one be added, is reduced to its best branch.
+    # the right branch. A oneOf/anyOf (checkpoint.interval_min: a number or 'auto') is reduced
+    # to its best branch: one whose type the value has (a range error) before a type mismatch.
     if error.validator in ("oneOf", "anyOf") and error.context:
-        return _leaf_diagnostics(doc, best_match(error.context), root)
+        fitting = [e for e in error.context if e.validator not in ("type", "const", "enum")]
+        return _leaf_diagnostics(doc, best_match(fitting or error.context), root)
     return _to_diagnostics(doc, error, root)
 
 
@@ -265,7 +267,7 @@ def _workload(w: dict, path: str):
             samples=_int(w.get("samples")), epochs=_float(w.get("epochs")),
             precision=w.get("precision", "bf16"), optimizer=w.get("optimizer", "adamw"),
             interruptible=bool(w.get("interruptible", False)),
-            checkpoint=Checkpoint(float(ckpt.get("interval_min", 60.0)), int(ckpt.get("keep", 3))),
+            checkpoint=Checkpoint(_interval(ckpt.get("interval_min")), int(ckpt.get("keep", 3))),
             orchestrator=w.get("orchestrator", "slurm"))
     traffic, slo = w["traffic"], w["slo"]
     return InferenceWorkload(
@@ -306,6 +308,10 @@ def _pin(p: dict | None) -> Pin | None:
 
 def _tuple(v: list | None) -> tuple | None:
     return None if v is None else tuple(v)
+
+
+def _interval(v: Any) -> float | None:
+    return None if v in (None, "auto") else float(v)
 
 
 def _float(v: Any) -> float | None:

@@ -262,7 +262,7 @@ def test_defaults_are_filled():
     assert (chat.orchestrator, chat.quantization, chat.slo.availability) == ("kubernetes",
                                                                              "bf16", 0.99)
     assert (resnet.seq_len, resnet.precision, resnet.optimizer) == (4096, "bf16", "adamw")
-    assert (resnet.checkpoint.interval_min, resnet.checkpoint.keep) == (60, 3)
+    assert (resnet.checkpoint.interval_min, resnet.checkpoint.keep) == (None, 3)  # None: auto
     assert (resnet.orchestrator, resnet.interruptible) == ("slurm", False)
     assert resnet.window.start_month == 0 and resnet.data is None and resnet.pin is None
 
@@ -353,6 +353,15 @@ def test_an_inline_model_is_accepted_and_a_moe_one_must_be_complete():
 ])
 def test_one_mistake_one_message(old, new, expected):
     assert expected in errors_of(edit(old, new))
+
+
+def test_a_checkpoint_interval_is_minutes_or_auto():
+    spec = validate(parse(edit("interval_min: 60", "interval_min: auto")), CATALOG)
+    assert spec.workloads[0].checkpoint.interval_min is None
+    assert validate(parse(DESIGN_EXAMPLE), CATALOG).workloads[0].checkpoint.interval_min == 60
+    assert errors_of(edit("interval_min: 60", "interval_min: sometimes")) == [
+        ("E103", "must be a number, got 'sometimes'")]
+    assert errors_of(edit("interval_min: 60", "interval_min: -3")) == [("E102", "must be > 0, got -3")]
 
 
 def test_a_spot_pin_on_an_interruptible_job_with_a_matching_instance_is_fine():

@@ -70,7 +70,7 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
     node-hours = work / (GPUs per node * peak * MFU) * (1 + lost). MFU on `nodes` or more nodes
     is at most training.mfu_ceiling (LLM) or, for a vision job, its MFU on `nodes` (data
     parallel only: the all-reduce grows with the GPUs, the loader ceiling per GPU does not), and
-    never more than the base MFU; the hardware interruptions alone lose a share that grows with
+    never more than the MFU of pure compute (training.compute_mfu); the hardware interruptions alone lose a share that grows with
     the GPUs (training.interruption_loss_per_gpu_hour; spot and checkpoint stalls only add)."""
     peak = training.peak_flops(hw.gpu, w.precision)
     if not peak:
@@ -85,7 +85,7 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
             mfu_max = min(mfu_max, r.mfu) if r else mfu_max
     else:
         work = (w.tokens or 0.0) * training.flops_per_token(model, w.seq_len)
-        mfu_max = per(catalog, "base_mfu", hw.gpu.name, w.precision)
+        mfu_max = training.compute_mfu(model, hw.gpu, w.seq_len, w.precision, catalog) or 0.0
         if nodes >= 2:
             fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
             ceiling = memo.get((model, hw.gpu, catalog), ("ceiling", gpus, fabric, w.seq_len, w.precision, w.optimizer),
@@ -129,10 +129,12 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
     ideal_h = tokens / best.tokens * best.seconds / 3600
     nodes = gpus // hw.gpus_per_node
     state_gb = model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e9
-    lost, notes = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
-                                         spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    losses = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
+                                    spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    lost = losses.fraction
     hours = ideal_h * (1 + lost)
-    notes = [f"layout {describe(best.layout)}; step {best.seconds:.2f} s for {best.tokens:,.0f} tokens"] + notes
+    notes = [f"layout {describe(best.layout)}; step {best.seconds:.2f} s for {best.tokens:,.0f} tokens",
+             *losses.notes]
     if best.overhead_share > factor(catalog, "comm_dominates_threshold"):
         notes.append(f"communication dominates: {best.overhead_share:.0%} of each step is communication "
                      f"and pipeline bubble, so more GPUs may not shorten the run")
@@ -157,8 +159,9 @@ def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gp
     ideal_h = samples / r.samples_per_s / 3600
     nodes = gpus // hw.gpus_per_node
     state_gb = model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e9
-    lost, notes = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
-                                         spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    losses = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
+                                    spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
+    lost, notes = losses.fraction, list(losses.notes)
     hours = ideal_h * (1 + lost)
     if r.loader_bound:
         notes.insert(0, f"data loading bound: {hw.vcpus // hw.gpus_per_node} vCPUs per GPU")

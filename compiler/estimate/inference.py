@@ -1,16 +1,20 @@
 """LLM inference per replica of t GPUs (tensor parallel inside one node).
 
 Memory: weights (bytes/param by quantization) + runtime overhead per GPU + KV cache,
-2*L*kv_heads*head_dim*bytes per token, reserved for input+output tokens per sequence.
-Decode step at batch B (bandwidth-bound, compute where it binds):
-    D(B) = max(bytes_moved / (t*bw*eff_bw), flops / (t*peak*eff_c)) + TP all-reduces
-    bytes_moved = weights + B * kv_per_token * mean context
+2*L*kv_heads*head_dim*bytes per token, reserved for input+output tokens per sequence. The
+batch is limited by that memory and by the SLO, not by a constant cap.
+Decode step at batch B, a roofline per operator (the kernels run one after another, so the
+weight GEMMs and the attention each take the slower of their memory and compute times):
+    D(B) = max(weights / BW, B * 2 N_active / C)             weight GEMMs
+         + max(B * kv_per_token * ctx / BW, B * 4 L h ctx / C)  attention over the KV cache
+         + TP all-reduces,     BW = t*bw*eff_bw, C = t*peak*eff_c
 Prefill of one request (compute-bound): P = (2*N*in + 2*L*h*in^2) / (t*peak*eff_prefill).
 Continuous batching interleaves prefills with decode steps, so each step also carries
 B/out prefills on average (the prefill time share):
     TPOT = D(B) + B*P/out,   tokens/s = B / TPOT
     TTFT = D(B) + P + queueing (M/D/1 wait on the prefill share rho, p99 multiplier).
-The batch per replica is the one with the most tokens/s whose p99 TPOT and TTFT meet the SLO.
+The batch per replica is the one with the most tokens/s whose p99 TPOT and TTFT meet the SLO:
+the largest such batch, found by bisection (best_batch says why that is exact).
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ def compute_peak(gpu: Gpu, quantization: str) -> float:
     return max(gpu.tflops.values()) * 1e12
 
 
+TIE = 1e-9  # relative: rates closer than this are the same rate
+
+
 @dataclass(frozen=True)
 class ServingPoint:
     batch: int
@@ -50,7 +57,8 @@ class ServingPoint:
 
 @dataclass(frozen=True)
 class Replica:
-    """Fixed quantities of one replica: memory, per-request prefill and max batch."""
+    """Fixed quantities of one replica: memory, per-request prefill and the most sequences whose
+    KV cache fits beside the weights."""
     weights_gb: float
     kv_per_seq_gb: float
     max_batch: int
@@ -64,7 +72,7 @@ def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, outpu
     kv_seq = kv_bytes_per_token(model, quant, catalog) * (input_tokens + output_tokens) / 1e9
     free = (t * gpu.memory_gb * factor(catalog, "inference_memory_utilization")
             - t * factor(catalog, "inference_runtime_overhead_gb") - weights)
-    max_b = int(min(factor(catalog, "max_batch"), max(0.0, free) // kv_seq)) if kv_seq > 0 else 0
+    max_b = int(max(0.0, free) // kv_seq) if kv_seq > 0 else 0
     peak = compute_peak(gpu, quant)
     h = model.hidden
     prefill_flops = 2 * model.active_b * 1e9 * input_tokens + 2 * model.layers * h * input_tokens ** 2
@@ -73,17 +81,19 @@ def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, outpu
 
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
                   catalog: Catalog) -> float:
-    kv_tok = kv_bytes_per_token(model, quant, catalog)
-    moved = weight_bytes(model.params_b * 1e9, quant, catalog) + batch * kv_tok * context
-    t_bw = moved / (t * gpu.memory_bandwidth_gb_s * 1e9 * factor(catalog, "decode_bandwidth_efficiency"))
-    flops = batch * (2 * model.active_b * 1e9 + 4 * model.layers * model.hidden * context)
-    t_c = flops / (t * compute_peak(gpu, quant) * factor(catalog, "decode_compute_efficiency"))
+    bw = t * gpu.memory_bandwidth_gb_s * 1e9 * factor(catalog, "decode_bandwidth_efficiency")
+    c = t * compute_peak(gpu, quant) * factor(catalog, "decode_compute_efficiency")
+    # Weight GEMMs: the weights are read once per step and used by every sequence of the batch.
+    gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, batch * 2 * model.active_b * 1e9 / c)
+    # Attention: each sequence reads its own KV cache (a few FLOPs per byte: memory-bound).
+    kv = batch * kv_bytes_per_token(model, quant, catalog) * context
+    attention = max(kv / bw, batch * 4 * model.layers * model.hidden * context / c)
     comm = 0.0
     if t > 1:  # two all-reduces per layer of the batch's hidden states
         latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
         comm = 2 * model.layers * (latency + comms.ring_allreduce_s(batch * model.hidden * 2, t,
                                                                     comms.scaleup_bw(gpu, catalog)))
-    return max(t_bw, t_c) + comm
+    return gemm + attention + comm
 
 
 def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
@@ -102,23 +112,46 @@ def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int,
 
 def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
                ttft_ms: float, tpot_ms: float, catalog: Catalog) -> tuple[ServingPoint | None, str]:
-    """The SLO-meeting batch with the most output tokens/s, or None and why not."""
+    """The SLO-meeting batch with the most output tokens/s, or None and why not.
+
+    Exact by bisection: D(B) is a sum of maxima of affine functions of B with non-negative
+    intercepts, so D(B)/B never rises with B. Then tokens/s = 1 / (D(B)/B + P/out) never falls,
+    TPOT = D(B) + B P / out never falls, and the prefill share rho = 1 / (1 + D(B) out / (B P))
+    never falls, so neither does TTFT. Both SLO tests hold on a prefix 1..B* of the batches and
+    the best rate is B*'s, the largest batch that meets both and fits memory; of the batches
+    within TIE of that rate the smallest is taken (the rate is flat once compute binds).
+    tests/test_estimate_inference.py checks the bisection against a scan of every batch."""
     rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog)
     if rep.max_batch < 1:
         need = rep.weights_gb / t + factor(catalog, "inference_runtime_overhead_gb") + rep.kv_per_seq_gb / t
         return None, (f"does not fit: needs {need:.0f} GB/GPU for {quant} weights and one sequence at "
                       f"tp{t}, has {gpu.memory_gb:.0f}")
-    best: ServingPoint | None = None
-    first = None
-    for b in range(1, rep.max_batch + 1):
-        pt = serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog)
-        first = first or pt
-        if pt.tpot_ms <= tpot_ms and pt.ttft_ms <= ttft_ms:
-            if best is None or pt.tokens_per_s > best.tokens_per_s:
-                best = pt
-        elif pt.tpot_ms > tpot_ms and best is not None:
-            break  # TPOT only grows with the batch
-    if best is None:
+
+    def point(b: int) -> ServingPoint:
+        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog)
+
+    def meets(pt: ServingPoint) -> bool:
+        return pt.tpot_ms <= tpot_ms and pt.ttft_ms <= ttft_ms
+
+    first = point(1)
+    if not meets(first):
         return None, (f"misses the SLO at batch 1: TTFT p99 {first.ttft_ms:.0f} ms (SLO {ttft_ms:.0f}), "
                       f"TPOT p99 {first.tpot_ms:.1f} ms (SLO {tpot_ms:.1f}) at tp{t}")
-    return best, ""
+    lo, hi = 1, rep.max_batch          # meets(point(lo)); the largest that meets is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if meets(point(mid)):
+            lo = mid
+        else:
+            hi = mid - 1
+    # Where every term of D(B) is compute-bound tokens/s is flat: a larger batch only adds
+    # latency. Take the smallest batch within TIE of the best rate (again by bisection).
+    floor = point(lo).tokens_per_s * (1 - TIE)
+    small, big = 1, lo
+    while small < big:
+        mid = (small + big) // 2
+        if point(mid).tokens_per_s >= floor:
+            big = mid
+        else:
+            small = mid + 1
+    return point(small), ""

@@ -3,7 +3,7 @@
 FLOPs per token (Kaplan et al. 2020; PaLM, Chowdhery et al. 2022, appendix B):
     6*N_active + 12*L*h*s       (forward + backward; attention scores and values).
 Step time for a layout on G GPUs, global batch B tokens, m micro-batches per pipeline:
-    compute  = B * flops_per_token / (G * peak * base_mfu)
+    compute  = B * flops_per_token / (G * peak * base_mfu)   (fp8: compute_s_per_token)
     pipeline = (compute + exposed TP/CP/EP/PP comm) / (1 - bubble),
                bubble = (p-1)/(v*m + p-1)
     step     = pipeline + exposed DP gradient all-reduce (ring over the fabric)
@@ -44,6 +44,32 @@ def flops_per_token(model: Model, seq_len: int) -> float:
 
 def model_flops(model: Model, tokens: float, seq_len: int) -> float:
     return tokens * flops_per_token(model, seq_len)
+
+
+def compute_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
+    """GPU-seconds of pure compute per token (before communication and bubble), or None.
+
+    bf16/fp32: flops_per_token at the precision's peak x `base_mfu.<gpu>.<prec>`. fp8 (Transformer
+    Engine) runs only the linear layers' GEMMs in fp8, so they are the ones at the fp8 peak, with
+    their own efficiency `fp8_mfu.<gpu>`; attention (the 12 L h s term) stays at bf16 and its
+    base MFU. So fp8 gains less on long sequences, where attention is a larger share."""
+    if peak_flops(gpu, precision) is None:
+        return None
+    linear = 6 * model.active_b * 1e9
+    attention = 12 * model.layers * model.hidden * seq_len
+    if precision != "fp8":
+        return (linear + attention) / (peak_flops(gpu, precision) * per(catalog, "base_mfu", gpu.name, precision))
+    bf16 = (peak_flops(gpu, "bf16") or peak_flops(gpu, "fp8") / 2) * per(catalog, "base_mfu", gpu.name, "bf16")
+    return linear / (peak_flops(gpu, "fp8") * per(catalog, "fp8_mfu", gpu.name)) + attention / bf16
+
+
+def compute_mfu(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
+    """The MFU of pure compute, against the precision's dense peak (what a step reaches with no
+    communication or bubble): an upper bound on every layout's step MFU."""
+    per_token = compute_s_per_token(model, gpu, seq_len, precision, catalog)
+    if per_token is None:
+        return None
+    return flops_per_token(model, seq_len) / (peak_flops(gpu, precision) * per_token)
 
 
 @dataclass(frozen=True)
@@ -90,8 +116,7 @@ def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: i
     m = max(1, math.ceil(seqs / (layout.dp * mb)))
     tokens = m * mb * layout.dp * seq_len
     fpt = flops_per_token(model, seq_len)
-    base = per(catalog, "base_mfu", gpu.name, precision)
-    compute = tokens * fpt / (gpus * peak * base)
+    compute = tokens * compute_s_per_token(model, gpu, seq_len, precision, catalog) / gpus
 
     nvl = comms.scaleup_bw(gpu, catalog)
     net = comms.scaleout_bw(fabric.node_gbps, gpn, fabric.name, catalog) if fabric.node_gbps > 0 else nvl
@@ -208,30 +233,65 @@ def _key(s: Step) -> tuple:
     return (float(f"{s.seconds / s.tokens:.12g}"), l.pp, l.tp, l.cp, l.ep, l.zero)
 
 
-def _lost_per_event_h(interval_min: float, catalog: Catalog) -> float:
-    """Half a checkpoint interval of work plus a restart."""
-    return interval_min / 60 / 2 + factor(catalog, "restart_minutes") / 60
+def restart_h(state_gb_total: float, nodes: int, catalog: Catalog) -> float:
+    """Hours from an interruption to training again: detect, reschedule and initialise
+    (`restart_minutes`, fixed), then reload the checkpoint, which every node reads its shard of in
+    parallel, so the reload shrinks as the job grows."""
+    reload_s = state_gb_total / (max(1, nodes) * factor(catalog, "checkpoint_read_gb_s_per_node"))
+    return factor(catalog, "restart_minutes") / 60 + reload_s / 3600
 
 
-def interruption_loss_per_gpu_hour(interval_min: float, catalog: Catalog) -> float:
-    """The share of a run lost to hardware interruptions, per GPU (the part of lost_fraction that
-    grows with the GPU count; spot preemptions and checkpoint stalls come on top)."""
-    return factor(catalog, "hardware_interruptions_per_gpu_day") / 24 * _lost_per_event_h(interval_min, catalog)
+def interruption_loss_per_gpu_hour(interval_min: float | None, catalog: Catalog) -> float:
+    """A lower bound on the share of a run lost to hardware interruptions, per GPU: each loses the
+    fixed part of a restart, plus half a stated checkpoint interval (an auto interval and the
+    reload are left out; both are >= 0). lost_fraction is never below gpus times this."""
+    per_event_h = factor(catalog, "restart_minutes") / 60 + (interval_min or 0.0) / 60 / 2
+    return factor(catalog, "hardware_interruptions_per_gpu_day") / 24 * per_event_h
 
 
-def lost_fraction(gpus: int, nodes: int, interval_min: float, spot_rate_node_day: float,
-                  state_gb_total: float, catalog: Catalog) -> tuple[float, list[str]]:
-    """Overheads added to the ideal run time, as a fraction of it (additive, first order):
-    hardware interruptions (per GPU) and spot preemptions (per node) each lose half a
-    checkpoint interval plus a restart; each synchronous checkpoint write stalls the job."""
-    lost_per_event_h = _lost_per_event_h(interval_min, catalog)
-    hw_per_h = factor(catalog, "hardware_interruptions_per_gpu_day") * gpus / 24
-    spot_per_h = spot_rate_node_day * nodes / 24
+@dataclass(frozen=True)
+class Losses:
+    """What interruptions and checkpoints cost a run, as a fraction of its ideal time."""
+    fraction: float
+    interval_min: float       # the checkpoint interval used (the stated one, or auto's choice)
+    auto: bool
+    events_per_day: float     # hardware interruptions + spot preemptions expected
+    notes: tuple[str, ...]
+
+
+def lost_fraction(gpus: int, nodes: int, interval_min: float | None, spot_rate_node_day: float,
+                  state_gb_total: float, catalog: Catalog) -> Losses:
+    """Overheads added to the ideal run time, as a fraction of it (additive, first order).
+
+    Interruptions arrive at rate r per hour: hardware (`hardware_interruptions_per_gpu_day` per
+    GPU, Llama 3's 466 in 54 days on 16,384 GPUs) plus spot preemptions (per node). Each redoes
+    half a checkpoint interval I of work and restarts (restart_h). Each checkpoint stalls the job
+    for the synchronous part S of its write (the model state over every node's write rate,
+    times 1 - `checkpoint_async_fraction`). So lost = r (I/2 + R) + S / I.
+    With no stated interval I is auto: Young's optimum sqrt(2 S / r), which minimises r I/2 + S/I
+    (Young 1974; Daly 2006), never shorter than one full write (an asynchronous checkpoint must
+    land before the next starts) nor longer than `checkpoint_max_interval_min`. Large jobs fail
+    more often and write faster (more nodes), so they checkpoint more often and lose less per
+    interruption, as the published large runs did."""
+    rate_h = (factor(catalog, "hardware_interruptions_per_gpu_day") * gpus + spot_rate_node_day * nodes) / 24
     write_s = state_gb_total / (max(1, nodes) * factor(catalog, "checkpoint_write_gb_s_per_node"))
-    ckpt = write_s * (1 - factor(catalog, "checkpoint_async_fraction")) / (interval_min * 60)
-    fr = (hw_per_h + spot_per_h) * lost_per_event_h + ckpt
+    stall_s = write_s * (1 - factor(catalog, "checkpoint_async_fraction"))
+    auto = interval_min is None
+    if auto:
+        longest_s = factor(catalog, "checkpoint_max_interval_min") * 60
+        young_s = math.sqrt(2 * stall_s / (rate_h / 3600)) if rate_h > 0 else longest_s
+        interval_s = min(longest_s, max(write_s, young_s))
+    else:
+        interval_s = interval_min * 60
+    interval_s = max(interval_s, 1e-9)
+    redo_h = interval_s / 3600 / 2
+    fr = rate_h * (redo_h + restart_h(state_gb_total, nodes, catalog)) + stall_s / interval_s
     notes = []
+    spot_per_h = spot_rate_node_day * nodes / 24
     if spot_per_h:
         notes.append(f"spot: {spot_per_h * 24:.2f} preemptions/day expected, "
-                     f"{spot_per_h * lost_per_event_h:.1%} of run time lost")
-    return fr, notes
+                     f"{spot_per_h * (redo_h + restart_h(state_gb_total, nodes, catalog)):.1%} of run time lost")
+    if auto:
+        notes.append(f"checkpoint every {interval_s / 60:.1f} min (auto: {rate_h * 24:.2f} interruptions/day, "
+                     f"{stall_s:.1f} s stall per checkpoint)")
+    return Losses(fr, interval_s / 60, auto, rate_h * 24, tuple(notes))

@@ -80,7 +80,6 @@ fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 1 ]; then
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 0
   node dgx-h100-own07 slurm
@@ -89,7 +88,6 @@ fi
 if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 0
   node dgx-h100-own07 idle
@@ -98,178 +96,118 @@ fi
 if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 0
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
+if [ "${month}" -ge 4 ] && [ "${month}" -le 7 ]; then
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 idle
   true
 fi
-if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 2
-  replicas eu-assistant-8b-tp2 0
-  node dgx-h100-own07 idle
-  true
-fi
-if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 idle
-  true
-fi
-if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 2
-  replicas eu-assistant-8b-tp2 0
-  node dgx-h100-own07 idle
-  true
-fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 9 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 idle
-  true
-fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 2
-  replicas eu-assistant-8b-tp2 0
-  node dgx-h100-own07 idle
-  true
-fi
-if [ "${month}" -ge 12 ] && [ "${month}" -le 14 ]; then
-  replicas chat-70b-tp2 4
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 15 ] && [ "${month}" -le 18 ]; then
+if [ "${month}" -ge 8 ] && [ "${month}" -le 14 ]; then
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 19 ] && [ "${month}" -le 19 ]; then
+if [ "${month}" -ge 15 ] && [ "${month}" -le 15 ]; then
   replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
+  replicas chat-70b-tp4 2
+  replicas eu-assistant-8b-tp1 2
+  replicas eu-assistant-8b-tp2 0
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 16 ] && [ "${month}" -le 17 ]; then
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4 2
+  replicas eu-assistant-8b-tp1 0
+  replicas eu-assistant-8b-tp2 1
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 18 ] && [ "${month}" -le 19 ]; then
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 2
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 kubernetes
   true
 fi
 if [ "${month}" -ge 20 ] && [ "${month}" -le 20 ]; then
-  replicas chat-70b-tp2 2
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 2
   replicas eu-assistant-8b-tp1 2
   replicas eu-assistant-8b-tp2 0
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 21 ] && [ "${month}" -le 22 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 23 ] && [ "${month}" -le 23 ]; then
-  replicas chat-70b-tp2 5
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 24 ] && [ "${month}" -le 28 ]; then
+if [ "${month}" -ge 21 ] && [ "${month}" -le 24 ]; then
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 29 ] && [ "${month}" -le 29 ]; then
-  replicas chat-70b-tp2 2
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 30 ] && [ "${month}" -le 31 ]; then
-  replicas chat-70b-tp2 2
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 32 ] && [ "${month}" -le 32 ]; then
-  replicas chat-70b-tp2 6
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 33 ] && [ "${month}" -le 33 ]; then
+if [ "${month}" -ge 25 ] && [ "${month}" -le 26 ]; then
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 3
-  replicas chat-70b-tp8 0
+  replicas eu-assistant-8b-tp1 0
+  replicas eu-assistant-8b-tp2 1
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 27 ] && [ "${month}" -le 27 ]; then
+  replicas chat-70b-tp2 6
+  replicas chat-70b-tp4 0
+  replicas eu-assistant-8b-tp1 2
+  replicas eu-assistant-8b-tp2 0
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 28 ] && [ "${month}" -le 30 ]; then
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4 3
+  replicas eu-assistant-8b-tp1 0
+  replicas eu-assistant-8b-tp2 1
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 31 ] && [ "${month}" -le 31 ]; then
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 3
+  replicas eu-assistant-8b-tp1 2
+  replicas eu-assistant-8b-tp2 0
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 32 ] && [ "${month}" -le 33 ]; then
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 3
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 kubernetes
   true
 fi
 if [ "${month}" -ge 34 ] && [ "${month}" -le 34 ]; then
-  replicas chat-70b-tp2 2
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b-tp1 0
-  replicas eu-assistant-8b-tp2 1
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 3
+  replicas eu-assistant-8b-tp1 2
+  replicas eu-assistant-8b-tp2 0
   node dgx-h100-own07 kubernetes
   true
 fi
 if [ "${month}" -ge 35 ] && [ "${month}" -le 35 ]; then
-  replicas chat-70b-tp2 0
+  replicas chat-70b-tp2 1
   replicas chat-70b-tp4 3
-  replicas chat-70b-tp8 0
   replicas eu-assistant-8b-tp1 0
   replicas eu-assistant-8b-tp2 1
   node dgx-h100-own07 kubernetes

@@ -78,18 +78,147 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
-  replicas assistant-8b 0
-  replicas chat-70b 2
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 0
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 3
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 7 ]; then
-  replicas assistant-8b 2
-  replicas chat-70b 2
+if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 0
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5-48xlarge 2
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-p5-48xlarge 1
   true
 fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 11 ]; then
-  replicas assistant-8b 3
-  replicas chat-70b 2
+if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 1
+  replicas assistant-8b-tp1-g6e-xlarge 4
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 1
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 1
+  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-p5-48xlarge 2
+  replicas chat-70b-tp4-g6e-12xlarge 1
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-p5-48xlarge 1
+  true
+fi
+if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 1
+  replicas assistant-8b-tp2 1
+  replicas assistant-8b-tp4-g6e-12xlarge 1
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 0
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5-48xlarge 2
+  replicas chat-70b-tp4-g6e-12xlarge 2
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-p5-48xlarge 1
+  true
+fi
+if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 2
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 3
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 1
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
+  true
+fi
+if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
+  replicas assistant-8b-tp4-g6-12xlarge 0
+  replicas assistant-8b-tp1-g6e-12xlarge 0
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp4-g6e-12xlarge 1
+  replicas assistant-8b-tp1-g6e-xlarge 10
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 2
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-p5-48xlarge 2
   true
 fi
 exit "${failed}"

@@ -78,13 +78,59 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
-  replicas assistant-8b 0
-  replicas chat-70b 2
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1 0
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 11 ]; then
-  replicas assistant-8b 2
-  replicas chat-70b 2
+if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1 2
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  true
+fi
+if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1 2
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  true
+fi
+if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1 0
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  true
+fi
+if [ "${month}" -ge 4 ] && [ "${month}" -le 6 ]; then
+  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1 2
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  true
+fi
+if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
+  replicas assistant-8b-tp2 2
+  replicas assistant-8b-tp1 2
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 1
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  true
+fi
+if [ "${month}" -ge 8 ] && [ "${month}" -le 11 ]; then
+  replicas assistant-8b-tp2 4
+  replicas assistant-8b-tp1 0
+  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
   true
 fi
 exit "${failed}"
