@@ -15,10 +15,8 @@ from typing import Optional
 
 import typer
 
-from compiler.pipeline import EXIT_AUDIT  # noqa: F401  re-exported; pipeline imports its stages lazily
-
-EXIT_OK, EXIT_INVALID, EXIT_INFEASIBLE, EXIT_DRIFT, EXIT_NO_PLAN = 0, 2, 3, 4, 5
-EXIT_INTERNAL = 1
+from compiler.diagnostics import (EXIT_AUDIT, EXIT_DRIFT, EXIT_INFEASIBLE, EXIT_INTERNAL,  # noqa: F401
+                                  EXIT_INVALID, EXIT_NO_PLAN, EXIT_OK)  # re-exported for callers and tests
 
 app = typer.Typer(
     add_completion=False,

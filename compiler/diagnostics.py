@@ -76,14 +76,21 @@ class Source:
         return cls(filename, text, tuple(text.splitlines()))
 
 
+# The CLI's exit codes, in one place (README and docs/ list them; every stage raises with these).
+EXIT_OK = 0
+EXIT_INTERNAL = 1     # an unexpected exception (a traceback with --debug)
+EXIT_INVALID = 2      # the spec or catalog is invalid
+EXIT_INFEASIBLE = 3   # no plan satisfies the spec (the conflicting constraints are named)
+EXIT_DRIFT = 4        # --check: the rendered files differ from the output folder
+EXIT_NO_PLAN = 5      # the solver found no plan within its node or time limit
+EXIT_AUDIT = 6        # the plan failed its independent audit (an internal error)
+
+
 class CompileError(Exception):
-    """Raised by a stage with every diagnostic it found; the CLI prints them and exits.
+    """Raised by a stage with every diagnostic it found; the CLI prints them and exits
+    with `exit_code`, one of the EXIT_ codes above."""
 
-    `exit_code` follows the CLI contract: 2 invalid input, 3 infeasible, 4 drift,
-    5 no plan in time.
-    """
-
-    def __init__(self, diagnostics: Iterable[Diagnostic], exit_code: int = 2,
+    def __init__(self, diagnostics: Iterable[Diagnostic], exit_code: int = EXIT_INVALID,
                  source: Source | None = None):
         self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
         self.exit_code = exit_code

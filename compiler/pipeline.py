@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from compiler.diagnostics import EXIT_AUDIT  # re-exported: tests read pipeline.EXIT_AUDIT
+
 
 @dataclass(frozen=True)
 class CompileOptions:
@@ -76,7 +78,6 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     return Result(plan, render_artifacts(plan, catalog))
 
 
-EXIT_AUDIT = 6   # (re-exported by compiler.cli) the plan failed its independent audit (an internal error)
 
 
 def _audit(candidates, plan, doc) -> None:

@@ -80,8 +80,7 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
         work = (w.samples or 0) * (w.epochs or 1) * 3 * (model.gflops_per_sample or 0.0) * 1e9
         mfu_max = per(catalog, "vision_mfu", hw.gpu.name)
         if nodes >= 2:
-            r = vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
-                            w.precision, w.optimizer, catalog)
+            r = _vision_rate(model, gpus, hw, w, catalog, memo)
             mfu_max = min(mfu_max, r.mfu) if r else mfu_max
     else:
         work = (w.tokens or 0.0) * training.flops_per_token(model, w.seq_len)
@@ -96,6 +95,14 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
         return None
     loss = training.interruption_loss_per_gpu_hour(w.checkpoint.interval_min, catalog) * hw.gpus_per_node
     return work / (hw.gpus_per_node * peak * mfu_max * 3600), loss
+
+
+def _vision_rate(model: Model, gpus: int, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo):
+    """vision.vision_rate once per input: node_hours_floor and the estimate ask for the same."""
+    return memo.get((model, hw.gpu, catalog), ("vision", gpus, hw.gpus_per_node, hw.vcpus, hw.fabric,
+                                               hw.node_gbps, w.precision, w.optimizer),
+                    lambda: vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
+                                        w.precision, w.optimizer, catalog))
 
 
 def wall_time_shares(step: dict[str, float], step_s: float, lost: float) -> tuple[tuple[str, float], ...]:
@@ -149,8 +156,7 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
 def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
                              catalog: Catalog, memo: Memo | None = None
                              ) -> tuple[TrainingEstimate | None, Layout | None, str]:
-    r = vision_rate(model, gpus, hw.gpu, hw.gpus_per_node, hw.vcpus, hw.fabric, hw.node_gbps,
-                    w.precision, w.optimizer, catalog)
+    r = _vision_rate(model, gpus, hw, w, catalog, memo or Memo())
     if r is None:
         return None, None, f"no {w.precision} tensor cores on {hw.gpu.name} (or no FLOPs per sample for {model.name})"
     if r.memory_gb_per_gpu > usable_training_gb(hw.gpu.memory_gb, catalog):

@@ -15,6 +15,7 @@ is exact in real arithmetic; in floats the sum may differ from the step by an ul
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -189,17 +190,13 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
     return None, step_time(model, leanest[1], gpu, fabric, seq_len, precision, optimizer, catalog, leanest[2])
 
 
-_SHAPES: dict = {}
-
-
+@functools.lru_cache(maxsize=512)
 def _shapes(model: Model, gpn: int, seq_len: int, cp_min: int) -> tuple[tuple[int, int, int, int], ...]:
     """Every (tp, pp, cp, ep) training_layouts offers on some GPU count: its inner degrees are
-    powers of two, so a count of 2^16 nodes admits them all. Kept per model and node size."""
-    key = (model, gpn, seq_len, cp_min)
-    if key not in _SHAPES:
-        _SHAPES[key] = tuple(sorted({(l.tp, l.pp, l.cp, l.ep)
-                                     for l in training_layouts(model, gpn * 2 ** 16, gpn, seq_len, cp_min)}))
-    return _SHAPES[key]
+    powers of two, so a count of 2^16 nodes admits them all. Kept per model and node size (a
+    bounded cache: a long-lived process compiling many specs does not grow without end)."""
+    return tuple(sorted({(l.tp, l.pp, l.cp, l.ep)
+                         for l in training_layouts(model, gpn * 2 ** 16, gpn, seq_len, cp_min)}))
 
 
 def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from compiler.candidates import Candidates
-from compiler.diagnostics import CompileError, Diagnostic
+from compiler.diagnostics import EXIT_INFEASIBLE, EXIT_NO_PLAN, CompileError, Diagnostic
 from compiler.plan import Plan
 
 __all__ = ["MAX_NODES", "SolveOptions", "optimize"]
@@ -44,7 +44,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     problem = formulate(candidates)
     missing = no_candidates(problem)
     if missing:
-        raise CompileError(missing, exit_code=3)
+        raise CompileError(missing, exit_code=EXIT_INFEASIBLE)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
     start = None
     time_limit = options.time_limit
@@ -76,7 +76,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         within = f" within {' and '.join(limits)}" if limits else ""
         raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{within}",
                                        hint="raise --max-nodes or --time-limit, or loosen --gap")],
-                           exit_code=5)
+                           exit_code=EXIT_NO_PLAN)
     return decode(problem, polish(problem, sol, options.solver, solve))
 
 
@@ -100,6 +100,8 @@ def polish(problem, sol, solver: str, solve: Callable):
             break   # nothing was lowered: the same LP again would say the same
     if not lp.has_solution or lp.objective > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
         return sol
-    gap = 0.0 if abs(lp.objective) < 1e-9 else max(0.0, (lp.objective - sol.best_bound) / abs(lp.objective))
+    from compiler.optimize.solve import relative_gap
+
+    gap = relative_gap(lp.objective, sol.best_bound)
     return replace(sol, objective=lp.objective, gap=gap, values=lp.values,
                    best_bound=min(sol.best_bound, lp.objective))

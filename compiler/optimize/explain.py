@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from compiler.diagnostics import CompileError, Diagnostic, path_tuple
+from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path_tuple
 from compiler.optimize.formulate import Problem
 from compiler.optimize.solve import solve
 
@@ -42,11 +42,11 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
     """Build the CompileError (exit 3) for an infeasible problem."""
     diags = no_candidates(problem)
     if diags:
-        return CompileError(diags, exit_code=3)
+        return CompileError(diags, exit_code=EXIT_INFEASIBLE)
     sol = solve(problem, solver=solver, time_limit=time_limit, gap=1e-4, elastic=PENALTY, max_nodes=max_nodes)
     if not sol.has_solution:
         return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
-                                        "found no way to say which")], exit_code=3)
+                                        "found no way to say which")], exit_code=EXIT_INFEASIBLE)
     by_name = {c.name: c for c in problem.constraints}
     # One diagnostic per constraint family (drop the month suffix), worst month kept.
     worst: dict[str, tuple[float, str]] = {}
@@ -60,7 +60,7 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
         diags.append(Diagnostic("E303", _message(problem, c, amount, sol.values), path_tuple(c.path)))
     if not diags:
         diags.append(Diagnostic("E302", "the constraints conflict (integer rounding); no single limit is short"))
-    return CompileError(diags, exit_code=3)
+    return CompileError(diags, exit_code=EXIT_INFEASIBLE)
 
 
 def _month(name: str) -> str:

@@ -26,6 +26,11 @@ from compiler.optimize.formulate import Problem
 SEED = 20240601
 
 
+def relative_gap(objective: float, bound: float) -> float:
+    """The plan's distance above the best bound, as a share of the plan: what `gap` reports."""
+    return 0.0 if abs(objective) < 1e-9 else max(0.0, (objective - bound) / abs(objective))
+
+
 @dataclass(frozen=True)
 class Solution:
     solver: str
@@ -120,7 +125,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
         else:
             bound = 0.0
     bound = min(bound, obj)
-    g = 0.0 if abs(obj) < 1e-9 else max(0.0, (obj - bound) / abs(obj))
+    g = relative_gap(obj, bound)
     slack = {}
     for n, s in slacks.items():
         val = float(s.varValue or 0.0)
