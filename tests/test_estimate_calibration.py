@@ -88,3 +88,10 @@ def test_mlperf_training_v30_resnet50_8x_h100():
     est, _, why = vision_training_estimate(w, CAT.models["resnet-50"], hw, 8, False, CAT)
     assert est is not None, why
     assert est.duration_hours * 60 == pytest.approx(13.466, rel=0.15)
+
+
+def test_the_doc_shows_the_current_table():
+    # docs/performance-model.md shows both halves as `python -m tests.calibration` prints them.
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "performance-model.md").read_text(encoding="utf-8")
+    assert C.table(CAT) in doc, "regenerate the table: python -m tests.calibration"

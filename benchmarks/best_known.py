@@ -1,0 +1,158 @@
+"""Best known plans of the benchmark platforms, and how close the default compile gets (issue 16).
+
+    python benchmarks/best_known.py record 100 [--seed 0] [--solver highs] [--time-limit 1800]
+    python benchmarks/best_known.py check 100 [--seed 0]
+    python benchmarks/best_known.py adopt 100 --plan OUT/plan.json --method "..." --seconds 1800
+    python benchmarks/best_known.py show
+
+`record` writes the platform's spec (bench_pipeline.platform_spec), compiles it with the given
+solver and limits (a long run: any method may supply a best known plan) and keeps the result in
+benchmarks/best_known.json if it is cheaper than the one there, or if the one there was made for
+other estimates. `check` runs the default compile (`infra-compile SPEC`, nothing else set) as a
+user would, end to end, and prints its seconds, cost, reported gap and ratio to the best known.
+`adopt` takes a plan.json a long run left behind (run by hand on the same generated spec).
+
+A best known plan belongs to one optimization problem: the spec and every estimate the compiler
+makes of it. The record keeps a fingerprint of the candidates (ids and estimates, as
+`infra-compile estimate --format json` prints them); a change to the performance model or the
+catalog changes it, and `check` then says the record is stale instead of comparing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RECORDS = HERE / "best_known.json"
+sys.path.insert(0, str(HERE))
+
+from bench_pipeline import write_spec  # noqa: E402
+
+
+def key(n: int, seed: int) -> str:
+    return f"workloads-{n}-s{seed}"
+
+
+def fingerprint(spec: Path) -> str:
+    """sha256 of the candidates the compiler makes of the spec (its estimate, as JSON)."""
+    out = subprocess.run([sys.executable, "-m", "compiler", "estimate", str(spec), "--format", "json"],
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    data = json.loads(out)
+    data.pop("catalog", None)   # its version string; the estimates themselves are what count
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def compile_plan(spec: Path, args: list[str]) -> tuple[dict, float]:
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "compiler", "compile", str(spec), "-o", out, "-q", *args],
+                           capture_output=True, text=True, cwd=ROOT)
+        seconds = time.perf_counter() - t0
+        if r.returncode != 0:
+            raise SystemExit(f"compile failed (exit {r.returncode}):\n{r.stderr}")
+        return json.loads((Path(out) / "plan.json").read_text()), seconds
+
+
+def load() -> dict:
+    return json.loads(RECORDS.read_text()) if RECORDS.is_file() else {"platforms": {}}
+
+
+def commit() -> str:
+    r = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    return r.stdout.strip() or "unknown"
+
+
+def record(n: int, seed: int, solver: str, time_limit: float) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        spec = write_spec(n, seed, d)
+        fp = fingerprint(spec)
+        plan, seconds = compile_plan(spec, ["--solver", solver, "--time-limit", str(time_limit),
+                                            "--gap", "0", "--max-nodes", "0"])
+    keep(n, seed, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}", seconds)
+
+
+def adopt(n: int, seed: int, plan_path: Path, method: str, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        fp = fingerprint(write_spec(n, seed, d))
+    keep(n, seed, fp, json.loads(plan_path.read_text()), method, seconds)
+
+
+def keep(n: int, seed: int, fp: str, plan: dict, method: str, seconds: float) -> None:
+    s = plan["solver"]
+    entry = {"spec": f"bench_pipeline.platform_spec({n}, seed={seed})", "fingerprint": fp,
+             "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
+             "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
+             "commit": commit()}
+    data = load()
+    old = data["platforms"].get(key(n, seed))
+    keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
+    if old and old["fingerprint"] == fp:
+        entry["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])  # the best bound seen
+    if keep_old:
+        old["best_bound_usd"] = entry["best_bound_usd"]
+        print(f"{key(n, seed)}: kept ${old['cost_usd']:,.2f} (this run: ${entry['cost_usd']:,.2f})")
+    else:
+        data["platforms"][key(n, seed)] = entry
+        print(f"{key(n, seed)}: recorded ${entry['cost_usd']:,.2f}, bound ${entry['best_bound_usd']:,.2f}")
+    data["platforms"] = dict(sorted(data["platforms"].items()))
+    RECORDS.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def check(n: int, seed: int) -> None:
+    data = load()
+    best = data["platforms"].get(key(n, seed))
+    with tempfile.TemporaryDirectory() as d:
+        spec = write_spec(n, seed, d)
+        fp = fingerprint(spec)
+        plan, seconds = compile_plan(spec, [])
+    s = plan["solver"]
+    line = (f"{key(n, seed)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
+            f"{s['status']}, reported gap {s['gap']:.2%}")
+    if best is None:
+        print(line + "; no best known plan recorded")
+    elif best["fingerprint"] != fp:
+        print(line + f"; the best known plan (${best['cost_usd']:,.2f}) was made for other estimates: re-record")
+    else:
+        print(line + f"; best known ${best['cost_usd']:,.2f} (bound ${best['best_bound_usd']:,.2f}): "
+              f"ratio {plan['total_cost_usd'] / best['cost_usd']:.4f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("record", "check"):
+        p = sub.add_parser(name)
+        p.add_argument("n", type=int)
+        p.add_argument("--seed", type=int, default=0)
+        if name == "record":
+            p.add_argument("--solver", default="highs", choices=["cbc", "highs"])
+            p.add_argument("--time-limit", type=float, default=1800.0)
+    p = sub.add_parser("adopt")
+    p.add_argument("n", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plan", type=Path, required=True)
+    p.add_argument("--method", required=True)
+    p.add_argument("--seconds", type=float, required=True)
+    sub.add_parser("show")
+    a = ap.parse_args(argv)
+    if a.cmd == "record":
+        record(a.n, a.seed, a.solver, a.time_limit)
+    elif a.cmd == "adopt":
+        adopt(a.n, a.seed, a.plan, a.method, a.seconds)
+    elif a.cmd == "check":
+        check(a.n, a.seed)
+    else:
+        print(json.dumps(load(), indent=2))
+
+
+if __name__ == "__main__":
+    main()
