@@ -20,6 +20,7 @@ class SolverInfo:
     best_bound_usd: float
     gap: float                    # relative: (objective - bound) / objective
     seconds: float
+    gap_note: str = ""            # what the gap means for this plan, and where the bound is weak
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     return Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
-                          round(sol.gap, 6), round(sol.seconds, 3)),
+                          round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol)),
         total_cost_usd=_r(total),
         cost_breakdown_usd={k: _r(v) for k, v in sorted(breakdown.items())},
         sites=tuple(sites), pools=pools, workloads=workloads,
@@ -500,3 +500,20 @@ def _breakeven(problem) -> tuple[dict, ...]:
             "note": f"{w.name}: {gpus} GPUs, {cc.gpu} in the cloud against {oc.gpu} owned",
         })
     return tuple(rows)
+
+
+def gap_note(problem, sol) -> str:
+    """One sentence on what the reported gap says. The bound is the solver's proven floor: no
+    plan costs less. It is known to be weak where replicas of several services pack into whole
+    cloud nodes or whole reserved nodes (docs/optimizer.md, "Where the remaining gap comes
+    from"); there the gap may overstate how far a stopped search is from the optimum."""
+    floor = f"no plan costs less than ${sol.best_bound:,.2f}, the bound the solver proved"
+    if sol.status == "optimal":
+        return f"optimal within the gap asked for: {floor}"
+    lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
+    text = f"stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
+    if lumps:
+        text += ("; this model's bound is weak where services share whole nodes and reserved terms "
+                 "(docs/optimizer.md), so the gap may overstate how far this plan is from the optimum")
+    return text
+

@@ -36,6 +36,7 @@ class SolverView:
     gap: float
     seconds: float
     optimal: bool
+    gap_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -621,7 +622,8 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
                      f"{solver.gap * 100:.2f}% of the best bound.")
     else:
         lines.append(f"The solver ({solver.name.upper()}) stopped with status '{solver.status}' at a gap of "
-                     f"{solver.gap * 100:.2f}%: a cheaper plan may exist.")
+                     f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
+                     + (f". It {solver.gap_note}." if solver.gap_note else "."))
     if binding:
         groups = sorted({b.name.split("[", 1)[0] for b in binding})
         lines.append(f"{len(binding)} constraints are binding ({', '.join(groups)}): "
@@ -665,7 +667,7 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     total = plan.total_cost_usd
     solver = SolverView(plan.solver.name, plan.solver.status, plan.solver.objective_usd,
                         plan.solver.best_bound_usd, plan.solver.gap, plan.solver.seconds,
-                        plan.solver.status == "optimal")
+                        plan.solver.status == "optimal", plan.solver.gap_note)
     by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
     workloads = tuple(workload_view(w, plan.pools) for w in sorted(plan.workloads, key=lambda w: w.name))
     binding = tuple(_constraint(b) for b in plan.binding_constraints)
