@@ -13,8 +13,9 @@ Continuous batching interleaves prefills with decode steps, so each step also ca
 B/out prefills on average (the prefill time share):
     TPOT = D(B) + B*P/out,   tokens/s = B / TPOT
     TTFT = D(B) + P + queueing (M/D/1 wait on the prefill share rho, p99 multiplier).
-The batch per replica is the one with the most tokens/s whose p99 TPOT and TTFT meet the SLO:
-the largest such batch, found by bisection (best_batch says why that is exact).
+The batch per replica is the one with the most tokens/s whose p99 TPOT and TTFT meet the SLO
+(of batches with the same rate, the smallest), found by bisection (best_batch says why that is
+exact).
 """
 
 from __future__ import annotations
