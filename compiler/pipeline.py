@@ -78,8 +78,6 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     return Result(plan, render_artifacts(plan, catalog))
 
 
-
-
 def _audit(candidates, plan, doc) -> None:
     """The independent audit (compiler.audit, no code shared with the model) re-checks every
     plan before anything is rendered; a finding is an internal error: exit 6, nothing written."""

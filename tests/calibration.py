@@ -225,21 +225,16 @@ def training_value(f: TrainingFigure, catalog: Catalog) -> float:
 
 
 def inference_value(f: InferenceFigure, catalog: Catalog) -> float:
-    tpot = f.tpot_ms * catalog.factor("tpot_p99_multiplier") if f.tpot_ms < 1e9 else f.tpot_ms
-    pt, why = inference.best_batch(catalog.models[f.model], catalog.gpus[f.gpu], f.tp, f.quant, f.input_tokens,
-                                   f.output_tokens, f.ttft_ms, tpot, catalog)
-    assert pt is not None, why
+    m, g = catalog.models[f.model], catalog.gpus[f.gpu]
     if f.metric == "ttft_ms":
         # At concurrency 1 there is no queue and no batch: one prefill plus one decode step.
-        return pt.prefill_ms + pt.decode_ms if pt.batch == 1 else _single(f, catalog)
+        rep = inference.replica(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, catalog)
+        pt = inference.serving_point(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, 1, rep, catalog)
+        return pt.prefill_ms + pt.decode_ms
+    tpot = f.tpot_ms * catalog.factor("tpot_p99_multiplier") if f.tpot_ms < 1e9 else f.tpot_ms
+    pt, why = inference.best_batch(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, f.ttft_ms, tpot, catalog)
+    assert pt is not None, why
     return pt.tokens_per_s
-
-
-def _single(f: InferenceFigure, catalog: Catalog) -> float:
-    m, g = catalog.models[f.model], catalog.gpus[f.gpu]
-    rep = inference.replica(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, catalog)
-    pt = inference.serving_point(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, 1, rep, catalog)
-    return pt.prefill_ms + pt.decode_ms
 
 
 def error(f: TrainingFigure | InferenceFigure, catalog: Catalog) -> float:
@@ -308,9 +303,6 @@ def tolerance(f: TrainingFigure | InferenceFigure) -> float:
     return TRAINING_TOLERANCE if isinstance(f, TrainingFigure) else INFERENCE_TOLERANCE
 
 
-def load() -> Catalog:
-    return load_catalog()
-
 
 def _num(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.4g}"
@@ -332,6 +324,6 @@ def table(catalog: Catalog) -> str:
 
 
 if __name__ == "__main__":  # python -m tests.calibration: the fit and the table, for the docs
-    cat = load()
+    cat = load_catalog()
     print("fitted on the fit half:", {k: v for k, v in fit(cat).items()})
     print(table(cat))

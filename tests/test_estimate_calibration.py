@@ -8,11 +8,14 @@ be exactly what the fit returns from the fit half; every figure of both halves m
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from compiler.catalog import load_catalog
 from tests import calibration as C
 
-CAT = C.load()
+CAT = load_catalog()
 
 
 def test_the_table_is_wide_enough_and_the_fit_sees_at_most_half():
@@ -55,7 +58,8 @@ def test_reference_figures_are_computed_but_not_checked():
     # MLPerf Inference Llama 2 70B: the OpenOrca mean input length is not published, so these two
     # are shown in the doc with 300 input tokens assumed, and not held to the tolerance.
     refs = [f for f in C.FIGURES.values() if f.half == C.REFERENCE]
-    assert refs and all(C.error(f, CAT) == C.error(f, CAT) for f in refs)  # finite, computable
+    assert refs and not set(refs) & set(C.checked())
+    assert all(math.isfinite(C.error(f, CAT)) for f in refs)
 
 
 def test_the_llama3_run_loses_less_than_a_tenth_to_interruptions():

@@ -70,8 +70,9 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
     node-hours = work / (GPUs per node * peak * MFU) * (1 + lost). MFU on `nodes` or more nodes
     is at most training.mfu_ceiling (LLM) or, for a vision job, its MFU on `nodes` (data
     parallel only: the all-reduce grows with the GPUs, the loader ceiling per GPU does not), and
-    never more than the MFU of pure compute (training.compute_mfu); the hardware interruptions alone lose a share that grows with
-    the GPUs (training.interruption_loss_per_gpu_hour; spot and checkpoint stalls only add)."""
+    never more than the MFU of pure compute (training.compute_mfu); the hardware interruptions
+    alone lose a share that grows with the GPUs (training.interruption_loss_per_gpu_hour; spot
+    and checkpoint stalls only add)."""
     peak = training.peak_flops(hw.gpu, w.precision)
     if not peak:
         return None

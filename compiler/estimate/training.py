@@ -252,7 +252,6 @@ class Losses:
     fraction: float
     interval_min: float       # the checkpoint interval used (the stated one, or auto's choice)
     auto: bool
-    events_per_day: float     # hardware interruptions + spot preemptions expected
     notes: tuple[str, ...]
 
 
@@ -281,14 +280,14 @@ def lost_fraction(gpus: int, nodes: int, interval_min: float | None, spot_rate_n
     else:
         interval_s = interval_min * 60
     interval_s = max(interval_s, 1e-9)
-    redo_h = interval_s / 3600 / 2
-    fr = rate_h * (redo_h + restart_h(state_gb_total, nodes, catalog)) + stall_s / interval_s
+    per_event_h = interval_s / 3600 / 2 + restart_h(state_gb_total, nodes, catalog)   # redo + restart
+    fr = rate_h * per_event_h + stall_s / interval_s
     notes = []
     spot_per_h = spot_rate_node_day * nodes / 24
     if spot_per_h:
         notes.append(f"spot: {spot_per_h * 24:.2f} preemptions/day expected, "
-                     f"{spot_per_h * (redo_h + restart_h(state_gb_total, nodes, catalog)):.1%} of run time lost")
+                     f"{spot_per_h * per_event_h:.1%} of run time lost")
     if auto:
         notes.append(f"checkpoint every {interval_s / 60:.1f} min (auto: {rate_h * 24:.2f} interruptions/day, "
                      f"{stall_s:.1f} s stall per checkpoint)")
-    return Losses(fr, interval_s / 60, auto, rate_h * 24, tuple(notes))
+    return Losses(fr, interval_s / 60, auto, tuple(notes))

@@ -89,16 +89,17 @@ def polish(problem, sol, solver: str, solve: Callable):
     (descend.py: a node held in a month nothing runs on it is let go). The bound stays."""
     from compiler.optimize.descend import descend
 
-    lowered = descend(problem, sol.values)
-    lp = None
-    for values in (lowered, sol.values):
-        fixed = {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
-        lp = solve(problem, solver=solver, fixed=fixed)
-        if lp.has_solution and lp.objective <= sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
-            break
-        if values is lowered and all(round(lowered[k]) == round(sol.values.get(k, 0.0)) for k in fixed):
-            break   # nothing was lowered: the same LP again would say the same
-    if not lp.has_solution or lp.objective > sol.objective + 1e-6 * max(1.0, abs(sol.objective)):
+    def integers(values) -> dict[str, float]:
+        return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+
+    def no_dearer(lp) -> bool:
+        return lp.has_solution and lp.objective <= sol.objective + 1e-6 * max(1.0, abs(sol.objective))
+
+    lowered, held = integers(descend(problem, sol.values)), integers(sol.values)
+    lp = solve(problem, solver=solver, fixed=lowered)
+    if not no_dearer(lp) and lowered != held:
+        lp = solve(problem, solver=solver, fixed=held)   # the incumbent's own integers, as before
+    if not no_dearer(lp):
         return sol
     from compiler.optimize.solve import relative_gap
 

@@ -516,4 +516,3 @@ def gap_note(problem, sol) -> str:
         text += ("; this model's bound is weak where services share whole nodes and reserved terms "
                  "(docs/optimizer.md), so the gap may overstate how far this plan is from the optimum")
     return text
-
