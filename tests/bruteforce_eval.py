@@ -238,7 +238,7 @@ def _pool_cost(need, od_price, terms) -> float:
 
     def od(m: int, reserved: int) -> float:
         total, v, jobs = need[m]
-        free = reserved - v
+        free = max(0, reserved - v)    # the replicas take reserved nodes first (allot.py)
         rest = max(total - HOURS * reserved, sum(h * max(0, n - free) for n, h in jobs))
         if rest <= EPS:
             return 0.0

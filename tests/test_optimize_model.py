@@ -277,3 +277,35 @@ def test_a_job_pinned_to_on_demand_does_not_ride_idle_reserved_nodes():
     assert pinned.total_cost_usd - free.total_cost_usd == pytest.approx(25 * od, rel=1e-6)
     burst_plan = next(w for w in pinned.workloads if w.name == "burst")
     assert [p.pricing for p in burst_plan.placements] == ["on_demand"]
+
+
+@pytest.mark.parametrize("reserved, chosen_od, on_demand", [
+    (2, 0, 730.0),          # v = 3 > R = 2: the replicas' third node, all month; no job here
+    (2, 1, 730.0 + 100.0),  # ... and one chosen job: no reserved node is free, its 100 h on demand
+    (3, 1, 100.0),          # v = R: the same for the job, the replicas fill the reserved nodes
+    (4, 2, 0.0),            # v < R: one node free; each job runs on it (hours shared in the month)
+])
+def test_jobs_are_billed_on_demand_only_for_what_they_run(reserved, chosen_od, on_demand):  # (12b)
+    # A service needs 3 whole p5 nodes (3 replicas of TP8 for 1,000 tok/s at 400 each) beside R
+    # reserved nodes. Ten training jobs each have a 1-node, 100-hour on-demand candidate in the
+    # pool and a spot one; `chosen_od` of them run on demand. Worked by hand from allot.py's rule:
+    # the replicas take reserved nodes first, a job runs on at most max(0, R - v) of them at once,
+    # the month's reserved node-hours are shared. Before the fix, (12b) billed every candidate
+    # h (v - R) beside the job's own hours, chosen or not: 10 x 100 h at R = 2, above 730.
+    from compiler.optimize.formulate import inode_name, od_name, res_name, x_name, y_name
+    from compiler.optimize.solve import solve
+    aws = cloud(pricing=("on_demand", "spot", "reserved_1y"))
+    chat = inference("chat", 0, rps=10.0, out=100)
+    jobs = [training(f"job{k}", k + 1) for k in range(10)]
+    sp = spec([aws], [chat, *jobs], horizon=1)
+    svc = infer_cand(chat, aws, "p5.48xlarge", 8, 400.0)
+    od = [train_cand(j, aws, "p5.48xlarge", 1, 100.0) for j in jobs]
+    spot = [train_cand(j, aws, "p5.48xlarge", 1, 100.0, spot=True) for j in jobs]
+    problem = formulate(candidates(sp, [svc, *od, *spot]))
+    fixed = {y_name(svc, 0): 3.0, inode_name(aws.name, "p5.48xlarge", 0): 3.0,
+             res_name(aws.name, "p5.48xlarge", "reserved_1y", 0): float(reserved)}
+    for k, (o, s) in enumerate(zip(od, spot)):
+        fixed[x_name(o)], fixed[x_name(s)] = (1.0, 0.0) if k < chosen_od else (0.0, 1.0)
+    sol = solve(problem, fixed=fixed)
+    assert sol.status == "optimal"
+    assert sol.values[od_name(aws.name, "p5.48xlarge", 0)] == pytest.approx(on_demand)

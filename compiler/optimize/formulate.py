@@ -67,8 +67,11 @@ Constraints
                            (reserved node-hours are shared by every job in the pool that
                            month; u_{p,m} = 0 where on_demand is not an allowed pricing)
   (12b) od_excess[c@m], ondemand_jobs[p@m]: u_{p,m} >= sum_c e_{c,m}, e_{c,m} >= h_{c,m} (n_c x_c
-                           - sum_{active} r + v_{p,m}): a job runs on no more reserved nodes at once
-                           than the pool has free of replicas (jobs running all month: (12) says it)
+                           - w_{p,m}): a job runs on no more reserved nodes at once than the pool
+                           has free of replicas, w_{p,m} = max(0, sum_{active} r - v_{p,m}) (jobs
+                           running all month: (12) says it). Without replicas w = sum_{active} r;
+                           with them res_free, res_taken: w <= R - v + vbar t, w <= n_max (1 - t),
+                           t in {0,1} (t = 1: the replicas take every reserved node)
   (12a) pin_pricing[p/k@m]: a job pinned to on_demand buys its node-hours on demand
                            (u_{p,m} >= its n_c h_{c,m} x_c); one pinned to a reserved term runs on
                            reserved nodes of that term (730 sum_a r_{p,k,a} >= its n_c h_{c,m} x_c);
@@ -617,28 +620,30 @@ def _cloud_pools(st: "_State") -> None:
             for rn, a, tm in res_vars:
                 if a <= m < a + tm:
                     terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
-            active_res = {rn: float(HOURS_PER_MONTH) for rn, a, tm in res_vars if a <= m < a + tm}
-            if active_res:
-                # (12b) a job runs on no more reserved nodes at once than the pool has free of
-                # replicas: its nodes beyond them run its hours on demand. Row (12) alone would
-                # let a 100-hour job use a reserved node's 730 hours.
+            active_res = [rn for rn, a, tm in res_vars if a <= m < a + tm]
+            # (12b) a job runs on no more reserved nodes at once than the pool has free of
+            # replicas: its nodes beyond them run its hours on demand. Row (12) alone would let a
+            # 100-hour job use a reserved node's 730 hours. Jobs running all month: (12) says it.
+            jobs = [(xn, nh, by_id[_cand_id(xn)]) for xn, nh in sorted(od_hours.get((s, i, m), {}).items())]
+            jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
+            if active_res and jobs:
+                if pack:
+                    free = {_free_reserved(B, f"{s}/{i}@{m:03d}", active_res, inode_name(s, i, m),
+                                           _replica_nodes_most(B, pack, gpn), max(c.nodes for *_, c in jobs),
+                                           site.path): 1.0}
+                else:
+                    free = {rn: 1.0 for rn in active_res}
                 excess = {}
-                for xn, nh in sorted(od_hours.get((s, i, m), {}).items()):
-                    c = by_id[_cand_id(xn)]
+                for xn, nh, c in jobs:
                     h = nh / c.nodes
-                    if h >= HOURS_PER_MONTH - 1e-9:
-                        continue   # runs all month: row (12) already says it
                     en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous")
-                    row = {en: 1.0, xn: -nh, **{rn: h for rn in active_res}}
-                    if pack:
-                        row[inode_name(s, i, m)] = -h
+                    row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
                     B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
                           f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}")
                     excess[en] = -1.0
-                if excess:
-                    B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
-                          f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
-                          f"can run on reserved nodes are bought on demand")
+                B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
+                      f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
+                      f"can run on reserved nodes are bought on demand")
             B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
                   f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand")  # (12)
             for term in ("on_demand", *TERMS):                                                    # (12a)
@@ -660,6 +665,30 @@ def _cloud_pools(st: "_State") -> None:
                         rows = {rn: 1.0 for rn in row if rn.startswith("reserved[")}
                         B.con(f"pin_nodes[{c.id}@{m:03d}]", "placement", {**rows, xn: -float(c.nodes)}, ">=",
                               0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved")
+
+
+def _replica_nodes_most(B: "_Builder", pack: Mapping[str, float], gpn: int) -> int:
+    """The most whole nodes a pool-month's replicas can need: each candidate's replica bound in
+    whole nodes, summed (no less than any row asks of the pool's node count)."""
+    return sum(math.ceil(g * B.vars[yn].ub / gpn - 1e-9) for yn, g in pack.items())
+
+
+def _free_reserved(B: "_Builder", key: str, reserved: list[str], vn: str, vbar: int, most: int,
+                   path: str) -> str:
+    """(12b) where a pool-month carries replicas: w, the reserved nodes a job may run on at once,
+    w = max(0, R - v) with R the reserved nodes and v the replicas' nodes (allot.py: the replicas
+    take reserved nodes first). The max is not convex, so a binary t says the replicas take every
+    reserved node (t = 1: w <= 0) or not (t = 0: w <= R - v). w <= `most`, the largest job's
+    nodes, loses nothing (a job's excess is 0 at w >= its nodes) and is t = 1's big-M; `vbar`, the
+    most nodes the replicas can need, is t = 0's. A plain w <= R - v bills a job h (v - R) more
+    than it runs when v > R, chosen or not (found on the 100-workload benchmark: audit A303)."""
+    wn = B.var(f"res_free[{key}]", "continuous", float(most))
+    tn = B.var(f"res_taken[{key}]", "binary")
+    B.con(f"res_free[{key}]", "cloud_capacity", {wn: 1.0, vn: 1.0, tn: -float(vbar), **{rn: -1.0 for rn in reserved}},
+          "<=", 0.0, f"{path}.pricing", f"jobs run on the reserved nodes at {key} the replicas leave free")
+    B.con(f"res_taken[{key}]", "cloud_capacity", {wn: 1.0, tn: float(most)}, "<=", float(most),
+          f"{path}.pricing", f"no reserved node at {key} is free where the replicas take them all")
+    return wn
 
 
 def _quotas(st: "_State") -> None:

@@ -53,6 +53,20 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
                 left[m] = max(0.0, left[m] - HOURS_PER_MONTH)
 
 
+def _replicas_take(problem: F.Problem, kind, vals: dict[str, float]) -> None:
+    """formulate (12b): t = 1 where a pool-month's replicas need more nodes than are reserved
+    (t = 0 would leave its jobs a negative number of free reserved nodes)."""
+    reserved: dict[tuple[str, str, int], float] = {}
+    for r in problem.reservations:
+        for m in r.months:
+            key = (r.site, r.instance, m)
+            reserved[key] = reserved.get(key, 0.0) + vals.get(r.var, 0.0)
+    for (s, i, m), held in sorted(reserved.items()):
+        name = f"res_taken[{s}/{i}@{m:03d}]"
+        if name in kind:
+            vals[name] = float(vals.get(F.inode_name(s, i, m), 0.0) > held)
+
+
 def _to_mixes(problem: F.Problem, w: str, cands, vals: dict[str, float], ledger: "_Ledger") -> None:
     """Drop the start's spare replicas down to one of the month's minimal mixes (formulate (14)
     makes the plan choose exactly one), the leanest in GPUs, and give the GPUs back."""
@@ -214,6 +228,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             vals[F.inode_name(s, i, m)] = float(nodes)
             od_hours[(s, i, m)] = od_hours.get((s, i, m), 0.0) + nodes * HOURS_PER_MONTH
     _reserve(problem, kind, od_hours, vals)
+    _replicas_take(problem, kind, vals)
     for s, i in onprem_pools:
         if F.buy_name(s, i) in kind:
             vals[F.buy_name(s, i)] = float(ledger.bought(s, i, ledger.gpus))
