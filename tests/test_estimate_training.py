@@ -315,3 +315,32 @@ def test_vision_training_is_3x_forward_flops():
     assert r.samples_per_s == pytest.approx(989.4e12 * 0.086 / (3 * 4.1e9))
     assert r.samples_per_s == pytest.approx(6918, rel=1e-3)
     assert r.mfu == pytest.approx(0.086) and not r.loader_bound
+
+
+@pytest.mark.parametrize("model,gpu,gpn", [("llama-3-8b", "L40S", 1), ("llama-3-8b", "L40S", 4),
+                                           ("llama-3-70b", "L40S", 4), ("llama-3-70b", "A100-80GB", 1),
+                                           ("llama-3-70b", "H100", 8), ("mixtral-8x7b", "A100-80GB", 2)])
+def test_no_layout_fits_below_the_fewest_gpus_to_fit(model, gpu, gpn):
+    """The estimate skips counts below training.fewest_gpus_to_fit without a layout search: on
+    every one of them best_step must find no layout that fits (checked count by count)."""
+    from compiler.estimate.training import fewest_gpus_to_fit
+    m, g = CAT.models[model], CAT.gpus[gpu]
+    fab = Fabric("ethernet", 400, gpn)
+    for seq in (4096, 32768):
+        fewest = fewest_gpus_to_fit(m, gpn, g, seq, "bf16", "adamw", CAT)
+        below = [n * gpn for n in range(1, 400) if n * gpn < fewest]
+        for gpus in below:
+            assert best_step(m, gpus, g, fab, seq, "bf16", "adamw", CAT)[0] is None, (model, seq, gpus)
+        if fewest < 400 * gpn:   # and it is not vacuous: some count fits
+            assert any(best_step(m, n * gpn, g, fab, seq, "bf16", "adamw", CAT)[0]
+                       for n in range(max(1, int(fewest // gpn)), 400))
+
+
+def test_a_70b_model_never_fits_one_gpu_nodes_at_tp1():
+    # Llama-3-70B at 4,096 tokens, micro-batch 1, TP 1 (one GPU a node): activations alone are
+    # s x h x 34 bytes x 80 layers (Korthikanti et al. 2022, sequence parallel + selective
+    # recompute) = 4,096 x 8,192 x 34 x 80 = 91.3 GB, over an L40S's 48 GB at any GPU count.
+    from compiler.estimate.training import fewest_gpus_to_fit
+    assert 4096 * 8192 * 34 * 80 / 1e9 == pytest.approx(91.27, abs=0.01)
+    m = CAT.models["llama-3-70b"]
+    assert fewest_gpus_to_fit(m, 1, CAT.gpus["L40S"], 4096, "bf16", "adamw", CAT) == float("inf")

@@ -219,6 +219,12 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
             counts = range(1, cap + 1)
         # With a cloud-share cap a dearer on-prem choice can be what satisfies it: no early stop.
         may_stop = not (spec.policy.caps_cloud_share and hw.site_type == "on_prem")
+        # Counts below `fit` fit no layout (training.fewest_gpus_to_fit): their rejection reason
+        # is only worked out if it is the one reported.
+        fit = 0.0 if model.family == "vision" else memo.get(
+            (model, hw.gpu, catalog), ("fit", hw.gpus_per_node, w.seq_len, w.precision, w.optimizer),
+            lambda: training.fewest_gpus_to_fit(model, hw.gpus_per_node, hw.gpu, w.seq_len, w.precision,
+                                                w.optimizer, catalog))
         for spot in variants:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
             for nodes in counts:
@@ -235,6 +241,9 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
                 tried = gpus
+                if gpus < fit * (1 - 1e-9):
+                    reason = None   # does not fit: estimate_fn says how much memory it needs
+                    continue
                 est, layout, why = estimate_fn(w, model, hw, gpus, spot, catalog, memo)
                 if est is None:
                     reason = why
@@ -256,6 +265,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                 if len(use) == 1:
                     record = min(record, nodes * est.duration_hours)
             if not found:
+                if reason is None:
+                    reason = estimate_fn(w, model, hw, tried, spot, catalog, memo)[2]
                 if not counts:
                     reason = f"no node of {hw.label} fits the site's limits (power, racks, quota, max_gpus)"
                 rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,

@@ -24,8 +24,8 @@ from compiler.catalog.model import Catalog, Gpu, Model
 from compiler.estimate import comms
 from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import training_layouts
-from compiler.estimate.memory import (TrainingMemory, params_per_gpu, state_bytes_per_param,
-                                      training_memory, usable_training_gb)
+from compiler.estimate.memory import (GB, TrainingMemory, activation_bytes_per_gpu, model_state_bytes,
+                                      params_per_gpu, state_bytes_per_param, training_memory, usable_training_gb)
 
 PEAK_KEYS = {"fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp8": ("fp8",)}
 
@@ -220,6 +220,32 @@ def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int,
         if s is not None:
             best = max(best, s.mfu)
     return best
+
+
+def fewest_gpus_to_fit(model: Model, gpn: int, gpu: Gpu, seq_len: int, precision: str, optimizer: str,
+                       catalog: Catalog) -> float:
+    """A count of GPUs below which no layout fits memory (inf: none fits on any count).
+
+    On G GPUs every layout needs at least activations(tp, cp) + buffer + states / G GB per GPU:
+    activations depend on tp and cp alone (memory.activation_bytes_per_gpu), and the whole
+    model's training states shard over at most tp * pp * dp <= G ranks, even under ZeRO-3. So
+    G < states / (usable - activations - buffer) for every shape means best_step finds nothing:
+    on one-GPU nodes, where tp = 1 keeps a large model's activations whole, that skips nearly all
+    of the counts the estimate used to try (the 100-workload benchmark: 1.48M of 1.58M)."""
+    if peak_flops(gpu, precision) is None:
+        return 0.0   # best_step says why at once, on the first count
+    cap = usable_training_gb(gpu.memory_gb, catalog)
+    states = model_state_bytes(model.params_b * 1e9, precision, optimizer, catalog) / GB
+    mb = int(factor(catalog, "micro_batch_size"))
+    buffer = factor(catalog, "training_memory_buffer_gb")
+    cp_min = int(factor(catalog, "context_parallel_min_seq"))
+    fewest = math.inf
+    for tp, cp in sorted({(tp, cp) for tp, _pp, cp, _ep in _shapes(model, gpn, seq_len, cp_min)}):
+        act = activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp), seq_len, mb, precision, catalog) / GB
+        room = cap - act - buffer
+        if room > 0:
+            fewest = min(fewest, states / room)
+    return fewest
 
 
 def _key(s: Step) -> tuple:
