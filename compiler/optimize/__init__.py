@@ -38,7 +38,9 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     from compiler.optimize.decode import decode
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
-    from compiler.optimize.solve import solve
+    from compiler.optimize.improve import improve, search_skipped
+    from compiler.optimize.solve import relative_gap, solve
+    from compiler.optimize.start import greedy_start
 
     say = options.progress or (lambda _msg: None)
     problem = formulate(candidates)
@@ -46,25 +48,35 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if missing:
         raise CompileError(missing, exit_code=EXIT_INFEASIBLE)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
-    start = None
-    time_limit = options.time_limit
-    rounds_seconds = 0.0
-    if options.solver == "cbc":
-        from compiler.optimize.improve import improve
-        from compiler.optimize.start import greedy_start
 
-        start = greedy_start(problem)
-        if start is not None:
-            # Rounds of fix-and-optimize on large platforms (improve.py); with a time limit they
-            # take at most half of it and the main search the rest.
-            t0 = time.perf_counter()
-            start = improve(problem, start, solve, gap=options.gap, say=say, max_nodes=options.max_nodes,
-                            seconds=None if time_limit is None else time_limit / 2)
-            rounds_seconds = time.perf_counter() - t0
-            if time_limit is not None:
-                time_limit = max(0.1, time_limit - rounds_seconds)
-    sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
-                max_nodes=options.max_nodes)
+    start = greedy_start(problem)
+    time_limit = options.time_limit
+    rounds_seconds, bound = 0.0, None
+    if start is not None:
+        # Improving rounds on large platforms (improve.py); with a time limit they take at most
+        # half of it and the main search the rest.
+        t0 = time.perf_counter()
+        improved, bound = improve(problem, start, solve, gap=options.gap, say=say, max_nodes=options.max_nodes,
+                                  seconds=None if time_limit is None else time_limit / 2)
+        rounds_seconds = time.perf_counter() - t0
+        if time_limit is not None:
+            time_limit = max(0.1, time_limit - rounds_seconds)
+        if options.solver == "highs" and bound is None:
+            start = None          # HiGHS finds its own first plans on small platforms
+        else:
+            start = improved
+    if bound is not None and search_skipped(problem, options.time_limit, options.max_nodes, MAX_NODES):
+        # The rounds' plan, its continuous variables at their cheapest, under the LP's bound.
+        sol = solve(problem, solver=options.solver, fixed=start)
+        if sol.has_solution:
+            floor = min(bound, sol.objective)
+            sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor))
+    else:
+        sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
+                    max_nodes=options.max_nodes)
+        if bound is not None and sol.has_solution and bound > sol.best_bound:
+            floor = min(bound, sol.objective)      # the LP's bound, where it is the stronger
+            sol = replace(sol, best_bound=floor, gap=relative_gap(sol.objective, floor))
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":

@@ -51,8 +51,8 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
           gap: float | None = None, elastic: Mapping[str, float] | None = None,
           start: Mapping[str, float] | None = None, max_nodes: int | None = None,
           fixed: Mapping[str, float] | None = None) -> Solution:
-    """`start`: values of integer variables for CBC's MIP start (start.py); HiGHS through pulp
-    takes none, and finds its own first plans quickly. `max_nodes` stops the branch-and-bound
+    """`start`: values of integer variables for a MIP start (start.py): CBC's -mips, HiGHS's
+    setSolution. `max_nodes` stops the branch-and-bound
     search after that many nodes: unlike a time limit, where it stops is the same on every
     machine, so the plan is too. `fixed` holds variables at the given values (improve.py)."""
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
@@ -94,7 +94,8 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 
     t0 = time.perf_counter()
     if solver == "highs":
-        status, bound, mip_gap = _run_highs(lp, time_limit, gap, max_nodes)
+        begin = {pv[n]: v for n, v in (start or {}).items() if n in pv} if not elastic else {}
+        status, bound, mip_gap = _run_highs(lp, time_limit, gap, max_nodes, begin)
     elif solver == "cbc":
         warm = False
         if start and not elastic:
@@ -275,8 +276,24 @@ def _last_float(pattern: str, text: str) -> float | None:
         return None
 
 
-def _run_highs(lp: pulp.LpProblem, time_limit, gap,
-               max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
+class _HiGHSFrom(pulp.HiGHS):
+    """pulp's HiGHS with a MIP start: values for some variables, set after the model is built."""
+
+    def __init__(self, start: Mapping[pulp.LpVariable, float], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.start = start
+
+    def callSolver(self, lp):
+        if self.start:
+            import numpy as np
+            pairs = sorted((v.index, float(x)) for v, x in self.start.items())
+            lp.solverModel.setSolution(len(pairs), np.array([i for i, _ in pairs], dtype=np.int32),
+                                       np.array([x for _, x in pairs], dtype=np.float64))
+        lp.solverModel.run()
+
+
+def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None,
+               start: Mapping[pulp.LpVariable, float] | None = None) -> tuple[str, float | None, float | None]:
     """HiGHS's status, bound and gap, read from highspy itself, not from pulp.
 
     pulp 3.3's HiGHS.findSolutionValues maps HiGHS's model status through a table that lacks
@@ -286,12 +303,15 @@ def _run_highs(lp: pulp.LpProblem, time_limit, gap,
     highs` on a model that needs more nodes was a traceback. That KeyError, and only that one, is
     caught here; status, incumbent, bound and gap are then read from `lp.solverModel` (the
     highspy.Highs pulp ran) for every outcome, and the incumbent's values set on the variables.
-    Nothing of pulp is patched.
+    Nothing of pulp is patched. `start` (integer values) is handed to HiGHS as a partial
+    solution (Highs.setSolution), which it completes and takes as its first incumbent if it is
+    feasible; pulp's HiGHS takes no start, so its run step is extended (_HiGHSFrom).
     """
     import highspy
 
     limits = {"mip_max_nodes": max_nodes} if max_nodes else {}
-    cmd = pulp.HiGHS(msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED, **limits)
+    cmd = _HiGHSFrom(start or {}, msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED,
+                     **limits)
     try:
         lp.solve(cmd)
     except KeyError as exc:
