@@ -155,7 +155,8 @@ def compile_cmd(
     gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="Relative MIP gap to stop at, e.g. 0.005."),
     max_nodes: Optional[int] = typer.Option(
         None, "--max-nodes", min=0, show_default=False,
-        help="Stop the solver's search after N branch-and-bound nodes [default: 1000; 0: no limit]. "
+        help="Stop the solver's search after N branch-and-bound nodes [default: 1000, and no search "
+             "after the improving rounds on platforms of 20,000+ integer variables; 0: no limit]. "
              "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
     fmt: Format = FormatOpt,

@@ -8,8 +8,8 @@ from compiler.optimize.decode import gap_note
 from compiler.optimize.formulate import Constraint
 
 
-def _sol(status, gap=0.1, bound=900.0):
-    return SimpleNamespace(status=status, gap=gap, best_bound=bound)
+def _sol(status, gap=0.1, bound=900.0, searched=True):
+    return SimpleNamespace(status=status, gap=gap, best_bound=bound, searched=searched)
 
 
 def _problem(packing=False, reservations=()):
@@ -32,3 +32,10 @@ def test_a_stopped_search_states_the_distance_and_where_the_bound_is_weak():
     # training on owned or on-demand nodes only: no lumps, nothing to warn about
     plain = gap_note(_problem(), _sol("feasible", 0.02))
     assert "at most 2.00% above the optimum" in plain and "weak" not in plain
+
+
+def test_a_plan_without_a_search_says_its_bound_is_the_lp_relaxations():
+    note = gap_note(_problem(packing=True), _sol("feasible", 0.2598, 6483974.16, searched=False))
+    assert note.startswith("the improving rounds' plan, with no branch-and-bound search")
+    assert "$6,483,974.16, the LP relaxation's bound" in note and "at most 25.98% above the optimum" in note
+    assert "weak" in note and "stopped at its node" not in note

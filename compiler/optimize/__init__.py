@@ -70,7 +70,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         sol = solve(problem, solver=options.solver, fixed=start)
         if sol.has_solution:
             floor = min(bound, sol.objective)
-            sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor))
+            sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),
+                          searched=False)
     else:
         sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
                     max_nodes=options.max_nodes)

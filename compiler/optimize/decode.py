@@ -511,7 +511,13 @@ def gap_note(problem, sol) -> str:
     if sol.status == "optimal":
         return f"optimal within the gap asked for: {floor}"
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
-    text = f"stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
+    if not sol.searched:
+        floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound"
+        text = (f"the improving rounds' plan, with no branch-and-bound search on a platform this large "
+                f"(docs/optimizer.md; --time-limit or --max-nodes runs one): {floor}, so this plan is at most "
+                f"{sol.gap:.2%} above the optimum")
+    else:
+        text = f"stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
     if lumps:
         text += ("; this model's bound is weak where services share whole nodes and reserved terms "
                  "(docs/optimizer.md), so the gap may overstate how far this plan is from the optimum")

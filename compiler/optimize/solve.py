@@ -41,6 +41,7 @@ class Solution:
     seconds: float
     values: Mapping[str, float] = field(default_factory=dict)
     slack: Mapping[str, float] = field(default_factory=dict)   # elastic: constraint -> violation
+    searched: bool = True        # False: the improving rounds' plan, under the LP relaxation's bound
 
     @property
     def has_solution(self) -> bool:
