@@ -17,7 +17,8 @@ incumbent only if it is cheaper:
 
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job and re-plan the pools it leaves and joins. A cycle is the rounds in that
-order; cycles repeat until one finds nothing cheaper, or CYCLES cycles. Measured (2 cores, the
+order; cycles repeat until one finds nothing cheaper, or CYCLES cycles. A round is not run again
+on the plan it left behind itself (no other round has moved it since). Measured (2 cores, the
 benchmark platforms of benchmarks/bench_pipeline.py; docs/optimizer.md has the table): 10
 workloads, from the greedy start's plan to 1.0% above the proven optimum in 4 s; 100 workloads,
 $13.29M to $8.74M in 46 s (CBC's training and serving rounds: $10.31M after 15 s, then the
@@ -103,11 +104,14 @@ def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, 
         groups = tuple(g for g in groups if g[0] != "serving")
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
+    left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
     for cycle in range(CYCLES):
         improved = False
         for name in ("lp-guided", *(n for n, _g in groups)):
             if left() is not None and left() <= 0:
                 return incumbent, bound
+            if left_at.get(name) == incumbent:
+                continue     # no other round has moved the plan since this one last ran
             if name == "lp-guided":
                 fixed = {n: float(round(incumbent.get(n, 0.0))) for n in integers
                          if abs(lp.values.get(n, 0.0) - round(incumbent.get(n, 0.0))) < 1e-6}
@@ -120,6 +124,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], solve: Callable, *, 
                 best = sol.objective
                 incumbent = {n: float(round(sol.values.get(n, 0.0))) for n in integers}
                 improved = True
+            left_at[name] = incumbent
             say(f"improving the start: {name} round {cycle + 1}: "
                 + (f"${best:,.0f}" if best < math.inf else "no plan"))
         if not improved:
