@@ -202,6 +202,10 @@ def res_name(site: str, inst: str, term: str, a: int) -> str:
     return f"reserved[{site}/{inst}/{term}@{a:03d}]"
 
 
+def res_taken_name(site: str, inst: str, m: int) -> str:
+    return f"res_taken[{site}/{inst}@{m:03d}]"
+
+
 def inode_name(site: str, inst: str, m: int) -> str:
     return f"inodes[{site}/{inst}@{m:03d}]"
 
@@ -628,7 +632,7 @@ def _cloud_pools(st: "_State") -> None:
             jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
             if active_res and jobs:
                 if pack:
-                    free = {_free_reserved(B, f"{s}/{i}@{m:03d}", active_res, inode_name(s, i, m),
+                    free = {_free_reserved(B, (s, i, m), active_res, inode_name(s, i, m),
                                            _replica_nodes_most(B, pack, gpn), max(c.nodes for *_, c in jobs),
                                            site.path): 1.0}
                 else:
@@ -673,8 +677,8 @@ def _replica_nodes_most(B: "_Builder", pack: Mapping[str, float], gpn: int) -> i
     return sum(math.ceil(g * B.vars[yn].ub / gpn - 1e-9) for yn, g in pack.items())
 
 
-def _free_reserved(B: "_Builder", key: str, reserved: list[str], vn: str, vbar: int, most: int,
-                   path: str) -> str:
+def _free_reserved(B: "_Builder", pool_month: tuple[str, str, int], reserved: list[str], vn: str, vbar: int,
+                   most: int, path: str) -> str:
     """(12b) where a pool-month carries replicas: w, the reserved nodes a job may run on at once,
     w = max(0, R - v) with R the reserved nodes and v the replicas' nodes (allot.py: the replicas
     take reserved nodes first). The max is not convex, so a binary t says the replicas take every
@@ -682,11 +686,13 @@ def _free_reserved(B: "_Builder", key: str, reserved: list[str], vn: str, vbar: 
     nodes, loses nothing (a job's excess is 0 at w >= its nodes) and is t = 1's big-M; `vbar`, the
     most nodes the replicas can need, is t = 0's. A plain w <= R - v bills a job h (v - R) more
     than it runs when v > R, chosen or not (found on the 100-workload benchmark: audit A303)."""
+    s, i, m = pool_month
+    key = f"{s}/{i}@{m:03d}"
     wn = B.var(f"res_free[{key}]", "continuous", float(most))
-    tn = B.var(f"res_taken[{key}]", "binary")
+    tn = B.var(res_taken_name(s, i, m), "binary")
     B.con(f"res_free[{key}]", "cloud_capacity", {wn: 1.0, vn: 1.0, tn: -float(vbar), **{rn: -1.0 for rn in reserved}},
           "<=", 0.0, f"{path}.pricing", f"jobs run on the reserved nodes at {key} the replicas leave free")
-    B.con(f"res_taken[{key}]", "cloud_capacity", {wn: 1.0, tn: float(most)}, "<=", float(most),
+    B.con(tn, "cloud_capacity", {wn: 1.0, tn: float(most)}, "<=", float(most),
           f"{path}.pricing", f"no reserved node at {key} is free where the replicas take them all")
     return wn
 

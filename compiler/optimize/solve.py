@@ -53,9 +53,9 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
           start: Mapping[str, float] | None = None, max_nodes: int | None = None,
           fixed: Mapping[str, float] | None = None) -> Solution:
     """`start`: values of integer variables for a MIP start (start.py): CBC's -mips, HiGHS's
-    setSolution. `max_nodes` stops the branch-and-bound
-    search after that many nodes: unlike a time limit, where it stops is the same on every
-    machine, so the plan is too. `fixed` holds variables at the given values (improve.py)."""
+    setSolution. `max_nodes` stops the branch-and-bound search after that many nodes: unlike a
+    time limit, where it stops is the same on every machine, so the plan is too. `fixed` holds
+    variables at the given values (improve.py)."""
     lp = pulp.LpProblem("plan", pulp.LpMinimize)
     cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
     pv: dict[str, pulp.LpVariable] = {}

@@ -62,7 +62,7 @@ def _replicas_take(problem: F.Problem, kind, vals: dict[str, float]) -> None:
             key = (r.site, r.instance, m)
             reserved[key] = reserved.get(key, 0.0) + vals.get(r.var, 0.0)
     for (s, i, m), held in sorted(reserved.items()):
-        name = f"res_taken[{s}/{i}@{m:03d}]"
+        name = F.res_taken_name(s, i, m)
         if name in kind:
             vals[name] = float(vals.get(F.inode_name(s, i, m), 0.0) > held)
 
