@@ -32,42 +32,48 @@ def minimal_mixes(taus: tuple[float, ...], ubs: tuple[int, ...], sites: tuple[st
 
 @lru_cache(maxsize=4096)
 def _mixes(taus, ubs, sites, demand, survive):
+    # Depth-first over y_0, y_1, ... with the sums carried along: each stack entry holds the
+    # partial vector's total and its total per site, so a visit costs O(sites), not O(n sites).
+    # Visit order and the budget are those of a plain enumeration (pop y_k = 0 first).
     n = len(taus)
     groups = sorted(set(sites)) if survive else []
+    at = tuple(groups.index(s) if survive else -1 for s in sites)
+    need = demand - EPS
+    # Most the candidates from k on can still add (every one at its bound), in total and per site.
+    most = [(0.0, (0.0,) * len(groups))] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        add, (total, per) = taus[k] * ubs[k], most[k + 1]
+        most[k] = (total + add, per if at[k] < 0 else _plus(per, at[k], add))
 
-    def feasible(y) -> bool:
-        total = sum(t * k for t, k in zip(taus, y))
-        if total < demand - EPS:
-            return False
-        for s in groups:
-            if total - sum(t * k for t, k, ss in zip(taus, y, sites) if ss == s) < demand - EPS:
-                return False
-        return True
-
-    # Most any partial vector can still carry, per row: prune branches that cannot reach demand.
-    def reachable(y, k) -> bool:
-        full = list(y) + list(ubs[k:])
-        return feasible(full)
+    def carries(total: float, per: tuple[float, ...]) -> bool:
+        return total >= need and all(total - p >= need for p in per)
 
     out: list[tuple[int, ...]] = []
     visits = 0
-    stack: list[tuple[int, ...]] = [()]
+    stack: list[tuple[tuple[int, ...], float, tuple[float, ...]]] = [((), 0.0, (0.0,) * len(groups))]
     while stack:
-        y = stack.pop()
+        y, total, per = stack.pop()
         visits += 1
         if visits > MAX_VISITS:
             return None
         k = len(y)
-        if not reachable(y, k):
-            continue
-        if k < n and feasible(y + (0,) * (n - k)):
+        rest_total, rest_per = most[k]
+        if not carries(total + rest_total, tuple(p + q for p, q in zip(per, rest_per))):
+            continue     # cannot carry the demand even with every later candidate at its bound
+        if k < n and carries(total, per):
             y, k = y + (0,) * (n - k), n   # anything added later could be dropped again
         if k == n:
-            if all(y[j] == 0 or not feasible(y[:j] + (y[j] - 1,) + y[j + 1:]) for j in range(n)):
+            if all(y[j] == 0 or not carries(total - taus[j], per if at[j] < 0 else _plus(per, at[j], -taus[j]))
+                   for j in range(n)):
                 out.append(y)
                 if len(out) > MAX_MIXES:
                     return None
             continue
         for v in range(ubs[k], -1, -1):
-            stack.append(y + (v,))
+            add = taus[k] * v
+            stack.append((y + (v,), total + add, per if at[k] < 0 else _plus(per, at[k], add)))
     return tuple(sorted(out))
+
+
+def _plus(per: tuple[float, ...], g: int, add: float) -> tuple[float, ...]:
+    return per[:g] + (per[g] + add,) + per[g + 1:]
