@@ -1,5 +1,6 @@
 """Improving rounds (compiler/optimize/improve.py): a start at least as cheap as the greedy one,
-the same on every run, a valid LP bound, and no change for platforms below the size threshold."""
+the same on every run, a valid LP bound, and no change for platforms below the size threshold.
+The persistent HiGHS model the rounds use (solve.HighsModel) is checked against solve()."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from compiler.optimize import improve as improve_mod
 from compiler.optimize.formulate import Constraint, formulate
-from compiler.optimize.improve import choice_groups, improve
-from compiler.optimize.solve import solve
+from compiler.optimize.improve import choice_groups, improve, serving_windows
+from compiler.optimize.solve import HighsModel, solve
 from compiler.optimize.start import greedy_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -46,18 +47,51 @@ def test_groups_split_the_choices_and_leave_the_shared_pools_free(problem):
     assert shared and not any(n.startswith(("x[", "y[", "mix[")) for n in shared)
 
 
+def _model(problem):
+    return lambda: HighsModel(problem)
+
+
+def test_windows_cover_every_serving_integer_once_in_month_order(problem, monkeypatch):
+    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
+    windows = serving_windows(problem)
+    serving = dict(choice_groups(problem))["serving"]
+    freed = [n for _name, free in windows for n in free]
+    assert len(freed) == len(set(freed)) and set(freed) == serving
+    spans = [tuple(int(x) for x in name.rsplit(" ", 1)[1].split("-")) for name, _free in windows]
+    assert all(a <= b for a, b in spans) and all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(spans, spans[1:]))
+    for (a, b), (_name, free) in zip(spans, windows):
+        assert len(free) <= 400 or a == b          # over the limit only where one month is
+        assert all(a <= int(n.rsplit("@", 1)[1][:3]) <= b for n in free)
+    assert len(windows) > 1
+
+
+def test_the_persistent_model_solves_as_solve_does(problem):
+    model = HighsModel(problem)
+    start = greedy_start(problem)
+    held = {n: v for n, v in start.items() if n.startswith("x[")}
+    for kwargs in ({"fixed": held}, {"fixed": start}):
+        ours, theirs = model.solve(**kwargs), solve(problem, solver="highs", **kwargs)
+        assert ours.status == theirs.status == "optimal"
+        assert abs(ours.objective - theirs.objective) <= 1e-6 * theirs.objective
+    lp = model.solve(relax=True)
+    assert lp.status == "optimal" and lp.best_bound == lp.objective
+    # the model is unchanged by a solve with variables held: the same solve again, same plan
+    again = model.solve(fixed=held)
+    assert again.objective == model.solve(fixed=held).objective
+
+
 def test_below_the_threshold_the_start_is_returned_as_it_is(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 1 + sum(v.kind != "continuous" for v in problem.variables))
     start = greedy_start(problem)
-    assert improve(problem, start, solve) == (start, None)
+    assert improve(problem, start, _model(problem)) == (start, None)
 
 
 def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     start = greedy_start(problem)
     messages = []
-    better, bound = improve(problem, start, solve, say=messages.append)
-    again = improve(problem, start, solve)
+    better, bound = improve(problem, start, _model(problem), say=messages.append)
+    again = improve(problem, start, _model(problem))
     assert (better, bound) == again                          # node budgets, not the clock
     assert set(better) == {v.name for v in problem.variables if v.kind != "continuous"}
     # Measured on the exact model: the greedy start completes at $7.75M; the rounds reach
@@ -71,12 +105,13 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypa
     assert messages and messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
-def test_large_platforms_leave_out_the_serving_round_and_skip_the_search(problem, monkeypatch):
+def test_large_platforms_run_one_cycle_and_skip_the_search(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SERVING_MAX", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
     messages = []
-    improve(problem, greedy_start(problem), solve, say=messages.append)
-    assert messages and not any("serving" in m for m in messages)
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    assert messages and all(m.endswith(tuple("0123456789")) and " round 1: $" in m for m in messages)
+    assert any("serving months" in m for m in messages)
     assert improve_mod.search_skipped(problem, None, 1000, 1000)
     assert not improve_mod.search_skipped(problem, 60.0, 1000, 1000)      # a time limit: search
     assert not improve_mod.search_skipped(problem, None, 0, 1000)         # no node limit: search
@@ -85,7 +120,7 @@ def test_large_platforms_leave_out_the_serving_round_and_skip_the_search(problem
 def test_a_time_budget_that_is_spent_returns_the_start(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     start = greedy_start(problem)
-    assert improve(problem, start, solve, seconds=0.0) == (start, None)
+    assert improve(problem, start, _model(problem), seconds=0.0) == (start, None)
 
 
 @pytest.mark.parametrize("user", [None, 5])
@@ -94,10 +129,11 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, mon
     monkeypatch.setattr(improve_mod, "CYCLES", 1)
     budgets = []
 
-    def recording(*args, **kwargs):
-        budgets.append(kwargs.get("max_nodes"))
-        return solve(*args, **kwargs)
+    class Recording(HighsModel):
+        def solve(self, **kwargs):
+            budgets.append((kwargs.get("relax", False), kwargs.get("max_nodes")))
+            return super().solve(**kwargs)
 
-    improve(problem, greedy_start(problem), recording, max_nodes=user)
-    assert budgets[0] is None                       # the LP relaxation
-    assert budgets[1:] and set(budgets[1:]) == {improve_mod.ROUND_NODES}
+    improve(problem, greedy_start(problem), lambda: Recording(problem), max_nodes=user)
+    assert budgets[0] == (True, None)               # the LP relaxation
+    assert budgets[1:] and set(budgets[1:]) == {(False, improve_mod.ROUND_NODES)}

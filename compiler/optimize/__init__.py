@@ -39,7 +39,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
     from compiler.optimize.improve import improve, search_skipped
-    from compiler.optimize.solve import relative_gap, solve
+    from compiler.optimize.solve import HighsModel, relative_gap, solve
     from compiler.optimize.start import greedy_start
 
     say = options.progress or (lambda _msg: None)
@@ -56,7 +56,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         # Improving rounds on large platforms (improve.py); with a time limit they take at most
         # half of it and the main search the rest.
         t0 = time.perf_counter()
-        improved, bound = improve(problem, start, solve, gap=options.gap, say=say, max_nodes=options.max_nodes,
+        improved, bound = improve(problem, start, lambda: HighsModel(problem), gap=options.gap, say=say,
+                                  max_nodes=options.max_nodes,
                                   seconds=None if time_limit is None else time_limit / 2)
         rounds_seconds = time.perf_counter() - t0
         if time_limit is not None:
