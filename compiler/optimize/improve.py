@@ -121,8 +121,9 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     if not lp.has_solution:
         return start, None
     bound = lp.objective
-    rounds = (("lp-guided", frozenset()), choice_groups(problem)[0], *serving_windows(problem))
-    everything = frozenset().union(*(g for _n, g in choice_groups(problem)))
+    groups = choice_groups(problem)
+    rounds = (("lp-guided", frozenset()), groups[0], *serving_windows(problem))
+    everything = frozenset().union(*(g for _n, g in groups))
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
