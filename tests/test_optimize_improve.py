@@ -137,3 +137,21 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, mon
     improve(problem, greedy_start(problem), lambda: Recording(problem), max_nodes=user)
     assert budgets[0] == (True, None)               # the LP relaxation
     assert budgets[1:] and set(budgets[1:]) == {(False, improve_mod.ROUND_NODES)}
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch, large):
+    # From SEARCH_MAX integers the rounds' plan is the answer: one cycle, and HiGHS does not
+    # restart a round's root (61 s instead of 107 s for a cycle on the 100-workload benchmark).
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
+    restarts = []
+
+    class Recording(HighsModel):
+        def solve(self, **kwargs):
+            if not kwargs.get("relax"):
+                restarts.append(kwargs.get("restart", True))
+            return super().solve(**kwargs)
+
+    improve(problem, greedy_start(problem), lambda: Recording(problem))
+    assert restarts and set(restarts) == {not large}

@@ -52,11 +52,19 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     start = greedy_start(problem)
     time_limit = options.time_limit
     rounds_seconds, bound = 0.0, None
+    models: list[HighsModel] = []
+
+    def highs() -> HighsModel:
+        """The rounds' HiGHS model, built once when first needed."""
+        if not models:
+            models.append(HighsModel(problem))
+        return models[0]
+
     if start is not None:
         # Improving rounds on large platforms (improve.py); with a time limit they take at most
         # half of it and the main search the rest.
         t0 = time.perf_counter()
-        improved, bound = improve(problem, start, lambda: HighsModel(problem), gap=options.gap, say=say,
+        improved, bound = improve(problem, start, highs, gap=options.gap, say=say,
                                   max_nodes=options.max_nodes,
                                   seconds=None if time_limit is None else time_limit / 2)
         rounds_seconds = time.perf_counter() - t0
@@ -67,8 +75,9 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         else:
             start = improved
     if bound is not None and search_skipped(problem, options.time_limit, options.max_nodes, MAX_NODES):
-        # The rounds' plan, its continuous variables at their cheapest, under the LP's bound.
-        sol = solve(problem, solver=options.solver, fixed=start)
+        # The rounds' plan, its continuous variables at their cheapest, under the LP's bound: an LP
+        # on the rounds' own model (polish re-prices it with the user's solver below).
+        sol = replace(highs().solve(fixed=start), solver=options.solver)
         if sol.has_solution:
             floor = min(bound, sol.objective)
             sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),

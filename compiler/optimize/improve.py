@@ -23,8 +23,8 @@ a round can move a job or a month's replicas and re-plan the pools and reserved 
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles. A round is not run again on the plan it left behind itself (no other round has moved it
 since). Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table): from
-the greedy start's $13.29M, lp-guided $9.10M, training $8.80M, the windows $8.10M, below the
-best plan any earlier method had found ($8.32M, HiGHS for 30 minutes).
+the greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M, in 61 s,
+below the best plan any earlier method had found ($8.32M, HiGHS for 30 minutes).
 
 Only problems with at least MIN_INTEGERS integer variables get rounds: smaller ones solve to
 optimality from the greedy start in seconds (three of the shipped examples have under 1,300;
@@ -44,7 +44,7 @@ MIN_INTEGERS = 2000
 SEARCH_MAX = 20000      # integer variables from which the default compile ends with the rounds' plan
 WINDOW_INTEGERS = 6000  # serving integers one window frees at most (a month over it is alone)
 ROUND_NODES = 1         # each round stops after its root node
-CYCLES = 2              # below SEARCH_MAX integers; above it one cycle (100 workloads: 2 cycles 228 s, 1 cycle 120 s)
+CYCLES = 2              # below SEARCH_MAX integers; above it one (100 workloads: 2 cycles 208 s, 1 cycle 107 s)
 
 
 def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -127,7 +127,12 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
-    for cycle in range(CYCLES if len(integers) < SEARCH_MAX else 1):
+    # Where the rounds' plan is the compile's answer (SEARCH_MAX integers or more), one cycle, and
+    # HiGHS does not restart a round's root: on the 100-workload benchmark a cycle takes 61 s
+    # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
+    # search, two cycles, HiGHS's defaults.
+    large = len(integers) >= SEARCH_MAX
+    for cycle in range(1 if large else CYCLES):
         improved = False
         for name, free in rounds:
             if left() is not None and left() <= 0:
@@ -139,7 +144,8 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
                          if abs(lp.values.get(n, 0.0) - round(incumbent.get(n, 0.0))) < 1e-6}
             else:
                 fixed = {n: float(round(incumbent.get(n, 0.0))) for n in everything - free}
-            sol = highs.solve(time_limit=left(), gap=gap, start=incumbent, max_nodes=nodes, fixed=fixed)
+            sol = highs.solve(time_limit=left(), gap=gap, start=incumbent, max_nodes=nodes, fixed=fixed,
+                              restart=not large)
             if sol.has_solution and (best == math.inf or sol.objective < best - 1e-6 * max(1.0, abs(best))):
                 best = sol.objective
                 incumbent = {n: float(round(sol.values.get(n, 0.0))) for n in integers}

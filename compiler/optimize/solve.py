@@ -399,9 +399,10 @@ class HighsModel:
 
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
-              time_limit: float | None = None) -> Solution:
+              time_limit: float | None = None, restart: bool = True) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
-        (the LP relaxation)."""
+        (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
+        (mip_allow_restart, its default)."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -414,7 +415,8 @@ class HighsModel:
         h.changeColsIntegrality(n, self._all, np.zeros(n, dtype=np.uint8) if relax else self.integral)
         options = {"threads": 1, "random_seed": SEED, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
-                   "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit))}
+                   "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
+                   "mip_allow_restart": bool(restart)}
         for key, value in options.items():
             h.setOptionValue(key, value)
         if start and not relax:
