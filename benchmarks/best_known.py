@@ -2,10 +2,13 @@
 
     python benchmarks/best_known.py record 100 [--seed 0] [--solver highs] [--time-limit 1800]
     python benchmarks/best_known.py check 100 [--seed 0]
+    python benchmarks/best_known.py check 30 --sites 6 --horizon 24     # a sweep point
     python benchmarks/best_known.py adopt 100 --plan OUT/plan.json --method "..." --seconds 1800
     python benchmarks/best_known.py show
 
-`record` writes the platform's spec (bench_pipeline.platform_spec), compiles it with the given
+A platform is `bench_pipeline.platform_spec(n, seed, horizon, sites)`: by default the 24-month,
+5-site platform of the workloads sweep; `--horizon` and `--sites` give the points of the horizon
+and sites sweeps. `record` writes the platform's spec, compiles it with the given
 solver and limits (a long run: any method may supply a best known plan) and keeps the result in
 benchmarks/best_known.json if it is cheaper than the one there, or if the one there was made for
 other estimates. `check` runs the default compile (`infra-compile SPEC`, nothing else set) as a
@@ -35,11 +38,20 @@ ROOT = HERE.parent
 RECORDS = HERE / "best_known.json"
 sys.path.insert(0, str(HERE))
 
-from bench_pipeline import write_spec  # noqa: E402
+from bench_pipeline import SITES, write_spec  # noqa: E402
 
 
-def key(n: int, seed: int) -> str:
-    return f"workloads-{n}-s{seed}"
+DEFAULT_HORIZON, DEFAULT_SITES = 24, len(SITES)
+
+
+def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES) -> str:
+    point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f"-h{horizon}-k{sites}"
+    return f"workloads-{n}-s{seed}{point}"
+
+
+def described(n: int, seed: int, horizon: int, sites: int) -> str:
+    point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f", horizon={horizon}, sites={sites}"
+    return f"bench_pipeline.platform_spec({n}, seed={seed}{point})"
 
 
 def fingerprint(spec: Path) -> str:
@@ -71,51 +83,53 @@ def commit() -> str:
     return r.stdout.strip() or "unknown"
 
 
-def record(n: int, seed: int, solver: str, time_limit: float) -> None:
+def record(n: int, seed: int, solver: str, time_limit: float, horizon: int, sites: int) -> None:
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d)
+        spec = write_spec(n, seed, d, horizon, sites)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, ["--solver", solver, "--time-limit", str(time_limit),
                                             "--gap", "0", "--max-nodes", "0"])
-    keep(n, seed, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}", seconds)
+    keep(n, seed, horizon, sites, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}",
+         seconds)
 
 
-def adopt(n: int, seed: int, plan_path: Path, method: str, seconds: float) -> None:
+def adopt(n: int, seed: int, horizon: int, sites: int, plan_path: Path, method: str, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as d:
-        fp = fingerprint(write_spec(n, seed, d))
-    keep(n, seed, fp, json.loads(plan_path.read_text()), method, seconds)
+        fp = fingerprint(write_spec(n, seed, d, horizon, sites))
+    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds)
 
 
-def keep(n: int, seed: int, fp: str, plan: dict, method: str, seconds: float) -> None:
+def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, method: str, seconds: float) -> None:
     s = plan["solver"]
-    entry = {"spec": f"bench_pipeline.platform_spec({n}, seed={seed})", "fingerprint": fp,
+    entry = {"spec": described(n, seed, horizon, sites), "fingerprint": fp,
              "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
              "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
              "commit": commit()}
     data = load()
-    old = data["platforms"].get(key(n, seed))
+    name = key(n, seed, horizon, sites)
+    old = data["platforms"].get(name)
     keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
     if old and old["fingerprint"] == fp:
         entry["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])  # the best bound seen
     if keep_old:
         old["best_bound_usd"] = entry["best_bound_usd"]
-        print(f"{key(n, seed)}: kept ${old['cost_usd']:,.2f} (this run: ${entry['cost_usd']:,.2f})")
+        print(f"{name}: kept ${old['cost_usd']:,.2f} (this run: ${entry['cost_usd']:,.2f})")
     else:
-        data["platforms"][key(n, seed)] = entry
-        print(f"{key(n, seed)}: recorded ${entry['cost_usd']:,.2f}, bound ${entry['best_bound_usd']:,.2f}")
+        data["platforms"][name] = entry
+        print(f"{name}: recorded ${entry['cost_usd']:,.2f}, bound ${entry['best_bound_usd']:,.2f}")
     data["platforms"] = dict(sorted(data["platforms"].items()))
     RECORDS.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def check(n: int, seed: int) -> None:
+def check(n: int, seed: int, horizon: int, sites: int) -> None:
     data = load()
-    best = data["platforms"].get(key(n, seed))
+    best = data["platforms"].get(key(n, seed, horizon, sites))
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d)
+        spec = write_spec(n, seed, d, horizon, sites)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, [])
     s = plan["solver"]
-    line = (f"{key(n, seed)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
+    line = (f"{key(n, seed, horizon, sites)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
             f"{s['status']}, reported gap {s['gap']:.2%}")
     if best is None:
         print(line + "; no best known plan recorded")
@@ -129,27 +143,27 @@ def check(n: int, seed: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("record", "check"):
+    for name in ("record", "check", "adopt"):
         p = sub.add_parser(name)
         p.add_argument("n", type=int)
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON, help="months (the horizon sweep)")
+        p.add_argument("--sites", type=int, default=DEFAULT_SITES, help="sites (the sites sweep)")
         if name == "record":
             p.add_argument("--solver", default="highs", choices=["cbc", "highs"])
             p.add_argument("--time-limit", type=float, default=1800.0)
-    p = sub.add_parser("adopt")
-    p.add_argument("n", type=int)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--plan", type=Path, required=True)
-    p.add_argument("--method", required=True)
-    p.add_argument("--seconds", type=float, required=True)
+        if name == "adopt":
+            p.add_argument("--plan", type=Path, required=True)
+            p.add_argument("--method", required=True)
+            p.add_argument("--seconds", type=float, required=True)
     sub.add_parser("show")
     a = ap.parse_args(argv)
     if a.cmd == "record":
-        record(a.n, a.seed, a.solver, a.time_limit)
+        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites)
     elif a.cmd == "adopt":
-        adopt(a.n, a.seed, a.plan, a.method, a.seconds)
+        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds)
     elif a.cmd == "check":
-        check(a.n, a.seed)
+        check(a.n, a.seed, a.horizon, a.sites)
     else:
         print(json.dumps(load(), indent=2))
 

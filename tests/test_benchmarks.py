@@ -49,3 +49,15 @@ def test_each_sweep_runs_and_reports_every_point(capsys, argv, label, values):
     for v in values:
         assert f"{label}={v}: validate " in out
     assert f"x = growth against {label}={values[0]}" in out
+
+
+def test_best_known_records_name_sweep_points_apart_and_keep_the_old_names():
+    import best_known
+
+    assert best_known.key(100, 0) == "workloads-100-s0"            # the records of 2026-11-23 still match
+    assert best_known.key(30, 0, horizon=60) == "workloads-30-s0-h60-k5"
+    assert best_known.key(30, 0, sites=6) == "workloads-30-s0-h24-k6"
+    assert best_known.described(30, 0, 60, 5) == "bench_pipeline.platform_spec(30, seed=0, horizon=60, sites=5)"
+    records = best_known.load()["platforms"]
+    assert records and all(k.startswith("workloads-") for k in records)
+    assert all(r["cost_usd"] >= r["best_bound_usd"] - 0.01 for r in records.values())   # a plan never beats a bound
