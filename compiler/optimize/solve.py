@@ -363,7 +363,6 @@ class HighsModel:
         import numpy as np
 
         self._np, self._highspy = np, highspy
-        self.problem = problem
         self.names = [v.name for v in problem.variables]
         self.index = {n: k for k, n in enumerate(self.names)}
         n = len(self.names)
