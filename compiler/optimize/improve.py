@@ -44,29 +44,21 @@ MIN_INTEGERS = 2000
 SEARCH_MAX = 20000      # integer variables from which the default compile ends with the rounds' plan
 WINDOW_INTEGERS = 6000  # serving integers one window frees at most (a month over it is alone)
 ROUND_NODES = 1         # each round stops after its root node
-CYCLES = 2              # below SEARCH_MAX integers; above it one (100 workloads: 2 cycles 208 s, 1 cycle 107 s)
+CYCLES = 2              # below SEARCH_MAX integers; above it one (improve() says why)
 
 
 def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
     """The groups of variables a round can free: every training job's candidate choice; every
     service's replica mixes and replica counts."""
     names = {v.name for v in problem.variables}
-    H = problem.spec.horizon_months
-    training: set[str] = set()
-    serving = {mix for options in problem.mixes.values() for mix, _reps in options}
-    for w in problem.spec.workloads:
-        cands = problem.chosen_from.get(w.name, ())
-        if isinstance(w, InferenceWorkload):
-            serving.update(F.y_name(c, m) for c in cands for m in range(H))
-        else:
-            training.update(F.x_name(c) for c in cands)
-    return (("training", frozenset(training & names)), ("serving", frozenset(serving & names)))
+    training = {F.x_name(c) for w in problem.spec.workloads if not isinstance(w, InferenceWorkload)
+                for c in problem.chosen_from.get(w.name, ())}
+    serving = frozenset().union(*_serving_by_month(problem, names))
+    return (("training", frozenset(training & names)), ("serving", serving))
 
 
-def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
-    """The serving rounds: runs of consecutive months, each freeing every service's mixes and
-    replicas in its months, as long as WINDOW_INTEGERS allows."""
-    names = {v.name for v in problem.variables}
+def _serving_by_month(problem: F.Problem, names: set[str]) -> list[frozenset[str]]:
+    """Per month of the horizon, the services' replica mixes and replica counts in the model."""
     H = problem.spec.horizon_months
     by_month: list[set[str]] = [set() for _ in range(H)]
     for (_w, m), options in problem.mixes.items():
@@ -76,16 +68,21 @@ def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...
             for c in problem.chosen_from.get(w.name, ()):
                 for m in range(H):
                     by_month[m].add(F.y_name(c, m))
-    by_month = [month & names for month in by_month]
+    return [frozenset(month & names) for month in by_month]
+
+
+def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The serving rounds: runs of consecutive months, each freeing every service's mixes and
+    replicas in its months, as long as WINDOW_INTEGERS allows."""
     windows: list[tuple[int, int, frozenset[str]]] = []
-    for m, month in enumerate(by_month):
+    for m, month in enumerate(_serving_by_month(problem, {v.name for v in problem.variables})):
         if not month:
             continue
         if windows and windows[-1][1] == m and len(windows[-1][2]) + len(month) <= WINDOW_INTEGERS:
             first, _end, free = windows[-1]
             windows[-1] = (first, m + 1, free | month)
         else:
-            windows.append((m, m + 1, frozenset(month)))
+            windows.append((m, m + 1, month))
     return tuple((f"serving months {a}-{b - 1}", free) for a, b, free in windows)
 
 

@@ -291,11 +291,16 @@ class _HiGHSFrom(pulp.HiGHS):
 
     def callSolver(self, lp):
         if self.start:
-            import numpy as np
-            pairs = sorted((v.index, float(x)) for v, x in self.start.items())
-            lp.solverModel.setSolution(len(pairs), np.array([i for i, _ in pairs], dtype=np.int32),
-                                       np.array([x for _, x in pairs], dtype=np.float64))
+            _set_start(lp.solverModel, sorted((v.index, float(x)) for v, x in self.start.items()))
         lp.solverModel.run()
+
+
+def _set_start(highs, pairs: list[tuple[int, float]]) -> None:
+    """Hand HiGHS a (partial) MIP start: (column index, value) pairs, in column order."""
+    import numpy as np
+
+    highs.setSolution(len(pairs), np.array([k for k, _ in pairs], dtype=np.int32),
+                      np.array([x for _, x in pairs], dtype=np.float64))
 
 
 def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None,
@@ -419,10 +424,8 @@ class HighsModel:
         for key, value in options.items():
             h.setOptionValue(key, value)
         if start and not relax:
-            pairs = sorted((self.index[n], float(x) / self.scale[self.index[n]]) for n, x in start.items()
-                           if n in self.index)
-            h.setSolution(len(pairs), np.array([k for k, _ in pairs], dtype=np.int32),
-                          np.array([x for _, x in pairs], dtype=np.float64))
+            ks = [(self.index[n], x) for n, x in start.items() if n in self.index]
+            _set_start(h, sorted((k, float(x) / self.scale[k]) for k, x in ks))
         t0 = time.perf_counter()
         h.run()
         seconds = time.perf_counter() - t0
