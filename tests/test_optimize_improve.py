@@ -48,7 +48,7 @@ def test_groups_split_the_choices_and_leave_the_shared_pools_free(problem):
 
 
 def _model(problem):
-    return lambda: HighsModel(problem)
+    return lambda k=0: HighsModel(problem)
 
 
 def test_windows_cover_every_serving_integer_once_in_month_order(problem, monkeypatch):
@@ -128,15 +128,20 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, mon
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     monkeypatch.setattr(improve_mod, "CYCLES", 1)
     budgets = []
+    choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
 
     class Recording(HighsModel):
         def solve(self, **kwargs):
-            budgets.append((kwargs.get("relax", False), kwargs.get("max_nodes")))
+            merge = choices <= set(kwargs.get("fixed") or ())     # every choice held
+            budgets.append((kwargs.get("relax", False), kwargs.get("max_nodes"), merge))
             return super().solve(**kwargs)
 
-    improve(problem, greedy_start(problem), lambda: Recording(problem), max_nodes=user)
-    assert budgets[0] == (True, None)               # the LP relaxation
-    assert budgets[1:] and set(budgets[1:]) == {(False, improve_mod.ROUND_NODES)}
+    improve(problem, greedy_start(problem), lambda k=0: Recording(problem), max_nodes=user)
+    assert budgets[0] == (True, None, False)               # the LP relaxation
+    rounds = [(relax, nodes) for relax, nodes, merge in budgets[1:] if not merge]
+    merges = [(relax, nodes) for relax, nodes, merge in budgets[1:] if merge]
+    assert rounds and set(rounds) == {(False, improve_mod.ROUND_NODES)}
+    assert set(merges) <= {(False, improve_mod.MERGE_NODES)}   # the pools' re-plan of a merge
 
 
 @pytest.mark.parametrize("large", [False, True])
@@ -153,5 +158,34 @@ def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch
                 restarts.append(kwargs.get("restart", True))
             return super().solve(**kwargs)
 
-    improve(problem, greedy_start(problem), lambda: Recording(problem))
+    improve(problem, greedy_start(problem), lambda k=0: Recording(problem))
     assert restarts and set(restarts) == {not large}
+
+
+def test_rounds_solved_together_give_what_each_gives_alone(problem, monkeypatch):
+    # The windows run WORKERS at a time on threads: each solve is the one it would be alone.
+    model_a, model_b = HighsModel(problem), HighsModel(problem)
+    start = greedy_start(problem)
+    choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
+    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
+    windows = serving_windows(problem)
+    assert len(windows) >= 2
+    held = [{n: v for n, v in start.items() if n in choices - free} for _name, free in windows[:2]]
+    kwargs = dict(start=start, max_nodes=1, gap=None, restart=False)
+    together = improve_mod._solve_all([(model_a, {**kwargs, "fixed": held[0]}),
+                                       (model_b, {**kwargs, "fixed": held[1]})], lambda: None)
+    alone = [HighsModel(problem).solve(fixed=h, **kwargs) for h in held]
+    assert [s.objective for s in together] == [s.objective for s in alone]
+    assert [dict(s.values) for s in together] == [dict(s.values) for s in alone]
+
+
+def test_a_merge_takes_disjoint_changes_and_refuses_overlapping_ones():
+    incumbent = {"a": 1.0, "b": 0.0, "c": 2.0, "pool": 3.0}
+    choices = frozenset({"a", "b", "c"})
+    one = (10.0, {"a": 0.0, "b": 1.0, "c": 2.0, "pool": 4.0}, ("w1",))
+    two = (11.0, {"a": 1.0, "b": 0.0, "c": 5.0, "pool": 9.0}, ("w2",))
+    clash = (9.0, {"a": 0.0, "b": 0.0, "c": 2.0, "pool": 3.0}, ("w3",))
+    # every changed choice from both; the pools stay as the incumbent has them (re-planned after)
+    assert improve_mod._merge(incumbent, [one, two], choices) == {"a": 0.0, "b": 1.0, "c": 5.0, "pool": 3.0}
+    assert improve_mod._merge(incumbent, [one, clash], choices) is None      # both moved a
+    assert improve_mod._merge(incumbent, [one], choices) is None             # nothing to merge

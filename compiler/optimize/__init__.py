@@ -54,11 +54,11 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     rounds_seconds, bound = 0.0, None
     models: list[HighsModel] = []
 
-    def highs() -> HighsModel:
-        """The rounds' HiGHS model, built once when first needed."""
-        if not models:
+    def highs(k: int = 0) -> HighsModel:
+        """The rounds' k-th HiGHS model (they solve improve.WORKERS at once), built when needed."""
+        while len(models) <= k:
             models.append(HighsModel(problem))
-        return models[0]
+        return models[k]
 
     if start is not None:
         # Improving rounds on large platforms (improve.py); with a time limit they take at most

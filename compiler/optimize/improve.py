@@ -44,7 +44,13 @@ MIN_INTEGERS = 2000
 SEARCH_MAX = 20000      # integer variables from which the default compile ends with the rounds' plan
 WINDOW_INTEGERS = 6000  # serving integers one window frees at most (a month over it is alone)
 ROUND_NODES = 1         # each round stops after its root node
-CYCLES = 2              # below SEARCH_MAX integers; above it one (improve() says why)
+CYCLES = 2              # below SEARCH_MAX integers
+LARGE_CYCLES = 1        # from SEARCH_MAX integers (improve() says why)
+# Rounds solved at once, on threads. A constant, not the machine's core count: which rounds run
+# together decides the plan, and the plan must not depend on the machine.
+WORKERS = 2
+FEWER_NODES_INTEGERS = 8000  # integers a fewer-nodes round may free at most
+MERGE_NODES = 500      # the pools' re-plan after a merge: a small MIP (1,763 integers at 100 workloads)
 
 
 def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -59,16 +65,64 @@ def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
 
 def _serving_by_month(problem: F.Problem, names: set[str]) -> list[frozenset[str]]:
     """Per month of the horizon, the services' replica mixes and replica counts in the model."""
-    H = problem.spec.horizon_months
-    by_month: list[set[str]] = [set() for _ in range(H)]
-    for (_w, m), options in problem.mixes.items():
-        by_month[m].update(mix for mix, _reps in options)
+    by_month: list[set[str]] = [set() for _ in range(problem.spec.horizon_months)]
+    for (_w, m), free in _serving_by_service_month(problem, names).items():
+        by_month[m] |= free
+    return [frozenset(month) for month in by_month]
+
+
+def _serving_by_service_month(problem: F.Problem, names: set[str]) -> dict[tuple[str, int], frozenset[str]]:
+    """Per (service, month), its replica mixes and replica counts in the model."""
+    out: dict[tuple[str, int], set[str]] = {}
+    for (w, m), options in problem.mixes.items():
+        out.setdefault((w, m), set()).update(mix for mix, _reps in options)
     for w in problem.spec.workloads:
         if isinstance(w, InferenceWorkload):
             for c in problem.chosen_from.get(w.name, ()):
-                for m in range(H):
-                    by_month[m].add(F.y_name(c, m))
-    return [frozenset(month & names) for month in by_month]
+                for m in range(problem.spec.horizon_months):
+                    out.setdefault((w.name, m), set()).add(F.y_name(c, m))
+    return {key: frozenset(free & names) for key, free in out.items() if free & names}
+
+
+def fewer_nodes(problem: F.Problem, plan: Mapping[str, float]) -> tuple[tuple[str, frozenset[str], dict[str, float]], ...]:
+    """Rounds that buy one node fewer in an on-prem pool: (name, free, held at new values).
+    The windows cannot: a bought node is used in many months, and a window holds all but a
+    few, so the plan keeps every node some held month fills. Such a round holds the pool at one
+    node fewer and frees, in each month where the remaining nodes are too few for what runs
+    there, every service and training job on the pool (all of its candidates, so it can move
+    anywhere); everything else is held. Pools whose round would free more than
+    FEWER_NODES_INTEGERS integers are left out."""
+    names = {v.name for v in problem.variables}
+    workload_of = {}
+    for w, cands in problem.chosen_from.items():
+        for c in cands:
+            workload_of[c.id] = w
+    service_months = _serving_by_service_month(problem, names)
+    training = {w: frozenset(F.x_name(c) for c in cands) & names for w, cands in problem.chosen_from.items()}
+    rows: dict[str, list] = {}
+    for c in problem.constraints:
+        if c.name.startswith("capacity["):
+            rows.setdefault(c.name[len("capacity["):c.name.index("@")], []).append(c)
+    rounds = []
+    for pool in sorted(rows):
+        buy = F.buy_name(*pool.split("/", 1))
+        nodes = round(plan.get(buy, 0.0))
+        if nodes <= 0:
+            continue
+        free: set[str] = set()
+        for row in rows[pool]:
+            terms = dict(row.terms)
+            gpus = -terms[buy]
+            if row.rhs - sum(a * plan.get(n, 0.0) for n, a in row.terms) >= gpus - 1e-9:
+                continue      # one node fewer still holds this month's work
+            m = int(row.name[row.name.index("@") + 1:-1])
+            for n in terms:
+                if n != buy and plan.get(n, 0.0) > 0.5:
+                    w = workload_of[n[2:-1].split("@")[0]]
+                    free |= service_months.get((w, m), frozenset()) if n.startswith("y[") else training[w]
+        if free and len(free) <= FEWER_NODES_INTEGERS:
+            rounds.append((f"fewer nodes {pool}", frozenset(free), {buy: float(nodes - 1)}))
+    return tuple(rounds)
 
 
 def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -100,9 +154,9 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
             seconds: float | None = None, max_nodes: int | None = None,
             say: Callable[[str], None] = lambda _m: None) -> tuple[Mapping[str, float], float | None]:
     """(integer values at least as good as `start`, the LP relaxation's bound or None): `start`
-    itself where the problem is small or no round finds a cheaper plan. `model` makes the solver
-    model once it is needed (`model()` -> solve.HighsModel); `max_nodes` is the user's node
-    budget (a round takes at most ROUND_NODES of it)."""
+    itself where the problem is small or no round finds a cheaper plan. `model(k)` makes the
+    k-th solver model (k < WORKERS) once it is needed (solve.HighsModel); `max_nodes` is the
+    user's node budget (a round takes at most ROUND_NODES of it)."""
     integers = [v.name for v in problem.variables if v.kind != "continuous"]
     if len(integers) < MIN_INTEGERS:
         return start, None
@@ -113,14 +167,24 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
 
     if left() is not None and left() <= 0:
         return start, None
-    highs = model()
-    lp = highs.solve(relax=True, time_limit=left())
+    models = [model(0)]
+
+    def solver(k: int):
+        while len(models) <= k:
+            models.append(model(len(models)))
+        return models[k]
+
+    lp = models[0].solve(relax=True, time_limit=left())
     if not lp.has_solution:
         return start, None
     bound = lp.objective
     groups = choice_groups(problem)
-    rounds = (("lp-guided", frozenset()), groups[0], *serving_windows(problem))
     everything = frozenset().union(*(g for _n, g in groups))
+    # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
+    # kind), the training round alone, then the windows WORKERS at a time (disjoint choices),
+    # then the fewer-nodes rounds (made from the plan the windows leave) WORKERS at a time
+    windows = tuple((name, free, {}) for name, free in serving_windows(problem))
+    fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),), *_batched(windows)]
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
@@ -129,27 +193,95 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
     # search, two cycles, HiGHS's defaults.
     large = len(integers) >= SEARCH_MAX
-    for cycle in range(1 if large else CYCLES):
-        improved = False
-        for name, free in rounds:
-            if left() is not None and left() <= 0:
-                return incumbent, bound
-            if left_at.get(name) == incumbent:
-                continue     # no other round has moved the plan since this one last ran
-            if name == "lp-guided":
-                fixed = {n: float(round(incumbent.get(n, 0.0))) for n in integers
-                         if abs(lp.values.get(n, 0.0) - round(incumbent.get(n, 0.0))) < 1e-6}
-            else:
-                fixed = {n: float(round(incumbent.get(n, 0.0))) for n in everything - free}
-            sol = highs.solve(time_limit=left(), gap=gap, start=incumbent, max_nodes=nodes, fixed=fixed,
-                              restart=not large)
-            if sol.has_solution and (best == math.inf or sol.objective < best - 1e-6 * max(1.0, abs(best))):
-                best = sol.objective
-                incumbent = {n: float(round(sol.values.get(n, 0.0))) for n in integers}
-                improved = True
-            left_at[name] = incumbent
+
+    def held(name: str, free: frozenset[str], moved: dict[str, float]) -> dict[str, float]:
+        if name == "lp-guided":
+            return {n: float(round(incumbent.get(n, 0.0))) for n in integers
+                    if abs(lp.values.get(n, 0.0) - round(incumbent.get(n, 0.0))) < 1e-6}
+        return {**{n: float(round(incumbent.get(n, 0.0))) for n in everything - free}, **moved}
+
+    def rounded(sol) -> dict[str, float]:
+        return {n: float(round(sol.values.get(n, 0.0))) for n in integers}
+
+    def run(batch, cycle: int) -> bool:
+        """Solve one batch of rounds from the incumbent; keep the cheapest plan found (a round's
+        own, or the merge of several). True if the incumbent changed."""
+        nonlocal incumbent, best
+        todo = [r for r in batch if left_at.get(r[0]) != incumbent]
+        if not todo:
+            return False     # no other round has moved the plan since these last ran
+        kwargs = dict(gap=gap, max_nodes=nodes, restart=not large)
+        # a fewer-nodes round holds a pool below the incumbent's: the incumbent is no start there
+        jobs = [(solver(k), {**kwargs, "fixed": held(name, free, moved), "start": None if moved else incumbent})
+                for k, (name, free, moved) in enumerate(todo)]
+        sols = _solve_all(jobs, left)
+        plans = [(sol.objective, rounded(sol), (name,)) for (name, _f, _m), sol in zip(todo, sols)
+                 if sol.has_solution]
+        merged = _merge(incumbent, [p for p in plans if p[0] < best], everything)
+        if merged is not None:
+            sol = solver(0).solve(fixed={n: merged[n] for n in everything}, time_limit=left(),
+                                  **{**kwargs, "start": merged, "max_nodes": MERGE_NODES})
+            if sol.has_solution:
+                plans.append((sol.objective, rounded(sol), tuple(r[0] for r in todo)))
+        before, made = incumbent, ()
+        for objective, values, names in sorted(plans, key=lambda p: p[0])[:1]:
+            if best == math.inf or objective < best - 1e-6 * max(1.0, abs(best)):
+                best, incumbent, made = objective, values, names
+        for name, _free, _moved in todo:
+            # a round left this plan behind if it made it alone, or found nothing cheaper than
+            # the plan it started from (and so nothing moved)
+            if incumbent is before or made == (name,):
+                left_at[name] = incumbent
             say(f"improving the start: {name} round {cycle + 1}: "
                 + (f"${best:,.0f}" if best < math.inf else "no plan"))
+        return incumbent is not before
+
+    for cycle in range(LARGE_CYCLES if large else CYCLES):
+        improved = False
+        for batch in fixed_batches:
+            if left() is not None and left() <= 0:
+                return incumbent, bound
+            improved |= run(batch, cycle)
+        for batch in _batched(fewer_nodes(problem, incumbent)):
+            if left() is not None and left() <= 0:
+                return incumbent, bound
+            improved |= run(batch, cycle)
         if not improved:
             break
     return incumbent, bound
+
+
+def _batched(rounds: tuple) -> list[tuple]:
+    """Rounds WORKERS at a time, in order."""
+    return [rounds[k:k + WORKERS] for k in range(0, len(rounds), WORKERS)]
+
+
+def _solve_all(jobs, left):
+    """Each (model, keyword arguments) solved, on threads where there are several (HiGHS
+    releases the GIL while it runs): the same solves, and so the same plans, as one after
+    another, in the time of the longest."""
+    if len(jobs) == 1:
+        model, kwargs = jobs[0]
+        return [model.solve(time_limit=left(), **kwargs)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
+        return [f.result() for f in futures]
+
+
+def _merge(incumbent: Mapping[str, float], plans, choices: frozenset[str]) -> dict[str, float] | None:
+    """The incumbent with every plan's changed choices, where two or more cheaper plans changed
+    disjoint choices (None otherwise). The shared pools are then re-planned for the union by
+    a solve with every choice held; that solve says whether the union is feasible at all (two
+    rounds may each have leant on a choice the other changed, e.g. a month's two replica counts)."""
+    if len(plans) < 2:
+        return None
+    merged, seen = dict(incumbent), set()
+    for _objective, values, _names in plans:
+        changed = {n for n in choices if values.get(n, 0.0) != incumbent.get(n, 0.0)}
+        if changed & seen:
+            return None
+        seen |= changed
+        merged.update({n: values[n] for n in changed})
+    return merged
