@@ -57,12 +57,15 @@ VISION = [("resnet-50", 1281167, (30, 90)), ("vit-b-16", 1281167, (30, 300))]
 INFERENCE = [("llama-3-8b", "bf16", 400), ("llama-3-70b", "fp8", 800), ("llama-2-13b", "int8", 600)]
 
 
-def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SITES)) -> dict:
+def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SITES),
+                  two_dcs: bool = False) -> dict:
     """A valid spec (plain data) of n seeded workloads over the first `sites` of SITES + MORE_SITES
-    (2 or more: a 99.9% service must survive losing one); same arguments -> same spec."""
+    (2 or more: a 99.9% service must survive losing one); same arguments -> same spec.
+    `two_dcs`: SITES and the second data centre instead (AWS in two regions, GCP, Azure, two data
+    centres: the platform issue 16 describes); `sites` is then not used."""
     if not 2 <= sites <= MAX_SITES:
         raise ValueError(f"sites must be 2..{MAX_SITES}")
-    chosen = (SITES + MORE_SITES)[:sites]
+    chosen = SITES + [s for s in MORE_SITES if s["type"] == "on_prem"] if two_dcs else (SITES + MORE_SITES)[:sites]
     rng = random.Random(seed)
     site_names = [s["name"] for s in chosen]
     workloads = []
@@ -95,17 +98,21 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SIT
                          "availability": rng.choice([0.99, 0.999])},
                  "window": {"start_month": rng.randrange(0, horizon // 2)}}
         workloads.append(w)
-    name = f"bench-{n}-s{seed}" + ("" if (horizon, sites) == (24, len(SITES)) else f"-h{horizon}-k{sites}")
+    if two_dcs:
+        name = f"bench-{n}-s{seed}-h{horizon}-2dc"
+    else:
+        name = f"bench-{n}-s{seed}" + ("" if (horizon, sites) == (24, len(SITES)) else f"-h{horizon}-k{sites}")
     return {"apiVersion": "infra-compile/v1", "name": name, "horizon_months": horizon,
             "sites": [dict(s) for s in chosen],
             "policy": {"placement": "hybrid", "allowed_gpus": ["H100", "H200", "A100-80GB", "L40S"]},
             "workloads": workloads}
 
 
-def write_spec(n: int, seed: int, directory: str | Path, horizon: int = 24, sites: int = len(SITES)) -> Path:
+def write_spec(n: int, seed: int, directory: str | Path, horizon: int = 24, sites: int = len(SITES),
+               two_dcs: bool = False) -> Path:
     import yaml
 
-    spec = platform_spec(n, seed, horizon, sites)
+    spec = platform_spec(n, seed, horizon, sites, two_dcs)
     path = Path(directory) / f"{spec['name']}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path

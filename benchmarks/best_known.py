@@ -3,6 +3,7 @@
     python benchmarks/best_known.py record 100 [--seed 0] [--solver highs] [--time-limit 1800]
     python benchmarks/best_known.py check 100 [--seed 0]
     python benchmarks/best_known.py check 30 --sites 6 --horizon 24     # a sweep point
+    python benchmarks/best_known.py check 100 --horizon 36 --two-dcs     # 4 clouds, 2 data centres
     python benchmarks/best_known.py adopt 100 --plan OUT/plan.json --method "..." --seconds 1800
     python benchmarks/best_known.py show
 
@@ -44,12 +45,16 @@ from bench_pipeline import SITES, write_spec  # noqa: E402
 DEFAULT_HORIZON, DEFAULT_SITES = 24, len(SITES)
 
 
-def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES) -> str:
+def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES, two_dcs: bool = False) -> str:
+    if two_dcs:
+        return f"workloads-{n}-s{seed}-h{horizon}-2dc"
     point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f"-h{horizon}-k{sites}"
     return f"workloads-{n}-s{seed}{point}"
 
 
-def described(n: int, seed: int, horizon: int, sites: int) -> str:
+def described(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False) -> str:
+    if two_dcs:
+        return f"bench_pipeline.platform_spec({n}, seed={seed}, horizon={horizon}, two_dcs=True)"
     point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f", horizon={horizon}, sites={sites}"
     return f"bench_pipeline.platform_spec({n}, seed={seed}{point})"
 
@@ -83,30 +88,33 @@ def commit() -> str:
     return r.stdout.strip() or "unknown"
 
 
-def record(n: int, seed: int, solver: str, time_limit: float, horizon: int, sites: int) -> None:
+def record(n: int, seed: int, solver: str, time_limit: float, horizon: int, sites: int,
+           two_dcs: bool = False) -> None:
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites)
+        spec = write_spec(n, seed, d, horizon, sites, two_dcs)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, ["--solver", solver, "--time-limit", str(time_limit),
                                             "--gap", "0", "--max-nodes", "0"])
     keep(n, seed, horizon, sites, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}",
-         seconds)
+         seconds, two_dcs)
 
 
-def adopt(n: int, seed: int, horizon: int, sites: int, plan_path: Path, method: str, seconds: float) -> None:
+def adopt(n: int, seed: int, horizon: int, sites: int, plan_path: Path, method: str, seconds: float,
+          two_dcs: bool = False) -> None:
     with tempfile.TemporaryDirectory() as d:
-        fp = fingerprint(write_spec(n, seed, d, horizon, sites))
-    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds)
+        fp = fingerprint(write_spec(n, seed, d, horizon, sites, two_dcs))
+    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds, two_dcs)
 
 
-def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, method: str, seconds: float) -> None:
+def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, method: str, seconds: float,
+         two_dcs: bool = False) -> None:
     s = plan["solver"]
-    entry = {"spec": described(n, seed, horizon, sites), "fingerprint": fp,
+    entry = {"spec": described(n, seed, horizon, sites, two_dcs), "fingerprint": fp,
              "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
              "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
              "commit": commit()}
     data = load()
-    name = key(n, seed, horizon, sites)
+    name = key(n, seed, horizon, sites, two_dcs)
     old = data["platforms"].get(name)
     keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
     if old and old["fingerprint"] == fp:
@@ -121,15 +129,15 @@ def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, metho
     RECORDS.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def check(n: int, seed: int, horizon: int, sites: int) -> None:
+def check(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False) -> None:
     data = load()
-    best = data["platforms"].get(key(n, seed, horizon, sites))
+    best = data["platforms"].get(key(n, seed, horizon, sites, two_dcs))
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites)
+        spec = write_spec(n, seed, d, horizon, sites, two_dcs)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, [])
     s = plan["solver"]
-    line = (f"{key(n, seed, horizon, sites)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
+    line = (f"{key(n, seed, horizon, sites, two_dcs)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
             f"{s['status']}, reported gap {s['gap']:.2%}")
     if best is None:
         print(line + "; no best known plan recorded")
@@ -149,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--seed", type=int, default=0)
         p.add_argument("--horizon", type=int, default=DEFAULT_HORIZON, help="months (the horizon sweep)")
         p.add_argument("--sites", type=int, default=DEFAULT_SITES, help="sites (the sites sweep)")
+        p.add_argument("--two-dcs", action="store_true",
+                       help="AWS in two regions, GCP, Azure and two data centres (--sites not used)")
         if name == "record":
             p.add_argument("--solver", default="highs", choices=["cbc", "highs"])
             p.add_argument("--time-limit", type=float, default=1800.0)
@@ -159,11 +169,11 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("show")
     a = ap.parse_args(argv)
     if a.cmd == "record":
-        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites)
+        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites, a.two_dcs)
     elif a.cmd == "adopt":
-        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds)
+        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds, a.two_dcs)
     elif a.cmd == "check":
-        check(a.n, a.seed, a.horizon, a.sites)
+        check(a.n, a.seed, a.horizon, a.sites, a.two_dcs)
     else:
         print(json.dumps(load(), indent=2))
 

@@ -58,6 +58,18 @@ def test_best_known_records_name_sweep_points_apart_and_keep_the_old_names():
     assert best_known.key(30, 0, horizon=60) == "workloads-30-s0-h60-k5"
     assert best_known.key(30, 0, sites=6) == "workloads-30-s0-h24-k6"
     assert best_known.described(30, 0, 60, 5) == "bench_pipeline.platform_spec(30, seed=0, horizon=60, sites=5)"
+    assert best_known.key(100, 0, horizon=36, two_dcs=True) == "workloads-100-s0-h36-2dc"
     records = best_known.load()["platforms"]
     assert records and all(k.startswith("workloads-") for k in records)
     assert all(r["cost_usd"] >= r["best_bound_usd"] - 0.01 for r in records.values())   # a plan never beats a bound
+
+
+def test_the_two_data_centre_platform_is_the_one_issue_16_describes():
+    # AWS in two regions, GCP, Azure and two data centres
+    data = platform_spec(40, seed=2, horizon=36, two_dcs=True)
+    kinds = [(s["type"], s.get("provider")) for s in data["sites"]]
+    assert kinds.count(("cloud", "aws")) == 2 and ("cloud", "gcp") in kinds and ("cloud", "azure") in kinds
+    assert kinds.count(("on_prem", None)) == 2 and len(kinds) == 6
+    assert data["name"] == "bench-40-s2-h36-2dc" and data["horizon_months"] == 36
+    assert len(data["workloads"]) == 40
+    assert data == platform_spec(40, seed=2, horizon=36, two_dcs=True)          # seeded: the same spec

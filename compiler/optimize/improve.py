@@ -16,15 +16,26 @@ other variables held (solve.HighsModel):
 - serving windows: the replica mixes and replicas of every service in a run of consecutive
   months are free, training and the other months held. Windows are as long as WINDOW_INTEGERS
   allows (a month over it is a window alone), so a window's root stays a few seconds where one
-  round over every month took 146 s on the 100-workload benchmark.
+  round over every month took 146 s on the 100-workload benchmark;
+- fewer nodes: for each on-prem pool with bought nodes, the pool is held at one node fewer and
+  the work placed on it is freed (every candidate of those services and jobs) in the months
+  where the remaining nodes are too few (fewer_nodes). The windows cannot make that move: a
+  node is let go only if every month it is used in is free at once.
 
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles. A round is not run again on the plan it left behind itself (no other round has moved it
-since). Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table): from
-the greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M, in 61 s,
-below the best plan any earlier method had found ($8.32M, HiGHS for 30 minutes).
+since).
+
+The windows and the fewer-nodes rounds run WORKERS at a time on threads, from the same plan
+(HiGHS releases the GIL while it solves). Where two find cheaper plans that change disjoint
+choices, their union is tried too, with the pools re-planned for it (a small MIP, every choice
+held); the cheapest of the plans found replaces the incumbent. Which rounds run together is fixed
+by WORKERS, not by the machine's cores, so the plan is the same everywhere (a one-core machine
+takes longer). Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table):
+from the greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M (43 s
+for the cycle, 56 s one at a time), one fewer DGX H100 $7.89M (10 s).
 
 Only problems with at least MIN_INTEGERS integer variables get rounds: smaller ones solve to
 optimality from the greedy start in seconds (three of the shipped examples have under 1,300;
@@ -49,7 +60,15 @@ LARGE_CYCLES = 1        # from SEARCH_MAX integers (improve() says why)
 # Rounds solved at once, on threads. A constant, not the machine's core count: which rounds run
 # together decides the plan, and the plan must not depend on the machine.
 WORKERS = 2
-FEWER_NODES_INTEGERS = 8000  # integers a fewer-nodes round may free at most
+# Windows run WORKERS at a time only where there are at least this many. A window paired with
+# the one before it plans from the plan before that one's changes: with 10 windows (100
+# workloads) the cycle ended 0.05% dearer and 13 s faster, with 4 (30 workloads over 60 months)
+# 1.6% dearer.
+PAIRED_WINDOWS = 8
+# Integers a fewer-nodes round may free at most. 100 workloads: rounds of 5,572-7,021 integers
+# took 4-15 s (one saved $199k); one of 11,908 took 38 s and found nothing cheaper. At 300
+# workloads every pool's round but one is over it (the one under found nothing).
+FEWER_NODES_INTEGERS = 8000
 MERGE_NODES = 500      # the pools' re-plan after a merge: a small MIP (1,763 integers at 100 workloads)
 
 
@@ -84,14 +103,17 @@ def _serving_by_service_month(problem: F.Problem, names: set[str]) -> dict[tuple
     return {key: frozenset(free & names) for key, free in out.items() if free & names}
 
 
-def fewer_nodes(problem: F.Problem, plan: Mapping[str, float]) -> tuple[tuple[str, frozenset[str], dict[str, float]], ...]:
+def fewer_nodes(problem: F.Problem, plan: Mapping[str, float],
+                lp: Mapping[str, float] | None = None) -> tuple[tuple[str, frozenset[str], dict[str, float]], ...]:
     """Rounds that buy one node fewer in an on-prem pool: (name, free, held at new values).
     The windows cannot: a bought node is used in many months, and a window holds all but a
     few, so the plan keeps every node some held month fills. Such a round holds the pool at one
     node fewer and frees, in each month where the remaining nodes are too few for what runs
     there, every service and training job on the pool (all of its candidates, so it can move
     anywhere); everything else is held. Pools whose round would free more than
-    FEWER_NODES_INTEGERS integers are left out."""
+    FEWER_NODES_INTEGERS integers are left out, and, given the LP relaxation's values `lp`, pools
+    where it buys as many nodes as the plan, rounded up (there a round found nothing cheaper on
+    the benchmarks, and one took 54 s doing so)."""
     names = {v.name for v in problem.variables}
     workload_of = {}
     for w, cands in problem.chosen_from.items():
@@ -107,7 +129,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float]) -> tuple[tuple[st
     for pool in sorted(rows):
         buy = F.buy_name(*pool.split("/", 1))
         nodes = round(plan.get(buy, 0.0))
-        if nodes <= 0:
+        if nodes <= 0 or (lp is not None and math.ceil(lp.get(buy, 0.0) - 1e-6) >= nodes):
             continue
         free: set[str] = set()
         for row in rows[pool]:
@@ -181,10 +203,13 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     groups = choice_groups(problem)
     everything = frozenset().union(*(g for _n, g in groups))
     # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
-    # kind), the training round alone, then the windows WORKERS at a time (disjoint choices),
+    # kind), the training round alone, then the windows (WORKERS at a time where there are
+    # PAIRED_WINDOWS or more; disjoint choices),
     # then the fewer-nodes rounds (made from the plan the windows leave) WORKERS at a time
     windows = tuple((name, free, {}) for name, free in serving_windows(problem))
-    fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),), *_batched(windows)]
+    paired = len(windows) >= PAIRED_WINDOWS
+    fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),),
+                     *(_batched(windows) if paired else [(w,) for w in windows])]
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
@@ -242,7 +267,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
             if left() is not None and left() <= 0:
                 return incumbent, bound
             improved |= run(batch, cycle)
-        for batch in _batched(fewer_nodes(problem, incumbent)):
+        for batch in _batched(fewer_nodes(problem, incumbent, lp.values)):
             if left() is not None and left() <= 0:
                 return incumbent, bound
             improved |= run(batch, cycle)
@@ -254,6 +279,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
 def _batched(rounds: tuple) -> list[tuple]:
     """Rounds WORKERS at a time, in order."""
     return [rounds[k:k + WORKERS] for k in range(0, len(rounds), WORKERS)]
+
 
 
 def _solve_all(jobs, left):
