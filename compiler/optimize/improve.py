@@ -17,9 +17,10 @@ other variables held (solve.HighsModel):
   months are free, training and the other months held. Windows are as long as WINDOW_INTEGERS
   allows (a month over it is a window alone), so a window's root stays a few seconds where one
   round over every month took 146 s on the 100-workload benchmark;
-- fewer nodes: for each on-prem pool with bought nodes, the pool is held at one node fewer and
-  the work placed on it is freed (every candidate of those services and jobs) in the months
-  where the remaining nodes are too few (fewer_nodes). The windows cannot make that move: a
+- fewer nodes: for each on-prem pool where the plan buys more nodes than the LP relaxation
+  (rounded up), the pool is held at one node fewer and the work placed on it is freed (every
+  candidate of those services and jobs) in the months where the remaining nodes are too few
+  (fewer_nodes). The windows cannot make that move: a
   node is let go only if every month it is used in is free at once.
 
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
@@ -28,8 +29,8 @@ A cycle is the rounds in that order; cycles repeat until one finds nothing cheap
 cycles. A round is not run again on the plan it left behind itself (no other round has moved it
 since).
 
-The windows and the fewer-nodes rounds run WORKERS at a time on threads, from the same plan
-(HiGHS releases the GIL while it solves). Where two find cheaper plans that change disjoint
+The fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
+a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find cheaper plans that change disjoint
 choices, their union is tried too, with the pools re-planned for it (a small MIP, every choice
 held); the cheapest of the plans found replaces the incumbent. Which rounds run together is fixed
 by WORKERS, not by the machine's cores, so the plan is the same everywhere (a one-core machine
