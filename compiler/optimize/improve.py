@@ -20,8 +20,8 @@ other variables held (solve.HighsModel):
 - fewer nodes: for each on-prem pool where the plan buys more nodes than the LP relaxation
   (rounded up), the pool is held at one node fewer and the work placed on it is freed (every
   candidate of those services and jobs) in the months where the remaining nodes are too few
-  (fewer_nodes). The windows cannot make that move: a
-  node is let go only if every month it is used in is free at once.
+  (fewer_nodes). The windows cannot make that move: a node is let go only if every month it is
+  used in is free at once.
 
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
@@ -30,13 +30,15 @@ cycles. A round is not run again on the plan it left behind itself (no other rou
 since).
 
 The fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
-a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find cheaper plans that change disjoint
-choices, their union is tried too, with the pools re-planned for it (a small MIP, every choice
-held); the cheapest of the plans found replaces the incumbent. Which rounds run together is fixed
-by WORKERS, not by the machine's cores, so the plan is the same everywhere (a one-core machine
-takes longer). Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table):
-from the greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M (43 s
-for the cycle, 56 s one at a time), one fewer DGX H100 $7.89M (10 s).
+a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
+cheaper plans that change disjoint choices, their union is tried too, with the pools re-planned
+for it (a small MIP, every choice held); the cheapest of the plans found replaces the incumbent.
+Which rounds run together is fixed by WORKERS, not by the machine's cores, so the plan is the
+same everywhere (a one-core machine takes longer).
+
+Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table): from the
+greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M (43 s for the
+cycle, 56 s one at a time), one fewer DGX H100 $7.89M (10 s).
 
 Only problems with at least MIN_INTEGERS integer variables get rounds: smaller ones solve to
 optimality from the greedy start in seconds (three of the shipped examples have under 1,300;
@@ -205,8 +207,8 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     everything = frozenset().union(*(g for _n, g in groups))
     # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
     # kind), the training round alone, then the windows (WORKERS at a time where there are
-    # PAIRED_WINDOWS or more; disjoint choices),
-    # then the fewer-nodes rounds (made from the plan the windows leave) WORKERS at a time
+    # PAIRED_WINDOWS or more: their choices are disjoint), then the fewer-nodes rounds (made
+    # from the plan the windows leave) WORKERS at a time
     windows = tuple((name, free, {}) for name, free in serving_windows(problem))
     paired = len(windows) >= PAIRED_WINDOWS
     fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),),
@@ -280,7 +282,6 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
 def _batched(rounds: tuple) -> list[tuple]:
     """Rounds WORKERS at a time, in order."""
     return [rounds[k:k + WORKERS] for k in range(0, len(rounds), WORKERS)]
-
 
 
 def _solve_all(jobs, left):
