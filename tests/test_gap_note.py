@@ -19,7 +19,7 @@ def _problem(packing=False, reservations=()):
 
 def test_an_optimal_plan_says_no_plan_is_cheaper_than_the_bound():
     note = gap_note(_problem(packing=True), _sol("optimal", 0.004, 1234.5))
-    assert note.startswith("optimal within the gap asked for") and "$1,234.50" in note
+    assert note.startswith("Optimal within the gap asked for") and "$1,234.50" in note
     assert "weak" not in note
 
 
@@ -36,6 +36,6 @@ def test_a_stopped_search_states_the_distance_and_where_the_bound_is_weak():
 
 def test_a_plan_without_a_search_says_its_bound_is_the_lp_relaxations():
     note = gap_note(_problem(packing=True), _sol("feasible", 0.2598, 6483974.16, searched=False))
-    assert note.startswith("the improving rounds' plan, with no branch-and-bound search")
+    assert note.startswith("This is the improving rounds' plan, with no branch-and-bound search")
     assert "$6,483,974.16, the LP relaxation's bound" in note and "at most 25.98% above the optimum" in note
     assert "weak" in note and "stopped at its node" not in note

@@ -503,21 +503,22 @@ def _breakeven(problem) -> tuple[dict, ...]:
 
 
 def gap_note(problem, sol) -> str:
-    """One sentence on what the reported gap says. The bound is the solver's proven floor: no
+    """One sentence on what the reported gap says, standing alone (the summary and the report
+    print it as it is). The bound is the solver's proven floor: no
     plan costs less. It is known to be weak where replicas of several services pack into whole
     cloud nodes or whole reserved nodes (docs/optimizer.md, "Where the remaining gap comes
     from"); there the gap may overstate how far a stopped search is from the optimum."""
     floor = f"no plan costs less than ${sol.best_bound:,.2f}, the bound the solver proved"
     if sol.status == "optimal":
-        return f"optimal within the gap asked for: {floor}"
+        return f"Optimal within the gap asked for: {floor}"
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
     if not sol.searched:
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound"
-        text = (f"the improving rounds' plan, with no branch-and-bound search on a platform this large "
+        text = (f"This is the improving rounds' plan, with no branch-and-bound search on a platform this large "
                 f"(docs/optimizer.md; --time-limit or --max-nodes runs one): {floor}, so this plan is at most "
                 f"{sol.gap:.2%} above the optimum")
     else:
-        text = f"stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
+        text = f"The solver stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
     if lumps:
         text += ("; this model's bound is weak where services share whole nodes and reserved terms "
                  "(docs/optimizer.md), so the gap may overstate how far this plan is from the optimum")

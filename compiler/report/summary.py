@@ -46,7 +46,7 @@ def print_summary(plan: Plan, console: Console) -> None:
         console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}' (--max-nodes, "
                       f"--time-limit or --gap); a plan up to {percent(s.gap, 2)} cheaper may exist.")
         if s.gap_note:
-            console.print(f"      The solver {s.gap_note}.")
+            console.print(f"      {s.gap_note}.")
         if s.name == "cbc":
             # the 100-workload benchmark: HiGHS ends about 5% cheaper than CBC (docs/optimizer.md)
             console.print("      --solver highs usually gets closer on platforms this large.")

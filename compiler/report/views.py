@@ -623,7 +623,7 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
     else:
         lines.append(f"The solver ({solver.name.upper()}) stopped with status '{solver.status}' at a gap of "
                      f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
-                     + (f". It {solver.gap_note}." if solver.gap_note else "."))
+                     + (f". {solver.gap_note}." if solver.gap_note else "."))
     if binding:
         groups = sorted({b.name.split("[", 1)[0] for b in binding})
         lines.append(f"{len(binding)} constraints are binding ({', '.join(groups)}): "
