@@ -105,13 +105,17 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypa
     assert messages and messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
-def test_large_platforms_run_one_cycle_and_skip_the_search(problem, monkeypatch):
+def test_large_platforms_run_one_cycle_then_lp_guided_and_training_again_and_skip_the_search(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append)
-    assert messages and all(m.endswith(tuple("0123456789")) and " round 1: $" in m for m in messages)
-    assert any("serving months" in m for m in messages)
+    rounds = [m.removeprefix("improving the start: ").split(": $")[0] for m in messages]
+    assert all(m.endswith(tuple("0123456789")) for m in messages)
+    # the windows moved the plan, so the lp-guided and training rounds run once more on it
+    assert rounds[:2] == ["lp-guided round 1", "training round 1"]
+    assert rounds[-2:] == ["lp-guided round 2", "training round 2"]
+    assert rounds[2:-2] and all(r.startswith("serving months") and r.endswith(" round 1") for r in rounds[2:-2])
     assert improve_mod.search_skipped(problem, None, 1000, 1000)
     assert not improve_mod.search_skipped(problem, 60.0, 1000, 1000)      # a time limit: search
     assert not improve_mod.search_skipped(problem, None, 0, 1000)         # no node limit: search
