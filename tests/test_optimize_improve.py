@@ -237,3 +237,30 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
     assert [name for name, _f, _m in improve_mod.fewer_nodes(problem, start, lp)] == [r[0] for r in rounds[1:]]
+
+
+def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypatch):
+    # From SEARCH_MAX integers the compile ends with the rounds' plan; its continuous variables
+    # are priced on the rounds' HiGHS model, not by a pulp/CBC solve (3.8 s on the two-DC
+    # benchmark). Oracle: CBC through pulp prices the same plan's integers to the same cost.
+    from compiler.optimize import SolveOptions, optimize, polish
+    from compiler.optimize import solve as solve_mod
+
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
+    candidates = generate(20, 1, horizon=12)
+    pulp_solves = []
+    real_solve = solve_mod.solve
+    monkeypatch.setattr(solve_mod, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+    plan = optimize(candidates, SolveOptions(solver="cbc"))
+    assert pulp_solves == [] and plan.solver.name == "cbc"
+    assert "no branch-and-bound search" in plan.solver.gap_note
+    monkeypatch.undo()
+
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
+    problem = formulate(candidates)
+    rounds, _bound = improve(problem, greedy_start(problem), _model(problem))
+    sol = HighsModel(problem).solve(fixed=rounds)
+    by_cbc = polish(problem, sol, "cbc", solve)
+    assert plan.total_cost_usd == pytest.approx(by_cbc.objective, rel=1e-7)
