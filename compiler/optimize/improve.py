@@ -27,8 +27,8 @@ Everything shared (nodes bought, rented and reserved, fabric, storage) is free i
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by the lp-guided and training
-rounds once more: on the plan the windows leave they move on-prem pools no window can). A round is not run again on the plan it left behind itself (no other round has moved it
-since).
+rounds once more: on the plan the windows leave they move on-prem pools no window can). A round
+is not run again on the plan it left behind itself (no other round has moved it since).
 
 The fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
