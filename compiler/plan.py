@@ -12,6 +12,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
+# How SolverInfo.gap_note begins for the improving rounds' plan taken without a search
+NO_SEARCH_NOTE = "This is the improving rounds' plan, with no branch-and-bound search"
+
+
 @dataclass(frozen=True)
 class SolverInfo:
     name: str                     # cbc | highs

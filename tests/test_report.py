@@ -8,6 +8,7 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
@@ -210,6 +211,25 @@ def test_summary_warns_when_not_optimal(solver):
     text = " ".join(console.export_text().split())
     assert "stopped at 'feasible' (--max-nodes, --time-limit or --gap); a plan up to 3.10% cheaper may exist" in text
     assert ("--solver highs usually gets closer" in text) == (solver == "cbc")
+
+
+def test_summary_does_not_send_to_highs_a_plan_the_rounds_made_without_a_search():
+    # The improving rounds run on HiGHS whatever --solver says; without a search, --solver
+    # highs gives the same plan, so the summary must not suggest it.
+    from dataclasses import replace
+
+    from compiler.optimize.decode import gap_note
+    from compiler.optimize.solve import Solution
+
+    sol = Solution("cbc", "feasible", 8341376.67, 6560749.42, 0.2135, 80.0, searched=False)
+    note = gap_note(SimpleNamespace(reservations=("r",), constraints=()), sol)
+    plan = hybrid_plan()
+    plan = replace(plan, solver=replace(plan.solver, name="cbc", status="feasible", gap=0.2135, gap_note=note))
+    console = Console(width=120, record=True, color_system=None)
+    print_summary(plan, console)
+    text = " ".join(console.export_text().split())
+    assert "This is the improving rounds' plan, with no branch-and-bound search" in text
+    assert "--solver highs usually gets closer" not in text
 
 
 def test_cost_rows_do_not_charge_storage_twice():

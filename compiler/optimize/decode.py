@@ -20,8 +20,8 @@ from compiler.optimize import formulate as F
 from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, standalone_cost
 from compiler.optimize.solve import Solution
-from compiler.plan import (PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SitePlan,
-                           SolverInfo, StoragePlan, WorkloadPlan)
+from compiler.plan import (NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+                           SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
 CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
@@ -514,7 +514,7 @@ def gap_note(problem, sol) -> str:
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
     if not sol.searched:
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound"
-        text = (f"This is the improving rounds' plan, with no branch-and-bound search on a platform this large "
+        text = (f"{NO_SEARCH_NOTE} on a platform this large "
                 f"(docs/optimizer.md; --time-limit or --max-nodes runs one): {floor}, so this plan is at most "
                 f"{sol.gap:.2%} above the optimum")
     else:
