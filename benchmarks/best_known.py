@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -112,10 +111,10 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
     from compiler.optimize import improve as rounds_module
-    from compiler.optimize import polish
+    from compiler.optimize import polish, unsearched
     from compiler.optimize.decode import decode
     from compiler.optimize.formulate import formulate
-    from compiler.optimize.solve import HighsModel, relative_gap, solve
+    from compiler.optimize.solve import HighsModel
     from compiler.optimize.start import greedy_start
     from compiler.pipeline import estimate
 
@@ -135,13 +134,12 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
 
     plan, bound = rounds_module.improve(problem, greedy_start(problem), model, seconds=time_limit,
                                         say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
-    sol = model(0).solve(fixed={v.name: plan[v.name] for v in problem.variables if v.kind != "continuous"})
-    floor = min(bound, sol.objective)
-    sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor))
-    result = decode(problem, polish(problem, sol, "highs", solve))
+    sol, price = unsearched(plan, bound, model(0), "highs")     # as the compile finishes such a plan
+    result = decode(problem, polish(problem, sol, "highs", price))
     seconds = time.perf_counter() - t0
     keep(n, seed, horizon, sites, fp,
-         {"total_cost_usd": result.total_cost_usd, "solver": {"best_bound_usd": floor, "status": "feasible"}},
+         {"total_cost_usd": result.total_cost_usd,
+          "solver": {"best_bound_usd": result.solver.best_bound_usd, "status": "feasible"}},
          f"improving rounds, up to {cycles} cycles, {workers} at a time, time limit {time_limit:g} s", seconds, two_dcs)
 
 

@@ -76,17 +76,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             start = improved
     price = solve
     if bound is not None and search_skipped(problem, options.time_limit, options.max_nodes, MAX_NODES):
-        # The rounds' plan, its continuous variables at their cheapest, under the LP's bound: an LP
-        # on the rounds' own model, and polish's LPs on it too (the same LP through pulp and CBC
-        # took 3.8 s of the two-data-centre benchmark's 86 s; here it is a re-solve).
-        sol = replace(highs().solve(fixed=start), solver=options.solver)
-
-        def price(_problem, solver, fixed):
-            return replace(highs().solve(fixed=fixed), solver=solver)
-        if sol.has_solution:
-            floor = min(bound, sol.objective)
-            sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),
-                          searched=False)
+        sol, price = unsearched(start, bound, highs(), options.solver)
     else:
         sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
                     max_nodes=options.max_nodes)
@@ -106,6 +96,24 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
                                        hint="raise --max-nodes or --time-limit, or loosen --gap")],
                            exit_code=EXIT_NO_PLAN)
     return decode(problem, polish(problem, sol, options.solver, price))
+
+
+def unsearched(plan, bound: float, model, solver: str):
+    """(Solution, price) for the improving rounds' plan taken as the answer without a search: its
+    continuous variables at their cheapest under the LP's bound, an LP on the rounds' own HiGHS
+    `model`; `price` runs polish's LPs on that model too (the same LP through pulp and CBC took
+    3.8 s of the two-data-centre benchmark's 86 s; here it is a re-solve)."""
+    from compiler.optimize.solve import relative_gap
+
+    def price(_problem, solver, fixed):
+        return replace(model.solve(fixed=fixed), solver=solver)
+
+    sol = replace(model.solve(fixed=plan), solver=solver)
+    if sol.has_solution:
+        floor = min(bound, sol.objective)
+        sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),
+                      searched=False)
+    return sol, price
 
 
 def polish(problem, sol, solver: str, solve: Callable):
