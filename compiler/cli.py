@@ -37,6 +37,7 @@ class Format(str, Enum):
 
 
 class Solver(str, Enum):
+    auto = "auto"
     cbc = "cbc"
     highs = "highs"
 
@@ -150,13 +151,17 @@ def compile_cmd(
     spec: Path = SpecArg,
     out: Optional[Path] = typer.Option(None, "-o", "--out", help="Output directory [default: build/<spec name>]."),
     catalog: Optional[Path] = CatalogOpt,
-    solver: Solver = typer.Option(Solver.cbc, "--solver", help="MILP solver."),
+    solver: Solver = typer.Option(
+        Solver.auto, "--solver",
+        help="MILP solver. auto: CBC (bundled) on small platforms, HiGHS where the improving rounds run "
+             "(2,000+ integer variables; docs/optimizer.md)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.1, help="Solver time limit, seconds."),
     gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="Relative MIP gap to stop at, e.g. 0.005."),
     max_nodes: Optional[int] = typer.Option(
         None, "--max-nodes", min=0, show_default=False,
-        help="Stop the solver's search after N branch-and-bound nodes [default: 1000, and no search "
-             "after the improving rounds on platforms of 20,000+ integer variables; 0: no limit]. "
+        help="Stop the solver's search after N branch-and-bound nodes [default: 1000; 100 for HiGHS "
+             "going on from the improving rounds; no search after them on platforms of 20,000+ integer "
+             "variables; 0: no limit]. "
              "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
     fmt: Format = FormatOpt,

@@ -18,7 +18,7 @@ from compiler.diagnostics import EXIT_AUDIT  # re-exported: tests read pipeline.
 @dataclass(frozen=True)
 class CompileOptions:
     catalog: str | None = None        # overlay file (--catalog)
-    solver: str = "cbc"
+    solver: str = "auto"              # auto | cbc | highs (optimize.solver_for)
     time_limit: float | None = None
     gap: float | None = None
     progress: Callable[[str], None] | None = None

@@ -194,6 +194,7 @@ def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
 
 
 def test_the_default_node_limit_in_help_is_the_optimizers():
-    from compiler.optimize import MAX_NODES
+    from compiler.optimize import HIGHS_NODES, MAX_NODES
     r = run("compile", "--help")
-    assert f"[default: {MAX_NODES}, and no search" in " ".join(r.stdout.split()).replace("│", "")
+    text = " ".join(" ".join(r.stdout.split()).replace("│", "").split())
+    assert f"[default: {MAX_NODES}; {HIGHS_NODES} for HiGHS going on from the improving rounds;" in text

@@ -97,7 +97,8 @@ def test_sigint_mid_solve_leaves_previous_output(tmp_path, previous):
     # starts after the improving rounds (HiGHS, in-process: improve.py), up to minutes on a
     # loaded 2-core machine.
     spec.write_text(yaml.safe_dump(platform_spec(20, seed=1), sort_keys=False))
-    proc = subprocess.Popen(compile_cmd(spec, out), cwd=tmp_path, stdout=subprocess.PIPE,
+    # --solver cbc: auto searches on HiGHS in-process there (Ctrl-C in HiGHS: test_optimize_improve)
+    proc = subprocess.Popen(compile_cmd(spec, out, "--solver", "cbc"), cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     cbc = None
     try:

@@ -264,3 +264,78 @@ def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypat
     sol = HighsModel(problem).solve(fixed=rounds)
     by_cbc = polish(problem, sol, "cbc", solve)
     assert plan.total_cost_usd == pytest.approx(by_cbc.objective, rel=1e-7)
+
+
+def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_plan_on_large(monkeypatch):
+    """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run; from it
+    the search goes on from the rounds' plan on their own HiGHS model (no pulp solve), for
+    HIGHS_NODES nodes unless the user set a budget, and ends no dearer than that plan. Explicit
+    solvers are kept as asked."""
+    from compiler.optimize import HIGHS_NODES, MAX_NODES, SolveOptions, optimize, solver_for
+    from compiler.optimize import solve as solve_mod
+
+    candidates = generate(20, 1, horizon=12)
+    problem = formulate(candidates)
+    integers = sum(1 for v in problem.variables if v.kind != "continuous")
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers + 1)
+    assert solver_for(problem, "auto") == "cbc"
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers)
+    assert solver_for(problem, "auto") == "highs"
+    assert solver_for(problem, "cbc") == "cbc" and solver_for(problem, "highs") == "highs"
+
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 10**9)
+    pulp_solves, searches = [], []
+    real_solve, real_highs = solve_mod.solve, HighsModel.solve
+    monkeypatch.setattr(solve_mod, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+
+    def recording(self, **k):
+        if not k.get("relax") and not k.get("fixed"):
+            searches.append(k)
+        return real_highs(self, **k)
+
+    monkeypatch.setattr(HighsModel, "solve", recording)
+    plan = optimize(candidates, SolveOptions())
+    search = searches[-1]
+    assert plan.solver.name == "highs" and pulp_solves == []
+    assert search["max_nodes"] == HIGHS_NODES and search["start"]
+    rounds_plan = real_highs(HighsModel(problem), fixed=search["start"])
+    assert plan.total_cost_usd <= rounds_plan.objective * (1 + 1e-9)
+    assert plan.solver.best_bound_usd <= plan.total_cost_usd * (1 + 1e-9)
+
+    searches.clear()
+    optimize(candidates, SolveOptions(max_nodes=7))
+    assert searches[-1]["max_nodes"] == 7        # the user's budget, not HIGHS_NODES
+    cbc = optimize(candidates, SolveOptions(solver="cbc"))
+    assert cbc.solver.name == "cbc"
+    assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [MAX_NODES]
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_ctrl_c_stops_highs_mid_solve_and_reaches_the_caller(problem, paired):
+    """A Ctrl-C while HiGHS runs (a large platform's root takes minutes) raises KeyboardInterrupt
+    at once: every solve under way stops at its next interrupt point (status kInterrupt, not a
+    finished search), no HiGHS thread is left running, and the models solve again afterwards.
+    The searches here have no node limit: minutes each, so the signal lands inside them."""
+    import os
+    import signal
+    import threading
+
+    from compiler.optimize.improve import _solve_all
+
+    models = [HighsModel(problem) for _ in range(2 if paired else 1)]
+    timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        if paired:
+            _solve_all([(m, {"gap": 0.0}) for m in models], lambda: None)
+        else:
+            models[0].solve(gap=0.0)
+    timer.join()
+    interrupted = models[0]._highspy.HighsModelStatus.kInterrupt
+    assert [m.h.getModelStatus() for m in models] == [interrupted] * len(models)
+    for t in threading.enumerate():     # each returns as soon as its solve has (no HiGHS left running)
+        if t.name == "highs" or t.name.startswith("ThreadPoolExecutor"):
+            t.join(30)
+            assert not t.is_alive()
+    assert all(m.solve(relax=True).status == "optimal" for m in models)

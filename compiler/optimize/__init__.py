@@ -23,10 +23,17 @@ __all__ = ["MAX_NODES", "SolveOptions", "optimize"]
 # workloads take about 3 minutes to reach it with CBC (see docs/optimizer.md).
 MAX_NODES = 1000
 
+# The default budget of a HiGHS search that goes on from the improving rounds' plan. A HiGHS node
+# there costs about eight of CBC's (20 workloads: 0.4 s against 0.05 s) and its root closes more:
+# on the 10-workload benchmark it proves the rounds' plan optimal in 25 nodes (11 s) where CBC
+# takes about 900 (32 s); on 20 workloads and the 30-workload 6-site platform its 100 nodes end
+# on CBC's plan with a higher bound in 53 s and 77 s (CBC's 1,000: 49 s and 62 s).
+HIGHS_NODES = 100
+
 
 @dataclass(frozen=True)
 class SolveOptions:
-    solver: str = "cbc"                 # cbc | highs
+    solver: str = "auto"                # auto | cbc | highs (auto: resolved by solver_for)
     time_limit: float | None = None     # seconds
     gap: float | None = None            # relative MIP gap to stop at
     progress: Callable[[str], None] | None = None
@@ -48,6 +55,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if missing:
         raise CompileError(missing, exit_code=EXIT_INFEASIBLE)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
+    solver = solver_for(problem, options.solver)
 
     start = greedy_start(problem)
     time_limit = options.time_limit
@@ -70,32 +78,59 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         rounds_seconds = time.perf_counter() - t0
         if time_limit is not None:
             time_limit = max(0.1, time_limit - rounds_seconds)
-        if options.solver == "highs" and bound is None:
+        if solver == "highs" and bound is None:
             start = None          # HiGHS finds its own first plans on small platforms
         else:
             start = improved
     price = solve
+    max_nodes = options.max_nodes
     if bound is not None and search_skipped(problem, options.time_limit, options.max_nodes, MAX_NODES):
-        sol, price = unsearched(start, bound, highs(), options.solver)
+        sol, price = unsearched(start, bound, highs(), solver)
+    elif bound is not None and solver == "highs":
+        # the search goes on from the rounds' plan on their own HiGHS model (no second build)
+        if options.max_nodes == MAX_NODES and options.time_limit is None:
+            max_nodes = HIGHS_NODES
+        sol = highs().solve(start=start, max_nodes=max_nodes, gap=options.gap, time_limit=time_limit)
+        price = _priced_on(highs())
     else:
-        sol = solve(problem, solver=options.solver, time_limit=time_limit, gap=options.gap, start=start,
+        sol = solve(problem, solver=solver, time_limit=time_limit, gap=options.gap, start=start,
                     max_nodes=options.max_nodes)
-        if bound is not None and sol.has_solution and bound > sol.best_bound:
-            floor = min(bound, sol.objective)      # the LP's bound, where it is the stronger
-            sol = replace(sol, best_bound=floor, gap=relative_gap(sol.objective, floor))
+    if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
+        floor = min(bound, sol.objective)      # the LP's bound, where it is the stronger
+        sol = replace(sol, best_bound=floor, gap=relative_gap(sol.objective, floor))
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
-    say(f"{options.solver}: {sol.status} in {sol.seconds:.1f} s")
+    say(f"{solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
-        raise explain(problem, solver=options.solver, time_limit=options.time_limit,
+        raise explain(problem, solver=solver, time_limit=options.time_limit,
                       max_nodes=options.max_nodes)
     if not sol.has_solution:
-        limits = [f"{options.max_nodes:,} branch-and-bound nodes"] if options.max_nodes else []
+        limits = [f"{max_nodes:,} branch-and-bound nodes"] if max_nodes else []
         limits += [f"{options.time_limit:g} s"] if options.time_limit else []
         within = f" within {' and '.join(limits)}" if limits else ""
-        raise CompileError([Diagnostic("E501", f"the solver ({options.solver}) found no plan{within}",
+        raise CompileError([Diagnostic("E501", f"the solver ({solver}) found no plan{within}",
                                        hint="raise --max-nodes or --time-limit, or loosen --gap")],
                            exit_code=EXIT_NO_PLAN)
-    return decode(problem, polish(problem, sol, options.solver, price))
+    return decode(problem, polish(problem, sol, solver, price))
+
+
+def solver_for(problem, asked: str) -> str:
+    """The solver that searches: `asked`, or for "auto" (the default) HiGHS where the improving
+    rounds run (improve.MIN_INTEGERS integers or more: they run on HiGHS, and the search goes on
+    from their plan on the same model) and CBC, the bundled solver, on smaller platforms, where
+    it proves the shipped examples' plans in seconds."""
+    from compiler.optimize.improve import MIN_INTEGERS
+
+    if asked != "auto":
+        return asked
+    integers = sum(1 for v in problem.variables if v.kind != "continuous")
+    return "highs" if integers >= MIN_INTEGERS else "cbc"
+
+
+def _priced_on(model):
+    """polish's LP solves on a HiGHS model of the problem (a re-solve, not a pulp build)."""
+    def price(_problem, solver, fixed):
+        return replace(model.solve(fixed=fixed), solver=solver)
+    return price
 
 
 def unsearched(plan, bound: float, model, solver: str):
@@ -105,15 +140,12 @@ def unsearched(plan, bound: float, model, solver: str):
     3.8 s of the two-data-centre benchmark's 86 s; here it is a re-solve)."""
     from compiler.optimize.solve import relative_gap
 
-    def price(_problem, solver, fixed):
-        return replace(model.solve(fixed=fixed), solver=solver)
-
     sol = replace(model.solve(fixed=plan), solver=solver)
     if sol.has_solution:
         floor = min(bound, sol.objective)
         sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),
                       searched=False)
-    return sol, price
+    return sol, _priced_on(model)
 
 
 def polish(problem, sol, solver: str, solve: Callable):

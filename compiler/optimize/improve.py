@@ -303,9 +303,15 @@ def _solve_all(jobs, left):
         return [model.solve(time_limit=left(), **kwargs)]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
-        return [f.result() for f in futures]
+    from compiler.optimize.solve import interruptible
+
+    def both():
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
+            return [f.result() for f in futures]
+
+    # Ctrl-C stops every job's solve (a pool's shutdown would wait for them to finish)
+    return interruptible([m for m, _kw in jobs], both)
 
 
 def _merge(incumbent: Mapping[str, float], plans, choices: frozenset[str]) -> dict[str, float] | None:

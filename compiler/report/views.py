@@ -18,6 +18,7 @@ from compiler.spec import HOURS_PER_MONTH
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
 ON_PREM_PRICING = ("owned", "purchase")
+SOLVER_NAMES = {"cbc": "CBC", "highs": "HiGHS"}   # as the projects spell them
 
 
 @dataclass(frozen=True)
@@ -618,10 +619,10 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
     lines.append(text + ".")
     lines.extend(w.why for w in workloads)
     if solver.optimal:
-        lines.append(f"The solver ({solver.name.upper()}) found this plan {solver.status} within a gap of "
+        lines.append(f"The solver ({SOLVER_NAMES.get(solver.name, solver.name)}) found this plan {solver.status} within a gap of "
                      f"{solver.gap * 100:.2f}% of the best bound.")
     else:
-        lines.append(f"The solver ({solver.name.upper()}) stopped with status '{solver.status}' at a gap of "
+        lines.append(f"The solver ({SOLVER_NAMES.get(solver.name, solver.name)}) stopped with status '{solver.status}' at a gap of "
                      f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
                      + (f". {solver.gap_note}." if solver.gap_note else "."))
     if binding:
