@@ -67,7 +67,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
         progress=options.progress,
-        **({} if options.max_nodes is None else {"max_nodes": options.max_nodes}))
+        **({} if options.max_nodes is None else {"max_nodes": options.max_nodes, "nodes_given": True}))
     try:
         plan = optimize(candidates, solve_options)
     except CompileError as exc:

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from compiler.cli import _route
 
 
@@ -198,3 +200,28 @@ def test_the_default_node_limit_in_help_is_the_optimizers():
     r = run("compile", "--help")
     text = " ".join(" ".join(r.stdout.split()).replace("│", "").split())
     assert f"[default: {MAX_NODES}; {HIGHS_NODES} for HiGHS going on from the improving rounds;" in text
+
+
+def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monkeypatch):
+    """--max-nodes 1000 is the default's number, but written out it asks for a search of 1,000
+    nodes: the optimizer must not take it for the default (which skips the search on large
+    platforms and gives HiGHS 100 nodes after the rounds)."""
+    from pathlib import Path
+
+    import compiler.optimize as optimize_mod
+    from compiler import pipeline
+    from compiler.diagnostics import CompileError
+
+    seen = []
+
+    def fake_optimize(candidates, options):
+        seen.append(options)
+        raise CompileError([])
+
+    monkeypatch.setattr(optimize_mod, "optimize", fake_optimize)
+    spec = Path(__file__).resolve().parents[1] / "examples" / "onprem-vision.yaml"
+    for nodes in (None, optimize_mod.MAX_NODES):
+        with pytest.raises(CompileError):
+            pipeline.compile_spec(spec, pipeline.CompileOptions(max_nodes=nodes))
+    assert [(o.max_nodes, o.nodes_given) for o in seen] == [(optimize_mod.MAX_NODES, False),
+                                                            (optimize_mod.MAX_NODES, True)]

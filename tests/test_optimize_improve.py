@@ -116,9 +116,9 @@ def test_large_platforms_run_one_cycle_then_lp_guided_and_training_again_and_ski
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
     assert rounds[-2:] == ["lp-guided round 2", "training round 2"]
     assert rounds[2:-2] and all(r.startswith("serving months") and r.endswith(" round 1") for r in rounds[2:-2])
-    assert improve_mod.search_skipped(problem, None, 1000, 1000)
-    assert not improve_mod.search_skipped(problem, 60.0, 1000, 1000)      # a time limit: search
-    assert not improve_mod.search_skipped(problem, None, 0, 1000)         # no node limit: search
+    assert improve_mod.search_skipped(problem, None, False)
+    assert not improve_mod.search_skipped(problem, 60.0, False)      # a time limit: search
+    assert not improve_mod.search_skipped(problem, None, True)       # a node budget asked for: search
 
 
 def test_a_time_budget_that_is_spent_returns_the_start(problem, monkeypatch):
@@ -303,9 +303,10 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     assert plan.total_cost_usd <= rounds_plan.objective * (1 + 1e-9)
     assert plan.solver.best_bound_usd <= plan.total_cost_usd * (1 + 1e-9)
 
-    searches.clear()
-    optimize(candidates, SolveOptions(max_nodes=7))
-    assert searches[-1]["max_nodes"] == 7        # the user's budget, not HIGHS_NODES
+    for asked in (7, MAX_NODES):                 # the user's budget, not HIGHS_NODES, even the default's
+        searches.clear()
+        optimize(candidates, SolveOptions(max_nodes=asked, nodes_given=True))
+        assert searches[-1]["max_nodes"] == asked
     cbc = optimize(candidates, SolveOptions(solver="cbc"))
     assert cbc.solver.name == "cbc"
     assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [MAX_NODES]

@@ -38,6 +38,7 @@ class SolveOptions:
     gap: float | None = None            # relative MIP gap to stop at
     progress: Callable[[str], None] | None = None
     max_nodes: int | None = MAX_NODES   # branch-and-bound nodes; 0 or None: no limit
+    nodes_given: bool = False           # the user set max_nodes (--max-nodes), even to MAX_NODES
 
 
 def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
@@ -84,11 +85,12 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             start = improved
     price = solve
     max_nodes = options.max_nodes
-    if bound is not None and search_skipped(problem, options.time_limit, options.max_nodes, MAX_NODES):
+    nodes_asked = options.nodes_given or options.max_nodes != MAX_NODES
+    if bound is not None and search_skipped(problem, options.time_limit, nodes_asked):
         sol, price = unsearched(start, bound, highs(), solver)
     elif bound is not None and solver == "highs":
         # the search goes on from the rounds' plan on their own HiGHS model (no second build)
-        if options.max_nodes == MAX_NODES and options.time_limit is None:
+        if not nodes_asked and options.time_limit is None:
             max_nodes = HIGHS_NODES
         sol = highs().solve(start=start, max_nodes=max_nodes, gap=options.gap, time_limit=time_limit)
         price = _priced_on(highs())
