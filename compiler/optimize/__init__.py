@@ -120,12 +120,11 @@ def solver_for(problem, asked: str) -> str:
     rounds run (improve.MIN_INTEGERS integers or more: they run on HiGHS, and the search goes on
     from their plan on the same model) and CBC, the bundled solver, on smaller platforms, where
     it proves the shipped examples' plans in seconds."""
-    from compiler.optimize.improve import MIN_INTEGERS
+    from compiler.optimize import improve
 
     if asked != "auto":
         return asked
-    integers = sum(1 for v in problem.variables if v.kind != "continuous")
-    return "highs" if integers >= MIN_INTEGERS else "cbc"
+    return "highs" if improve.integer_count(problem) >= improve.MIN_INTEGERS else "cbc"
 
 
 def _priced_on(model):

@@ -166,14 +166,18 @@ def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...
     return tuple((f"serving months {a}-{b - 1}", free) for a, b, free in windows)
 
 
+def integer_count(problem: F.Problem) -> int:
+    """The problem's integer and binary variables: what MIN_INTEGERS and SEARCH_MAX count."""
+    return sum(1 for v in problem.variables if v.kind != "continuous")
+
+
 def search_skipped(problem: F.Problem, time_limit: float | None, nodes_asked: bool) -> bool:
     """Whether the default compile ends with the rounds' plan, without a branch-and-bound search:
     on platforms of SEARCH_MAX integers or more, unless the user asked for a search (a time
     limit, or a node budget: `nodes_asked`). There the search's root alone takes minutes
     (100 workloads: HiGHS's root cuts 140 s) and the rounds' plan is already below the best plan
     a 30-minute HiGHS search found."""
-    integers = sum(1 for v in problem.variables if v.kind != "continuous")
-    return integers >= SEARCH_MAX and time_limit is None and not nodes_asked
+    return integer_count(problem) >= SEARCH_MAX and time_limit is None and not nodes_asked
 
 
 def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float | None = None,
