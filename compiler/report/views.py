@@ -618,11 +618,12 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
         text += f"; {top.label.replace('_', ' ')} is the largest cost ({top.share * 100:.0f}%)"
     lines.append(text + ".")
     lines.extend(w.why for w in workloads)
+    name = SOLVER_NAMES.get(solver.name, solver.name)
     if solver.optimal:
-        lines.append(f"The solver ({SOLVER_NAMES.get(solver.name, solver.name)}) found this plan {solver.status} within a gap of "
+        lines.append(f"The solver ({name}) found this plan {solver.status} within a gap of "
                      f"{solver.gap * 100:.2f}% of the best bound.")
     else:
-        lines.append(f"The solver ({SOLVER_NAMES.get(solver.name, solver.name)}) stopped with status '{solver.status}' at a gap of "
+        lines.append(f"The solver ({name}) stopped with status '{solver.status}' at a gap of "
                      f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
                      + (f". {solver.gap_note}." if solver.gap_note else "."))
     if binding:
