@@ -9,6 +9,7 @@ _gb_s (gigabytes/s, memory and storage bandwidth), _usd, _kw, _w.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 
@@ -178,3 +179,9 @@ class Catalog:
 
     def factor(self, name: str) -> float:
         return self.factors[name].value
+
+    @cached_property
+    def factor_values(self) -> Mapping[str, float]:
+        """Every factor's value by name: estimate.factors.factor reads these millions of times per
+        large compile (derived once from `factors`; not a field, so equality is unchanged)."""
+        return {name: float(f.value) for name, f in self.factors.items()}

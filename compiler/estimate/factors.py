@@ -11,9 +11,13 @@ from compiler.catalog.model import Catalog
 
 def factor(catalog: Catalog, name: str, *fallbacks: str) -> float:
     """The value of the first of name, *fallbacks present in the catalog."""
-    for key in (name, *fallbacks):
-        if key in catalog.factors:
-            return float(catalog.factors[key].value)
+    values = catalog.factor_values
+    value = values.get(name)
+    if value is not None:
+        return value
+    for key in fallbacks:
+        if key in values:
+            return values[key]
     raise KeyError(f"catalog has no factor {name!r} (nor {', '.join(fallbacks) or 'a fallback'})")
 
 
