@@ -121,6 +121,23 @@ def test_large_platforms_run_one_cycle_then_lp_guided_and_training_again_and_ski
     assert not improve_mod.search_skipped(problem, None, True)       # a node budget asked for: search
 
 
+@pytest.mark.parametrize("window_integers, search_max, windows_run", [
+    (10**6, 10**9, False),    # one window, a search follows: the search frees what it would
+    (400, 10**9, True),       # several windows: each frees a part the search's root would not try alone
+    (10**6, 0, True),         # one window, no search after the rounds: the window is the serving work
+])
+def test_a_lone_window_is_left_to_the_search_that_follows(problem, monkeypatch, window_integers, search_max,
+                                                           windows_run):
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", window_integers)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", search_max)
+    assert (len(serving_windows(problem)) == 1) == (window_integers == 10**6)
+    messages = []
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    assert any("serving months" in m for m in messages) == windows_run
+    assert messages[0].startswith("improving the start: lp-guided round 1: $")
+
+
 def test_a_time_budget_that_is_spent_returns_the_start(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     start = greedy_start(problem)
