@@ -114,8 +114,12 @@ def test_large_platforms_run_one_cycle_then_lp_guided_and_training_again_and_ski
     assert all(m.endswith(tuple("0123456789")) for m in messages)
     # the windows moved the plan, so the lp-guided and training rounds run once more on it
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
-    assert rounds[-2:] == ["lp-guided round 2", "training round 2"]
-    assert rounds[2:-2] and all(r.startswith("serving months") and r.endswith(" round 1") for r in rounds[2:-2])
+    tail = rounds.index("lp-guided round 2")
+    assert rounds[tail:tail + 2] == ["lp-guided round 2", "training round 2"]
+    # then only the small fewer-nodes rounds, once more
+    assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 2:])
+    cycle = rounds[2:tail]
+    assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
     assert improve_mod.search_skipped(problem, None, False)
     assert not improve_mod.search_skipped(problem, 60.0, False)      # a time limit: search
     assert not improve_mod.search_skipped(problem, None, True)       # a node budget asked for: search
@@ -254,6 +258,11 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
     assert [name for name, _f, _m in improve_mod.fewer_nodes(problem, start, lp)] == [r[0] for r in rounds[1:]]
+    # `most` bounds the integers a round frees (the tail's rounds: TAIL_FEWER_NODES_INTEGERS)
+    sizes = sorted(len(f) for _n, f, _m in rounds)
+    assert improve_mod.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
+    assert [len(f) for _n, f, _m in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
+    assert improve_mod.fewer_nodes(problem, start, most=sizes[-1]) == rounds
 
 
 def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypatch):
