@@ -63,10 +63,11 @@ def row_cuts(taus: tuple[float, ...], ubs: tuple[int, ...], demand: float) -> tu
     if n < 2 or max(ubs) > MAX_REPLICAS:
         return ()
     cuts = []
+    points = math.prod(u + 1 for u in ubs)   # integers: the quotient below is exact
     for i, j in itertools.combinations(range(n), 2):
+        if points // ((ubs[i] + 1) * (ubs[j] + 1)) > MAX_LIFT_POINTS:
+            continue    # the other candidates' points, the lifting's enumeration: too many
         others = [k for k in range(n) if k not in (i, j)]
-        if math.prod(ubs[k] + 1 for k in others) > MAX_LIFT_POINTS:
-            continue
         for a1, a2, c in _pair_facets(taus[i], taus[j], ubs[i], ubs[j], demand):
             coef = [0.0] * n
             coef[i], coef[j] = float(a1), float(a2)
