@@ -119,7 +119,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
     node fewer and frees, in each month where the remaining nodes are too few for what runs
     there, every service and training job on the pool (all of its candidates, so it can move
     anywhere); everything else is held. Pools whose round would free more than
-    `most` (FEWER_NODES_INTEGERS) integers are left out, and, given the LP relaxation's values `lp`, pools
+    `most` (by default FEWER_NODES_INTEGERS) integers are left out, and, given the LP relaxation's values `lp`, pools
     where it buys as many nodes as the plan, rounded up (there a round found nothing cheaper on
     the benchmarks, and one took 54 s doing so)."""
     names = {v.name for v in problem.variables}
@@ -199,7 +199,10 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     def left() -> float | None:
         return None if deadline is None else deadline - time.perf_counter()
 
-    if left() is not None and left() <= 0:
+    def spent() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
+    if spent():
         return start, None
     models = [model(0)]
 
@@ -224,7 +227,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # from the rounds' plan over those integers and every other: the window's root would
         # only do the search's first work twice. Measured: the 10-workload platform's lone
         # window took 5.7 s and the search 11.4 s after it; without it the search found the same
-        # optimum and proved it in 9.1 s. hybrid-llm-platform: the same plan, 1.7 s sooner.
+        # optimum and proved it in 9.1 s. hybrid-llm-platform: an equally cheap optimum, 1.7 s sooner.
         windows = ()
     paired = len(windows) >= PAIRED_WINDOWS
     fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),),
@@ -283,11 +286,11 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     for cycle in range(LARGE_CYCLES if large else CYCLES):
         improved = False
         for batch in fixed_batches:
-            if left() is not None and left() <= 0:
+            if spent():
                 return incumbent, bound
             improved |= run(batch, cycle)
         for batch in _batched(fewer_nodes(problem, incumbent, lp.values)):
-            if left() is not None and left() <= 0:
+            if spent():
                 return incumbent, bound
             improved |= run(batch, cycle)
         if not improved:
@@ -298,7 +301,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # cannot (three DGX H100 and two L40S servers fewer, two H200 more): $8.77M to $8.34M
         # in 13 s, where a whole second cycle takes 55 s to reach $8.22M.
         for batch in fixed_batches[:2]:
-            if left() is not None and left() <= 0:
+            if spent():
                 break
             run(batch, cycle + 1)
         # Then the small fewer-nodes rounds once more, on that plan and without the LP rule: on
@@ -306,7 +309,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # integers), though the LP buys 2.23 of them; the next pool's round (HGX H100, 7,390
         # integers) took 16.7 s and found nothing cheaper.
         for batch in _batched(fewer_nodes(problem, incumbent, None, TAIL_FEWER_NODES_INTEGERS)):
-            if left() is not None and left() <= 0:
+            if spent():
                 break
             run(batch, cycle + 1)
     return incumbent, bound
