@@ -217,12 +217,17 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     bound = lp.objective
     groups = choice_groups(problem)
     everything = frozenset().union(*(g for _n, g in groups))
+    # Where the rounds' plan is the compile's answer (SEARCH_MAX integers or more), one cycle, and
+    # HiGHS does not restart a round's root: on the 100-workload benchmark a cycle takes 61 s
+    # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
+    # search, two cycles, HiGHS's defaults.
+    large = len(integers) >= SEARCH_MAX
     # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
     # kind), the training round alone, then the windows (WORKERS at a time where there are
     # PAIRED_WINDOWS or more: their choices are disjoint), then the fewer-nodes rounds (made
     # from the plan the windows leave) WORKERS at a time
     windows = tuple((name, free, {}) for name, free in serving_windows(problem))
-    if len(windows) == 1 and len(integers) < SEARCH_MAX:
+    if len(windows) == 1 and not large:
         # One window frees every serving integer at once, and below SEARCH_MAX the search follows
         # from the rounds' plan over those integers and every other: the window's root would
         # only do the search's first work twice. Measured: the 10-workload platform's lone
@@ -235,11 +240,6 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     incumbent, best = dict(start), math.inf
     nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
-    # Where the rounds' plan is the compile's answer (SEARCH_MAX integers or more), one cycle, and
-    # HiGHS does not restart a round's root: on the 100-workload benchmark a cycle takes 61 s
-    # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
-    # search, two cycles, HiGHS's defaults.
-    large = len(integers) >= SEARCH_MAX
 
     def held(name: str, free: frozenset[str], moved: dict[str, float]) -> dict[str, float]:
         if name == "lp-guided":
