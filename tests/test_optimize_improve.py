@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from compiler.optimize import improve as improve_mod
+from compiler.optimize import formulate as F
 from compiler.optimize.formulate import Constraint, formulate
 from compiler.optimize.improve import choice_groups, improve, serving_windows
 from compiler.optimize.solve import HighsModel, solve
@@ -112,11 +113,11 @@ def test_large_platforms_run_one_cycle_then_lp_guided_and_training_again_and_ski
     improve(problem, greedy_start(problem), _model(problem), say=messages.append)
     rounds = [m.removeprefix("improving the start: ").split(": $")[0] for m in messages]
     assert all(m.endswith(tuple("0123456789")) for m in messages)
-    # the windows moved the plan, so the lp-guided and training rounds run once more on it
+    # the windows moved the plan, so the lp-rounded and training rounds run on it
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
-    tail = rounds.index("lp-guided round 2")
-    assert rounds[tail:tail + 2] == ["lp-guided round 2", "training round 2"]
-    # then only the small fewer-nodes rounds, once more
+    tail = rounds.index("lp-rounded round 2")
+    assert rounds[tail:tail + 2] == ["lp-rounded round 2", "training round 2"]
+    # then the small fewer-nodes rounds, one at a time, until one finds a cheaper plan
     assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 2:])
     cycle = rounds[2:tail]
     assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
@@ -366,3 +367,34 @@ def test_ctrl_c_stops_highs_mid_solve_and_reaches_the_caller(problem, paired):
             t.join(30)
             assert not t.is_alive()
     assert all(m.solve(relax=True).status == "optimal" for m in models)
+
+
+def test_lp_guided_holds_where_the_lp_agrees_and_lp_rounded_where_it_rounds_to_the_plan():
+    # worked by hand: the plan (a=2, b=0, c=1, d=3) against the LP (2, 0.4, 0.5, 2.7)
+    plan = {"a": 2.0, "b": 0.0, "c": 1.0, "d": 3.0}
+    lp = {"a": 2.0, "b": 0.4, "c": 0.5, "d": 2.7}
+    names = list(plan)
+    within = improve_mod.LP_HELD_WITHIN
+    # RINS: held only where the LP's value equals the plan's
+    assert improve_mod.lp_held(names, plan, lp, within["lp-guided"]) == {"a": 2.0}
+    # rounded: held also where the LP's value rounds to the plan's (b: 0.4, d: 2.7); c's 0.5 is
+    # as far from 1 as from 0, so it is free
+    assert improve_mod.lp_held(names, plan, lp, within["lp-rounded"]) == {"a": 2.0, "b": 0.0, "d": 3.0}
+
+
+def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_cheaper_plan(problem, monkeypatch):
+    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
+    monkeypatch.setattr(improve_mod, "TAIL_FEWER_NODES_INTEGERS", 10**9)
+    messages = []
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    tail = [m for m in messages if m.startswith("improving the start: fewer nodes") and " round 2: " in m]
+    price = {v.name: v.cost for v in problem.variables}
+    assert len(tail) >= 2          # two data centres' HGX H100 pools, neither round cheaper here
+    pools = [m.split("fewer nodes ")[1].split(" round")[0] for m in tail]
+    costs = [price[F.buy_name(*p.split("/", 1))] for p in pools]
+    assert costs == sorted(costs)
+    dollars = [float(m.rsplit("$", 1)[1].replace(",", "")) for m in messages]
+    # every tail round but the last found nothing cheaper than the plan before it
+    first = messages.index(tail[0]) if tail else len(messages)
+    assert all(d == dollars[first - 1] for d in dollars[first:-1])

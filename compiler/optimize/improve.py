@@ -12,6 +12,8 @@ other variables held (solve.HighsModel):
 - lp-guided: the LP relaxation is solved once (its optimum is also a valid lower bound on every
   plan: the model's cut rows are valid inequalities); every integer variable whose LP value
   equals the incumbent's is held, the others are free (RINS, Danna et al. 2005);
+- lp-rounded (large platforms' tail only): as lp-guided, but an integer is held also where its
+  LP value rounds to the incumbent's, so only where the LP points away from the plan is free;
 - training: every training job's candidate is free, every service's replicas are held;
 - serving windows: the replica mixes and replicas of every service in a run of consecutive
   months are free, training and the other months held. Windows are as long as WINDOW_INTEGERS
@@ -26,12 +28,13 @@ other variables held (solve.HighsModel):
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
-cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by the lp-guided and training
-rounds once more: on the plan the windows leave they move on-prem pools no window can; then the
-fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP rule). A round
+cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by the lp-rounded and training
+rounds: on the plan the windows leave they move on-prem pools no window can; then the
+fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP rule, one at a time,
+cheapest node first, until one finds a cheaper plan). A round
 is not run again on the plan it left behind itself (no other round has moved it since).
 
-The fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
+The cycle's fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
 cheaper plans that change disjoint choices, their union is tried too, with the pools re-planned
 for it (a small MIP, every choice held); the cheapest of the plans found replaces the incumbent.
@@ -40,7 +43,8 @@ same everywhere (a one-core machine takes longer).
 
 Measured on the 100-workload benchmark (2 cores; docs/optimizer.md has the table): from the
 greedy start's $13.29M, lp-guided $9.10M, training $8.84M, the windows $8.09M (43 s for the
-cycle, 56 s one at a time), one fewer DGX H100 $7.89M (10 s).
+cycle, 56 s one at a time), one fewer DGX H100 $7.89M (10 s); then the tail: lp-rounded $7.80M
+(2.6 s), one fewer L40S server $7.78M (5 s).
 
 Only problems with at least MIN_INTEGERS integer variables get rounds: smaller ones solve to
 optimality from the greedy start in seconds (three of the shipped examples have under 1,300;
@@ -74,9 +78,13 @@ PAIRED_WINDOWS = 8
 # took 4-15 s (one saved $199k); one of 11,908 took 38 s and found nothing cheaper. At 300
 # workloads every pool's round but one is over it (the one under found nothing).
 FEWER_NODES_INTEGERS = 8000
-# The fewer-nodes rounds that follow the last lp-guided and training rounds on large platforms free
+# The fewer-nodes rounds that follow the lp-rounded and training rounds on large platforms free
 # at most this many integers (improve() says why).
 TAIL_FEWER_NODES_INTEGERS = 7000
+# The LP-guided rounds hold an integer where its LP value is within this of the incumbent's:
+# lp-guided (RINS) only where they are equal; lp-rounded, the large platforms' tail round, also
+# where the LP's value rounds to the incumbent's (improve() says why).
+LP_HELD_WITHIN = {"lp-guided": 1e-6, "lp-rounded": 0.5}
 MERGE_NODES = 500      # the pools' re-plan after a merge: a small MIP (1,763 integers at 100 workloads)
 
 
@@ -153,6 +161,13 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
             rounds.append((f"fewer nodes {pool}", frozenset(free), {buy: float(nodes - 1)}))
     return tuple(rounds)
+
+
+def lp_held(integers, plan: Mapping[str, float], lp: Mapping[str, float], within: float) -> dict[str, float]:
+    """An LP-guided round's held integers, at the plan's values: those whose LP value is within
+    `within` of the plan's (LP_HELD_WITHIN); the others are free."""
+    return {n: float(round(plan.get(n, 0.0))) for n in integers
+            if abs(lp.get(n, 0.0) - round(plan.get(n, 0.0))) < within}
 
 
 def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -242,9 +257,8 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
 
     def held(name: str, free: frozenset[str], moved: dict[str, float]) -> dict[str, float]:
-        if name == "lp-guided":
-            return {n: float(round(incumbent.get(n, 0.0))) for n in integers
-                    if abs(lp.values.get(n, 0.0) - round(incumbent.get(n, 0.0))) < 1e-6}
+        if name in LP_HELD_WITHIN:
+            return lp_held(integers, incumbent, lp.values, LP_HELD_WITHIN[name])
         return {**{n: float(round(incumbent.get(n, 0.0))) for n in everything - free}, **moved}
 
     def rounded(sol) -> dict[str, float]:
@@ -296,22 +310,29 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         if not improved:
             break
     if large:
-        # The lp-guided and training rounds once more, on the plan the windows and fewer-nodes
-        # rounds left: on the two-data-centre benchmark they move on-prem pools the windows
-        # cannot (three DGX H100 and two L40S servers fewer, two H200 more): $8.77M to $8.34M
-        # in 13 s, where a whole second cycle takes 55 s to reach $8.22M.
-        for batch in fixed_batches[:2]:
+        # An LP-guided round and the training round once more, on the plan the windows and
+        # fewer-nodes rounds left: they move on-prem pools and reserved terms no window can. The
+        # LP-guided one holds also what the LP rounds to (lp-rounded): from that plan it frees
+        # fewer integers, and HiGHS's root finds more in them (measured from the same plans:
+        # 300 workloads $22.31M to $21.31M in 20 s, where RINS reached $22.26M in 30 s; 100
+        # workloads $7.89M to $7.80M in 2.6 s, where RINS found nothing in 5 s; two DCs $8.77M
+        # to $8.45M in 3.3 s, RINS $8.72M in 9 s). From the greedy start RINS is the better
+        # (lp-rounded everywhere: 100 workloads $8.14M after the rounds, not $7.85M), so the
+        # cycle keeps it.
+        for batch in [(("lp-rounded", frozenset(), {}),), fixed_batches[1]]:
             if spent():
                 break
             run(batch, cycle + 1)
-        # Then the small fewer-nodes rounds once more, on that plan and without the LP rule: on
-        # the 100-workload benchmark one L40S server fewer saves $41,705 there in 4.3 s (6,445
-        # integers), though the LP buys 2.23 of them; the next pool's round (HGX H100, 7,390
-        # integers) took 16.7 s and found nothing cheaper.
-        for batch in _batched(fewer_nodes(problem, incumbent, None, TAIL_FEWER_NODES_INTEGERS)):
-            if spent():
+        # Then the small fewer-nodes rounds once more, on that plan and without the LP rule (on
+        # 100 workloads one L40S server fewer saves $27,000 there in 5 s, though the LP buys
+        # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
+        # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
+        # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
+        price = {v.name: v.cost for v in problem.variables}
+        tail = fewer_nodes(problem, incumbent, None, TAIL_FEWER_NODES_INTEGERS)
+        for name, free, moved in sorted(tail, key=lambda r: (price[next(iter(r[2]))], r[0])):
+            if spent() or run(((name, free, moved),), cycle + 1):
                 break
-            run(batch, cycle + 1)
     return incumbent, bound
 
 
