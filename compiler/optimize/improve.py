@@ -324,7 +324,7 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
                 break
             run(batch, cycle + 1)
         # Then the small fewer-nodes rounds once more, on that plan and without the LP rule (on
-        # 100 workloads one L40S server fewer saves $27,000 there in 5 s, though the LP buys
+        # 100 workloads one L40S server fewer saves $26,923 there in 5 s, though the LP buys
         # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
         # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
         # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
