@@ -328,9 +328,10 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
         # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
         # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
-        price = {v.name: v.cost for v in problem.variables}
         tail = fewer_nodes(problem, incumbent, None, TAIL_FEWER_NODES_INTEGERS)
-        for name, free, moved in sorted(tail, key=lambda r: (price[next(iter(r[2]))], r[0])):
+        held_buys = {buy for _name, _free, moved in tail for buy in moved}   # a round holds its pool's buy
+        price = {v.name: v.cost for v in problem.variables if v.name in held_buys}
+        for name, free, moved in sorted(tail, key=lambda r: (sum(price[b] for b in r[2]), r[0])):
             if spent() or run(((name, free, moved),), cycle + 1):
                 break
     return incumbent, bound
