@@ -280,6 +280,14 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
     return kept, why
 
 
+def reserved_pools(spec: Spec, cat, candidates: Candidates) -> frozenset:
+    """The cloud pools (site, instance) where a reserved term is sold and allowed: the only ones
+    whose node-hours rows (12), (12b) share hours month by month (reductions.prune)."""
+    pools = {(c.site, c.instance) for cs in candidates.by_workload.values() for c in cs if c.site_type == "cloud"}
+    return frozenset((s, i) for s, i in pools
+                     if any(costs.cloud_price(cat, spec.site(s), i, term) is not None for term in TERMS))
+
+
 def owned_nodes(site: OnPremSite, instance: str) -> int:
     """Nodes of `instance` the site already owns."""
     return site.owned_nodes(instance)
@@ -452,9 +460,10 @@ class _State:
         chosen: dict[str, tuple[Candidate, ...]] = {}
         caps: dict[str, int] = {}
         dropped: dict[str, tuple[str, ...]] = {}
+        monthly = reserved_pools(spec, candidates.catalog, candidates)
         for w in spec.workloads:
             kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
-            kept = prune(kept, H, share_capped)
+            kept = prune(kept, H, share_capped, monthly)
             if isinstance(w, InferenceWorkload):
                 caps.update(replica_caps(kept, share_capped))
                 kept = [c for c in kept if caps.get(c.id, 1) > 0]

@@ -10,6 +10,7 @@ and pins (pins filter candidates before any reduction). Heuristics never live he
 from __future__ import annotations
 
 from compiler.candidates import Candidate
+from compiler.spec import HOURS_PER_MONTH
 
 MAX_BUNDLE = 16   # replicas of one candidate tried against a bundle of another (replica_caps)
 
@@ -69,17 +70,120 @@ def _dominates(d: Candidate, c: Candidate, hours: dict[str, dict[int, float]], s
     return not same or d.id < c.id    # identical twins: the smaller id stays
 
 
-def prune(cands: list[Candidate], horizon: int, share_capped: bool = False) -> list[Candidate]:
+def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
+          monthly_pools: frozenset | None = None) -> list[Candidate]:
     """Drop every candidate another one dominates (`dominates`). Exact: a plan using a dominated
     candidate keeps its cost and feasibility with the dominating one instead, and dominance is a
-    strict order with ties broken by id, so some undominated candidate is always kept."""
+    strict order with ties broken by id, so some undominated candidate is always kept.
+
+    `monthly_pools`: the cloud pools (site, instance) where reserved nodes may be bought, the only
+    ones whose node-hours are shared month by month ((12), (12b)); None counts every cloud pool.
+    Elsewhere a cloud pool's on-demand hours are priced in total (`_monthly`).
+
+    Training candidates go through `_sweep` (sort and sweep, O(n log n) a pool), the rest pairwise."""
     by_pool: dict[tuple, list[Candidate]] = {}
     for c in cands:
         by_pool.setdefault((c.site, c.instance, c.spot), []).append(c)
-    hours = {c.id: _hours_by_month(c, horizon) for c in cands if c.kind == "training"}
-    out = []
+    dominated: set[str] = set()
     for group in by_pool.values():
-        out += [c for c in group if not any(_dominates(d, c, hours, share_capped) for d in group)]
+        train = [c for c in group if c.kind == "training"]
+        profiles = {c.id: _profile(c, horizon) for c in train}
+        if train and all(p is not None for p in profiles.values()) and \
+                len({c.start_month for c in train}) == 1:
+            dominated |= _sweep(train, profiles, share_capped, monthly_pools)
+            rest = [c for c in group if c.kind != "training"]
+        else:
+            rest = group
+        hours = {c.id: _hours_by_month(c, horizon) for c in rest if c.kind == "training"}
+        dominated |= {c.id for c in rest if any(_dominates(d, c, hours, share_capped) for d in rest)}
+    return [c for c in cands if c.id not in dominated]
+
+
+def _monthly(c: Candidate, monthly_pools: frozenset | None) -> bool:
+    """Whether c's node-hours are compared month by month: on a cloud pool where reserved nodes
+    share their hours with every job of the month ((12), (12b)). Without reserved terms a cloud
+    pool's rows (12) are u_m >= the month's hours (+ replicas), priced at one on-demand rate, so
+    only the total is priced, as for spot and on-prem power."""
+    if c.site_type != "cloud" or c.spot:
+        return False
+    return monthly_pools is None or (c.site, c.instance) in monthly_pools
+
+
+def _profile(c: Candidate, horizon: int) -> tuple[int, float, float] | None:
+    """(k, last, total) of a training candidate: k months run inside the horizon, node-hours in
+    the last of them and in all. None unless the months are consecutive and every one but the
+    last runs whole (730 h), the shape estimate.build.usage gives every training candidate."""
+    run = [(m, h) for m, h in c.usage if h > 0 and m < horizon]
+    if not run:
+        return 0, 0.0, 0.0
+    months = [m for m, _ in run]
+    if months != list(range(months[0], months[0] + len(run))) or months[0] != c.start_month:
+        return None
+    if any(h != HOURS_PER_MONTH for _, h in run[:-1]):
+        return None
+    return len(run), c.nodes * run[-1][1], c.nodes * sum(h for _, h in run)
+
+
+def _sweep(train: list[Candidate], profiles: dict[str, tuple[int, float, float]], share_capped: bool,
+           monthly_pools: frozenset | None) -> set[str]:
+    """The training candidates of one (site, instance, spot) that `dominates` drops, by sorting.
+
+    All start in the same month and run consecutive months, whole but the last, so each is
+    (n nodes, k months, last-month node-hours, total). For d, c of one pool with n_d <= n_c:
+      - k_d < k_c: d is dominated month by month (whole months n_d <= n_c; d's last month at
+        most 730 n_d <= c's whole month there), so in total too;
+      - k_d = k_c: whole months compare by n, so d <= c iff last_d <= last_c month by month,
+        total_d <= total_c in total (total = 730 (k - 1) n + last);
+      - k_d > k_c: d runs in a month c does not.
+    So c is dominated iff some d has k_d < k_c and n_d <= n_c (a prefix minimum of n over k), or
+    k_d = k_c, n_d <= n_c and the compared hours no more (a sweep in n with a running minimum),
+    identical twins (same n and hours) falling to the smaller id. A fabric-free d (`fabric_free`)
+    stands in for any fabric; under a cloud-share cap on-prem candidates only for their twins."""
+    out: set[str] = set()
+    keys: dict[str, list[Candidate]] = {}
+    for c in train:
+        keys.setdefault(_fabric_key(c), []).append(c)
+    for key, targets in keys.items():
+        pool = targets if key == "*" else targets + keys.get("*", [])
+        twins_only = share_capped and targets[0].site_type == "on_prem"
+        monthly = _monthly(targets[0], monthly_pools)
+        target_ids = {c.id for c in targets}
+
+        def measure(c: Candidate) -> float:
+            k, last, total = profiles[c.id]
+            return last if monthly else total
+
+        classes: dict[int, list[Candidate]] = {}
+        for c in pool:
+            classes.setdefault(profiles[c.id][0], []).append(c)
+        least_below = float("inf")     # fewest nodes over the classes of fewer months
+        for k in sorted(classes):
+            members = sorted(classes[k], key=lambda c: (c.nodes, measure(c), c.id))
+            running = float("inf")     # least measure over members with fewer nodes
+            i = 0
+            while i < len(members):
+                j = i
+                while j < len(members) and members[j].nodes == members[i].nodes:
+                    j += 1
+                same_n = members[i:j]
+                for c in same_n:
+                    if c.id not in target_ids:
+                        continue
+                    mc = measure(c)
+                    twin = any(d is not c and abs(profiles[d.id][1] - profiles[c.id][1]) <= 1e-9 and d.id < c.id
+                               for d in same_n)
+                    if twins_only:
+                        hit = twin
+                    else:
+                        hit = (least_below <= c.nodes or running <= mc + 1e-9 or twin
+                               or any(measure(d) < mc - 1e-9 or (measure(d) <= mc + 1e-9
+                                                                  and abs(profiles[d.id][1] - profiles[c.id][1]) > 1e-9)
+                                      for d in same_n if d is not c))
+                    if hit:
+                        out.add(c.id)
+                running = min(running, min(measure(d) for d in same_n))
+                i = j
+            least_below = min(least_below, members[0].nodes)
     return out
 
 
