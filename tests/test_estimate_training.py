@@ -9,7 +9,7 @@ from compiler.catalog import load_catalog
 from compiler.estimate import comms, estimate
 from compiler.estimate.build import usage
 from compiler.estimate.training import Fabric, best_step, flops_per_token
-from compiler.spec import (Checkpoint, CloudSite, OnPremSite, Pin, Policy, Spec, TrainingWindow,
+from compiler.spec import (Checkpoint, CloudSite, OnPremSite, OwnedNodes, Pin, Policy, Spec, TrainingWindow,
                            TrainingWorkload)
 
 CAT = load_catalog()
@@ -344,3 +344,71 @@ def test_a_70b_model_never_fits_one_gpu_nodes_at_tp1():
     assert 4096 * 8192 * 34 * 80 / 1e9 == pytest.approx(91.27, abs=0.01)
     m = CAT.models["llama-3-70b"]
     assert fewest_gpus_to_fit(m, 1, CAT.gpus["L40S"], 4096, "bf16", "adamw", CAT) == float("inf")
+
+
+def _exhaustive_best(m, gpus, gpu, fab, seq, cat):
+    """The fastest fitting layout over every layout training_layouts offers, each stepped
+    (best_step's definition, without its shortcuts)."""
+    from compiler.estimate.factors import factor
+    from compiler.estimate.layout import training_layouts
+    from compiler.estimate.memory import training_memory, usable_training_gb
+    from compiler.estimate.training import _key, step_time
+
+    fits = []
+    cp_min = int(factor(cat, "context_parallel_min_seq"))
+    for layout in training_layouts(m, gpus, fab.gpus_per_node, seq, cp_min):
+        mem = training_memory(m, layout, seq, "bf16", "adamw", cat)
+        if mem.total_gb <= usable_training_gb(gpu.memory_gb, cat):
+            s = step_time(m, layout, gpu, fab, seq, "bf16", "adamw", cat, mem)
+            fits.append((_key(s), layout, s.seconds))
+    return min(fits, key=lambda f: f[0]) if fits else None
+
+
+@pytest.mark.parametrize("model,gpu,gpn", [("llama-3-8b", "H100", 8), ("llama-3-70b", "H100", 8),
+                                           ("llama-3-70b", "L40S", 4), ("mixtral-8x7b", "A100-80GB", 8),
+                                           ("llama-3-8b", "L40S", 1)])
+def test_best_step_skips_only_zero_stages_that_cannot_win(model, gpu, gpn):
+    """best_step leaves out a shape's higher ZeRO stages once a lower one fits (stages 1 and 2
+    step alike, stage 3 moves zero3_comm_multiplier x more, ties go to the lower stage): on every
+    count here it picks the layout the exhaustive search picks, at the same step time."""
+    from compiler.estimate.factors import factor
+    assert factor(CAT, "zero3_comm_multiplier") >= 1
+    m, g = CAT.models[model], CAT.gpus[gpu]
+    fab = Fabric("ethernet", 400, gpn)
+    for nodes in (1, 2, 3, 5, 8, 16, 48, 128):
+        want = _exhaustive_best(m, nodes * gpn, g, fab, 8192, CAT)
+        got, _ = best_step(m, nodes * gpn, g, fab, 8192, "bf16", "adamw", CAT)
+        assert (got is None) == (want is None), (model, nodes)
+        if got is not None:
+            assert (got.layout, got.seconds) == (want[1], want[2]), (model, nodes)
+
+
+@pytest.mark.parametrize("pricing,interruptible,owned", [(("on_demand", "spot"), True, 0),
+                                                          (("on_demand", "reserved_1y"), False, 4)])
+def test_count_scan_skips_only_counts_prune_would_drop(monkeypatch, pricing, interruptible, owned):
+    """On pools where node-hours are compared in total (spot, on-prem, cloud without reserved
+    terms) the scan skips counts a found count dominates (build._Totals). Whatever it skips,
+    prune would have dropped: the pruned candidates are the same as from a scan that skips
+    nothing, on a two-year window where every count finishes in time."""
+    from compiler.estimate import build
+    from compiler.optimize.reductions import prune
+    from compiler.optimize.formulate import reserved_pools
+
+    w = TrainingWorkload(name="llm", model="llama-3-8b", tokens=4e12, seq_len=4096, interruptible=interruptible,
+                         window=TrainingWindow(start_month=1, deadline_days=700), path="$.workloads[0]")
+    sp = Spec(api_version="infra-compile/v1", name="t", horizon_months=18,
+              sites=(CloudSite(name="aws", provider="aws", region="us-east-1", pricing=pricing, path="$.sites[0]"),
+                     OnPremSite(name="dc", power_kw=300.0, electricity_usd_per_kwh=0.1, pue=1.3, max_racks=10,
+                                owned=((OwnedNodes("dgx-h100", owned),) if owned else ()), path="$.sites[1]")),
+              policy=Policy(allowed_gpus=("H100", "H200")), workloads=(w,), sha256="0" * 64)
+
+    def pruned():
+        cands = estimate(sp, CAT)
+        return cands, sorted(c.id for c in prune(list(cands.by_workload["llm"]), 18, False,
+                                                  reserved_pools(sp, CAT, cands)))
+
+    skipping, kept = pruned()
+    monkeypatch.setattr(build._Totals, "dominate", lambda self, *a: False)
+    full, kept_full = pruned()
+    assert kept == kept_full
+    assert len(skipping.by_workload["llm"]) < len(full.by_workload["llm"])   # it did skip some

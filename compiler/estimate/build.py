@@ -11,7 +11,7 @@ from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb
 from compiler.estimate.models import resolve_model
-from compiler.estimate.options import Hardware, hardware_options
+from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import vision_rate
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
 
@@ -181,6 +181,35 @@ def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gp
     return est, Layout(dp=gpus), ""
 
 
+class _Totals:
+    """The counts a scan has found on one pool where node-hours are compared in total, as (k months
+    run inside the horizon, node-hours there), and a test that a larger count is dominated by one
+    of them without estimating it (optimize/reductions.py: d dominates c on such a pool when
+    n_d <= n_c, d runs no month c does not and no more node-hours in total).
+
+    A count n above every found one runs at least T_lb node-hours (node_hours_floor), so at least
+    D_lb = T_lb / n hours: at least k_lb = min(ceil(D_lb / 730), months visible) months and
+    n * min(D_lb, 730 * months visible) node-hours inside the horizon. A found (k, T) with
+    k <= k_lb and T strictly below that dominates it, and whatever it would have dominated, so
+    prune keeps the same candidates: skipping it changes nothing the model sees."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[int, float]] = []   # (k, T), k increasing, T decreasing (a front)
+
+    def add(self, k: int, total: float) -> None:
+        if any(k0 <= k and t0 <= total for k0, t0 in self.found):
+            return
+        self.found = sorted([(k0, t0) for k0, t0 in self.found if not (k <= k0 and total <= t0)] + [(k, total)])
+
+    def dominate(self, nodes: int, node_hours_lb: float, visible: int) -> bool:
+        if not self.found or visible <= 0:
+            return False
+        hours_lb = node_hours_lb / nodes
+        k_lb = min(visible, max(1, math.ceil(hours_lb / HOURS_PER_MONTH - 1e-6)))
+        total_lb = nodes * min(hours_lb, HOURS_PER_MONTH * visible)
+        return any(k <= k_lb and t < total_lb for k, t in self.found)
+
+
 def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo: Memo | None = None):
     model = resolve_model(w.model, catalog)
     if model is None:
@@ -219,6 +248,9 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
             counts = range(1, cap + 1)
         # With a cloud-share cap a dearer on-prem choice can be what satisfies it: no early stop.
         may_stop = not (spec.policy.caps_cloud_share and hw.site_type == "on_prem")
+        site = spec.site(hw.site)
+        by_month = isinstance(site, CloudSite) and reserved_sold(site, hw.instance, catalog)
+        visible = spec.horizon_months - w.window.start_month   # months of the run the plan prices
         # Counts below `fit` fit no layout (training.fewest_gpus_to_fit): their rejection reason
         # is only worked out if it is the one reported.
         fit = 0.0 if model.family == "vision" else memo.get(
@@ -227,6 +259,10 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                                                 w.optimizer, catalog))
         for spot in variants:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
+            # Counts found so far, (months, node-hours) inside the horizon, where node-hours are
+            # compared in total (on-prem, spot, cloud pools without reserved terms): `skipped`.
+            totals = _Totals() if may_stop and not (by_month and not spot) else None
+            floor = None
             for nodes in counts:
                 gpus = nodes * hw.gpus_per_node
                 if nodes >= check_at and len(counts) > 1:
@@ -240,6 +276,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
+                if totals and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
+                    continue
                 tried = gpus
                 if gpus < fit * (1 - 1e-9):
                     reason = None   # does not fit: estimate_fn says how much memory it needs
@@ -264,6 +302,9 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                 found += 1
                 if len(use) == 1:
                     record = min(record, nodes * est.duration_hours)
+                if totals is not None:
+                    run = [h for m, h in use if h > 0 and m < spec.horizon_months]
+                    totals.add(len(run), nodes * sum(run))
             if not found:
                 if reason is None:
                     reason = estimate_fn(w, model, hw, tried, spot, catalog, memo)[2]

@@ -176,12 +176,21 @@ def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, p
     best: Step | None = None
     leanest: tuple[float, Layout, TrainingMemory] | None = None
     cp_min = int(factor(catalog, "context_parallel_min_seq"))
+    # ZeRO 1 and 2 step alike (only stage 3 moves more: zero3_comm_multiplier), and the key
+    # breaks a tie by the lower stage; so once a shape fits at one stage its higher stages, which
+    # training_layouts yields next, can neither win nor be the leanest that is reported.
+    z3_slower = factor(catalog, "zero3_comm_multiplier") >= 1
+    fitted: tuple | None = None
     for layout in training_layouts(model, gpus, fabric.gpus_per_node, seq_len, cp_min):
+        shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.dp)
+        if fitted == shape and (layout.zero < 3 or z3_slower):
+            continue
         # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
         mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
         if leanest is None or mem.total_gb < leanest[0]:
             leanest = (mem.total_gb, layout, mem)
         if mem.total_gb <= cap:
+            fitted = shape if layout.zero else None
             s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog, mem)
             if best is None or _key(s) < _key(best):
                 best = s

@@ -110,6 +110,7 @@ from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from compiler.candidates import Candidate, Candidates
+from compiler.estimate.options import reserved_sold
 from compiler.optimize import costs
 from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
@@ -284,8 +285,7 @@ def reserved_pools(spec: Spec, cat, candidates: Candidates) -> frozenset:
     """The cloud pools (site, instance) where a reserved term is sold and allowed: the only ones
     whose node-hours rows (12), (12b) share hours month by month (reductions.prune)."""
     pools = {(c.site, c.instance) for cs in candidates.by_workload.values() for c in cs if c.site_type == "cloud"}
-    return frozenset((s, i) for s, i in pools
-                     if any(costs.cloud_price(cat, spec.site(s), i, term) is not None for term in TERMS))
+    return frozenset((s, i) for s, i in pools if reserved_sold(spec.site(s), i, cat))
 
 
 def owned_nodes(site: OnPremSite, instance: str) -> int:
