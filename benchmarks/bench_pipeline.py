@@ -62,7 +62,7 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SIT
     """A valid spec (plain data) of n seeded workloads over the first `sites` of SITES + MORE_SITES
     (2 or more: a 99.9% service must survive losing one); same arguments -> same spec.
     `two_dcs`: SITES and the second data centre instead (AWS in two regions, GCP, Azure, two data
-    centres: the platform issue 16 describes); `sites` is then not used."""
+    centres); `sites` is then not used."""
     if not 2 <= sites <= MAX_SITES:
         raise ValueError(f"sites must be 2..{MAX_SITES}")
     chosen = SITES + [s for s in MORE_SITES if s["type"] == "on_prem"] if two_dcs else (SITES + MORE_SITES)[:sites]

@@ -1,4 +1,4 @@
-"""Best known plans of the benchmark platforms, and how close the default compile gets (issue 16).
+"""Best known plans of the benchmark platforms, and how close the default compile gets.
 
     python benchmarks/best_known.py record 100 [--seed 0] [--solver highs] [--time-limit 1800]
     python benchmarks/best_known.py check 100 [--seed 0]
@@ -23,9 +23,10 @@ does), its bound the LP relaxation's. `adopt` takes a plan.json a long run left 
 hand on the same generated spec).
 
 A best known plan belongs to one optimization problem: the spec and every estimate the compiler
-makes of it. The record keeps a fingerprint of the candidates (ids and estimates, as
-`infra-compile estimate --format json` prints them); a change to the performance model or the
-catalog changes it, and `check` then says the record is stale instead of comparing.
+makes of it. The record keeps a fingerprint of the candidates the model is built from (ids and
+estimates, as `infra-compile estimate --format json` prints them, after the exact reductions);
+a change to the performance model or the catalog changes it, and `check` then says the record
+is stale instead of comparing.
 """
 
 from __future__ import annotations
@@ -66,10 +67,28 @@ def described(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False
 
 
 def fingerprint(spec: Path) -> str:
-    """sha256 of the candidates the compiler makes of the spec (its estimate, as JSON)."""
-    out = subprocess.run([sys.executable, "-m", "compiler", "estimate", str(spec), "--format", "json"],
-                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    data = json.loads(out)
+    """The fingerprint (`candidates_fingerprint`) of the candidates the compiler makes of the
+    spec, computed by the checkout's own code in a fresh process."""
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); import best_known as b; "
+            "from compiler.pipeline import estimate; print(b.candidates_fingerprint(estimate(sys.argv[1])[0]))")
+    return subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, check=True,
+                          cwd=ROOT).stdout.strip()
+
+
+def candidates_fingerprint(candidates) -> str:
+    """sha256 of the candidates the model is built from (after the filters and the exact
+    reductions, formulate.kept_candidates), as `infra-compile estimate --format json` writes
+    them: the optimization problem itself. An estimate that generates fewer candidates prune
+    would drop anyway keeps it; a change to the performance model or the catalog does not."""
+    from types import MappingProxyType
+
+    from compiler.candidates import Candidates
+    from compiler.estimate.table import to_json
+    from compiler.optimize.formulate import kept_candidates
+
+    kept = Candidates(spec=candidates.spec, catalog=candidates.catalog,
+                      by_workload=MappingProxyType(kept_candidates(candidates)[0]), rejected=MappingProxyType({}))
+    data = to_json(kept)
     data.pop("catalog", None)   # its version string; the estimates themselves are what count
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -456,23 +456,32 @@ class _State:
         """Filter each workload's candidates by policy and pin, then apply the exact reductions."""
         spec = candidates.spec
         H = spec.horizon_months
-        share_capped = spec.policy.caps_cloud_share
-        chosen: dict[str, tuple[Candidate, ...]] = {}
-        caps: dict[str, int] = {}
-        dropped: dict[str, tuple[str, ...]] = {}
-        monthly = reserved_pools(spec, candidates.catalog, candidates)
-        for w in spec.workloads:
-            kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
-            kept = prune(kept, H, share_capped, monthly)
-            if isinstance(w, InferenceWorkload):
-                caps.update(replica_caps(kept, share_capped))
-                kept = [c for c in kept if caps.get(c.id, 1) > 0]
-            chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
-            dropped[w.name] = tuple(why)
+        chosen, caps, dropped = kept_candidates(candidates)
         return cls(candidates=candidates, spec=spec, cat=candidates.catalog, H=H, months=range(H), B=_Builder(),
                    chosen=chosen, dropped=dropped, caps=caps,
                    by_id={c.id: c for cs in chosen.values() for c in cs},
                    demand={w.name: demand_series(w, H) for w in spec.workloads if isinstance(w, InferenceWorkload)})
+
+
+def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, ...]], dict[str, int],
+                                                      dict[str, tuple[str, ...]]]:
+    """What the model is built from: each workload's candidates after the policy and pin filters
+    and the exact reductions (sorted by id), the inference replica caps, and the filters' reasons."""
+    spec = candidates.spec
+    share_capped = spec.policy.caps_cloud_share
+    chosen: dict[str, tuple[Candidate, ...]] = {}
+    caps: dict[str, int] = {}
+    dropped: dict[str, tuple[str, ...]] = {}
+    monthly = reserved_pools(spec, candidates.catalog, candidates)
+    for w in spec.workloads:
+        kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
+        kept = prune(kept, spec.horizon_months, share_capped, monthly)
+        if isinstance(w, InferenceWorkload):
+            caps.update(replica_caps(kept, share_capped))
+            kept = [c for c in kept if caps.get(c.id, 1) > 0]
+        chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
+        dropped[w.name] = tuple(why)
+    return chosen, caps, dropped
 
 
 def _services(st: "_State", w: InferenceWorkload) -> None:
