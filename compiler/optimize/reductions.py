@@ -9,6 +9,8 @@ and pins (pins filter candidates before any reduction). Heuristics never live he
 
 from __future__ import annotations
 
+import itertools
+
 from compiler.candidates import Candidate
 from compiler.spec import HOURS_PER_MONTH
 
@@ -153,6 +155,14 @@ def _sweep(train: list[Candidate], profiles: dict[str, tuple[int, float, float]]
             k, last, total = profiles[c.id]
             return last if monthly else total
 
+        def beats(d: Candidate, c: Candidate) -> bool:
+            """d dominates c, both of the same nodes and months: whole months are equal, so they
+            are twins where their last months are; twins fall to the smaller id."""
+            twin = abs(profiles[d.id][1] - profiles[c.id][1]) <= 1e-9
+            if twins_only:
+                return twin and d.id < c.id
+            return measure(d) <= measure(c) + 1e-9 and (not twin or d.id < c.id)
+
         classes: dict[int, list[Candidate]] = {}
         for c in pool:
             classes.setdefault(profiles[c.id][0], []).append(c)
@@ -160,29 +170,15 @@ def _sweep(train: list[Candidate], profiles: dict[str, tuple[int, float, float]]
         for k in sorted(classes):
             members = sorted(classes[k], key=lambda c: (c.nodes, measure(c), c.id))
             running = float("inf")     # least measure over members with fewer nodes
-            i = 0
-            while i < len(members):
-                j = i
-                while j < len(members) and members[j].nodes == members[i].nodes:
-                    j += 1
-                same_n = members[i:j]
+            for _, group in itertools.groupby(members, key=lambda c: c.nodes):
+                same_n = list(group)
                 for c in same_n:
                     if c.id not in target_ids:
                         continue
-                    mc = measure(c)
-                    twin = any(d is not c and abs(profiles[d.id][1] - profiles[c.id][1]) <= 1e-9 and d.id < c.id
-                               for d in same_n)
-                    if twins_only:
-                        hit = twin
-                    else:
-                        hit = (least_below <= c.nodes or running <= mc + 1e-9 or twin
-                               or any(measure(d) < mc - 1e-9 or (measure(d) <= mc + 1e-9
-                                                                  and abs(profiles[d.id][1] - profiles[c.id][1]) > 1e-9)
-                                      for d in same_n if d is not c))
-                    if hit:
+                    fewer = not twins_only and (least_below <= c.nodes or running <= measure(c) + 1e-9)
+                    if fewer or any(beats(d, c) for d in same_n if d is not c):
                         out.add(c.id)
                 running = min(running, min(measure(d) for d in same_n))
-                i = j
             least_below = min(least_below, members[0].nodes)
     return out
 
