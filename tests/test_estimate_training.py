@@ -405,7 +405,7 @@ def test_count_scan_skips_only_counts_prune_would_drop(monkeypatch, pricing, int
     def pruned():
         cands = estimate(sp, CAT)
         return cands, sorted(c.id for c in prune(list(cands.by_workload["llm"]), 18, False,
-                                                  reserved_pools(sp, CAT, cands)))
+                                                  reserved_pools(cands)))
 
     skipping, kept = pruned()
     monkeypatch.setattr(build._Totals, "dominate", lambda self, *a: False)

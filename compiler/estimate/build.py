@@ -260,7 +260,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         for spot in variants:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
             # Counts found so far, (months, node-hours) inside the horizon, where node-hours are
-            # compared in total (on-prem, spot, cloud pools without reserved terms): `skipped`.
+            # compared in total (on-prem, spot, cloud pools without reserved terms): _Totals.
             totals = _Totals() if may_stop and not (by_month and not spot) else None
             floor = None
             for nodes in counts:
@@ -276,7 +276,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
-                if totals and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
+                if totals is not None and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
                     continue
                 tried = gpus
                 if gpus < fit * (1 - 1e-9):

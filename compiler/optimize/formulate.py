@@ -281,11 +281,12 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
     return kept, why
 
 
-def reserved_pools(spec: Spec, cat, candidates: Candidates) -> frozenset:
+def reserved_pools(candidates: Candidates) -> frozenset:
     """The cloud pools (site, instance) where a reserved term is sold and allowed: the only ones
     whose node-hours rows (12), (12b) share hours month by month (reductions.prune)."""
     pools = {(c.site, c.instance) for cs in candidates.by_workload.values() for c in cs if c.site_type == "cloud"}
-    return frozenset((s, i) for s, i in pools if reserved_sold(spec.site(s), i, cat))
+    spec = candidates.spec
+    return frozenset((s, i) for s, i in pools if reserved_sold(spec.site(s), i, candidates.catalog))
 
 
 def owned_nodes(site: OnPremSite, instance: str) -> int:
@@ -472,7 +473,7 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
     chosen: dict[str, tuple[Candidate, ...]] = {}
     caps: dict[str, int] = {}
     dropped: dict[str, tuple[str, ...]] = {}
-    monthly = reserved_pools(spec, candidates.catalog, candidates)
+    monthly = reserved_pools(candidates)
     for w in spec.workloads:
         kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
         kept = prune(kept, spec.horizon_months, share_capped, monthly)
