@@ -43,12 +43,15 @@ def validate(spec_path: str | Path, catalog_overlay: str | None = None):
     return spec, catalog, doc
 
 
-def estimate(spec_path: str | Path, catalog_overlay: str | None = None):
+def estimate(spec_path: str | Path, catalog_overlay: str | None = None, solving: "CompileOptions | None" = None):
+    """load + validate + estimate: (Candidates, Document). `solving`: the options of the compile
+    the candidates are for; a long count scan is then bounded by a first plan (_estimate_for_solve)."""
     spec, catalog, doc = validate(spec_path, catalog_overlay)
     from compiler.estimate import estimate as estimate_stage
 
-    candidates = estimate_stage(spec, catalog)
-    return candidates, doc
+    if solving is not None:
+        return _estimate_for_solve(spec, catalog, doc, solving), doc
+    return estimate_stage(spec, catalog), doc
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     """Every stage; returns the plan and the artifacts without touching the disk."""
     from compiler.diagnostics import CompileError
 
-    candidates, doc = estimate(spec_path, options.catalog)
+    candidates, doc = estimate(spec_path, options.catalog, solving=options)
     from compiler.optimize import SolveOptions, optimize
 
     solve_options = SolveOptions(
@@ -76,6 +79,35 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     _audit(candidates, plan, doc)
     catalog = candidates.catalog
     return Result(plan, render_artifacts(plan, catalog))
+
+
+# Branch-and-bound nodes of the first plan's solve (_estimate_for_solve): it only has to be good
+# enough to bound what the counts may cost.
+FIRST_PLAN_NODES = 50
+
+
+def _estimate_for_solve(spec, catalog, doc, options: CompileOptions):
+    """The candidates the model is built from. Where the scan of node counts is long
+    (estimate.longest_scan, long training windows), a first plan is found on a sparse ladder of
+    counts, and the full scan then leaves out every count that cannot be in a plan as cheap
+    (estimate/floors.py: exact, so the model keeps every optimal plan and its bound holds for the
+    whole space). The first plan passes the independent audit before its cost is trusted."""
+    from compiler.diagnostics import CompileError
+    from compiler.estimate import SAMPLE_FROM, estimate as estimate_stage, longest_scan
+    from compiler.optimize import SolveOptions, optimize
+
+    if longest_scan(spec, catalog) < SAMPLE_FROM:
+        return estimate_stage(spec, catalog)
+    say = options.progress or (lambda _msg: None)
+    say("first plan on a sample of the node counts")
+    first = estimate_stage(spec, catalog, sample=True)
+    try:
+        plan = optimize(first, SolveOptions(solver=options.solver, max_nodes=FIRST_PLAN_NODES, nodes_given=True))
+        _audit(first, plan, doc)
+    except CompileError:
+        return estimate_stage(spec, catalog)   # no plan on the sample: every count, as without one
+    say(f"first plan ${plan.total_cost_usd:,.0f}: counts that cannot be in a plan as cheap are left out")
+    return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd))
 
 
 def _audit(candidates, plan, doc) -> None:

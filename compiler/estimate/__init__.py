@@ -14,17 +14,85 @@ from compiler.candidates import Candidates
 from compiler.catalog.model import Catalog
 from compiler.spec import Spec, TrainingWorkload
 
-__all__ = ["estimate"]
+__all__ = ["estimate", "longest_scan"]
+
+# From how many node counts of one training workload a compile first finds a plan on a sample of
+# them (pipeline.py). The generated benchmark platforms scan at most about 4,500 a workload, where
+# the scan is quicker than a first solve; long windows scan tens of thousands.
+SAMPLE_FROM = 8_000
 
 
-def estimate(spec: Spec, catalog: Catalog) -> Candidates:
+def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: float | None = None) -> Candidates:
+    """`sample`: training counts on a sparse ladder only, for a first plan. `plan_cost`: the cost
+    of a plan of this spec; training counts that cannot be in a plan that cheap are dropped
+    (floors.py: exact, every optimal plan stays)."""
     from compiler.estimate.build import Memo, inference_candidates, training_candidates
 
     by_workload, rejected, memo = {}, {}, Memo()
+    services = [w for w in spec.workloads if not isinstance(w, TrainingWorkload)]
+    for w in services:   # first: their floors bound what the training jobs may cost
+        by_workload[w.name], rejected[w.name] = inference_candidates(spec, w, catalog, memo)
+    ceilings = _ceilings(spec, catalog, by_workload, memo, plan_cost) if plan_cost is not None else {}
     for w in spec.workloads:
-        build = training_candidates if isinstance(w, TrainingWorkload) else inference_candidates
-        cands, rejs = build(spec, w, catalog, memo)
-        by_workload[w.name] = tuple(sorted(cands, key=lambda c: c.id))
-        rejected[w.name] = tuple(sorted(rejs, key=lambda r: (r.site, r.instance, r.gpus, r.reason)))
-    return Candidates(spec=spec, catalog=catalog, by_workload=MappingProxyType(by_workload),
-                      rejected=MappingProxyType(rejected))
+        if isinstance(w, TrainingWorkload):
+            by_workload[w.name], rejected[w.name] = training_candidates(spec, w, catalog, memo, sample,
+                                                                        ceilings.get(w.name))
+    return Candidates(spec=spec, catalog=catalog,
+                      by_workload=MappingProxyType({w.name: tuple(sorted(by_workload[w.name], key=lambda c: c.id))
+                                                    for w in spec.workloads}),
+                      rejected=MappingProxyType({w.name: tuple(sorted(rejected[w.name], key=lambda r: (
+                          r.site, r.instance, r.gpus, r.reason))) for w in spec.workloads}))
+
+
+def _ceilings(spec: Spec, catalog: Catalog, services: dict, memo, plan_cost: float) -> dict[str, float]:
+    """Per training workload, the most its own cost floor may be (floors.py): the plan's cost, less
+    every other workload's least cost (with a margin for rounding)."""
+    from compiler.estimate import floors
+    from compiler.estimate.build import node_hours_floor
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+    from compiler.optimize.formulate import demand_series
+
+    least: dict[str, float] = {}
+    for w in spec.workloads:
+        if not isinstance(w, TrainingWorkload):
+            least[w.name] = floors.service_least(spec, w, list(services[w.name]),
+                                                 demand_series(w, spec.horizon_months), catalog)
+            continue
+        model = resolve_model(w.model, catalog)
+        options = []
+        for hw in (hardware_options(spec, w, catalog) if model is not None else ()):
+            floor = node_hours_floor(w, model, hw, 1, catalog, memo)
+            if floor is not None:
+                options += [(hw, spot, floor[0]) for spot in (False, True)
+                            if not spot or (w.interruptible and hw.spot_usd_h is not None)]
+        least[w.name] = floors.training_least(spec, w, options, catalog)
+    total = sum(least.values())
+    return {w.name: plan_cost * (1 + 1e-9) + 1e-6 - (total - least[w.name])
+            for w in spec.workloads if isinstance(w, TrainingWorkload)}
+
+
+def longest_scan(spec: Spec, catalog: Catalog) -> int:
+    """About how many node counts estimate() sizes for its longest training workload: per option,
+    the counts up to the one that finishes inside a month at the best MFU (where the scan's early
+    stop comes), or the option's cap. Only decides whether a first plan on a sample pays."""
+    import math
+
+    from compiler.estimate.build import Memo, node_cap, node_hours_floor
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+    from compiler.spec import HOURS_PER_MONTH
+
+    memo, longest = Memo(), 0
+    for w in spec.workloads:
+        model = resolve_model(w.model, catalog) if isinstance(w, TrainingWorkload) else None
+        if model is None or (w.pin and w.pin.gpus):
+            continue
+        total = 0
+        for hw in hardware_options(spec, w, catalog):
+            floor = node_hours_floor(w, model, hw, 1, catalog, memo)
+            if floor is not None:
+                variants = 2 if w.interruptible and hw.spot_usd_h is not None else 1
+                total += variants * min(node_cap(spec, hw, catalog), math.ceil(floor[0] / HOURS_PER_MONTH) + 1)
+        longest = max(longest, total)
+    return longest

@@ -6,7 +6,7 @@ import math
 
 from compiler.candidates import Candidate, InferenceEstimate, Layout, Rejection, TrainingEstimate
 from compiler.catalog.model import Catalog, Model
-from compiler.estimate import inference, training
+from compiler.estimate import floors, inference, training
 from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb
@@ -210,7 +210,25 @@ class _Totals:
         return any(k <= k_lb and t < total_lb for k, t in self.found)
 
 
-def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo: Memo | None = None):
+OVER_CEILING = "a plan found for the whole spec costs less than that plus the other workloads' least costs"
+
+
+def sample_counts(cap: int, owned: int = 0) -> list[int]:
+    """A sparse ladder of node counts up to `cap` for a first plan (pipeline.compile_spec): every
+    count to 8, then about 25% apart, the cap, and the owned nodes (filling them is often best)."""
+    out, n = set(range(1, 9)), 8.0
+    while n < cap:
+        n *= 1.25
+        out.add(int(round(n)))
+    out |= {cap, owned}
+    return sorted(x for x in out if 1 <= x <= cap)
+
+
+def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo: Memo | None = None,
+                        sample: bool = False, ceiling: float | None = None):
+    """Every count of every option, reduced only where exact (docs/optimizer.md). `sample`: the
+    counts of sample_counts only (a first plan's, not a model's). `ceiling`: counts whose own cost
+    floor (floors.own_floor) passes it are in no optimal plan and are dropped (floors.py)."""
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
@@ -244,6 +262,9 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                                       gpus=pin.gpus))
                 continue
             counts = [pin.gpus // hw.gpus_per_node]
+        elif sample:
+            counts = sample_counts(cap, spec.site(hw.site).owned_nodes(hw.instance)
+                                   if hw.site_type == "on_prem" else 0)
         else:
             counts = range(1, cap + 1)
         # With a cloud-share cap a dearer on-prem choice can be what satisfies it: no early stop.
@@ -257,8 +278,10 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
             (model, hw.gpu, catalog), ("fit", hw.gpus_per_node, w.seq_len, w.precision, w.optimizer),
             lambda: training.fewest_gpus_to_fit(model, hw.gpus_per_node, hw.gpu, w.seq_len, w.precision,
                                                 w.optimizer, catalog))
+        away = floors.egress(spec, w, hw.site, catalog)
         for spot in variants:
             found, reason, tried, record, check_at = 0, "", 0, math.inf, 0
+            rate = floors.node_hour_rate(spec, hw.site, hw.instance, spot, catalog)
             # Counts found so far, (months, node-hours) inside the horizon, where node-hours are
             # compared in total (on-prem, spot, cloud pools without reserved terms): _Totals.
             totals = _Totals() if may_stop and not (by_month and not spot) else None
@@ -276,6 +299,12 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
+                if ceiling is not None and floor is not None:
+                    least = rate * min(floor[0] * (1 + floor[1] * nodes), HOURS_PER_MONTH * visible * nodes) + away
+                    if least > ceiling:
+                        reason = (f"costs at least ${least:,.0f} from {nodes * hw.gpus_per_node} GPUs up, over "
+                                  f"${ceiling:,.0f}: {OVER_CEILING}")
+                        break   # the floor only grows with the count
                 if totals is not None and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
                     continue
                 tried = gpus
@@ -293,6 +322,11 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                               f"(limit {limit_h / 24:.1f})")
                     continue
                 use = usage(w.window.start_month, est.duration_hours)
+                run = [h for m, h in use if h > 0 and m < spec.horizon_months]
+                if ceiling is not None and rate * nodes * sum(run) + away > ceiling:
+                    reason = (f"costs at least ${rate * nodes * sum(run) + away:,.0f} on {gpus} GPUs, over "
+                              f"${ceiling:,.0f}: {OVER_CEILING}")
+                    continue
                 cands.append(Candidate(
                     id=f"{w.name}/{hw.site}/{hw.label}/{gpus}g/{'spot' if spot else 'od'}",
                     workload=w.name, kind="training", site=hw.site, site_type=hw.site_type,
@@ -303,7 +337,6 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                 if len(use) == 1:
                     record = min(record, nodes * est.duration_hours)
                 if totals is not None:
-                    run = [h for m, h in use if h > 0 and m < spec.horizon_months]
                     totals.add(len(run), nodes * sum(run))
             if not found:
                 if reason is None:

@@ -1,0 +1,89 @@
+"""Cost floors (compiler/estimate/floors.py) and the first plan that bounds the count scan
+(pipeline._estimate_for_solve): figures worked by hand, and oracles that share no code with them
+(the same spec compiled with every count, and pinned twins of the counts left out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler import pipeline
+from compiler.catalog import load_catalog
+from compiler.estimate import estimate, floors
+from compiler.optimize import costs
+
+CAT = load_catalog()
+
+SPEC = """apiVersion: infra-compile/v1
+name: floors
+horizon_months: 12
+sites:
+  - {name: aws, type: cloud, provider: aws, region: us-east-1, pricing: [on_demand, spot, reserved_1y]}
+  - {name: dc, type: on_prem, power_kw: 150, electricity_usd_per_kwh: 0.1, pue: 1.3, max_racks: 6}
+policy: {placement: hybrid, allowed_gpus: [H100]}
+workloads:
+  - name: pretrain
+    kind: training
+    model: llama-3-8b
+    tokens: 1.5e12
+    seq_len: 4096
+    interruptible: true
+    window: {start_month: 0, deadline_days: 330}
+    data: {dataset_tb: 10, home: aws}
+PIN
+  - name: chat
+    kind: inference
+    model: llama-3-8b
+    traffic: {peak_rps: 4, input_tokens: 500, output_tokens: 200}
+    slo: {ttft_p99_ms: 1000, tpot_p99_ms: 60}
+    window: {start_month: 1}
+"""
+
+
+def _write(tmp_path, pin: str = "", name: str = "spec") -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(SPEC.replace("PIN\n", pin), encoding="utf-8")
+    return str(path)
+
+
+def test_node_hour_rate_is_the_least_allowed_price_worked_by_hand(tmp_path):
+    spec, cat, _ = pipeline.validate(_write(tmp_path))
+    p5 = CAT.instances["p5.48xlarge"]
+    # on demand or a 1-year term (3-year is not an allowed pricing at this site): the cheaper one.
+    assert floors.node_hour_rate(spec, "aws", "p5.48xlarge", False, cat) == min(
+        p5.price("us-east-1", "on_demand"), p5.price("us-east-1", "reserved_1y"))
+    assert floors.node_hour_rate(spec, "aws", "p5.48xlarge", True, cat) == p5.price("us-east-1", "spot")
+    # On-prem: power only (owned nodes cost nothing more): 10.2 kW x 1.3 PUE x $0.10/kWh for a DGX H100.
+    dgx = CAT.onprem_nodes["dgx-h100"]
+    assert floors.node_hour_rate(spec, "dc", "dgx-h100", False, cat) == pytest.approx(dgx.power_kw * 1.3 * 0.1)
+    # Egress: 10 TB leave their home (AWS) for the data centre; none at home.
+    assert floors.egress(spec, spec.workloads[0], "dc", cat) == pytest.approx(
+        10 * costs.egress_usd_per_tb(cat, spec.site("aws")))
+    assert floors.egress(spec, spec.workloads[0], "aws", cat) == 0.0
+
+
+def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monkeypatch):
+    """Oracles: the spec compiled with every count costs what the compile with a first plan costs,
+    and a pinned twin of each left-out count (sampled: the first, middle and last by id) costs more
+    than the first plan (a pin restricts, so the open optimum is never dearer than it)."""
+    import compiler.estimate as est
+
+    path = _write(tmp_path)
+    spec, cat, doc = pipeline.validate(path)
+    monkeypatch.setattr(est, "SAMPLE_FROM", 1)             # take the first-plan path on a small spec
+    bounded = pipeline._estimate_for_solve(spec, cat, doc, pipeline.CompileOptions())
+    with_first = pipeline.compile_spec(path).plan
+    monkeypatch.setattr(est, "SAMPLE_FROM", 10 ** 9)       # and the scan of every count
+    every = estimate(spec, cat)
+    without = pipeline.compile_spec(path).plan
+    assert with_first.solver.status == without.solver.status == "optimal"
+    assert with_first.total_cost_usd == pytest.approx(without.total_cost_usd, rel=1e-9)
+
+    kept = {c.id for c in bounded.by_workload["pretrain"]}
+    left_out = sorted((c for c in every.by_workload["pretrain"] if c.id not in kept), key=lambda c: c.id)
+    assert len(left_out) >= 5, len(left_out)                # the first plan did leave counts out
+    first_cost = with_first.total_cost_usd
+    for c in (left_out[0], left_out[len(left_out) // 2], left_out[-1]):
+        pin = (f"    pin: {{site: {c.site}, instance: {c.instance.split('+')[0]}, gpus: {c.gpus}"
+               f"{', pricing: spot' if c.spot else ''}}}\n")
+        twin = pipeline.compile_spec(_write(tmp_path, pin, "twin")).plan
+        assert twin.total_cost_usd > first_cost, (c.id, twin.total_cost_usd, first_cost)
