@@ -102,7 +102,8 @@ def _estimate_for_solve(spec, catalog, doc, options: CompileOptions):
     say("first plan on a sample of the node counts")
     first = estimate_stage(spec, catalog, sample=True)
     try:
-        plan = optimize(first, SolveOptions(solver=options.solver, max_nodes=FIRST_PLAN_NODES, nodes_given=True))
+        plan = optimize(first, SolveOptions(solver=options.solver, max_nodes=FIRST_PLAN_NODES, nodes_given=True,
+                                            explain=False))
         _audit(first, plan, doc)
     except CompileError:
         return estimate_stage(spec, catalog)   # no plan on the sample: every count, as without one

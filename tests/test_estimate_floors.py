@@ -87,3 +87,23 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
                f"{', pricing: spot' if c.spot else ''}}}\n")
         twin = pipeline.compile_spec(_write(tmp_path, pin, "twin")).plan
         assert twin.total_cost_usd > first_cost, (c.id, twin.total_cost_usd, first_cost)
+
+
+def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path, monkeypatch):
+    """A spec the sample cannot plan (here: no plan at all, a 99.9% service held to one site) is
+    estimated in full and explained as without a first plan: exit 3, the conflict named."""
+    import compiler.estimate as est
+    from compiler.diagnostics import CompileError
+
+    path = tmp_path / "one-site.yaml"
+    path.write_text(SPEC.replace("PIN\n", "").replace("slo: {ttft_p99_ms: 1000, tpot_p99_ms: 60}",
+                                                      "slo: {ttft_p99_ms: 1000, tpot_p99_ms: 60, availability: 0.999}\n"
+                                                      "    sites: [aws]"), encoding="utf-8")
+    outcomes = []
+    for sample_from in (1, 10 ** 9):
+        monkeypatch.setattr(est, "SAMPLE_FROM", sample_from)
+        with pytest.raises(CompileError) as err:
+            pipeline.compile_spec(path)
+        outcomes.append((err.value.exit_code, [(d.code, d.message) for d in err.value.diagnostics]))
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == 3
+    assert any(code == "E303" and "without aws" in msg for code, msg in outcomes[0][1]), outcomes[0]

@@ -39,6 +39,7 @@ class SolveOptions:
     progress: Callable[[str], None] | None = None
     max_nodes: int | None = MAX_NODES   # branch-and-bound nodes; 0 or None: no limit
     nodes_given: bool = False           # the user set max_nodes (--max-nodes), even to MAX_NODES
+    explain: bool = True                # say which constraints conflict when infeasible (a re-solve)
 
 
 def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
@@ -103,6 +104,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
+        if not options.explain:
+            raise CompileError([Diagnostic("E302", "the constraints conflict")], exit_code=EXIT_INFEASIBLE)
         raise explain(problem, solver=solver, time_limit=options.time_limit,
                       max_nodes=options.max_nodes)
     if not sol.has_solution:
