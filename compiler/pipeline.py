@@ -81,33 +81,31 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     return Result(plan, render_artifacts(plan, catalog))
 
 
-# Branch-and-bound nodes of the first plan's solve (_estimate_for_solve): it only has to be good
-# enough to bound what the counts may cost.
-FIRST_PLAN_NODES = 50
-
-
 def _estimate_for_solve(spec, catalog, doc, options: CompileOptions):
     """The candidates the model is built from. Where the scan of node counts is long
-    (estimate.longest_scan, long training windows), a first plan is found on a sparse ladder of
-    counts, and the full scan then leaves out every count that cannot be in a plan as cheap
-    (estimate/floors.py: exact, so the model keeps every optimal plan and its bound holds for the
-    whole space). The first plan passes the independent audit before its cost is trusted."""
+    (estimate.longest_scan, long training windows), a first plan is made on a sparse ladder of
+    counts (the greedy start priced, no search: optimize.greedy_plan), and the full scan then
+    leaves out every count that cannot be in a plan as cheap (estimate/floors.py: exact, so the
+    model keeps every optimal plan and its bound holds for the whole space). The first plan
+    passes the independent audit before its cost is trusted; without one, every count is sized."""
     from compiler.diagnostics import CompileError
     from compiler.estimate import SAMPLE_FROM, estimate as estimate_stage, longest_scan
-    from compiler.optimize import SolveOptions, optimize
+    from compiler.optimize import greedy_plan
 
     if longest_scan(spec, catalog) < SAMPLE_FROM:
         return estimate_stage(spec, catalog)
     say = options.progress or (lambda _msg: None)
-    say("first plan on a sample of the node counts")
     first = estimate_stage(spec, catalog, sample=True)
+    plan = greedy_plan(first)
     try:
-        plan = optimize(first, SolveOptions(solver=options.solver, max_nodes=FIRST_PLAN_NODES, nodes_given=True,
-                                            explain=False))
-        _audit(first, plan, doc)
+        if plan is not None:
+            _audit(first, plan, doc)
     except CompileError:
-        return estimate_stage(spec, catalog)   # no plan on the sample: every count, as without one
-    say(f"first plan ${plan.total_cost_usd:,.0f}: counts that cannot be in a plan as cheap are left out")
+        plan = None
+    if plan is None:
+        return estimate_stage(spec, catalog)
+    say(f"first plan ${plan.total_cost_usd:,.0f} (greedy, on a sample of the node counts): "
+        f"counts that cannot be in a plan as cheap are left out")
     return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd))
 
 

@@ -19,7 +19,7 @@ horizon_months: 12
 sites:
   - {name: aws, type: cloud, provider: aws, region: us-east-1, pricing: [on_demand, spot, reserved_1y]}
   - {name: dc, type: on_prem, power_kw: 150, electricity_usd_per_kwh: 0.1, pue: 1.3, max_racks: 6}
-policy: {placement: hybrid, allowed_gpus: [H100]}
+policy: {placement: hybrid, allowed_gpus: [H100, L40S]}
 workloads:
   - name: pretrain
     kind: training

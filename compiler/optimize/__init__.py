@@ -15,7 +15,7 @@ from compiler.candidates import Candidates
 from compiler.diagnostics import EXIT_INFEASIBLE, EXIT_NO_PLAN, CompileError, Diagnostic
 from compiler.plan import Plan
 
-__all__ = ["MAX_NODES", "SolveOptions", "optimize"]
+__all__ = ["MAX_NODES", "SolveOptions", "greedy_plan", "optimize"]
 
 # Branch-and-bound nodes a solve may take by default. A bounded compile without a time limit:
 # wall-clock limits stop at a different plan on a faster machine, a node count does not, so
@@ -39,7 +39,6 @@ class SolveOptions:
     progress: Callable[[str], None] | None = None
     max_nodes: int | None = MAX_NODES   # branch-and-bound nodes; 0 or None: no limit
     nodes_given: bool = False           # the user set max_nodes (--max-nodes), even to MAX_NODES
-    explain: bool = True                # say which constraints conflict when infeasible (a re-solve)
 
 
 def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
@@ -104,8 +103,6 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{solver}: {sol.status} in {sol.seconds:.1f} s")
     if sol.status == "infeasible":
-        if not options.explain:
-            raise CompileError([Diagnostic("E302", "the constraints conflict")], exit_code=EXIT_INFEASIBLE)
         raise explain(problem, solver=solver, time_limit=options.time_limit,
                       max_nodes=options.max_nodes)
     if not sol.has_solution:
@@ -116,6 +113,26 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
                                        hint="raise --max-nodes or --time-limit, or loosen --gap")],
                            exit_code=EXIT_NO_PLAN)
     return decode(problem, polish(problem, sol, solver, price))
+
+
+def greedy_plan(candidates: Candidates) -> Plan | None:
+    """The greedy start (start.py) as a plan, with no search: its integers held and its continuous
+    variables at their cheapest (one LP). None where there is no start or it breaks a limit. A
+    quick upper bound on the optimum (pipeline._estimate_for_solve); not a compile's answer."""
+    from compiler.optimize.decode import decode
+    from compiler.optimize.explain import no_candidates
+    from compiler.optimize.formulate import formulate
+    from compiler.optimize.solve import HighsModel
+    from compiler.optimize.start import greedy_start
+
+    problem = formulate(candidates)
+    start = None if no_candidates(problem) else greedy_start(problem)
+    if start is None:
+        return None
+    sol = HighsModel(problem).solve(fixed=start)
+    if not sol.has_solution:
+        return None
+    return decode(problem, replace(sol, status="feasible", best_bound=0.0, gap=1.0, searched=False))
 
 
 def solver_for(problem, asked: str) -> str:
