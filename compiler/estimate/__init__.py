@@ -16,9 +16,9 @@ from compiler.spec import Spec, TrainingWorkload
 
 __all__ = ["estimate", "longest_scan"]
 
-# From how many node counts of one training workload a compile first finds a plan on a sample of
-# them (pipeline.py). The generated benchmark platforms scan at most about 4,500 a workload, where
-# the scan is quicker than a first solve; long windows scan tens of thousands.
+# From how many node counts of one training workload a compile first makes a plan on a sample of
+# them (pipeline.py). The generated benchmark platforms scan at most about 4,500 a workload, and
+# are left as they are; long windows scan tens of thousands.
 SAMPLE_FROM = 8_000
 
 
@@ -48,9 +48,6 @@ def _ceilings(spec: Spec, catalog: Catalog, services: dict, memo, plan_cost: flo
     """Per training workload, the most its own cost floor may be (floors.py): the plan's cost, less
     every other workload's least cost (with a margin for rounding)."""
     from compiler.estimate import floors
-    from compiler.estimate.build import node_hours_floor
-    from compiler.estimate.models import resolve_model
-    from compiler.estimate.options import hardware_options
     from compiler.optimize.formulate import demand_series
 
     least: dict[str, float] = {}
@@ -59,17 +56,27 @@ def _ceilings(spec: Spec, catalog: Catalog, services: dict, memo, plan_cost: flo
             least[w.name] = floors.service_least(spec, w, list(services[w.name]),
                                                  demand_series(w, spec.horizon_months), catalog)
             continue
-        model = resolve_model(w.model, catalog)
-        options = []
-        for hw in (hardware_options(spec, w, catalog) if model is not None else ()):
-            floor = node_hours_floor(w, model, hw, 1, catalog, memo)
-            if floor is not None:
-                options += [(hw, spot, floor[0]) for spot in (False, True)
-                            if not spot or (w.interruptible and hw.spot_usd_h is not None)]
-        least[w.name] = floors.training_least(spec, w, options, catalog)
+        least[w.name] = floors.training_least(spec, w, _one_node_floors(spec, w, catalog, memo), catalog)
     total = sum(least.values())
     return {w.name: plan_cost * (1 + 1e-9) + 1e-6 - (total - least[w.name])
             for w in spec.workloads if isinstance(w, TrainingWorkload)}
+
+
+def _one_node_floors(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo) -> list[tuple]:
+    """(hardware, spot, node-hours floor) for every option and pricing variant the training
+    workload's scan may size: build.node_hours_floor at one node, which every count runs."""
+    from compiler.estimate.build import node_hours_floor
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+
+    model = resolve_model(w.model, catalog)
+    out = []
+    for hw in (hardware_options(spec, w, catalog) if model is not None else ()):
+        floor = node_hours_floor(w, model, hw, 1, catalog, memo)
+        if floor is not None:
+            out += [(hw, spot, floor[0]) for spot in (False, True)
+                    if not spot or (w.interruptible and hw.spot_usd_h is not None)]
+    return out
 
 
 def longest_scan(spec: Spec, catalog: Catalog) -> int:
@@ -78,21 +85,12 @@ def longest_scan(spec: Spec, catalog: Catalog) -> int:
     stop comes), or the option's cap. Only decides whether a first plan on a sample pays."""
     import math
 
-    from compiler.estimate.build import Memo, node_cap, node_hours_floor
-    from compiler.estimate.models import resolve_model
-    from compiler.estimate.options import hardware_options
+    from compiler.estimate.build import Memo, node_cap
     from compiler.spec import HOURS_PER_MONTH
 
     memo, longest = Memo(), 0
     for w in spec.workloads:
-        model = resolve_model(w.model, catalog) if isinstance(w, TrainingWorkload) else None
-        if model is None or (w.pin and w.pin.gpus):
-            continue
-        total = 0
-        for hw in hardware_options(spec, w, catalog):
-            floor = node_hours_floor(w, model, hw, 1, catalog, memo)
-            if floor is not None:
-                variants = 2 if w.interruptible and hw.spot_usd_h is not None else 1
-                total += variants * min(node_cap(spec, hw, catalog), math.ceil(floor[0] / HOURS_PER_MONTH) + 1)
-        longest = max(longest, total)
+        if isinstance(w, TrainingWorkload) and not (w.pin and w.pin.gpus):
+            longest = max(longest, sum(min(node_cap(spec, hw, catalog), math.ceil(base / HOURS_PER_MONTH) + 1)
+                                       for hw, _spot, base in _one_node_floors(spec, w, catalog, memo)))
     return longest
