@@ -14,6 +14,8 @@ from typing import Any
 
 # How SolverInfo.gap_note begins for the improving rounds' plan taken without a search
 NO_SEARCH_NOTE = "This is the improving rounds' plan, with no branch-and-bound search"
+# ... and for the month windows' plan on a small platform
+MONTHS_NOTE = "This is the month windows' plan, with no branch-and-bound search"
 
 
 @dataclass(frozen=True)

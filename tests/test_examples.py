@@ -53,7 +53,10 @@ def test_example_matches_golden_tree(name, compiled, golden):
     golden(f"examples/{name}", _stable(compiled[name]))
 
 
-STOPS_AT_NODE_LIMIT = {"multi-region-inference": 0.25}   # example -> the gap it must stay below
+# example -> (the gap it must stay below, the most it may cost): multi-region-inference ends with
+# the month windows' plan, proven within 1% by the month floors; its cost is at most the best plan
+# known before them ($1,618,451: HiGHS, 8 minutes, no node limit, at today's estimates).
+STOPS_SHORT_OF_A_PROOF = {"multi-region-inference": (0.01, 1_618_451)}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -65,13 +68,12 @@ def test_example_plan_is_valid_and_complete(name, compiled):
     spec = yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text())
     assert sorted(w["name"] for w in plan["workloads"]) == sorted(w["name"] for w in spec["workloads"])
     # Every example proves its optimum within the default node limit except multi-region-
-    # inference: with every serving candidate kept (exact model) CBC's LP bound on whole-node
-    # packing stays about 23% below its plan ($1.76M) after 1,000 nodes. It must say so, not
-    # claim more (issue 16 is to close it).
+    # inference, which must say how close it is, not claim more.
     s = plan["solver"]
-    if name in STOPS_AT_NODE_LIMIT:
-        assert s["status"] == "feasible" and 0 < s["gap"] < STOPS_AT_NODE_LIMIT[name]
-        assert s["best_bound_usd"] < s["objective_usd"] == plan["total_cost_usd"]
+    if name in STOPS_SHORT_OF_A_PROOF:
+        gap, most = STOPS_SHORT_OF_A_PROOF[name]
+        assert s["status"] == "feasible" and 0 < s["gap"] <= gap
+        assert s["best_bound_usd"] < s["objective_usd"] == plan["total_cost_usd"] <= most
     else:
         assert s["status"] == "optimal"
     assert plan["total_cost_usd"] > 0

@@ -30,6 +30,13 @@ MAX_NODES = 1000
 # on CBC's plan with a higher bound in 53 s and 77 s (CBC's 1,000: 49 s and 62 s).
 HIGHS_NODES = 100
 
+# The month windows' plan is the compile's answer, with no branch-and-bound search after it, where
+# it is proven within this of the optimum (the LP bound with the month floors); otherwise the
+# search starts from it. --max-nodes, --time-limit or --gap always run the search.
+MONTHS_GAP = 0.01
+# The relative gap at which a plan counts as proven optimal: HiGHS's mip_rel_gap in solve.py.
+PROVEN_GAP = 1e-4
+
 
 @dataclass(frozen=True)
 class SolveOptions:
@@ -47,6 +54,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
     from compiler.optimize.improve import improve, search_skipped
+    from compiler.optimize.month_floors import with_month_floors
+    from compiler.optimize.month_search import month_search, search_plan
     from compiler.optimize.solve import HighsModel, relative_gap, solve
     from compiler.optimize.start import greedy_start
 
@@ -57,7 +66,6 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         raise CompileError(missing, exit_code=EXIT_INFEASIBLE)
     say(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
     solver = solver_for(problem, options.solver)
-
     start = greedy_start(problem)
     time_limit = options.time_limit
     rounds_seconds, bound = 0.0, None
@@ -69,7 +77,21 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             models.append(HighsModel(problem))
         return models[k]
 
-    if start is not None:
+    # Small platforms whose replicas of several months are integers: month floors raise the
+    # bound and month windows find the plan (month_floors.py, month_search.py); their seconds
+    # count as the rounds' do. Larger ones go through the improving rounds.
+    searched_months = start is not None and months_searched(problem)
+    if searched_months:
+        t0 = time.perf_counter()
+        problem = with_month_floors(problem)
+        say(f"month floors: {sum(c.name.startswith('month_floor[') for c in problem.constraints)} blocks")
+        start = month_search(problem, start, highs(), search_plan(problem), say=say)
+        lp = highs().solve(relax=True)
+        bound = lp.objective if lp.has_solution else None
+        rounds_seconds = time.perf_counter() - t0
+        if time_limit is not None:
+            time_limit = max(0.1, time_limit - rounds_seconds)
+    if start is not None and not searched_months:
         # Improving rounds on large platforms (improve.py); with a time limit they take at most
         # half of it and the main search the rest.
         t0 = time.perf_counter()
@@ -86,8 +108,12 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     price = solve
     max_nodes = options.max_nodes
     nodes_asked = options.nodes_given or options.max_nodes != MAX_NODES
-    if bound is not None and search_skipped(problem, options.time_limit, nodes_asked):
+    within = searched_months and bound is not None and options.gap is None and not nodes_asked \
+        and options.time_limit is None and _gap_of(start, bound, highs()) <= MONTHS_GAP
+    if bound is not None and (within or search_skipped(problem, options.time_limit, nodes_asked)):
         sol, price = unsearched(start, bound, highs(), solver)
+        if within and sol.has_solution and sol.gap <= PROVEN_GAP:
+            sol = replace(sol, status="optimal")    # proven as a search would have proven it
     elif bound is not None and solver == "highs":
         # the search goes on from the rounds' plan on their own HiGHS model (no second build)
         if not nodes_asked and options.time_limit is None:
@@ -133,6 +159,24 @@ def greedy_plan(candidates: Candidates) -> Plan | None:
     if not sol.has_solution:
         return None
     return decode(problem, replace(sol, status="feasible", best_bound=0.0, gap=1.0, searched=False))
+
+
+def _gap_of(plan, bound: float, model) -> float:
+    from compiler.optimize.solve import relative_gap
+
+    sol = model.solve(fixed=plan)
+    return relative_gap(sol.objective, bound) if sol.has_solution else 1.0
+
+
+def months_searched(problem) -> bool:
+    """Whether the compile adds month floors and runs the month windows: where replicas of two
+    or more months are integers, below the improving rounds' size (improve.MIN_INTEGERS). Above
+    it the rounds find the cheaper plans, and the floors cost more time than they raise the
+    bound (docs/optimizer.md)."""
+    from compiler.optimize import improve
+    from compiler.optimize.month_floors import serving_months
+
+    return improve.integer_count(problem) < improve.MIN_INTEGERS and len(serving_months(problem)) >= 2
 
 
 def solver_for(problem, asked: str) -> str:

@@ -20,7 +20,7 @@ from compiler.optimize import formulate as F
 from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, standalone_cost
 from compiler.optimize.solve import Solution
-from compiler.plan import (NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
@@ -512,6 +512,10 @@ def gap_note(problem, sol) -> str:
     if sol.status == "optimal":
         return f"Optimal within the gap asked for: {floor}"
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
+    if not sol.searched and any(c.name.startswith("month_floor[") for c in problem.constraints):
+        floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound with the month floors"
+        return (f"{MONTHS_NOTE}, proven close enough to stop there (docs/optimizer.md; --time-limit "
+                f"or --max-nodes runs one): {floor}, so this plan is at most {sol.gap:.2%} above the optimum")
     if not sol.searched:
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound"
         text = (f"{NO_SEARCH_NOTE} on a platform this large "

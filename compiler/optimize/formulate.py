@@ -131,6 +131,10 @@ class Variable:
     # fixing then spends most of each root separation round on them (100-workload benchmark:
     # a round's root 25 s -> 10 s). A change of unit only: the model is the same.
     scale: float = 1.0
+    # The month of the horizon the variable decides for (replicas, nodes and node-hours, storage
+    # of month m); None for the ones that span months (a job's candidate, reserved terms, nodes
+    # bought, fabric, a tier's peak). month_floors.py splits the problem by it.
+    month: int | None = None
 
     @property
     def cost(self) -> float:
@@ -338,7 +342,7 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
     path = w.path
     names = [f"mix[{w.name}@{m:03d}#{k:03d}]" for k in range(len(found))]
     for n in names:
-        B.var(n, "binary")
+        B.var(n, "binary", month=m)
     B.con(f"mix[{w.name}@{m:03d}]", "cut", {n: 1.0 for n in names}, "==", 1.0, path,
           f"{w.name} runs one minimal mix of replicas in month {m}")
     out = [(n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)) for n, mix in zip(names, found)]
@@ -393,9 +397,11 @@ class _Builder:
         self.vars: dict[str, Variable] = {}
         self.cons: dict[str, Constraint] = {}
 
-    def var(self, name: str, kind: str, ub: float | None = None, **costs_by_cat: float) -> str:
+    def var(self, name: str, kind: str, ub: float | None = None, *, month: int | None = None,
+            **costs_by_cat: float) -> str:
         if name not in self.vars:
-            self.vars[name] = Variable(name, kind, ub, tuple(sorted((k, v) for k, v in costs_by_cat.items() if v)))
+            self.vars[name] = Variable(name, kind, ub, tuple(sorted((k, v) for k, v in costs_by_cat.items() if v)),
+                                       month=month)
         return name
 
     def add_cost(self, name: str, category: str, usd: float) -> None:
@@ -502,7 +508,7 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             # c alone carries month m with ceil(D/tau) replicas; more never helps (every
             # constraint y appears in is a demand to cover or a resource to spend).
             ub_m = min(replicas_needed(D[m], tau), caps.get(c.id, math.inf))
-            yn = B.var(y_name(c, m), "integer", ub_m)
+            yn = B.var(y_name(c, m), "integer", ub_m, month=m)
             if isinstance(site, OnPremSite):
                 node = cat.onprem_nodes[c.instance]
                 B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
@@ -632,7 +638,7 @@ def _cloud_pools(st: "_State") -> None:
             if pack:
                 # Replicas that each fill whole nodes make the node count integral already.
                 whole = all(v % gpn == 0 for v in pack.values())
-                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND)
+                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND, month=m)
                 B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
                       ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
                 for yn, g in sorted(pack.items()):
@@ -642,7 +648,7 @@ def _cloud_pools(st: "_State") -> None:
                 add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
             if not hours:
                 continue
-            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0,
+            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, month=m,
                        cloud_compute=od_price or 0.0)
             B.vars[un] = replace(B.vars[un], scale=HOURS_PER_MONTH)
             terms = {un: 1.0, **{k: -v for k, v in hours.items()}}
@@ -665,7 +671,7 @@ def _cloud_pools(st: "_State") -> None:
                 excess = {}
                 for xn, nh, c in jobs:
                     h = nh / c.nodes
-                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous")
+                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", month=m)
                     row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
                     B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
                           f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}")
@@ -713,8 +719,8 @@ def _free_reserved(B: "_Builder", pool_month: tuple[str, str, int], reserved: li
     than it runs when v > R, chosen or not (found on the 100-workload benchmark: audit A303)."""
     s, i, m = pool_month
     key = f"{s}/{i}@{m:03d}"
-    wn = B.var(f"res_free[{key}]", "continuous", float(most))
-    tn = B.var(res_taken_name(s, i, m), "binary")
+    wn = B.var(f"res_free[{key}]", "continuous", float(most), month=m)
+    tn = B.var(res_taken_name(s, i, m), "binary", month=m)
     B.con(f"res_free[{key}]", "cloud_capacity", {wn: 1.0, vn: 1.0, tn: -float(vbar), **{rn: -1.0 for rn in reserved}},
           "<=", 0.0, f"{path}.pricing", f"jobs run on the reserved nodes at {key} the replicas leave free")
     B.con(tn, "cloud_capacity", {wn: 1.0, tn: float(most)}, "<=", float(most),
@@ -850,8 +856,8 @@ def _storage(st: "_State") -> None:
         big = max(sum(need.values()), max(t.min_tb for t in tiers))
         terms = {k: -v for k, v in need.items()}
         for t in tiers:
-            sn = B.var(stor_name(s, t.name, m), "continuous", None, storage=t.usd_per_tb_month)
-            on = B.var(sopen_name(s, t.name, m), "binary")
+            sn = B.var(stor_name(s, t.name, m), "continuous", None, month=m, storage=t.usd_per_tb_month)
+            on = B.var(sopen_name(s, t.name, m), "binary", month=m)
             terms[sn] = 1.0
             B.con(f"storage_max[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -big}, "<=", 0.0, site.path)
             B.con(f"storage_min[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -t.min_tb}, ">=", 0.0,

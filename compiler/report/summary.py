@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from compiler.plan import NO_SEARCH_NOTE, Plan
+from compiler.plan import MONTHS_NOTE, NO_SEARCH_NOTE, Plan
 from compiler.render.environment import money, percent
 from compiler.report.views import build
 
@@ -47,7 +47,7 @@ def print_summary(plan: Plan, console: Console) -> None:
                       f"--time-limit or --gap); a plan up to {percent(s.gap, 2)} cheaper may exist.")
         if s.gap_note:
             console.print(f"      {s.gap_note}.")
-        if s.name == "cbc" and not s.gap_note.startswith(NO_SEARCH_NOTE):
+        if s.name == "cbc" and not s.gap_note.startswith((NO_SEARCH_NOTE, MONTHS_NOTE)):
             # the 100-workload benchmark: HiGHS ends about 5% cheaper than CBC (docs/optimizer.md);
             # not where no search ran: the rounds run on HiGHS whatever --solver says
             console.print("      --solver highs usually gets closer on platforms this large.")

@@ -78,10 +78,6 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 3
@@ -89,11 +85,7 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas chat-70b-tp4-p5-48xlarge 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 0
+if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
   replicas chat-70b-tp4-g6e-12xlarge 0
@@ -101,60 +93,24 @@ if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
   replicas chat-70b-tp4-p5-48xlarge 1
   true
 fi
-if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 1
-  replicas assistant-8b-tp1-g6e-xlarge 4
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
-  true
-fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 1
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 1
-  replicas assistant-8b-tp1-g6e-xlarge 2
+if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
+  replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
   replicas chat-70b-tp4-g6e-12xlarge 1
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4-p5-48xlarge 1
   true
 fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 1
-  replicas assistant-8b-tp2 1
-  replicas assistant-8b-tp4-g6e-12xlarge 1
-  replicas assistant-8b-tp1-g6e-xlarge 0
+if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
+  replicas assistant-8b-tp1-g6e-xlarge 11
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4-p5-48xlarge 2
   true
 fi
-if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 0
-  replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 2
-  replicas chat-70b-tp4-g6e-12xlarge 2
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-p5-48xlarge 1
-  true
-fi
 if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 2
-  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-g6e-xlarge 12
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -162,11 +118,7 @@ if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
   true
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 2
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 2
-  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 11
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -174,11 +126,7 @@ if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
   true
 fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 2
-  replicas assistant-8b-tp1-g6e-xlarge 3
+  replicas assistant-8b-tp1-g6e-xlarge 12
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -186,11 +134,7 @@ if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 2
-  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 13
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -198,11 +142,7 @@ if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 2
-  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 14
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 1
   replicas chat-70b-tp2 0
@@ -210,13 +150,9 @@ if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   true
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
-  replicas assistant-8b-tp4-g6-12xlarge 0
-  replicas assistant-8b-tp1-g6e-12xlarge 0
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4-g6e-12xlarge 1
-  replicas assistant-8b-tp1-g6e-xlarge 10
+  replicas assistant-8b-tp1-g6e-xlarge 16
   replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 2
+  replicas chat-70b-tp4-g6e-12xlarge 1
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4-p5-48xlarge 2
   true

@@ -80,57 +80,33 @@ fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas assistant-8b-tp2 0
   replicas assistant-8b-tp1 0
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  replicas chat-70b-tp4 2
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 6 ]; then
   replicas assistant-8b-tp2 0
   replicas assistant-8b-tp1 2
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  replicas chat-70b-tp4 1
   true
 fi
-if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 2
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
-  true
-fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 0
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
-  true
-fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 6 ]; then
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 2
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
-  true
-fi
-if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  replicas assistant-8b-tp2 2
-  replicas assistant-8b-tp1 2
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 1
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
-  true
-fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 11 ]; then
+if [ "${month}" -ge 7 ] && [ "${month}" -le 10 ]; then
   replicas assistant-8b-tp2 4
   replicas assistant-8b-tp1 0
-  replicas chat-70b-tp4-standard-nd96amsr-a100-v4 0
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  replicas chat-70b-tp4 2
+  true
+fi
+if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
+  replicas assistant-8b-tp2 4
+  replicas assistant-8b-tp1 0
+  replicas chat-70b-tp8 1
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4 2
   true
 fi
 exit "${failed}"

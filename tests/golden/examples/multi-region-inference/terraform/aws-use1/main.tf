@@ -1,5 +1,5 @@
 # GPU capacity for site aws-use1 as planned: 3 capacity reservation(s),
-# 6 node set(s) (Slurm instances or launch templates, EKS node groups).
+# 5 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 
@@ -36,14 +36,14 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- reservation g6e-12xlarge-reserved-1y: 3 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y[01-03],
+# ---- reservation g6e-12xlarge-reserved-1y: 1 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y01,
 # used by kubernetes. This holds the capacity; the reserved_1y discount
 # itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   instance_type           = "g6e.12xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 3
+  instance_count          = 1
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
@@ -55,14 +55,14 @@ resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation g6e-xlarge-reserved-1y: 10 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-10],
+# ---- reservation g6e-xlarge-reserved-1y: 16 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-16],
 # used by kubernetes. This holds the capacity; the reserved_1y discount
 # itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
   instance_type           = "g6e.xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 10
+  instance_count          = 16
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
@@ -93,72 +93,7 @@ resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
   }
 }
 
-# ---- Kubernetes g6-12xlarge, on_demand: EKS node group of 0 to 2 node(s)
-# (g6.12xlarge, 4x L4), autoscaled.
-resource "aws_launch_template" "g6_12xlarge_on_demand_kubernetes" {
-  name_prefix = "${var.name_prefix}-g6-12xlarge-on-demand-k8s-"
-
-  placement {
-    group_name = aws_placement_group.gpu.name
-  }
-
-  network_interfaces {
-    device_index          = 0
-    security_groups       = [aws_security_group.efa.id]
-    delete_on_termination = true
-  }
-
-  metadata_options {
-    http_tokens = "required"
-  }
-
-  tag_specifications {
-    resource_type = "instance"
-    tags = {
-      "infra-compile.io/pool"    = "g6-12xlarge"
-      "infra-compile.io/pricing" = "on_demand"
-    }
-  }
-}
-
-resource "aws_eks_node_group" "g6_12xlarge_on_demand_kubernetes" {
-  cluster_name    = var.eks_cluster_name
-  node_group_name = "${var.name_prefix}-g6-12xlarge-on-demand-k8s"
-  node_role_arn   = var.node_role_arn
-  subnet_ids      = [var.subnet_id]
-  instance_types  = ["g6.12xlarge"]
-  ami_type        = "AL2023_x86_64_NVIDIA"
-  capacity_type   = "ON_DEMAND"
-
-  scaling_config {
-    desired_size = 0
-    min_size     = 0
-    max_size     = 2
-  }
-
-  launch_template {
-    id      = aws_launch_template.g6_12xlarge_on_demand_kubernetes.id
-    version = aws_launch_template.g6_12xlarge_on_demand_kubernetes.latest_version
-  }
-
-  labels = {
-    "infra-compile.io/pool"    = "g6-12xlarge"
-    "infra-compile.io/pricing" = "on_demand"
-  }
-
-  taint {
-    key    = "nvidia.com/gpu"
-    value  = "present"
-    effect = "NO_SCHEDULE"
-  }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
-  }
-}
-
-# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 3 to 3 node(s)
+# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 1 to 1 node(s)
 # (g6e.12xlarge, 4x L40S), fixed size.
 # The nodes start inside reservation g6e-12xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
@@ -203,9 +138,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 3
-    min_size     = 3
-    max_size     = 3
+    desired_size = 1
+    min_size     = 1
+    max_size     = 1
   }
 
   launch_template {
@@ -290,7 +225,7 @@ resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 10 to 10 node(s)
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 16 to 16 node(s)
 # (g6e.xlarge, 1x L40S), fixed size.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_xlarge_reserved_1y_kubernetes" {
@@ -335,9 +270,9 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 10
-    min_size     = 10
-    max_size     = 10
+    desired_size = 16
+    min_size     = 16
+    max_size     = 16
   }
 
   launch_template {
@@ -357,7 +292,7 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 4 node(s)
+# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 1 node(s)
 # (g6e.xlarge, 1x L40S), autoscaled.
 resource "aws_launch_template" "g6e_xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-xlarge-on-demand-k8s-"
@@ -397,7 +332,7 @@ resource "aws_eks_node_group" "g6e_xlarge_on_demand_kubernetes" {
   scaling_config {
     desired_size = 0
     min_size     = 0
-    max_size     = 4
+    max_size     = 1
   }
 
   launch_template {

@@ -16,7 +16,7 @@ resource "azurerm_proximity_placement_group" "gpu" {
   zone                = var.zone
 }
 
-# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: 1 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y01,
+# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: 2 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y[01-02],
 # used by kubernetes. An on-demand capacity reservation holds the VMs (the
 # reservation discount is bought on the billing account). Reserved VMs cannot join a proximity
 # placement group; the scale set's single placement group keeps them on one fabric.
@@ -34,7 +34,7 @@ resource "azurerm_capacity_reservation" "standard_nd96amsr_a100_v4_reserved_1y" 
 
   sku {
     name     = "Standard_ND96amsr_A100_v4"
-    capacity = 1
+    capacity = 2
   }
 }
 
@@ -60,7 +60,7 @@ resource "azurerm_capacity_reservation" "standard_nd96isr_h100_v5_reserved_1y" {
   }
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 1 to 1 node(s)
+# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 2 to 2 node(s)
 # (Standard_ND96amsr_A100_v4, 8x A100-80GB), fixed size.
 # The nodes start inside reservation standard-nd96amsr-a100-v4-reserved-1y.
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reserved_1y_kubernetes" {
@@ -69,7 +69,7 @@ resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reser
   vm_size               = "Standard_ND96amsr_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = 1
+  node_count            = 2
 
   capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
 

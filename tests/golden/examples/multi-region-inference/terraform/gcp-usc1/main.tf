@@ -30,7 +30,7 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- reservation a3-ultragpu-8g-reserved-1y: 2 x a3-ultragpu-8g, reserved_1y, nodes a3-ultragpu-8g-r1y[01-02],
+# ---- reservation a3-ultragpu-8g-reserved-1y: 1 x a3-ultragpu-8g, reserved_1y, nodes a3-ultragpu-8g-r1y01,
 # used by kubernetes. A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
 resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
@@ -40,7 +40,7 @@ resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
   specific_reservation_required = true
 
   specific_reservation {
-    count = 2
+    count = 1
     instance_properties {
       machine_type = "a3-ultragpu-8g"
       guest_accelerators {
@@ -51,7 +51,7 @@ resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
   }
 }
 
-# ---- reservation g2-standard-96-reserved-1y: 1 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y01,
+# ---- reservation g2-standard-96-reserved-1y: 5 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-05],
 # used by kubernetes. A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
 resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
@@ -61,7 +61,7 @@ resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
   specific_reservation_required = true
 
   specific_reservation {
-    count = 1
+    count = 5
     instance_properties {
       machine_type = "g2-standard-96"
       guest_accelerators {
@@ -72,60 +72,7 @@ resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
   }
 }
 
-# ---- Kubernetes a2-ultragpu-1g, on_demand: GKE node pool of 0 to 1 node(s)
-# (a2-ultragpu-1g, 1x A100-80GB), autoscaled.
-resource "google_container_node_pool" "a2_ultragpu_1g_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-a2-ultragpu-1g-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 0
-  autoscaling {
-    min_node_count = 0
-    max_node_count = 1
-  }
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "a2-ultragpu-1g"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-a100-80gb"
-      count = 1
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool"    = "a2-ultragpu-1g"
-      "infra-compile.io/pricing" = "on_demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
-  }
-}
-
-# ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 2 to 2 node(s)
+# ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 1 to 1 node(s)
 # (a3-ultragpu-8g, 8x H200), fixed size.
 # The nodes start inside reservation a3-ultragpu-8g-reserved-1y.
 resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
@@ -133,7 +80,7 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 2
+  node_count     = 1
 
   placement_policy {
     type = "COMPACT"
@@ -181,6 +128,59 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
         subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
       }
     }
+  }
+}
+
+# ---- Kubernetes g2-standard-24, on_demand: GKE node pool of 0 to 1 node(s)
+# (g2-standard-24, 2x L4), autoscaled.
+resource "google_container_node_pool" "g2_standard_24_on_demand_kubernetes" {
+  name           = "${var.name_prefix}-g2-standard-24-on-demand-k8s"
+  cluster        = var.gke_cluster
+  location       = var.region
+  node_locations = [var.zone]
+
+  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
+  initial_node_count = 0
+  autoscaling {
+    min_node_count = 0
+    max_node_count = 1
+  }
+
+  placement_policy {
+    type = "COMPACT"
+  }
+
+  node_config {
+    machine_type = "g2-standard-24"
+    spot         = false
+
+    guest_accelerator {
+      type  = "nvidia-l4"
+      count = 2
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+
+    labels = {
+      "infra-compile.io/pool"    = "g2-standard-24"
+      "infra-compile.io/pricing" = "on_demand"
+    }
+
+    taint {
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }
+  }
+
+  # The cluster autoscaler changes the node count between the bounds.
+  lifecycle {
+    ignore_changes = [initial_node_count]
   }
 }
 
@@ -237,7 +237,7 @@ resource "google_container_node_pool" "g2_standard_48_on_demand_kubernetes" {
   }
 }
 
-# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 1 to 1 node(s)
+# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 5 to 5 node(s)
 # (g2-standard-96, 8x L4), fixed size.
 # The nodes start inside reservation g2-standard-96-reserved-1y.
 resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
@@ -245,7 +245,7 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 1
+  node_count     = 5
 
   placement_policy {
     type = "COMPACT"
@@ -286,7 +286,7 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 0 to 3 node(s)
+# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 0 to 1 node(s)
 # (g2-standard-96, 8x L4), autoscaled.
 resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
   name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
@@ -298,7 +298,7 @@ resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
   initial_node_count = 0
   autoscaling {
     min_node_count = 0
-    max_node_count = 3
+    max_node_count = 1
   }
 
   placement_policy {

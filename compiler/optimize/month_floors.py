@@ -1,0 +1,150 @@
+r"""Month floors: valid inequalities that hand the LP each month's own integer cost.
+
+Where services share nodes, the LP relaxation spreads fractions of nodes and replicas over the
+pools of every month, and a branch-and-bound search has to close that loss month by month: months
+whose integer problems each close in a fraction of a second, searched as one tree, close slowly
+(docs/optimizer.md has the figures). Yet the months are coupled only through
+a few variables that span them (reserved terms, a job's candidate, nodes bought). This module
+splits the problem along that seam and gives each month a floor.
+
+The cut
+-------
+The horizon is cut into blocks B of BLOCK_MONTHS consecutive months. Let V_B be the variables of
+B's months (Variable.month in B), R_B the rows whose month variables all lie in B together with
+the rows over spanning variables only that reach B (a job's one-candidate row: split() says
+which), and L_B the spanning variables in R_B. For any weights pi_l >= 0 on l in L_B,
+
+    F_B = min  sum_{v in V_B} cost_v v + sum_{l in L_B} pi_l l
+          s.t. the rows R_B, every variable's bounds and integrality
+
+is a relaxation of the whole problem projected onto V_B and L_B: every plan satisfies R_B, so
+
+    month_floor[B]:  sum_{v in V_B} cost_v v + sum_{l in L_B} pi_l l >= F_B
+
+holds for every plan. It is a valid inequality (group `cut`): the model keeps exactly its integer
+plans and its optimum. F_B is the sub-problem's proven bound (its dual bound when the node limit
+stops it first), so the cut stays valid whether or not the block is solved to the end.
+
+The weights split each spanning variable's cost evenly over the months it reaches (a reserved node
+of a 1-year term bought in month a: its price for each month it covers; a job's candidate: its
+cost over the job's window). Then the left sides summed over the blocks are at most the
+objective, so the LP's bound is at least sum_B F_B: every pair of months solved in whole nodes
+and replicas, with reserved nodes priced per month as if each block could buy its own.
+
+Where the floors are built
+--------------------------
+Only for blocks with integer serving variables (replicas, mixes, nodes), on the platforms
+optimize.months_searched picks. Each block's sub-problem is one HiGHS model stopped after
+BLOCK_NODES nodes: where it stops is the same on every machine.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from compiler.optimize.formulate import Constraint, Problem, Variable
+
+BLOCK_MONTHS = 2       # months per block
+BLOCK_NODES = 2000     # branch-and-bound nodes of one block's sub-problem
+TOLERANCE = 1e-7       # relative: a floor is lowered by this much against the solver's rounding
+
+
+def blocks(problem: Problem, size: int) -> tuple[frozenset[int], ...]:
+    """The horizon cut into runs of `size` consecutive months, each holding a serving month."""
+    serving = serving_months(problem)
+    H = problem.spec.horizon_months
+    runs = (frozenset(range(a, min(H, a + size))) for a in range(0, H, size))
+    return tuple(b for b in runs if b & serving)
+
+
+@dataclass(frozen=True)
+class Split:
+    """The problem cut along its months: each block's rows R_B and each spanning variable's
+    weight pi_{l,B} in the block's floor."""
+    rows: Mapping[frozenset[int], tuple[Constraint, ...]]
+    weights: Mapping[tuple[str, frozenset[int]], float]
+
+
+def split(problem: Problem, size: int) -> Split:
+    """R_B: the rows whose month variables all lie in B (local rows), and the rows over spanning
+    variables only (a job's one-candidate row, a pool's fabric) that reach B: such a row reaches
+    the months M_r its variables are held in by local rows. A spanning variable's months M*_l are
+    those of its local rows and of the spanning rows that hold it (a job's every candidate
+    spans its whole window, whichever months that candidate runs in), and its cost is split
+    evenly over them: pi_{l,B} = cost_l |M*_l & B| / |M*_l|. Summed over the blocks the weights
+    are at most the cost, which is what makes sum_B F_B a bound on the objective."""
+    month = {v.name: v.month for v in problem.variables}
+    cuts = blocks(problem, size)
+    block_of = {m: b for b in cuts for m in b}
+    local: dict[frozenset[int], list[Constraint]] = {b: [] for b in cuts}
+    spanning_rows: list[Constraint] = []
+    held_in: dict[str, set[int]] = defaultdict(set)        # M_l
+    for c in problem.constraints:
+        months = {month[n] for n, _ in c.terms if month[n] is not None}
+        if not months:
+            if c.terms:
+                spanning_rows.append(c)
+            continue
+        home = {block_of.get(m) for m in months}
+        if len(home) != 1 or None in home:
+            continue       # a row across blocks (the cloud share) or outside them: left out
+        local[home.pop()].append(c)
+        for n, _ in c.terms:
+            if month[n] is None:
+                held_in[n] |= months
+    reach = {c.name: set().union(*(held_in.get(n, set()) for n, _ in c.terms)) for c in spanning_rows}
+    months_of: dict[str, set[int]] = {n: set(ms) for n, ms in held_in.items()}    # M*_l
+    for c in spanning_rows:
+        for n, _ in c.terms:
+            months_of.setdefault(n, set()).update(reach[c.name])
+    rows = {b: tuple(local[b]) + tuple(c for c in spanning_rows if reach[c.name] & b) for b in cuts}
+    cost = {v.name: max(0.0, v.cost) for v in problem.variables}
+    weights = {(n, b): cost[n] * len(ms & b) / len(ms) for n, ms in months_of.items() if ms
+               for b in cuts if ms & b}
+    return Split(rows, weights)
+
+
+def serving_months(problem: Problem) -> set[int]:
+    """Months with integer replica, mix or node variables: where the LP loses whole nodes."""
+    return {v.month for v in problem.variables if v.month is not None and v.kind != "continuous"
+            and v.name.startswith(("y[", "mix[", "inodes["))}
+
+
+def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> tuple[Constraint, ...]:
+    """The month_floor rows of every block of `size` months with a serving month (none for a
+    block whose sub-problem proves no bound above 0)."""
+    from compiler.optimize.solve import HighsModel
+
+    cut = split(problem, size)
+    by_name = {v.name: v for v in problem.variables}
+    out = []
+    for block, rs in cut.rows.items():
+        names = sorted({n for c in rs for n, _ in c.terms})
+        coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
+                for n in names}
+        sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
+                      constraints=tuple(rs))
+        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=0.0)
+        bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
+        if bound is None or not bound > 0:
+            continue
+        first, last = min(block), max(block)
+        out.append(Constraint(
+            f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
+            ">=", bound - TOLERANCE * abs(bound), "$.horizon_months",
+            f"valid inequality: months {first}-{last} cost at least their own whole-node plan"))
+    return tuple(out)
+
+
+def with_month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> Problem:
+    """The problem with its month floors added (the same integer plans and optimum)."""
+    floors = month_floors(problem, size, max_nodes)
+    if not floors:
+        return problem
+    return replace(problem, constraints=tuple(sorted(problem.constraints + floors, key=lambda c: c.name)))
+
+
+def _costing(v: Variable, usd: float) -> Variable:
+    return replace(v, costs=(("floor", usd),) if usd else ())

@@ -1,0 +1,95 @@
+"""Month windows: a plan for small platforms whose services share nodes, found a few months at a time.
+
+The months of a serving platform are coupled only through the variables that span them (reserved
+terms, a job's candidate, nodes bought): held at a plan's values outside a few consecutive
+months, the rest is a small problem that HiGHS solves in a second or two. Each round frees every
+integer variable of one window of months and every spanning one (so the reserved terms and jobs
+are re-planned around the window), holds the other months' at the incumbent's values, and starts
+from the incumbent; the round's plan replaces the incumbent only if it is cheaper. Windows slide
+over the horizon, overlapping, and the cycle repeats until one finds nothing cheaper.
+
+Large-neighbourhood search (as improve.py's rounds on large platforms, whose windows are sized by
+integers, not months): it only finds plans, and proves nothing. The compile's bound comes from the
+search that follows, which starts from the plan found here. Every round stops after a fixed number
+of nodes, so the plan is the same on every machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from compiler.optimize.formulate import Problem
+
+
+@dataclass(frozen=True)
+class Window:
+    first: int      # months first..last (inclusive) are free
+    last: int
+
+    def __str__(self) -> str:
+        return f"months {self.first}-{self.last}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The search, declared: its windows in the order they run, each round's node budget, and the
+    most cycles over them."""
+    windows: tuple[Window, ...]
+    nodes: int
+    cycles: int
+
+
+WIDTH = 2           # months a window frees
+STEP = 1            # months between the starts of two windows
+ROUND_NODES = 200   # branch-and-bound nodes of one round
+CYCLES = 4          # passes over the windows at most
+REVERSED = True
+
+
+def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: int = ROUND_NODES,
+                cycles: int = CYCLES) -> Plan:
+    """Windows of `width` months every `step` months over the months that hold serving integers."""
+    serving = sorted({v.month for v in problem.variables
+                      if v.month is not None and v.kind != "continuous"})
+    if len(serving) < 2:
+        return Plan((), nodes, 0)
+    first, last = serving[0], serving[-1]
+    windows = []
+    for a in range(first, last + 1, step):
+        windows.append(Window(a, min(last, a + width - 1)))
+        if a + width - 1 >= last:
+            break
+    return Plan(tuple(reversed(windows)) if REVERSED else tuple(windows), nodes, cycles)
+
+
+def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
+                 say: Callable[[str], None] = lambda _m: None) -> dict[str, float]:
+    """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`)."""
+    integers = [v for v in problem.variables if v.kind != "continuous"]
+    incumbent = {v.name: float(round(start.get(v.name, 0.0))) for v in integers}
+    first = model.solve(fixed=incumbent)
+    if not first.has_solution:
+        return incumbent
+    best = first.objective
+    # Round-robin over the windows until every window has run once on the incumbent it left
+    # behind: a window that last found nothing on this very plan would find nothing again.
+    failed_on: dict[Window, int] = {}
+    version, rounds = 0, 0
+    while rounds < plan.cycles * len(plan.windows):
+        w = plan.windows[rounds % len(plan.windows)]
+        rounds += 1
+        if failed_on.get(w) == version:
+            if all(failed_on.get(x) == version for x in plan.windows):
+                break
+            continue
+        held = {v.name: incumbent[v.name] for v in integers
+                if v.month is not None and not w.first <= v.month <= w.last}
+        sol = model.solve(fixed=held, start=incumbent, max_nodes=plan.nodes)
+        if sol.has_solution and sol.objective < best - 1e-6 * max(1.0, abs(best)):
+            best, version = sol.objective, version + 1
+            incumbent = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
+        else:
+            failed_on[w] = version
+        say(f"month windows: {w} round {(rounds - 1) // len(plan.windows) + 1}: ${best:,.0f}")
+    return incumbent

@@ -1,0 +1,137 @@
+"""Month floors (compiler/optimize/month_floors.py) and month windows (month_search.py).
+
+The floors are valid inequalities: the oracle is the same model solved to its end without them
+(HiGHS, no node limit), whose optimum must satisfy every floor and stay the optimum with them.
+The hand-worked case checks the bound the floors give against a figure worked on paper."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from compiler.optimize.formulate import Constraint, Problem, Variable, formulate
+from compiler.optimize.month_floors import blocks, month_floors, serving_months, split, with_month_floors
+from compiler.optimize.month_search import Window, month_search, search_plan
+from compiler.optimize.solve import HighsModel
+from compiler.optimize.start import greedy_start
+from compiler.pipeline import estimate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hand_problem() -> Problem:
+    """Two months. Each month a service needs 4/3 of a replica (3 y_m >= 4: two whole ones), every
+    replica needs a node that month: on demand at $4 (u_m) or a reserved one (r, $10, both
+    months: $5 a month). By hand: two replicas a month, on demand, $8 a month, $16 in all (two
+    reserved nodes: $20). The LP without floors: y_m = u_m = 4/3, $10.67."""
+    v = [Variable("y[a@000]", "integer", 2, month=0), Variable("y[a@001]", "integer", 2, month=1),
+         Variable("ondemand[p@000]", "continuous", costs=(("cloud_compute", 4.0),), month=0),
+         Variable("ondemand[p@001]", "continuous", costs=(("cloud_compute", 4.0),), month=1),
+         Variable("reserved[p@000]", "integer", costs=(("cloud_compute", 10.0),))]
+    c = []
+    for m in (0, 1):
+        c.append(Constraint(f"demand[a@{m:03d}]", "demand", ((f"y[a@{m:03d}]", 3.0),), ">=", 4.0))
+        c.append(Constraint(f"ondemand[p@{m:03d}]", "cloud_capacity",
+                            ((f"ondemand[p@{m:03d}]", 1.0), ("reserved[p@000]", 1.0), (f"y[a@{m:03d}]", -1.0)),
+                            ">=", 0.0))
+    return Problem(spec=SimpleNamespace(horizon_months=2), candidates=None, chosen_from={},
+                   variables=tuple(v), constraints=tuple(c))
+
+
+def test_hand_worked_floors_prove_the_optimum_at_the_root():
+    p = _hand_problem()
+    assert HighsModel(p).solve(relax=True).objective == pytest.approx(32 / 3)
+    for size in (1, 2):
+        q = with_month_floors(p, size=size)
+        floors = [c for c in q.constraints if c.name.startswith("month_floor[")]
+        # size 1: each month alone, r at $5 a month: min(2 x $4, 2 x $5) = $8; size 2: $16
+        assert [c.rhs for c in floors] == pytest.approx([8.0, 8.0] if size == 1 else [16.0], rel=1e-6)
+        assert HighsModel(q).solve(relax=True).objective == pytest.approx(16.0, rel=1e-6)
+        assert HighsModel(q).solve().objective == pytest.approx(16.0)
+
+
+def test_weights_split_a_spanning_cost_over_its_months():
+    p = _hand_problem()
+    (floor,) = month_floors(p, size=2)
+    assert dict(floor.terms)["reserved[p@000]"] == pytest.approx(10.0)      # $5 + $5
+    one = month_floors(p, size=1)
+    assert [dict(c.terms)["reserved[p@000]"] for c in one] == pytest.approx([5.0, 5.0])
+
+
+def test_a_jobs_candidates_share_its_cost_over_its_whole_window():
+    """A job with two candidates, one running in month 0 ($6), one in month 1 ($10), and a
+    service needing one replica a month ($1). Each candidate's cost is split over both months,
+    the months its one-candidate row reaches, so each month's floor holds the job's row and
+    prices it at half: min($3, $5) + $1 = $4 a month, $8 in all: the optimum ($6 + 2 x $1)."""
+    v = [Variable("y[s@000]", "integer", 2, costs=(("c", 1.0),), month=0),
+         Variable("y[s@001]", "integer", 2, costs=(("c", 1.0),), month=1),
+         Variable("x[a]", "binary", costs=(("c", 6.0),)), Variable("x[b]", "binary", costs=(("c", 10.0),))]
+    c = [Constraint("one[job]", "one", (("x[a]", 1.0), ("x[b]", 1.0)), "==", 1.0),
+         Constraint("demand[s@000]", "demand", (("y[s@000]", 1.0),), ">=", 1.0),
+         Constraint("demand[s@001]", "demand", (("y[s@001]", 1.0),), ">=", 1.0),
+         Constraint("capacity[000]", "capacity", (("x[a]", 1.0), ("y[s@000]", 1.0)), "<=", 2.0),
+         Constraint("capacity[001]", "capacity", (("x[b]", 1.0), ("y[s@001]", 1.0)), "<=", 2.0)]
+    p = Problem(spec=SimpleNamespace(horizon_months=2), candidates=None, chosen_from={},
+                variables=tuple(v), constraints=tuple(c))
+    cut = split(p, 1)
+    for b in (frozenset({0}), frozenset({1})):
+        assert "one[job]" in {r.name for r in cut.rows[b]}
+        assert (cut.weights[("x[a]", b)], cut.weights[("x[b]", b)]) == pytest.approx((3.0, 5.0))
+    assert [f.rhs for f in month_floors(p, size=1)] == pytest.approx([4.0, 4.0], rel=1e-6)
+
+
+def _short(tmp_path: Path, months: int) -> Path:
+    """examples/multi-region-inference.yaml over its first `months` months: both services share
+    pools and reserved terms; small enough to solve to the end without floors."""
+    doc = yaml.safe_load((ROOT / "examples/multi-region-inference.yaml").read_text())
+    doc = copy.deepcopy(doc)
+    doc["horizon_months"] = months
+    out = tmp_path / f"mri-{months}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def short_problem(tmp_path_factory):
+    candidates, _doc = estimate(_short(tmp_path_factory.mktemp("floors"), 3))
+    return formulate(candidates)
+
+
+def test_floors_keep_the_optimum_and_every_optimal_plan_satisfies_them(short_problem):
+    p = short_problem
+    plain = HighsModel(p).solve(gap=0.0)
+    assert plain.status == "optimal"
+    q = with_month_floors(p)
+    floors = [c for c in q.constraints if c.name.startswith("month_floor[")]
+    assert floors, "serving months get floors"
+    for c in floors:    # the oracle's optimum satisfies every cut
+        assert sum(a * plain.values[n] for n, a in c.terms) >= c.rhs - 1e-6 * abs(c.rhs)
+    with_floors = HighsModel(q).solve(gap=0.0)
+    assert with_floors.status == "optimal"
+    assert with_floors.objective == pytest.approx(plain.objective, rel=1e-6)
+    # and the bound is no weaker: the LP with floors is at least the LP without
+    assert HighsModel(q).solve(relax=True).objective >= HighsModel(p).solve(relax=True).objective - 1e-6
+
+
+def test_blocks_cover_the_serving_months(short_problem):
+    months = serving_months(short_problem)
+    assert months == {0, 1, 2}
+    assert blocks(short_problem, 2) == (frozenset({0, 1}), frozenset({2}))
+
+
+def test_month_windows_never_end_dearer_than_their_start(short_problem):
+    q = with_month_floors(short_problem)
+    model = HighsModel(q)
+    start = greedy_start(q)
+    plan = search_plan(q)
+    assert plan.windows == (Window(1, 2), Window(0, 1))     # the latest months first
+    found = month_search(q, start, model, plan)
+    before, after = model.solve(fixed=start), model.solve(fixed=found)
+    assert after.has_solution and after.objective <= before.objective + 1e-6
+    optimum = HighsModel(q).solve(gap=0.0).objective
+    assert after.objective >= optimum - 1e-6 * optimum          # a plan, never below the optimum
