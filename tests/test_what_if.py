@@ -1,0 +1,99 @@
+"""What-ifs compare inputs, not solver runs.
+
+A design review cuts one GPU type's prices and compiles again. The cut is a relaxation: every plan
+of the base spec is still a plan, at no higher cost, so the optimum cannot rise. The oracle is
+that inequality between two independent compiles of the shipped examples, one GPU type at a time
+(every cloud price of its instances, every pricing and region, and its on-prem nodes' capex, 20%
+lower), together with the claim each compile makes: a plan proven within 1% of its optimum.
+Without both, the difference between two plans would be the solver's, not the input's."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from compiler.estimate import estimate as estimate_stage
+from compiler.optimize import optimize
+from compiler.pipeline import validate
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples").glob("*.yaml"))
+CUT = 0.8
+PROVEN = 0.01      # the most gap a compile may report here
+
+
+def cheaper(catalog, gpu: str, factor: float = CUT):
+    """The catalog with every price of `gpu`'s cloud instances and its on-prem nodes' capex
+    multiplied by `factor`."""
+    def scaled(p):
+        return replace(p, **{k: None if getattr(p, k) is None else getattr(p, k) * factor
+                             for k in ("on_demand", "spot", "reserved_1y", "reserved_3y")})
+
+    instances = {n: replace(i, prices=tuple(scaled(p) for p in i.prices)) if i.gpu == gpu else i
+                 for n, i in catalog.instances.items()}
+    nodes = {n: replace(o, capex_usd=o.capex_usd * factor) if o.gpu == gpu else o
+             for n, o in catalog.onprem_nodes.items()}
+    return replace(catalog, instances=instances, onprem_nodes=nodes)
+
+
+def _plan(spec, catalog):
+    return optimize(estimate_stage(spec, catalog))
+
+
+@pytest.fixture(scope="module")
+def base():
+    out = {}
+    for name in EXAMPLES:
+        spec, catalog, _doc = validate(ROOT / "examples" / f"{name}.yaml")
+        out[name] = (spec, catalog, _plan(spec, catalog))
+    return out
+
+
+def _cases():
+    cases = []
+    for name in EXAMPLES:
+        spec, catalog, _doc = validate(ROOT / "examples" / f"{name}.yaml")
+        gpus = sorted({c.gpu for cs in estimate_stage(spec, catalog).by_workload.values() for c in cs})
+        cases += [(name, g) for g in gpus]
+    return cases
+
+
+def test_the_examples_cut_prices_of_gpu_types_they_can_use():
+    assert len(_cases()) >= len(EXAMPLES)
+
+
+_cut_plans: dict = {}
+
+
+def _cut(base, name: str, gpu: str):
+    if (name, gpu) not in _cut_plans:
+        spec, catalog, _before = base[name]
+        _cut_plans[name, gpu] = _plan(spec, cheaper(catalog, gpu))
+    return _cut_plans[name, gpu]
+
+
+@pytest.mark.parametrize("name,gpu", _cases())
+def test_a_price_cut_never_gives_a_dearer_plan(base, name, gpu):
+    _spec, _catalog, before = base[name]
+    after = _cut(base, name, gpu)
+    assert after.total_cost_usd <= before.total_cost_usd * (1 + 1e-9), (
+        f"{name}: {gpu} 20% cheaper costs ${after.total_cost_usd:,.2f} > ${before.total_cost_usd:,.2f}")
+
+
+# The what-ifs whose plan the default compile does not yet prove within 1%: the month floors'
+# bound on multi-region-inference with A100, H100 or L40S 20% cheaper stops 1.16-1.17% below
+# the plan (docs/optimizer.md). strict: the day one of them is proven, this list must shrink.
+NOT_YET_PROVEN = {("multi-region-inference", "A100-80GB"), ("multi-region-inference", "H100"),
+                  ("multi-region-inference", "L40S")}
+
+
+@pytest.mark.parametrize("name,gpu", [
+    pytest.param(n, g, marks=pytest.mark.xfail(strict=True, reason="bound 1.16-1.17% below the plan"))
+    if (n, g) in NOT_YET_PROVEN else (n, g) for n, g in _cases()])
+def test_a_what_if_plan_is_proven_within_1pct(base, name, gpu):
+    _spec, _catalog, before = base[name]
+    assert before.solver.gap <= PROVEN, f"{name}: base plan {before.solver.gap:.2%} from its bound"
+    after = _cut(base, name, gpu)
+    assert after.solver.gap <= PROVEN, f"{name}, {gpu} 20% cheaper: {after.solver.gap:.2%} from its bound"
