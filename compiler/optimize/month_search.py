@@ -5,13 +5,15 @@ terms, a job's candidate, nodes bought): held at a plan's values outside a few c
 months, the rest is a small problem that HiGHS solves in a second or two. Each round frees every
 integer variable of one window of months and every spanning one (so the reserved terms and jobs
 are re-planned around the window), holds the other months' at the incumbent's values, and starts
-from the incumbent; the round's plan replaces the incumbent only if it is cheaper. Windows slide
-over the horizon, overlapping, and the cycle repeats until one finds nothing cheaper.
+from the incumbent; the round's plan replaces the incumbent only if it is cheaper. Windows
+overlap and run from the last months to the first, round-robin, until each has run on the plan it
+last left behind and found nothing cheaper (or CYCLES passes).
 
 Large-neighbourhood search (as improve.py's rounds on large platforms, whose windows are sized by
-integers, not months): it only finds plans, and proves nothing. The compile's bound comes from the
-search that follows, which starts from the plan found here. Every round stops after a fixed number
-of nodes, so the plan is the same on every machine.
+integers, not months): it only finds plans, and proves nothing. The compile's bound is the LP
+relaxation's with the month floors (month_floors.py), or the search's where one follows from the
+plan found here. Every round stops after a fixed number of nodes, so the plan is the same on
+every machine.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ WIDTH = 2           # months a window frees
 STEP = 1            # months between the starts of two windows
 ROUND_NODES = 200   # branch-and-bound nodes of one round
 CYCLES = 4          # passes over the windows at most
-REVERSED = True
 
 
 def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: int = ROUND_NODES,
                 cycles: int = CYCLES) -> Plan:
-    """Windows of `width` months every `step` months over the months that hold serving integers."""
+    """Windows of `width` months every `step` months over the months that hold integers, the
+    latest first: demand grows, so the last months hold the most nodes, and the reserved terms
+    that cover them are best re-planned before the earlier months settle around them."""
     serving = sorted({v.month for v in problem.variables
                       if v.month is not None and v.kind != "continuous"})
     if len(serving) < 2:
@@ -60,7 +63,7 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
         windows.append(Window(a, min(last, a + width - 1)))
         if a + width - 1 >= last:
             break
-    return Plan(tuple(reversed(windows)) if REVERSED else tuple(windows), nodes, cycles)
+    return Plan(tuple(reversed(windows)), nodes, cycles)
 
 
 def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
