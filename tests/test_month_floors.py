@@ -16,7 +16,7 @@ import yaml
 
 from compiler.optimize.formulate import Constraint, Problem, Variable, formulate
 from compiler.optimize.month_floors import blocks, month_floors, serving_months, split, with_month_floors
-from compiler.optimize.month_search import Window, month_search, search_plan
+from compiler.optimize.month_search import Window, month_search, search_plan, stitched
 from compiler.optimize.solve import HighsModel
 from compiler.optimize.start import greedy_start
 from compiler.pipeline import estimate
@@ -57,9 +57,9 @@ def test_hand_worked_floors_prove_the_optimum_at_the_root():
 
 def test_weights_split_a_spanning_cost_over_its_months():
     p = _hand_problem()
-    (floor,) = month_floors(p, size=2)
+    (floor,) = month_floors(p, size=2).rows
     assert dict(floor.terms)["reserved[p@000]"] == pytest.approx(10.0)      # $5 + $5
-    one = month_floors(p, size=1)
+    one = month_floors(p, size=1).rows
     assert [dict(c.terms)["reserved[p@000]"] for c in one] == pytest.approx([5.0, 5.0])
 
 
@@ -82,7 +82,7 @@ def test_a_jobs_candidates_share_its_cost_over_its_whole_window():
     for b in (frozenset({0}), frozenset({1})):
         assert "one[job]" in {r.name for r in cut.rows[b]}
         assert (cut.weights[("x[a]", b)], cut.weights[("x[b]", b)]) == pytest.approx((3.0, 5.0))
-    assert [f.rhs for f in month_floors(p, size=1)] == pytest.approx([4.0, 4.0], rel=1e-6)
+    assert [f.rhs for f in month_floors(p, size=1).rows] == pytest.approx([4.0, 4.0], rel=1e-6)
 
 
 def _short(tmp_path: Path, months: int) -> Path:
@@ -135,3 +135,17 @@ def test_month_windows_never_end_dearer_than_their_start(short_problem):
     assert after.has_solution and after.objective <= before.objective + 1e-6
     optimum = HighsModel(q).solve(gap=0.0).objective
     assert after.objective >= optimum - 1e-6 * optimum          # a plan, never below the optimum
+
+
+def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_problem):
+    floors = month_floors(short_problem)
+    q = with_month_floors(short_problem, floors=floors)
+    model = HighsModel(q)
+    plan = stitched(q, floors.block_plans, model)
+    assert plan is not None
+    priced = model.solve(fixed=plan)
+    optimum = HighsModel(short_problem).solve(gap=0.0).objective
+    # a real plan (every row of the whole model holds), so never below the optimum, and the
+    # floors' sum is a bound below both
+    assert priced.status == "optimal" and priced.objective >= optimum - 1e-6 * optimum
+    assert sum(r.rhs for r in floors.rows) <= optimum * (1 + 1e-6)

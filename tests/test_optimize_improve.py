@@ -294,7 +294,8 @@ def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypat
 
 
 def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_plan_on_large(monkeypatch):
-    """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run; from it
+    """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run, except
+    where the month windows run (HiGHS, as the rounds); from it
     the search goes on from the rounds' plan on their own HiGHS model (no pulp solve), for
     HIGHS_NODES nodes unless the user set a budget, and ends no dearer than that plan. Explicit
     solvers are kept as asked."""
@@ -305,7 +306,11 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     problem = formulate(candidates)
     integers = sum(1 for v in problem.variables if v.kind != "continuous")
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers + 1)
+    assert solver_for(problem, "auto") == "highs"    # below it, serving months: the month windows
+    import compiler.optimize as optimize_mod
+    monkeypatch.setattr(optimize_mod, "months_searched", lambda _p: False)
     assert solver_for(problem, "auto") == "cbc"
+    monkeypatch.undo()
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers)
     assert solver_for(problem, "auto") == "highs"
     assert solver_for(problem, "cbc") == "cbc" and solver_for(problem, "highs") == "highs"

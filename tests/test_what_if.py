@@ -82,16 +82,7 @@ def test_a_price_cut_never_gives_a_dearer_plan(base, name, gpu):
         f"{name}: {gpu} 20% cheaper costs ${after.total_cost_usd:,.2f} > ${before.total_cost_usd:,.2f}")
 
 
-# The what-ifs whose plan the default compile does not yet prove within 1%: the month floors'
-# bound on multi-region-inference with A100, H100 or L40S 20% cheaper stops 1.16-1.17% below
-# the plan (docs/optimizer.md). strict: the day one of them is proven, this list must shrink.
-NOT_YET_PROVEN = {("multi-region-inference", "A100-80GB"), ("multi-region-inference", "H100"),
-                  ("multi-region-inference", "L40S")}
-
-
-@pytest.mark.parametrize("name,gpu", [
-    pytest.param(n, g, marks=pytest.mark.xfail(strict=True, reason="bound 1.16-1.17% below the plan"))
-    if (n, g) in NOT_YET_PROVEN else (n, g) for n, g in _cases()])
+@pytest.mark.parametrize("name,gpu", _cases())
 def test_a_what_if_plan_is_proven_within_1pct(base, name, gpu):
     _spec, _catalog, before = base[name]
     assert before.solver.gap <= PROVEN, f"{name}: base plan {before.solver.gap:.2%} from its bound"

@@ -54,8 +54,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
     from compiler.optimize.improve import improve, search_skipped
-    from compiler.optimize.month_floors import with_month_floors
-    from compiler.optimize.month_search import month_search, search_plan
+    from compiler.optimize.month_floors import month_floors, with_month_floors
+    from compiler.optimize.month_search import month_search, search_plan, stitched
     from compiler.optimize.solve import HighsModel, relative_gap, solve
     from compiler.optimize.start import greedy_start
 
@@ -83,11 +83,14 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     searched_months = start is not None and months_searched(problem)
     if searched_months:
         t0 = time.perf_counter()
-        problem = with_month_floors(problem)
-        say(f"month floors: {sum(c.name.startswith('month_floor[') for c in problem.constraints)} blocks")
-        start = month_search(problem, start, highs(), search_plan(problem), say=say)
+        floors = month_floors(problem)
+        problem = with_month_floors(problem, floors=floors)
+        say(f"month floors: {len(floors.rows)} blocks")
         lp = highs().solve(relax=True)
         bound = lp.objective if lp.has_solution else None
+        start = cheapest(highs(), start, stitched(problem, floors.block_plans, highs()))
+        start = month_search(problem, start, highs(), search_plan(problem), say=say, bound=bound,
+                             enough=MONTHS_GAP if options.gap is None else options.gap)
         rounds_seconds = time.perf_counter() - t0
         if time_limit is not None:
             time_limit = max(0.1, time_limit - rounds_seconds)
@@ -161,6 +164,13 @@ def greedy_plan(candidates: Candidates) -> Plan | None:
     return decode(problem, replace(sol, status="feasible", best_bound=0.0, gap=1.0, searched=False))
 
 
+def cheapest(model, *plans):
+    """The cheapest of the integer `plans` (None ones left out) priced on `model`; the first on a tie."""
+    priced = [(sol.objective, k, p) for k, p in enumerate(plans) if p is not None
+              for sol in [model.solve(fixed=p)] if sol.has_solution]
+    return min(priced)[2] if priced else plans[0]
+
+
 def _gap_of(plan, bound: float, model) -> float:
     from compiler.optimize.solve import relative_gap
 
@@ -181,14 +191,15 @@ def months_searched(problem) -> bool:
 
 def solver_for(problem, asked: str) -> str:
     """The solver that searches: `asked`, or for "auto" (the default) HiGHS where the improving
-    rounds run (improve.MIN_INTEGERS integers or more: they run on HiGHS, and the search goes on
-    from their plan on the same model) and CBC, the bundled solver, on smaller platforms, where
-    it proves the shipped examples' plans in seconds."""
+    rounds or the month windows run (they run on HiGHS, and the search goes on from their plan on
+    the same model, with its month floors: CBC's search from the windows' plan proved less) and
+    CBC, the bundled solver, on the other small platforms, where it proves the shipped examples'
+    plans in seconds."""
     from compiler.optimize import improve
 
     if asked != "auto":
         return asked
-    return "highs" if improve.integer_count(problem) >= improve.MIN_INTEGERS else "cbc"
+    return "highs" if improve.integer_count(problem) >= improve.MIN_INTEGERS or months_searched(problem) else "cbc"
 
 
 def _priced_on(model):

@@ -28,7 +28,7 @@ stops it first), so the cut stays valid whether or not the block is solved to th
 The weights split each spanning variable's cost evenly over the months it reaches (a reserved node
 of a 1-year term bought in month a: its price for each month it covers; a job's candidate: its
 cost over the job's window). Then the left sides summed over the blocks are at most the
-objective, so the LP's bound is at least sum_B F_B: every pair of months solved in whole nodes
+objective, so the LP's bound is at least sum_B F_B: every block of months solved in whole nodes
 and replicas, with reserved nodes priced per month as if each block could buy its own.
 
 Where the floors are built
@@ -46,8 +46,9 @@ from typing import Mapping
 
 from compiler.optimize.formulate import Constraint, Problem, Variable
 
-BLOCK_MONTHS = 2       # months per block
-BLOCK_NODES = 2000     # branch-and-bound nodes of one block's sub-problem
+BLOCK_MONTHS = 3       # months per block
+BLOCK_NODES = 20000    # branch-and-bound nodes of one block's sub-problem
+BLOCK_GAP = 0.0        # a block is solved to its end (within its node limit)
 TOLERANCE = 1e-7       # relative: a floor is lowered by this much against the solver's rounding
 
 
@@ -112,38 +113,49 @@ def serving_months(problem: Problem) -> set[int]:
             and v.name.startswith(("y[", "mix[", "inodes["))}
 
 
-def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> tuple[Constraint, ...]:
+@dataclass(frozen=True)
+class Floors:
+    """The month_floor rows, and each block's own plan: the values its sub-problem gave the
+    integer variables of its months (month_search stitches them into a first plan)."""
+    rows: tuple[Constraint, ...]
+    block_plans: Mapping[str, float]
+
+
+def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> Floors:
     """The month_floor rows of every block of `size` months with a serving month (none for a
-    block whose sub-problem proves no bound above 0)."""
+    block whose sub-problem proves no bound above 0), and the blocks' plans."""
     from compiler.optimize.solve import HighsModel
 
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
-    out = []
+    out, plans = [], {}
     for block, rs in cut.rows.items():
         names = sorted({n for c in rs for n, _ in c.terms})
         coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
                 for n in names}
         sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                       constraints=tuple(rs))
-        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=0.0)
+        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP)
         bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
         if bound is None or not bound > 0:
             continue
+        plans.update({n: float(round(x)) for n, x in sol.values.items()
+                      if by_name[n].month is not None and by_name[n].kind != "continuous"})
         first, last = min(block), max(block)
         out.append(Constraint(
             f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
             ">=", bound - TOLERANCE * abs(bound), "$.horizon_months",
             f"valid inequality: months {first}-{last} cost at least their own whole-node plan"))
-    return tuple(out)
+    return Floors(tuple(out), plans)
 
 
-def with_month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> Problem:
+def with_month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES,
+                      floors: Floors | None = None) -> Problem:
     """The problem with its month floors added (the same integer plans and optimum)."""
-    floors = month_floors(problem, size, max_nodes)
-    if not floors:
+    rows = (floors or month_floors(problem, size, max_nodes)).rows
+    if not rows:
         return problem
-    return replace(problem, constraints=tuple(sorted(problem.constraints + floors, key=lambda c: c.name)))
+    return replace(problem, constraints=tuple(sorted(problem.constraints + rows, key=lambda c: c.name)))
 
 
 def _costing(v: Variable, usd: float) -> Variable:

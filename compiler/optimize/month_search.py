@@ -66,9 +66,24 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
     return Plan(tuple(reversed(windows)), nodes, cycles)
 
 
+def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = ROUND_NODES) -> dict[str, float] | None:
+    """A first plan from the month floors' block plans: every month's integers held at the value
+    its block's own sub-problem gave them, the spanning ones (reserved terms, jobs, nodes bought)
+    solved for (`nodes` at most). None where those months admit no plan together."""
+    integers = [v for v in problem.variables if v.kind != "continuous"]
+    held = {v.name: block_plans[v.name] for v in integers if v.month is not None and v.name in block_plans}
+    sol = model.solve(fixed=held, max_nodes=nodes)
+    if not sol.has_solution:
+        return None
+    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
+
+
 def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
-                 say: Callable[[str], None] = lambda _m: None) -> dict[str, float]:
-    """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`)."""
+                 say: Callable[[str], None] = lambda _m: None, bound: float | None = None,
+                 enough: float = 0.0) -> dict[str, float]:
+    """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`).
+    With a lower `bound` on every plan, the search stops once its plan is within `enough` of it
+    (relative to the plan): no window could make it more than that cheaper."""
     integers = [v for v in problem.variables if v.kind != "continuous"]
     incumbent = {v.name: float(round(start.get(v.name, 0.0))) for v in integers}
     first = model.solve(fixed=incumbent)
@@ -80,6 +95,8 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
     failed_on: dict[Window, int] = {}
     version, rounds = 0, 0
     while rounds < plan.cycles * len(plan.windows):
+        if bound is not None and best - bound <= enough * abs(best):
+            break
         w = plan.windows[rounds % len(plan.windows)]
         rounds += 1
         if failed_on.get(w) == version:

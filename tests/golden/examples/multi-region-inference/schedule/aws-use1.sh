@@ -78,6 +78,7 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
+  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 3
@@ -86,6 +87,7 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   true
 fi
 if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
+  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
   replicas chat-70b-tp4-g6e-12xlarge 0
@@ -94,6 +96,7 @@ if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
   true
 fi
 if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
+  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
   replicas chat-70b-tp4-g6e-12xlarge 1
@@ -102,7 +105,8 @@ if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
   true
 fi
 if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 11
+  replicas assistant-8b-tp4 1
+  replicas assistant-8b-tp1-g6e-xlarge 5
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -110,7 +114,8 @@ if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
   true
 fi
 if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 12
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -118,7 +123,8 @@ if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
   true
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 11
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 1
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -126,7 +132,8 @@ if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
   true
 fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 12
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 2
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -134,7 +141,8 @@ if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 13
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 1
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -142,7 +150,8 @@ if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 14
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 2
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 1
   replicas chat-70b-tp2 0
@@ -150,7 +159,8 @@ if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   true
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
-  replicas assistant-8b-tp1-g6e-xlarge 16
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 4
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 1
   replicas chat-70b-tp2 0

@@ -78,8 +78,8 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 0
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 0
@@ -87,19 +87,9 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
-  replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 1
-  replicas chat-70b-tp2 2
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 2 ] && [ "${month}" -le 3 ]; then
-  replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp2 0
+if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 2
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 0
@@ -108,8 +98,8 @@ if [ "${month}" -ge 2 ] && [ "${month}" -le 3 ]; then
   true
 fi
 if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
-  replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 1
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 1
   replicas chat-70b-tp1 1
@@ -118,8 +108,8 @@ if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
   true
 fi
 if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 1
   replicas assistant-8b-tp4 1
   replicas assistant-8b-tp8 1
   replicas chat-70b-tp1 1
@@ -128,48 +118,48 @@ if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
   true
 fi
 if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp2 1
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 2
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 3
+  replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 4
+  replicas chat-70b-tp2 3
   replicas chat-70b-tp8 0
   true
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 2
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 1
+  replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 0
   replicas chat-70b-tp2 3
   replicas chat-70b-tp8 1
   true
 fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
-  replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 1
+  replicas assistant-8b-tp1-a3-ultragpu-8g 1
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 2
+  replicas assistant-8b-tp8 1
   replicas chat-70b-tp1 1
   replicas chat-70b-tp2 3
   replicas chat-70b-tp8 0
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 1
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 4
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 4
-  replicas chat-70b-tp8 0
+  replicas assistant-8b-tp8 2
+  replicas chat-70b-tp1 1
+  replicas chat-70b-tp2 3
+  replicas chat-70b-tp8 2
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp2 0
+  replicas assistant-8b-tp1-a2-ultragpu-1g 0
+  replicas assistant-8b-tp1-a3-ultragpu-8g 0
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 4
   replicas chat-70b-tp1 0

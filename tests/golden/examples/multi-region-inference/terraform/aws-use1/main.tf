@@ -36,14 +36,14 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- reservation g6e-12xlarge-reserved-1y: 1 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y01,
+# ---- reservation g6e-12xlarge-reserved-1y: 3 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y[01-03],
 # used by kubernetes. This holds the capacity; the reserved_1y discount
 # itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   instance_type           = "g6e.12xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 1
+  instance_count          = 3
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
@@ -55,14 +55,14 @@ resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation g6e-xlarge-reserved-1y: 16 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-16],
+# ---- reservation g6e-xlarge-reserved-1y: 4 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-04],
 # used by kubernetes. This holds the capacity; the reserved_1y discount
 # itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
   instance_type           = "g6e.xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 16
+  instance_count          = 4
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "unlimited"
@@ -93,7 +93,7 @@ resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
   }
 }
 
-# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 1 to 1 node(s)
+# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 3 to 3 node(s)
 # (g6e.12xlarge, 4x L40S), fixed size.
 # The nodes start inside reservation g6e-12xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
@@ -138,9 +138,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 1
-    min_size     = 1
-    max_size     = 1
+    desired_size = 3
+    min_size     = 3
+    max_size     = 3
   }
 
   launch_template {
@@ -225,7 +225,7 @@ resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 16 to 16 node(s)
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 4 to 4 node(s)
 # (g6e.xlarge, 1x L40S), fixed size.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_xlarge_reserved_1y_kubernetes" {
@@ -270,9 +270,9 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 16
-    min_size     = 16
-    max_size     = 16
+    desired_size = 4
+    min_size     = 4
+    max_size     = 4
   }
 
   launch_template {
@@ -292,7 +292,7 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 1 node(s)
+# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 5 node(s)
 # (g6e.xlarge, 1x L40S), autoscaled.
 resource "aws_launch_template" "g6e_xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-xlarge-on-demand-k8s-"
@@ -332,7 +332,7 @@ resource "aws_eks_node_group" "g6e_xlarge_on_demand_kubernetes" {
   scaling_config {
     desired_size = 0
     min_size     = 0
-    max_size     = 1
+    max_size     = 5
   }
 
   launch_template {

@@ -4,12 +4,12 @@ output "placement_group" {
 }
 
 output "g6e_12xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block g6e-12xlarge-reserved-1y (1 x g6e.12xlarge, reserved_1y)."
+  description = "Capacity reservation of block g6e-12xlarge-reserved-1y (3 x g6e.12xlarge, reserved_1y)."
   value       = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y.id
 }
 
 output "g6e_xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block g6e-xlarge-reserved-1y (16 x g6e.xlarge, reserved_1y)."
+  description = "Capacity reservation of block g6e-xlarge-reserved-1y (4 x g6e.xlarge, reserved_1y)."
   value       = aws_ec2_capacity_reservation.g6e_xlarge_reserved_1y.id
 }
 
@@ -19,7 +19,7 @@ output "p5_48xlarge_reserved_1y_reservation" {
 }
 
 output "g6e_12xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group g6e-12xlarge-reserved-1y-k8s (1 to 1 x g6e.12xlarge, reserved_1y)."
+  description = "EKS node group g6e-12xlarge-reserved-1y-k8s (3 to 3 x g6e.12xlarge, reserved_1y)."
   value       = aws_eks_node_group.g6e_12xlarge_reserved_1y_kubernetes.node_group_name
 }
 
@@ -29,12 +29,12 @@ output "g6e_12xlarge_on_demand_kubernetes_group" {
 }
 
 output "g6e_xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group g6e-xlarge-reserved-1y-k8s (16 to 16 x g6e.xlarge, reserved_1y)."
+  description = "EKS node group g6e-xlarge-reserved-1y-k8s (4 to 4 x g6e.xlarge, reserved_1y)."
   value       = aws_eks_node_group.g6e_xlarge_reserved_1y_kubernetes.node_group_name
 }
 
 output "g6e_xlarge_on_demand_kubernetes_group" {
-  description = "EKS node group g6e-xlarge-on-demand-k8s (0 to 1 x g6e.xlarge, on_demand)."
+  description = "EKS node group g6e-xlarge-on-demand-k8s (0 to 5 x g6e.xlarge, on_demand)."
   value       = aws_eks_node_group.g6e_xlarge_on_demand_kubernetes.node_group_name
 }
 

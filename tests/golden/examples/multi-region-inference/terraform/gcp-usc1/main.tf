@@ -1,5 +1,5 @@
 # GPU capacity for site gcp-usc1 as planned: 2 reservation(s),
-# 5 node set(s) (Slurm VMs or instance templates, GKE node pools).
+# 4 node set(s) (Slurm VMs or instance templates, GKE node pools).
 # Nothing else here provisions GPU nodes; schedule/gcp-usc1.csv says who holds which, when.
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
@@ -72,6 +72,59 @@ resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
   }
 }
 
+# ---- Kubernetes a2-ultragpu-1g, on_demand: GKE node pool of 0 to 1 node(s)
+# (a2-ultragpu-1g, 1x A100-80GB), autoscaled.
+resource "google_container_node_pool" "a2_ultragpu_1g_on_demand_kubernetes" {
+  name           = "${var.name_prefix}-a2-ultragpu-1g-on-demand-k8s"
+  cluster        = var.gke_cluster
+  location       = var.region
+  node_locations = [var.zone]
+
+  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
+  initial_node_count = 0
+  autoscaling {
+    min_node_count = 0
+    max_node_count = 1
+  }
+
+  placement_policy {
+    type = "COMPACT"
+  }
+
+  node_config {
+    machine_type = "a2-ultragpu-1g"
+    spot         = false
+
+    guest_accelerator {
+      type  = "nvidia-a100-80gb"
+      count = 1
+      gpu_driver_installation_config {
+        gpu_driver_version = "LATEST"
+      }
+    }
+
+    gvnic {
+      enabled = true
+    }
+
+    labels = {
+      "infra-compile.io/pool"    = "a2-ultragpu-1g"
+      "infra-compile.io/pricing" = "on_demand"
+    }
+
+    taint {
+      key    = "nvidia.com/gpu"
+      value  = "present"
+      effect = "NO_SCHEDULE"
+    }
+  }
+
+  # The cluster autoscaler changes the node count between the bounds.
+  lifecycle {
+    ignore_changes = [initial_node_count]
+  }
+}
+
 # ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 1 to 1 node(s)
 # (a3-ultragpu-8g, 8x H200), fixed size.
 # The nodes start inside reservation a3-ultragpu-8g-reserved-1y.
@@ -128,59 +181,6 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
         subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
       }
     }
-  }
-}
-
-# ---- Kubernetes g2-standard-24, on_demand: GKE node pool of 0 to 1 node(s)
-# (g2-standard-24, 2x L4), autoscaled.
-resource "google_container_node_pool" "g2_standard_24_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-g2-standard-24-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 0
-  autoscaling {
-    min_node_count = 0
-    max_node_count = 1
-  }
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "g2-standard-24"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-l4"
-      count = 2
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool"    = "g2-standard-24"
-      "infra-compile.io/pricing" = "on_demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
   }
 }
 
@@ -283,58 +283,5 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
       key                      = "compute.googleapis.com/reservation-name"
       values                   = [google_compute_reservation.g2_standard_96_reserved_1y.name]
     }
-  }
-}
-
-# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 0 to 1 node(s)
-# (g2-standard-96, 8x L4), autoscaled.
-resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
-  name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 0
-  autoscaling {
-    min_node_count = 0
-    max_node_count = 1
-  }
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "g2-standard-96"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-l4"
-      count = 8
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool"    = "g2-standard-96"
-      "infra-compile.io/pricing" = "on_demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
-    }
-  }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
   }
 }
