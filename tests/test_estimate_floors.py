@@ -9,7 +9,7 @@ import pytest
 from compiler import pipeline
 from compiler.catalog import load_catalog
 from compiler.estimate import estimate, floors
-from compiler.optimize import costs
+from compiler.optimize import MAX_NODES, costs
 
 CAT = load_catalog()
 
@@ -71,10 +71,13 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
     spec, cat, doc = pipeline.validate(path)
     monkeypatch.setattr(est, "SAMPLE_FROM", 1)             # take the first-plan path on a small spec
     bounded = pipeline._estimate_for_solve(spec, cat, doc, pipeline.CompileOptions())
-    with_first = pipeline.compile_spec(path).plan
+    # a node budget makes the search run to its proof (without one, a plan within 1% of the month
+    # floors' bound is taken as it is: both would be right, but not comparable to the cent)
+    prove = pipeline.CompileOptions(max_nodes=MAX_NODES)
+    with_first = pipeline.compile_spec(path, prove).plan
     monkeypatch.setattr(est, "SAMPLE_FROM", 10 ** 9)       # and the scan of every count
     every = estimate(spec, cat)
-    without = pipeline.compile_spec(path).plan
+    without = pipeline.compile_spec(path, prove).plan
     assert with_first.solver.status == without.solver.status == "optimal"
     assert with_first.total_cost_usd == pytest.approx(without.total_cost_usd, rel=1e-9)
 
