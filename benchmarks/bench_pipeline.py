@@ -120,43 +120,28 @@ def write_spec(n: int, seed: int, directory: str | Path, horizon: int = 24, site
 
 def run_stages(spec_path: Path, solver: str, time_limit: float | None, gap: float,
                max_nodes: int | None = None) -> dict:
-    """Seconds per stage, exactly as compile_spec chains them (catalog load counted in validate)."""
+    """Seconds per stage of one compile_spec (its Result says them; solve is the optimize stage
+    and the audit of its plan, validate counts the catalog's load)."""
     from compiler import pipeline
     from compiler.diagnostics import CompileError
-    from compiler.estimate import estimate
-    from compiler.optimize import SolveOptions, optimize
-    from compiler.source import load
-    from compiler.validate import validate
 
-    t = {}
-    t0 = time.perf_counter()
-    catalog = pipeline.load_catalog()
-    spec = validate(load(spec_path), catalog)
-    t["validate"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    candidates = estimate(spec, catalog)
-    t["estimate"] = time.perf_counter() - t0
-    n_candidates = sum(len(v) for v in candidates.by_workload.values())
+    options = pipeline.CompileOptions(solver=solver, time_limit=time_limit, gap=gap, max_nodes=max_nodes)
     t0 = time.perf_counter()
     try:
-        limits = {} if max_nodes is None else {"max_nodes": max_nodes}
-        plan = optimize(candidates, SolveOptions(solver=solver, time_limit=time_limit, gap=gap, **limits))
+        result = pipeline.compile_spec(spec_path, options)
     except CompileError as exc:
         # No plan (exit 3 infeasible, 5 out of time): a result of the benchmark, not a crash.
-        t["solve"] = time.perf_counter() - t0
-        t["render"] = float("nan")
-        t["total"] = sum(v for v in t.values() if v == v)
+        nan = float("nan")
         status = {3: "infeasible", 5: "no plan in time"}.get(exc.exit_code, f"exit {exc.exit_code}")
-        return {"seconds": t, "candidates": n_candidates, "status": status, "gap": float("nan"),
-                "files": 0}
-    t["solve"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    artifacts = pipeline.render_artifacts(plan, candidates.catalog)
-    t["render"] = time.perf_counter() - t0
+        return {"seconds": {"validate": nan, "estimate": nan, "solve": nan, "render": nan,
+                            "total": time.perf_counter() - t0},
+                "candidates": 0, "status": status, "gap": nan, "files": 0}
+    s = result.seconds
+    t = {"validate": s["validate"], "estimate": s["estimate"], "solve": s["optimize"] + s["audit"],
+         "render": s["render"]}
     t["total"] = sum(t.values())
-    return {"seconds": t, "candidates": n_candidates, "status": plan.solver.status,
-            "gap": plan.solver.gap, "files": len(artifacts)}
-
+    return {"seconds": t, "candidates": sum(len(v) for v in result.candidates.by_workload.values()),
+            "status": result.plan.solver.status, "gap": result.plan.solver.gap, "files": len(result.artifacts)}
 
 
 def _pct(x: float) -> str:

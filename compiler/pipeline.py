@@ -8,7 +8,8 @@ them so `infra-compile --help` and `validate` start fast.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -45,44 +46,61 @@ def validate(spec_path: str | Path, catalog_overlay: str | None = None):
 
 def estimate(spec_path: str | Path, catalog_overlay: str | None = None, solving: "CompileOptions | None" = None):
     """load + validate + estimate: (Candidates, Document). `solving`: the options of the compile
-    the candidates are for; a long count scan is then bounded by a first plan (_estimate_for_solve)."""
+    the candidates are for; a long count scan is then bounded by a first plan (estimate_candidates)."""
     spec, catalog, doc = validate(spec_path, catalog_overlay)
+    if solving is not None:
+        return estimate_candidates(spec, catalog, doc, solving), doc
     from compiler.estimate import estimate as estimate_stage
 
-    if solving is not None:
-        return _estimate_for_solve(spec, catalog, doc, solving), doc
     return estimate_stage(spec, catalog), doc
 
 
 @dataclass(frozen=True)
 class Result:
+    """Every stage's output of one compile: the estimate stage's candidates (they hold the Spec
+    and the Catalog), the audited plan, the artifacts, and each stage's wall seconds (for
+    benchmarks and progress; nothing the compile writes depends on them)."""
     plan: Any
     artifacts: Mapping[str, str]   # relative path -> text, everything the compile writes
+    candidates: Any = None
+    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit, render
+
+
+STAGES = ("validate", "estimate", "optimize", "audit", "render")
 
 
 def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
-    """Every stage; returns the plan and the artifacts without touching the disk."""
+    """Every stage, in order; returns each one's output without touching the disk."""
     from compiler.diagnostics import CompileError
-
-    candidates, doc = estimate(spec_path, options.catalog, solving=options)
     from compiler.optimize import SolveOptions, optimize
 
+    seconds: dict[str, float] = {}
+
+    def timed(stage: str, run: Callable, *args):
+        t0 = time.perf_counter()
+        try:
+            return run(*args)
+        finally:
+            seconds[stage] = time.perf_counter() - t0
+
+    spec, catalog, doc = timed("validate", validate, spec_path, options.catalog)
+    candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
         progress=options.progress,
         **({} if options.max_nodes is None else {"max_nodes": options.max_nodes, "nodes_given": True}))
     try:
-        plan = optimize(candidates, solve_options)
+        plan = timed("optimize", optimize, candidates, solve_options)
     except CompileError as exc:
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
-    _audit(candidates, plan, doc)
-    catalog = candidates.catalog
-    return Result(plan, render_artifacts(plan, catalog))
+    timed("audit", _audit, candidates, plan, doc)
+    artifacts = timed("render", render_artifacts, plan, candidates.catalog)
+    return Result(plan, artifacts, candidates, seconds)
 
 
-def _estimate_for_solve(spec, catalog, doc, options: CompileOptions):
-    """The candidates the model is built from. Where the scan of node counts is long
+def estimate_candidates(spec, catalog, doc, options: CompileOptions):
+    """The estimate stage of a compile with `options`: the candidates the model is built from. Where the scan of node counts is long
     (estimate.longest_scan, long training windows), a first plan is made on a sparse ladder of
     counts (the greedy start priced, no search: optimize.greedy_plan), and the full scan then
     leaves out every count that cannot be in a plan as cheap (estimate/floors.py: exact, so the

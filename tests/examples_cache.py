@@ -15,32 +15,31 @@ EXAMPLES = tuple(sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
 
 @contextmanager
 def estimates_seen():
-    """Within the block, compiler.pipeline.estimate (the stage as it is then, test doubles
-    included) records the Candidates of each call: the list it yields, in call order."""
+    """Within the block, the estimate stage compile_spec calls (pipeline.estimate_candidates, as
+    it is then, test doubles included) records the Candidates of each call: the list it yields,
+    in call order. A compile that fails after its estimate stage has no Result to read them from."""
     from compiler import pipeline
 
-    seen, inner = [], pipeline.estimate
+    seen, inner = [], pipeline.estimate_candidates
 
     def recording_estimate(*args, **kwargs):
-        candidates, doc = inner(*args, **kwargs)
+        candidates = inner(*args, **kwargs)
         seen.append(candidates)
-        return candidates, doc
+        return candidates
 
-    pipeline.estimate = recording_estimate
+    pipeline.estimate_candidates = recording_estimate
     try:
         yield seen
     finally:
-        pipeline.estimate = inner
+        pipeline.estimate_candidates = inner
 
 
 @lru_cache(maxsize=None)
 def example(name: str):
     """(Candidates, Result) of examples/<name>.yaml: the whole compile (audited plan and
     artifacts) exactly as `infra-compile` runs it, and the candidates its estimate stage gave
-    the optimizer (recorded on the way, not estimated again)."""
+    the optimizer."""
     from compiler import pipeline
 
-    with estimates_seen() as seen:
-        result = pipeline.compile_spec(ROOT / "examples" / f"{name}.yaml")
-    (candidates,) = seen
-    return candidates, result
+    result = pipeline.compile_spec(ROOT / "examples" / f"{name}.yaml")
+    return result.candidates, result

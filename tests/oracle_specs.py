@@ -312,7 +312,7 @@ def _shipped_example(path: Path, max_nodes: int) -> bool:
 
     return (path.resolve().parent == ROOT / "examples" and max_nodes == optimize.MAX_NODES
             and all(getattr(f, "__module__", None) == pipeline.__name__
-                    for f in (pipeline.estimate, pipeline.compile_spec)))
+                    for f in (pipeline.estimate_candidates, pipeline.compile_spec)))
 
 
 def compile_outcome(path: str | Path, max_nodes: int = MAX_NODES) -> Outcome:
@@ -327,7 +327,7 @@ def compile_outcome(path: str | Path, max_nodes: int = MAX_NODES) -> Outcome:
 
     path = Path(path)
     text = path.read_text(encoding="utf-8")
-    key = (hashlib.sha256(text.encode()).hexdigest(), max_nodes, pipeline.estimate, pipeline.compile_spec)
+    key = (hashlib.sha256(text.encode()).hexdigest(), max_nodes, pipeline.estimate_candidates, pipeline.compile_spec)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit

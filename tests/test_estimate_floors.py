@@ -1,5 +1,5 @@
 """Cost floors (compiler/estimate/floors.py) and the first plan that bounds the count scan
-(pipeline._estimate_for_solve): figures worked by hand, and oracles that share no code with them
+(pipeline.estimate_candidates): figures worked by hand, and oracles that share no code with them
 (the same spec compiled with every count, and pinned twins of the counts left out)."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
     path = _write(tmp_path)
     spec, cat, doc = pipeline.validate(path)
     monkeypatch.setattr(est, "SAMPLE_FROM", 1)             # take the first-plan path on a small spec
-    bounded = pipeline._estimate_for_solve(spec, cat, doc, pipeline.CompileOptions())
+    bounded = pipeline.estimate_candidates(spec, cat, doc, pipeline.CompileOptions())
     # a node budget makes the search run to its proof (without one, a plan within 1% of the month
     # floors' bound is taken as it is: both would be right, but not comparable to the cent)
     prove = pipeline.CompileOptions(max_nodes=MAX_NODES)

@@ -147,7 +147,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
 def greedy_plan(candidates: Candidates) -> Plan | None:
     """The greedy start (start.py) as a plan, with no search: its integers held and its continuous
     variables at their cheapest (one LP). None where there is no start or it breaks a limit. A
-    quick upper bound on the optimum (pipeline._estimate_for_solve); not a compile's answer."""
+    quick upper bound on the optimum (pipeline.estimate_candidates); not a compile's answer."""
     from compiler.optimize.decode import decode
     from compiler.optimize.explain import no_candidates
     from compiler.optimize.formulate import formulate
