@@ -89,13 +89,21 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
         if nodes >= 2:
             fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
             ceiling = memo.get((model, hw.gpu, catalog), ("ceiling", gpus, fabric, w.seq_len, w.precision, w.optimizer),
-                               lambda: training.mfu_ceiling(model, gpus, hw.gpu, fabric, w.seq_len, w.precision,
-                                                            w.optimizer, catalog))
+                               lambda: _search(model, hw, w, catalog, memo).ceiling(gpus))
             mfu_max = min(mfu_max, ceiling) if ceiling else mfu_max
     if mfu_max <= 0:
         return None
     loss = training.interruption_loss_per_gpu_hour(w.checkpoint.interval_min, catalog) * hw.gpus_per_node
     return work / (hw.gpus_per_node * peak * mfu_max * 3600), loss
+
+
+def _search(model: Model, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo) -> training.LayoutSearch:
+    """One training.LayoutSearch per (model, GPU, fabric, sequence length, precision, optimizer):
+    node_hours_floor's ceilings and the estimate's best steps on every count share its lookups."""
+    fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
+    return memo.get((model, hw.gpu, catalog), ("search", fabric, w.seq_len, w.precision, w.optimizer),
+                    lambda: training.LayoutSearch(model, hw.gpu, fabric, w.seq_len, w.precision, w.optimizer,
+                                                  catalog))
 
 
 def _vision_rate(model: Model, gpus: int, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo):
@@ -127,8 +135,7 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
     fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
     memo = memo or Memo()
     best, leanest = memo.get((model, hw.gpu, catalog), (gpus, fabric, w.seq_len, w.precision, w.optimizer),
-                             lambda: training.best_step(model, gpus, hw.gpu, fabric, w.seq_len,
-                                                        w.precision, w.optimizer, catalog))
+                             lambda: _search(model, hw, w, catalog, memo).best(gpus))
     if best is None:
         need = leanest.memory.total_gb if leanest else float("inf")
         return None, None, (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "

@@ -20,24 +20,37 @@ POWERS = (1, 2, 4, 8, 16, 32, 64)
 
 def training_layouts(model: Model, gpus: int, gpus_per_node: int, seq_len: int,
                      cp_min_seq: int) -> Iterator[Layout]:
+    inner = inner_degrees(model, gpus_per_node, seq_len, cp_min_seq)
+    for tp, pp, dp, ep, cp, zero in training_degrees(model, gpus, inner):
+        yield Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero)
+
+
+def inner_degrees(model: Model, gpus_per_node: int, seq_len: int,
+                  cp_min_seq: int) -> tuple[tuple[int, int, int], ...]:
+    """Every (tp, pp, cp) training_layouts may try, in its order; which of them a GPU count
+    admits depends on the count (training_degrees)."""
     heads = model.heads or 1
     tps = [t for t in (1, 2, 4, 8) if t <= gpus_per_node and gpus_per_node % t == 0 and heads % t == 0]
     pps = [p for p in POWERS if p <= (model.layers or 1)]
     cps = [c for c in (1, 2, 4, 8, 16) if c == 1 or seq_len >= cp_min_seq * c // 2]
-    experts = model.experts or 1
-    for tp in tps:
-        for pp in pps:
-            for cp in cps:
-                inner = tp * pp * cp
-                if gpus % inner:
-                    continue
-                dp = gpus // inner
-                eps = [1]
-                if is_moe(model):
-                    eps = [e for e in POWERS if e <= dp and dp % e == 0 and experts % e == 0]
-                for ep in eps:
-                    for zero in ((1, 2, 3) if dp > 1 else (0,)):
-                        yield Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero)
+    return tuple((tp, pp, cp) for tp in tps for pp in pps for cp in cps)
+
+
+def training_degrees(model: Model, gpus: int,
+                     inner: tuple[tuple[int, int, int], ...]) -> Iterator[tuple[int, int, int, int, int, int]]:
+    """training_layouts' layouts on `gpus` as (tp, pp, dp, ep, cp, zero), in the same order, from
+    inner_degrees' (tp, pp, cp): the layout search reads many more layouts than it keeps, and
+    builds a Layout only for those."""
+    moe, experts = is_moe(model), model.experts or 1
+    for tp, pp, cp in inner:
+        n = tp * pp * cp
+        if gpus % n:
+            continue
+        dp = gpus // n
+        eps = [e for e in POWERS if e <= dp and dp % e == 0 and experts % e == 0] if moe else (1,)
+        for ep in eps:
+            for zero in ((1, 2, 3) if dp > 1 else (0,)):
+                yield tp, pp, dp, ep, cp, zero
 
 
 def inference_tps(gpus_per_node: int) -> list[int]:

@@ -56,16 +56,24 @@ def params_per_gpu(model: Model, layout: Layout) -> tuple[float, float]:
 
 def states_per_gpu_bytes(model: Model, layout: Layout, precision: str, optimizer: str,
                          catalog: Catalog) -> float:
-    w, g, o = state_bytes_per_param(precision, optimizer, catalog)
     dense, experts = params_per_gpu(model, layout)
+    return sharded_state_bytes(dense, experts, layout.dp, layout.ep, layout.zero,
+                               state_bytes_per_param(precision, optimizer, catalog))
+
+
+def sharded_state_bytes(dense: float, experts: float, dp: int, ep: int, zero: int,
+                        per_param: tuple[float, float, float]) -> float:
+    """Model-state bytes on one GPU: its (dense, expert) parameters before ZeRO sharding
+    (params_per_gpu), sharded by the ZeRO stage; per_param is state_bytes_per_param's."""
+    w, g, o = per_param
     total = 0.0
     # Experts are replicated over dp/ep ranks only; dense over all dp ranks.
-    for params, shard in ((dense, layout.dp), (experts, max(1, layout.dp // layout.ep))):
+    for params, shard in ((dense, dp), (experts, max(1, dp // ep))):
         if params == 0:
             continue
-        zw = shard if layout.zero >= 3 else 1
-        zg = shard if layout.zero >= 2 else 1
-        zo = shard if layout.zero >= 1 else 1
+        zw = shard if zero >= 3 else 1
+        zg = shard if zero >= 2 else 1
+        zo = shard if zero >= 1 else 1
         total += params * (w / zw + g / zg + o / zo)
     return total
 

@@ -23,9 +23,10 @@ from compiler.candidates import Layout
 from compiler.catalog.model import Catalog, Gpu, Model
 from compiler.estimate import comms
 from compiler.estimate.factors import factor, per
-from compiler.estimate.layout import training_layouts
+from compiler.estimate.layout import inner_degrees, training_degrees, training_layouts
 from compiler.estimate.memory import (GB, TrainingMemory, activation_bytes_per_gpu, model_state_bytes,
-                                      params_per_gpu, state_bytes_per_param, training_memory, usable_training_gb)
+                                      params_per_gpu, sharded_state_bytes, state_bytes_per_param, training_memory,
+                                      usable_training_gb)
 
 PEAK_KEYS = {"fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp8": ("fp8",)}
 
@@ -105,98 +106,201 @@ class Step:
                 "pipeline_bubble": self.bubble_s, "exposed_dp": self.exposed_dp_s}
 
 
+class LayoutSearch:
+    """step_time, best_step and mfu_ceiling for one (model, GPU, fabric, sequence length, precision,
+    optimizer, catalog): the estimate asks these of thousands of GPU counts and layouts.
+
+    Exact, not approximate: what a step or its memory reads that does not depend on the layout
+    (catalog factors, peaks, bandwidths, compute per token) is looked up once here, and what
+    depends on the shape (tp, pp, cp, ep) alone once per shape (_Shape); the per-layout arithmetic
+    is the same operations on the same floats in the same order, so every number is bit for bit
+    what it was when each call worked everything out afresh. mfu_ceiling keeps each (shape, dp)'s
+    MFU: a step is a pure function of its layout, and the ceiling's layouts repeat from one GPU
+    count to the next."""
+
+    def __init__(self, model: Model, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str, optimizer: str,
+                 catalog: Catalog) -> None:
+        self.model, self.gpu, self.fabric, self.catalog = model, gpu, fabric, catalog
+        self.seq_len, self.precision, self.optimizer = seq_len, precision, optimizer
+        self.peak = peak_flops(gpu, precision)
+        self.cap = usable_training_gb(gpu.memory_gb, catalog)
+        self.gpn = fabric.gpus_per_node
+        self.cp_min = int(factor(catalog, "context_parallel_min_seq"))
+        self.z3_multiplier = factor(catalog, "zero3_comm_multiplier")
+        self.buffer_gb = factor(catalog, "training_memory_buffer_gb")
+        self.per_param = state_bytes_per_param(precision, optimizer, catalog)
+        self.inner = inner_degrees(model, self.gpn, seq_len, self.cp_min)
+        self._shapes: dict[tuple[int, int, int, int], _Shape] = {}
+        self._ceiling_mfu: dict[tuple[int, int, int, int, int], float] = {}
+        if self.peak is None:
+            return
+        self.mb = int(factor(catalog, "micro_batch_size"))
+        self.seqs = max(1, round(factor(catalog, "global_batch_tokens") / seq_len))
+        self.fpt = flops_per_token(model, seq_len)
+        self.s_per_token = compute_s_per_token(model, gpu, seq_len, precision, catalog)
+        self.nvl = comms.scaleup_bw(gpu, catalog)
+        self.net = (comms.scaleout_bw(fabric.node_gbps, self.gpn, fabric.name, catalog)
+                    if fabric.node_gbps > 0 else self.nvl)
+        self.overlap = {kind: factor(catalog, f"{kind}_overlap") for kind in ("tp", "cp", "ep", "dp")}
+
+    def shape(self, tp: int, pp: int, cp: int, ep: int) -> _Shape:
+        sh = self._shapes.get((tp, pp, cp, ep))
+        if sh is None:
+            sh = self._shapes[(tp, pp, cp, ep)] = _Shape(self, tp, pp, cp, ep)
+        return sh
+
+    def terms(self, sh: _Shape, tp: int, pp: int, dp: int, ep: int, cp: int, zero: int) -> tuple:
+        """A layout's step: (seconds, tokens, compute, mfu, overhead share, exposed TP, CP, EP, PP,
+        bubble, exposed DP), in Step's field order. The step model in the module docstring."""
+        gpus = tp * pp * dp * cp
+        mb = self.mb
+        m = max(1, math.ceil(self.seqs / (dp * mb)))
+        tokens = m * mb * dp * self.seq_len
+        compute = tokens * self.s_per_token / gpus
+        multi_node = gpus > self.gpn
+        layers = sh.layers
+        # TP: 2 all-reduces forward + 2 backward per layer per micro-batch (Megatron).
+        tp_s = m * layers * 4 * sh.tp_allreduce
+        # CP (ring attention): each rank's K,V chunk travels cp-1 hops, forward and twice backward.
+        cp_s = m * layers * 3 * (cp - 1) * sh.kv_chunk / sh.cp_bw if cp > 1 else 0.0
+        # EP: dispatch + combine all-to-all, forward and backward, top-k copies of each token.
+        ep_s = m * layers * 4 * sh.ep_all_to_all if ep > 1 else 0.0
+        # PP: activations to the next stage and gradients back, per micro-batch.
+        pp_s = 0.0
+        if pp > 1:
+            pp_bw = self.net if multi_node else self.nvl
+            pp_s = m * 2 * mb * sh.s_local * self.model.hidden * ACT_BYTES / tp / pp_bw
+        overlap = self.overlap
+        exposed_tp = comms.exposed(tp_s, overlap["tp"], compute)
+        exposed_cp = comms.exposed(cp_s, overlap["cp"], compute)
+        exposed_ep = comms.exposed(ep_s, overlap["ep"], compute)
+        critical = compute + exposed_tp + exposed_cp + exposed_ep + pp_s
+        bubble = comms.pipeline_bubble(pp, m, sh.virtual_stages)
+        pipeline = critical / (1 - bubble)
+        # DP: gradient all-reduce (ZeRO-3: all-gather params twice + reduce-scatter grads).
+        dp_bw = self.net if multi_node else self.nvl
+        dp_s = (comms.ring_allreduce_s(sh.dense_grad_bytes, dp, dp_bw)
+                + comms.ring_allreduce_s(sh.expert_grad_bytes, max(1, dp // ep), dp_bw))
+        if zero >= 3:
+            dp_s *= self.z3_multiplier
+        exposed_dp = comms.exposed(dp_s, overlap["dp"], compute * 2 / 3)
+        step = pipeline + exposed_dp
+        mfu = tokens * self.fpt / (gpus * self.peak * step)
+        return (step, tokens, compute, mfu, (step - compute) / step,
+                exposed_tp, exposed_cp, exposed_ep, pp_s, pipeline - critical, exposed_dp)
+
+    def states_gb(self, sh: _Shape, dp: int, ep: int, zero: int) -> float:
+        """training_memory's states_gb for the layout (memory.states_per_gpu_bytes)."""
+        return sharded_state_bytes(sh.dense, sh.experts, dp, ep, zero, self.per_param) / GB
+
+    def make_step(self, degrees: tuple[int, int, int, int, int, int], terms: tuple, states_gb: float) -> Step:
+        tp, pp, dp, ep, cp, zero = degrees
+        mem = TrainingMemory(states_gb, self.shape(tp, pp, cp, ep).activations_gb, self.buffer_gb)
+        return Step(Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero), terms[0], terms[1], terms[2],
+                    terms[3], terms[4], mem, *terms[5:])
+
+    def step(self, layout: Layout, mem: TrainingMemory | None = None) -> Step | None:
+        """step_time: the layout's Step, with `mem` or its training_memory."""
+        if self.peak is None:
+            return None
+        l = layout
+        terms = self.terms(self.shape(l.tp, l.pp, l.cp, l.ep), l.tp, l.pp, l.dp, l.ep, l.cp, l.zero)
+        if mem is None:
+            mem = training_memory(self.model, layout, self.seq_len, self.precision, self.optimizer, self.catalog)
+        return Step(layout, terms[0], terms[1], terms[2], terms[3], terms[4], mem, *terms[5:])
+
+    def best(self, gpus: int) -> tuple[Step | None, Step | None]:
+        """best_step on `gpus`."""
+        if self.peak is None:
+            return None, None
+        # ZeRO 1 and 2 step alike (only stage 3 moves more: zero3_comm_multiplier), and the key
+        # breaks a tie by the lower stage; so once a shape fits at one stage its higher stages, which
+        # training_layouts yields next, can neither win nor be the leanest that is reported.
+        z3_slower = self.z3_multiplier >= 1
+        best = best_rank = leanest = fitted = None
+        for degrees in training_degrees(self.model, gpus, self.inner):
+            tp, pp, dp, ep, cp, zero = degrees
+            shape = (tp, pp, cp, ep, dp)
+            if fitted == shape and (zero < 3 or z3_slower):
+                continue
+            # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
+            sh = self.shape(tp, pp, cp, ep)
+            states_gb = self.states_gb(sh, dp, ep, zero)
+            total_gb = states_gb + sh.activations_gb + self.buffer_gb   # TrainingMemory.total_gb
+            if leanest is None or total_gb < leanest[0]:
+                leanest = (total_gb, degrees, states_gb)
+            if total_gb <= self.cap:
+                fitted = shape if zero else None
+                terms = self.terms(sh, *degrees)
+                rank = _rank(terms[0], terms[1], pp, tp, cp, ep, zero)
+                if best is None or rank < best_rank:
+                    best, best_rank = (degrees, terms, states_gb), rank
+        if best is not None:
+            return self.make_step(*best), None
+        if leanest is None:
+            return None, None
+        _total, degrees, states_gb = leanest
+        tp, pp, dp, ep, cp, zero = degrees
+        return None, self.make_step(degrees, self.terms(self.shape(tp, pp, cp, ep), *degrees), states_gb)
+
+    def ceiling(self, gpus: int) -> float | None:
+        """mfu_ceiling on `gpus`."""
+        if self.peak is None or gpus <= self.gpn:
+            return None
+        best = 0.0
+        for tp, pp, cp, ep in _shapes(self.model, self.gpn, self.seq_len, self.cp_min):
+            dp = max(ep, -(-gpus // (tp * pp * cp)))
+            mfu = self._ceiling_mfu.get((tp, pp, cp, ep, dp))
+            if mfu is None:
+                terms = self.terms(self.shape(tp, pp, cp, ep), tp, pp, dp, ep, cp, 1 if dp > 1 else 0)
+                mfu = self._ceiling_mfu[(tp, pp, cp, ep, dp)] = terms[3]
+            best = max(best, mfu)
+        return best
+
+
+ACT_BYTES = 2  # 16-bit activations exchanged between ranks
+
+
+class _Shape:
+    """What a step and its memory read that depends on (tp, pp, cp, ep) and not on dp or the
+    ZeRO stage, each worked out as step_time and training_memory work it out (a GPU with a peak
+    at the precision: LayoutSearch asks for none otherwise)."""
+
+    __slots__ = ("layers", "s_local", "tp_allreduce", "kv_chunk", "cp_bw", "ep_all_to_all", "virtual_stages",
+                 "dense", "experts", "dense_grad_bytes", "expert_grad_bytes", "activations_gb")
+
+    def __init__(self, search: LayoutSearch, tp: int, pp: int, cp: int, ep: int) -> None:
+        model, catalog, seq_len, gpn = search.model, search.catalog, search.seq_len, search.gpn
+        mb, nvl, net = search.mb, search.nvl, search.net
+        self.dense, self.experts = params_per_gpu(model, Layout(tp=tp, pp=pp, ep=ep))
+        self.activations_gb = activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp), seq_len, mb,
+                                                       search.precision, catalog) / GB
+        self.layers = layers = model.layers / pp
+        self.s_local = s_local = seq_len / cp
+        self.tp_allreduce = comms.ring_allreduce_s(mb * s_local * model.hidden * ACT_BYTES, tp, nvl)
+        self.kv_chunk = 2 * mb * s_local * (model.kv_heads or model.heads) * model.head_dim * ACT_BYTES
+        self.cp_bw = nvl if tp * cp <= gpn else net
+        self.ep_all_to_all = 0.0
+        if ep > 1:
+            ep_bw = nvl if tp * ep <= gpn else net
+            tok_bytes = mb * s_local / tp * model.hidden * ACT_BYTES * (model.experts_per_token or 1)
+            self.ep_all_to_all = comms.all_to_all_s(tok_bytes, ep, ep_bw)
+        self.virtual_stages = (min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers)))
+                               if pp > 1 else 1)
+        grad_b = search.per_param[1]
+        self.dense_grad_bytes, self.expert_grad_bytes = self.dense * grad_b, self.experts * grad_b
+
+
 def step_time(model: Model, layout: Layout, gpu: Gpu, fabric: Fabric, seq_len: int,
               precision: str, optimizer: str, catalog: Catalog, mem: TrainingMemory | None = None) -> Step | None:
-    peak = peak_flops(gpu, precision)
-    if peak is None:
-        return None
-    gpus = layout.tp * layout.pp * layout.dp * layout.cp
-    gpn = fabric.gpus_per_node
-    mb = int(factor(catalog, "micro_batch_size"))
-    seqs = max(1, round(factor(catalog, "global_batch_tokens") / seq_len))
-    m = max(1, math.ceil(seqs / (layout.dp * mb)))
-    tokens = m * mb * layout.dp * seq_len
-    fpt = flops_per_token(model, seq_len)
-    compute = tokens * compute_s_per_token(model, gpu, seq_len, precision, catalog) / gpus
-
-    nvl = comms.scaleup_bw(gpu, catalog)
-    net = comms.scaleout_bw(fabric.node_gbps, gpn, fabric.name, catalog) if fabric.node_gbps > 0 else nvl
-    multi_node = gpus > gpn
-    layers = model.layers / layout.pp
-    s_local = seq_len / layout.cp
-    act = 2  # 16-bit activations exchanged between ranks
-    # TP: 2 all-reduces forward + 2 backward per layer per micro-batch (Megatron).
-    tp = m * layers * 4 * comms.ring_allreduce_s(mb * s_local * model.hidden * act, layout.tp, nvl)
-    # CP (ring attention): each rank's K,V chunk travels cp-1 hops, forward and twice backward.
-    kv_chunk = 2 * mb * s_local * (model.kv_heads or model.heads) * model.head_dim * act
-    cp_bw = nvl if layout.tp * layout.cp <= gpn else net
-    cp = m * layers * 3 * (layout.cp - 1) * kv_chunk / cp_bw if layout.cp > 1 else 0.0
-    # EP: dispatch + combine all-to-all, forward and backward, top-k copies of each token.
-    ep = 0.0
-    if layout.ep > 1:
-        ep_bw = nvl if layout.tp * layout.ep <= gpn else net
-        tok_bytes = mb * s_local / layout.tp * model.hidden * act * (model.experts_per_token or 1)
-        ep = m * layers * 4 * comms.all_to_all_s(tok_bytes, layout.ep, ep_bw)
-    # PP: activations to the next stage and gradients back, per micro-batch.
-    pp = 0.0
-    if layout.pp > 1:
-        pp_bw = net if multi_node else nvl
-        pp = m * 2 * mb * s_local * model.hidden * act / layout.tp / pp_bw
-    exposed_tp = comms.exposed(tp, factor(catalog, "tp_overlap"), compute)
-    exposed_cp = comms.exposed(cp, factor(catalog, "cp_overlap"), compute)
-    exposed_ep = comms.exposed(ep, factor(catalog, "ep_overlap"), compute)
-    critical = compute + exposed_tp + exposed_cp + exposed_ep + pp
-    v = min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers))) if layout.pp > 1 else 1
-    bubble = comms.pipeline_bubble(layout.pp, m, v)
-    pipeline = critical / (1 - bubble)
-    # DP: gradient all-reduce (ZeRO-3: all-gather params twice + reduce-scatter grads).
-    grad_b = state_bytes_per_param(precision, optimizer, catalog)[1]
-    dense, experts = params_per_gpu(model, layout)
-    dp_bw = net if multi_node else nvl
-    dp = (comms.ring_allreduce_s(dense * grad_b, layout.dp, dp_bw)
-          + comms.ring_allreduce_s(experts * grad_b, max(1, layout.dp // layout.ep), dp_bw))
-    if layout.zero >= 3:
-        dp *= factor(catalog, "zero3_comm_multiplier")
-    exposed_dp = comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
-    step = pipeline + exposed_dp
-    mfu = tokens * fpt / (gpus * peak * step)
-    if mem is None:
-        mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
-    return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem,
-                exposed_tp, exposed_cp, exposed_ep, pp, pipeline - critical, exposed_dp)
+    return LayoutSearch(model, gpu, fabric, seq_len, precision, optimizer, catalog).step(layout, mem)
 
 
 def best_step(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str,
               optimizer: str, catalog: Catalog) -> tuple[Step | None, Step | None]:
     """(fastest layout that fits memory, None), or (None, smallest-memory layout) when none fits:
     the second explains the 'does not fit' rejection."""
-    cap = usable_training_gb(gpu.memory_gb, catalog)
-    if peak_flops(gpu, precision) is None:
-        return None, None
-    best: Step | None = None
-    leanest: tuple[float, Layout, TrainingMemory] | None = None
-    cp_min = int(factor(catalog, "context_parallel_min_seq"))
-    # ZeRO 1 and 2 step alike (only stage 3 moves more: zero3_comm_multiplier), and the key
-    # breaks a tie by the lower stage; so once a shape fits at one stage its higher stages, which
-    # training_layouts yields next, can neither win nor be the leanest that is reported.
-    z3_slower = factor(catalog, "zero3_comm_multiplier") >= 1
-    fitted: tuple | None = None
-    for layout in training_layouts(model, gpus, fabric.gpus_per_node, seq_len, cp_min):
-        shape = (layout.tp, layout.pp, layout.cp, layout.ep, layout.dp)
-        if fitted == shape and (layout.zero < 3 or z3_slower):
-            continue
-        # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
-        mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
-        if leanest is None or mem.total_gb < leanest[0]:
-            leanest = (mem.total_gb, layout, mem)
-        if mem.total_gb <= cap:
-            fitted = shape if layout.zero else None
-            s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog, mem)
-            if best is None or _key(s) < _key(best):
-                best = s
-    if best is not None or leanest is None:
-        return best, None
-    return None, step_time(model, leanest[1], gpu, fabric, seq_len, precision, optimizer, catalog, leanest[2])
+    return LayoutSearch(model, gpu, fabric, seq_len, precision, optimizer, catalog).best(gpus)
 
 
 @functools.lru_cache(maxsize=512)
@@ -218,17 +322,7 @@ def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int,
     never rises with dp, and the best MFU on G >= gpus is at most the best over every shape at
     the smallest dp that reaches `gpus` (memory ignored, ZeRO-3's extra traffic left out). The
     test tests/test_estimate_training.py checks this against best_step."""
-    if peak_flops(gpu, precision) is None or gpus <= fabric.gpus_per_node:
-        return None
-    cp_min = int(factor(catalog, "context_parallel_min_seq"))
-    best = 0.0
-    for tp, pp, cp, ep in _shapes(model, fabric.gpus_per_node, seq_len, cp_min):
-        dp = max(ep, -(-gpus // (tp * pp * cp)))
-        layout = Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=1 if dp > 1 else 0)
-        s = step_time(model, layout, gpu, fabric, seq_len, precision, optimizer, catalog)
-        if s is not None:
-            best = max(best, s.mfu)
-    return best
+    return LayoutSearch(model, gpu, fabric, seq_len, precision, optimizer, catalog).ceiling(gpus)
 
 
 def fewest_gpus_to_fit(model: Model, gpn: int, gpu: Gpu, seq_len: int, precision: str, optimizer: str,
@@ -258,11 +352,15 @@ def fewest_gpus_to_fit(model: Model, gpn: int, gpu: Gpu, seq_len: int, precision
 
 
 def _key(s: Step) -> tuple:
+    l = s.layout
+    return _rank(s.seconds, s.tokens, l.pp, l.tp, l.cp, l.ep, l.zero)
+
+
+def _rank(seconds: float, tokens: float, pp: int, tp: int, cp: int, ep: int, zero: int) -> tuple:
     # Fastest per token, not per step: layouts round the global batch to whole micro-batches
     # differently, so their steps carry different token counts (and the run's duration is
     # tokens / s.tokens * s.seconds). Rounded to 12 significant digits so ties stay ties.
-    l = s.layout
-    return (float(f"{s.seconds / s.tokens:.12g}"), l.pp, l.tp, l.cp, l.ep, l.zero)
+    return (float(f"{seconds / tokens:.12g}"), pp, tp, cp, ep, zero)
 
 
 def restart_h(state_gb_total: float, nodes: int, catalog: Catalog) -> float:
