@@ -85,11 +85,10 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
             mfu_max = min(mfu_max, r.mfu) if r else mfu_max
     else:
         work = (w.tokens or 0.0) * training.flops_per_token(model, w.seq_len)
-        mfu_max = training.compute_mfu(model, hw.gpu, w.seq_len, w.precision, catalog) or 0.0
+        search = _search(model, hw, w, catalog, memo)
+        mfu_max = search.compute_mfu or 0.0
         if nodes >= 2:
-            fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
-            ceiling = memo.get((model, hw.gpu, catalog), ("ceiling", gpus, fabric, w.seq_len, w.precision, w.optimizer),
-                               lambda: _search(model, hw, w, catalog, memo).ceiling(gpus))
+            ceiling = search.ceiling(gpus)
             mfu_max = min(mfu_max, ceiling) if ceiling else mfu_max
     if mfu_max <= 0:
         return None
@@ -99,11 +98,14 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
 
 def _search(model: Model, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo) -> training.LayoutSearch:
     """One training.LayoutSearch per (model, GPU, fabric, sequence length, precision, optimizer):
-    node_hours_floor's ceilings and the estimate's best steps on every count share its lookups."""
-    fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
-    return memo.get((model, hw.gpu, catalog), ("search", fabric, w.seq_len, w.precision, w.optimizer),
-                    lambda: training.LayoutSearch(model, hw.gpu, fabric, w.seq_len, w.precision, w.optimizer,
-                                                  catalog))
+    node_hours_floor's ceilings and the estimate's best steps on every count share it, and it
+    keeps each count's answer."""
+    def new() -> training.LayoutSearch:
+        fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
+        return training.LayoutSearch(model, hw.gpu, fabric, w.seq_len, w.precision, w.optimizer, catalog)
+
+    return memo.get((model, hw.gpu, catalog),
+                    ("search", hw.fabric, hw.node_gbps, hw.gpus_per_node, w.seq_len, w.precision, w.optimizer), new)
 
 
 def _vision_rate(model: Model, gpus: int, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo):
@@ -132,10 +134,7 @@ def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus:
     """(estimate, layout, '') or (None, None, reason)."""
     if training.peak_flops(hw.gpu, w.precision) is None:
         return None, None, f"no {w.precision} tensor cores on {hw.gpu.name}"
-    fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
-    memo = memo or Memo()
-    best, leanest = memo.get((model, hw.gpu, catalog), (gpus, fabric, w.seq_len, w.precision, w.optimizer),
-                             lambda: _search(model, hw, w, catalog, memo).best(gpus))
+    best, leanest = _search(model, hw, w, catalog, memo or Memo()).best(gpus)
     if best is None:
         need = leanest.memory.total_gb if leanest else float("inf")
         return None, None, (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "

@@ -114,9 +114,10 @@ class LayoutSearch:
     (catalog factors, peaks, bandwidths, compute per token) is looked up once here, and what
     depends on the shape (tp, pp, cp, ep) alone once per shape (_Shape); the per-layout arithmetic
     is the same operations on the same floats in the same order, so every number is bit for bit
-    what it was when each call worked everything out afresh. mfu_ceiling keeps each (shape, dp)'s
-    MFU: a step is a pure function of its layout, and the ceiling's layouts repeat from one GPU
-    count to the next."""
+    what it was when each call worked everything out afresh. Each count's answer is kept (the
+    estimate's node-count scan asks for a count again when it reports why none was found), and
+    mfu_ceiling keeps each (shape, dp)'s MFU: a step is a pure function of its layout, and the
+    ceiling's layouts repeat from one GPU count to the next."""
 
     def __init__(self, model: Model, gpu: Gpu, fabric: Fabric, seq_len: int, precision: str, optimizer: str,
                  catalog: Catalog) -> None:
@@ -131,7 +132,10 @@ class LayoutSearch:
         self.per_param = state_bytes_per_param(precision, optimizer, catalog)
         self.inner = inner_degrees(model, self.gpn, seq_len, self.cp_min)
         self._shapes: dict[tuple[int, int, int, int], _Shape] = {}
+        self._best: dict[int, tuple[Step | None, Step | None]] = {}
+        self._ceiling: dict[int, float | None] = {}
         self._ceiling_mfu: dict[tuple[int, int, int, int, int], float] = {}
+        self.compute_mfu = compute_mfu(model, gpu, seq_len, precision, catalog)   # node_hours_floor reads it
         if self.peak is None:
             return
         self.mb = int(factor(catalog, "micro_batch_size"))
@@ -211,6 +215,12 @@ class LayoutSearch:
 
     def best(self, gpus: int) -> tuple[Step | None, Step | None]:
         """best_step on `gpus`."""
+        found = self._best.get(gpus)
+        if found is None:
+            found = self._best[gpus] = self._search_best(gpus)
+        return found
+
+    def _search_best(self, gpus: int) -> tuple[Step | None, Step | None]:
         if self.peak is None:
             return None, None
         # ZeRO 1 and 2 step alike (only stage 3 moves more: zero3_comm_multiplier), and the key
@@ -245,6 +255,11 @@ class LayoutSearch:
 
     def ceiling(self, gpus: int) -> float | None:
         """mfu_ceiling on `gpus`."""
+        if gpus not in self._ceiling:
+            self._ceiling[gpus] = self._ceiling_at(gpus)
+        return self._ceiling[gpus]
+
+    def _ceiling_at(self, gpus: int) -> float | None:
         if self.peak is None or gpus <= self.gpn:
             return None
         best = 0.0
