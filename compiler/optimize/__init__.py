@@ -29,6 +29,14 @@ MAX_NODES = 1000
 # takes about 900 (32 s); on 20 workloads and the 30-workload 6-site platform its 100 nodes end
 # on CBC's plan with a higher bound in 53 s and 77 s (CBC's 1,000: 49 s and 62 s).
 HIGHS_NODES = 100
+# A default HiGHS search (no --max-nodes, --time-limit or --gap) on a problem of fewer than
+# SETTLE_MAX_INTEGERS integers, not yet within SETTLE_GAP of its bound after HIGHS_NODES, goes on
+# up to SETTLE_NODES nodes in all and stops as soon as it is: the proof of the optimum is sought
+# for HIGHS_NODES nodes, a 1% proof for longer. Larger problems' nodes cost too much for it
+# (docs/optimizer.md, "Which solver searches", has the measurements).
+SETTLE_NODES = 1000
+SETTLE_GAP = 0.01
+SETTLE_MAX_INTEGERS = 10000
 
 # The month windows' plan is the compile's answer, with no branch-and-bound search after it, where
 # it is proven within this of the optimum (the LP bound with the month floors); otherwise the
@@ -53,7 +61,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     from compiler.optimize.decode import decode
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
-    from compiler.optimize.improve import improve, search_skipped
+    from compiler.optimize.improve import improve, integer_count, search_skipped
     from compiler.optimize.month_floors import month_floors, with_month_floors
     from compiler.optimize.month_search import month_search, search_plan, stitched
     from compiler.optimize.solve import HighsModel, relative_gap, solve
@@ -119,9 +127,15 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             sol = replace(sol, status="optimal")    # proven as a search would have proven it
     elif bound is not None and solver == "highs":
         # the search goes on from the rounds' plan on their own HiGHS model (no second build)
+        settle = None
         if not nodes_asked and options.time_limit is None:
             max_nodes = HIGHS_NODES
-        sol = highs().solve(start=start, max_nodes=max_nodes, gap=options.gap, time_limit=time_limit)
+            if options.gap is None and integer_count(problem) < SETTLE_MAX_INTEGERS:
+                max_nodes, settle = SETTLE_NODES, (HIGHS_NODES, SETTLE_GAP)
+        sol = highs().solve(start=start, max_nodes=max_nodes, gap=options.gap, time_limit=time_limit,
+                            settle=settle)
+        if settle is not None and sol.has_solution and sol.gap <= PROVEN_GAP:
+            sol = replace(sol, status="optimal")    # settled where the proof ends anyway
         price = _priced_on(highs())
     else:
         sol = solve(problem, solver=solver, time_limit=time_limit, gap=options.gap, start=start,
