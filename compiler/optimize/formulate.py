@@ -101,6 +101,9 @@ Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidat
 before the model is built; reductions.py removes only what provably no optimal plan needs
 (docs/optimizer.md, "Exact reductions").
 Each constraint keeps the spec path that caused it, so explain.py can point at the line.
+Each variable and constraint also carries what it is about as typed fields (family, workload,
+candidate, site, instance, tier, month, ...), set here where it is made: the other modules read
+those and never parse a name back (the names are for the solver and the plan's readers).
 """
 
 from __future__ import annotations
@@ -135,6 +138,18 @@ class Variable:
     # of month m); None for the ones that span months (a job's candidate, reserved terms, nodes
     # bought, fabric, a tier's peak). month_floors.py splits the problem by it.
     month: int | None = None
+    # What else it is about, typed, set where formulate makes it (None where it does not apply):
+    # read these, never the name, which stays what the solver and the plan's readers see.
+    family: str = ""                 # the name's head: x, y, mix, buy, fab, fabnodes, reserved, ondemand,
+                                     # inodes, res_free, res_taken, od_excess, storage, storage_open, storage_peak
+    workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
+                                     # (mix[w@m#k]: one of its mixes in month m; k only names it)
+    candidate: str | None = None     # x, y, od_excess: the candidate's id
+    site: str | None = None          # the site of a pool (cloud or on-prem) or of a storage tier
+    instance: str | None = None      # a pool's cloud instance or on-prem node model
+    tier: str | None = None          # storage, storage_open, storage_peak: the storage tier
+    fabric: str | None = None        # fab, fabnodes: the fabric wired
+    pricing: str | None = None       # reserved: the term (its start month: Problem.reservations)
 
     @property
     def cost(self) -> float:
@@ -150,6 +165,23 @@ class Constraint:
     rhs: float
     path: str = ""                               # JSONPath in the spec, e.g. $.sites[1].power_kw
     meaning: str = ""                            # what it says, in the spec's terms
+    # What the row is about, typed, set where formulate makes it (None where it does not apply):
+    # read these, never the name, which stays what the solver and the plan's readers see.
+    family: str = ""                 # the name's head: one, demand, survive, quota, capacity, packing,
+                                     # ondemand, pin_pricing, storage, mix, cover, month_floor, ...
+                                     # (a row's cuts R#cutNN, R#mirNN keep its family and fields, in
+                                     # group `cut`; cover[w@m/2] has the fields of cover[w@m])
+    workload: str | None = None      # the workload (or service) it is about; a candidate's workload
+    candidate: str | None = None     # od_excess, pin_nodes, fabric_use, buy_for; mix_y, node_mix,
+                                     # node_for: the candidate of the replicas y it is about
+    site: str | None = None          # the site of a pool, of a site limit or of storage
+    instance: str | None = None      # a pool's cloud instance or on-prem node model
+    gpu: str | None = None           # quota: the GPU type
+    tier: str | None = None          # storage_max, storage_min, storage_peak: the storage tier
+    fabric: str | None = None        # fabric_nodes: the fabric
+    pricing: str | None = None       # pin_pricing: the pricing pinned (on_demand, a term, owned, purchase)
+    without: str | None = None       # survive, cover[w@m/-s]: the site the service must do without
+    month: int | None = None         # the month it is written for; None for rows across months
 
 
 @dataclass(frozen=True)
@@ -230,6 +262,58 @@ def sopen_name(site: str, tier: str, m: int) -> str:
 
 def speak_name(site: str, tier: str) -> str:
     return f"storage_peak[{site}/{tier}]"
+
+
+# Rows a family writes every month. Without a month: the name of the whole series, one name for
+# all its months, as explain.py and the plan's binding constraints report it (series_name).
+
+def _at(m: int | None) -> str:
+    return "" if m is None else f"@{m:03d}"
+
+
+def demand_name(w: str, m: int | None = None) -> str:
+    return f"demand[{w}{_at(m)}]"
+
+
+def survive_name(w: str, without: str, m: int | None = None) -> str:
+    return f"survive[{w}{_at(m)}/-{without}]"
+
+
+def quota_name(site: str, gpu: str, m: int | None = None) -> str:
+    return f"quota[{site}/{gpu}{_at(m)}]"
+
+
+def capacity_name(site: str, inst: str, m: int | None = None) -> str:
+    return f"capacity[{site}/{inst}{_at(m)}]"
+
+
+def pin_pricing_name(site: str, inst: str, pricing: str, m: int | None = None) -> str:
+    return f"pin_pricing[{site}/{inst}/{pricing}{_at(m)}]"
+
+
+def pin_nodes_name(cid: str, m: int | None = None) -> str:
+    return f"pin_nodes[{cid}{_at(m)}]"
+
+
+_SERIES = {
+    "demand": lambda c: demand_name(c.workload),
+    "survive": lambda c: survive_name(c.workload, c.without),
+    "quota": lambda c: quota_name(c.site, c.gpu),
+    "capacity": lambda c: capacity_name(c.site, c.instance),
+    "pin_pricing": lambda c: pin_pricing_name(c.site, c.instance, c.pricing),
+    "pin_nodes": lambda c: pin_nodes_name(c.candidate),
+}
+
+
+def series_name(c: Constraint) -> str:
+    """The name of the series a row belongs to: its name without its month (quota[s/g@003] ->
+    quota[s/g]), for the rows explain.py relaxes and decode.py reports binding; a row written once
+    is its own series."""
+    if c.month is None:
+        return c.name
+    if c.group == "cut" or c.family not in _SERIES:
+        raise ValueError(f"{c.name}: no series name for a {c.group} row of family {c.family}")
+    return _SERIES[c.family](c)
 
 
 # --- candidate filters and pruning ------------------------------------------------------
@@ -324,14 +408,15 @@ def replicas_needed(demand: float, tokens_per_s: float) -> int:
     return max(1, math.ceil(demand / tokens_per_s - 1e-9))
 
 
-def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, path: str) -> None:
-    """Integer-hull cuts of one demand row (cuts.py); group `cut`, dropped when explaining."""
+def _add_cuts(B: "_Builder", row: str, terms: dict[str, float], demand: float, path: str, key: dict) -> None:
+    """Integer-hull cuts of one demand row (cuts.py); group `cut`, dropped when explaining. `key`:
+    the row's typed fields (family, ...), which its cuts keep."""
     names = sorted(terms)
     taus = tuple(terms[n] for n in names)
     ubs = tuple(int(B.vars[n].ub) for n in names)
     for k, (coef, rhs) in enumerate(row_cuts(taus, ubs, demand)):
         B.con(f"{row}#cut{k:02d}", "cut", dict(zip(names, coef)), ">=", rhs, path,
-              "valid inequality: whole replicas carry the demand")
+              "valid inequality: whole replicas carry the demand", **key)
 
 
 def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
@@ -342,14 +427,15 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
     path = w.path
     names = [f"mix[{w.name}@{m:03d}#{k:03d}]" for k in range(len(found))]
     for n in names:
-        B.var(n, "binary", month=m)
+        B.var(n, "binary", family="mix", workload=w.name, month=m)
     B.con(f"mix[{w.name}@{m:03d}]", "cut", {n: 1.0 for n in names}, "==", 1.0, path,
-          f"{w.name} runs one minimal mix of replicas in month {m}")
+          f"{w.name} runs one minimal mix of replicas in month {m}", family="mix", workload=w.name, month=m)
     out = [(n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)) for n, mix in zip(names, found)]
     for j, c in enumerate(cands):
         yn = y_name(c, m)
+        about = dict(workload=c.workload, candidate=c.id, month=m)
         B.con(f"mix_y[{yn}]", "cut", {yn: 1.0, **{n: -float(mix[j]) for n, mix in zip(names, found) if mix[j]}},
-              "==", 0.0, path, f"{yn} is its mix's replica count")
+              "==", 0.0, path, f"{yn} is its mix's replica count", family="mix_y", **about)
         if c.site_type == "cloud":
             node_var, gpn = inode_name(c.site, c.instance, m), cat.instances[c.instance].gpus
         elif not owned_nodes(spec.site(c.site), c.instance):
@@ -359,7 +445,7 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
         need = {n: float(math.ceil(c.gpus * mix[j] / gpn - 1e-9)) for n, mix in zip(names, found)}
         if any(v * gpn > c.gpus * mix[j] + 1e-9 for v, mix in zip(need.values(), found)):
             B.con(f"node_mix[{yn}]", "cut", {node_var: 1.0, **{n: -v for n, v in need.items()}}, ">=", 0.0,
-                  path, "valid inequality: a mix's replicas sit on whole nodes")
+                  path, "valid inequality: a mix's replicas sit on whole nodes", family="node_mix", **about)
     return tuple(out)
 
 
@@ -376,10 +462,12 @@ def _add_node_cut(B: "_Builder", name: str, vn: str, yn: str, gpus: float, gpn: 
     only where no owned nodes could carry them for free."""
     if owned:
         return
-    slope = node_slope(int(gpus), gpn, int(B.vars[yn].ub or 1))
+    y = B.vars[yn]
+    slope = node_slope(int(gpus), gpn, int(y.ub or 1))
     if slope > gpus / gpn + 1e-9:
         B.con(name, "cut", {vn: 1.0, yn: -slope}, ">=", 0.0, path,
-              "valid inequality: replicas sit on whole nodes")
+              "valid inequality: replicas sit on whole nodes", family="node_for", workload=y.workload,
+              candidate=y.candidate, month=y.month)
 
 
 def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
@@ -397,11 +485,13 @@ class _Builder:
         self.vars: dict[str, Variable] = {}
         self.cons: dict[str, Constraint] = {}
 
-    def var(self, name: str, kind: str, ub: float | None = None, *, month: int | None = None,
-            **costs_by_cat: float) -> str:
+    def var(self, name: str, kind: str, ub: float | None = None, *, family: str,
+            usd: Mapping[str, float] | None = None, **key) -> str:
+        """The variable `name` (made once): `usd` its cost per unit by breakdown category, `key`
+        its typed fields (Variable: month, workload, candidate, site, ...)."""
         if name not in self.vars:
-            self.vars[name] = Variable(name, kind, ub, tuple(sorted((k, v) for k, v in costs_by_cat.items() if v)),
-                                       month=month)
+            self.vars[name] = Variable(name, kind, ub, tuple(sorted((k, v) for k, v in (usd or {}).items() if v)),
+                                       family=family, **key)
         return name
 
     def add_cost(self, name: str, category: str, usd: float) -> None:
@@ -411,14 +501,10 @@ class _Builder:
         self.vars[name] = replace(v, costs=tuple(sorted((k, x) for k, x in merged.items() if x)))
 
     def con(self, name: str, group: str, terms: dict[str, float], sense: str, rhs: float,
-            path: str = "", meaning: str = "") -> None:
+            path: str = "", meaning: str = "", *, family: str, **key) -> None:
+        """The row `name`: `key` its typed fields (Constraint: month, workload, site, ...)."""
         t = tuple(sorted((k, v) for k, v in terms.items() if v))
-        self.cons[name] = Constraint(name, group, t, sense, rhs, path, meaning)
-
-
-def _cand_id(var: str) -> str:
-    """x[id] or y[id@mmm] -> the candidate id."""
-    return var[2:-1].split("@")[0]
+        self.cons[name] = Constraint(name, group, t, sense, rhs, path, meaning, family=family, **key)
 
 
 def _add(d: dict, key, name: str, coef: float) -> None:
@@ -508,7 +594,7 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             # c alone carries month m with ceil(D/tau) replicas; more never helps (every
             # constraint y appears in is a demand to cover or a resource to spend).
             ub_m = min(replicas_needed(D[m], tau), caps.get(c.id, math.inf))
-            yn = B.var(y_name(c, m), "integer", ub_m, month=m)
+            yn = B.var(y_name(c, m), "integer", ub_m, family="y", workload=c.workload, candidate=c.id, month=m)
             if isinstance(site, OnPremSite):
                 node = cat.onprem_nodes[c.instance]
                 B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
@@ -528,15 +614,17 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
     too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
     for m in active:
         terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
-        rows = [(f"demand[{w.name}@{m:03d}]", terms)]
+        key = dict(family="demand", workload=w.name, month=m)
+        rows = [(demand_name(w.name, m), terms, key)]
         B.con(rows[0][0], "demand", terms, ">=", D[m], f"{w.path}.traffic",
-              f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}")  # (2)
+              f"{w.name} must carry {D[m]:,.0f} output tokens/s in month {m}", **key)  # (2)
         if survive:
             for s in sorted({c.site for c in cands}):
                 t = {y_name(c, m): c.estimate.tokens_per_s for c in cands if c.site != s}
-                rows.append((f"survive[{w.name}@{m:03d}/-{s}]", t))
+                key = dict(family="survive", workload=w.name, without=s, month=m)
+                rows.append((survive_name(w.name, s, m), t, key))
                 B.con(rows[-1][0], "availability", t, ">=", D[m], f"{w.path}.slo.availability",
-                      f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}")  # (3)
+                      f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}", **key)  # (3)
         found = None if D[m] >= too_many else minimal_mixes(
             tuple(c.estimate.tokens_per_s for c in cands),
             tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
@@ -547,8 +635,8 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             mixes[(w.name, m)] = _add_mixes(B, spec, cat, w, m, cands, found)
             continue
         # Too many mixes (or none: explain.py reports that): cuts on each row instead.
-        for row, t in rows:
-            _add_cuts(B, row, t, D[m], w.path)
+        for row, t, key in rows:
+            _add_cuts(B, row, t, D[m], w.path, key)
 
 
 def _training(st: "_State", w) -> None:
@@ -569,7 +657,7 @@ def _training(st: "_State", w) -> None:
     ck_tb = costs.checkpoint_tb(w, cat)
     for c in cands:
         site = spec.site(c.site)
-        xn = B.var(x_name(c), "binary")
+        xn = B.var(x_name(c), "binary", family="x", workload=c.workload, candidate=c.id)
         hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
         if home and c.site != home and ds_tb:
             B.add_cost(xn, "egress", ds_tb * costs.egress_usd_per_tb(cat, spec.site(home)))
@@ -603,7 +691,7 @@ def _training(st: "_State", w) -> None:
             pools_cloud.setdefault((c.site, c.instance), set()).update(
                 m for m, h in c.usage if h > 0 and m < H)
     B.con(f"one[{w.name}]", "placement", {x_name(c): 1.0 for c in cands}, "==", 1.0, w.path,
-          f"{w.name} runs on exactly one candidate")  # (1)
+          f"{w.name} runs on exactly one candidate", family="one", workload=w.name)  # (1)
 
 
 def _cloud_pools(st: "_State") -> None:
@@ -628,19 +716,21 @@ def _cloud_pools(st: "_State") -> None:
             tm = costs.TERM_MONTHS[term]
             for a in starts:
                 covered = min(H, a + tm) - a
-                rn = B.var(res_name(s, i, term, a), "integer", None,
-                           cloud_compute=price * HOURS_PER_MONTH * covered)
+                rn = B.var(res_name(s, i, term, a), "integer", None, family="reserved", site=s, instance=i,
+                           pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * covered})
                 res_vars.append((rn, a, tm))
                 reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
         for m in months:
             hours = dict(od_hours.get((s, i, m), {}))
             pack = packing.get((s, i, m))
+            pool_month = dict(site=s, instance=i, month=m)
             if pack:
                 # Replicas that each fill whole nodes make the node count integral already.
                 whole = all(v % gpn == 0 for v in pack.values())
-                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND, month=m)
+                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND, family="inodes", **pool_month)
                 B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
-                      ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes")  # (13)
+                      ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes",
+                      family="packing", **pool_month)  # (13)
                 for yn, g in sorted(pack.items()):
                     if f"node_mix[{yn}]" not in B.cons:
                         _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
@@ -648,8 +738,8 @@ def _cloud_pools(st: "_State") -> None:
                 add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
             if not hours:
                 continue
-            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, month=m,
-                       cloud_compute=od_price or 0.0)
+            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, family="ondemand",
+                       usd={"cloud_compute": od_price or 0.0}, **pool_month)
             B.vars[un] = replace(B.vars[un], scale=HOURS_PER_MONTH)
             terms = {un: 1.0, **{k: -v for k, v in hours.items()}}
             for rn, a, tm in res_vars:
@@ -659,7 +749,7 @@ def _cloud_pools(st: "_State") -> None:
             # (12b) a job runs on no more reserved nodes at once than the pool has free of
             # replicas: its nodes beyond them run its hours on demand. Row (12) alone would let a
             # 100-hour job use a reserved node's 730 hours. Jobs running all month: (12) says it.
-            jobs = [(xn, nh, by_id[_cand_id(xn)]) for xn, nh in sorted(od_hours.get((s, i, m), {}).items())]
+            jobs = [(xn, nh, by_id[B.vars[xn].candidate]) for xn, nh in sorted(od_hours.get((s, i, m), {}).items())]
             jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
             if active_res and jobs:
                 if pack:
@@ -671,35 +761,39 @@ def _cloud_pools(st: "_State") -> None:
                 excess = {}
                 for xn, nh, c in jobs:
                     h = nh / c.nodes
-                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", month=m)
+                    job_month = dict(family="od_excess", workload=c.workload, candidate=c.id, month=m)
+                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", **job_month)
                     row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
                     B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
-                          f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}")
+                          f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}", **job_month)
                     excess[en] = -1.0
                 B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
                       f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
-                      f"can run on reserved nodes are bought on demand")
+                      f"can run on reserved nodes are bought on demand", family="ondemand_jobs", **pool_month)
             B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
-                  f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand")  # (12)
+                  f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand",
+                  family="ondemand", **pool_month)  # (12)
             for term in ("on_demand", *TERMS):                                                    # (12a)
                 pinned = pinned_hours.get((s, i, m, term))
                 if not pinned:
                     continue
-                who = sorted({by_id[n[2:-1]].workload for n in pinned})
+                who = sorted({B.vars[n].workload for n in pinned})
                 if term == "on_demand":
                     row = {un: 1.0, **{k: -v for k, v in pinned.items()}}
                 else:
                     row = {rn: HOURS_PER_MONTH for rn, a, tm in res_vars
                            if a <= m < a + tm and tm == costs.TERM_MONTHS[term]}
                     row.update({k: -v for k, v in pinned.items()})
-                B.con(f"pin_pricing[{s}/{i}/{term}@{m:03d}]", "placement", row, ">=", 0.0,
-                      pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}")
+                B.con(pin_pricing_name(s, i, term, m), "placement", row, ">=", 0.0,
+                      pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}",
+                      family="pin_pricing", pricing=term, **pool_month)
                 if term != "on_demand":
                     for xn in sorted(pinned):   # and holds no more nodes at once than the term has
-                        c = by_id[_cand_id(xn)]
-                        rows = {rn: 1.0 for rn in row if rn.startswith("reserved[")}
-                        B.con(f"pin_nodes[{c.id}@{m:03d}]", "placement", {**rows, xn: -float(c.nodes)}, ">=",
-                              0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved")
+                        c = by_id[B.vars[xn].candidate]
+                        rows = {rn: 1.0 for rn in row if B.vars[rn].family == "reserved"}
+                        B.con(pin_nodes_name(c.id, m), "placement", {**rows, xn: -float(c.nodes)}, ">=",
+                              0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved",
+                              family="pin_nodes", workload=c.workload, candidate=c.id, month=m)
 
 
 def _replica_nodes_most(B: "_Builder", pack: Mapping[str, float], gpn: int) -> int:
@@ -718,13 +812,16 @@ def _free_reserved(B: "_Builder", pool_month: tuple[str, str, int], reserved: li
     most nodes the replicas can need, is t = 0's. A plain w <= R - v bills a job h (v - R) more
     than it runs when v > R, chosen or not (found on the 100-workload benchmark: audit A303)."""
     s, i, m = pool_month
+    at = dict(site=s, instance=i, month=m)
     key = f"{s}/{i}@{m:03d}"
-    wn = B.var(f"res_free[{key}]", "continuous", float(most), month=m)
-    tn = B.var(res_taken_name(s, i, m), "binary", month=m)
+    wn = B.var(f"res_free[{key}]", "continuous", float(most), family="res_free", **at)
+    tn = B.var(res_taken_name(s, i, m), "binary", family="res_taken", **at)
     B.con(f"res_free[{key}]", "cloud_capacity", {wn: 1.0, vn: 1.0, tn: -float(vbar), **{rn: -1.0 for rn in reserved}},
-          "<=", 0.0, f"{path}.pricing", f"jobs run on the reserved nodes at {key} the replicas leave free")
+          "<=", 0.0, f"{path}.pricing", f"jobs run on the reserved nodes at {key} the replicas leave free",
+          family="res_free", **at)
     B.con(tn, "cloud_capacity", {wn: 1.0, tn: float(most)}, "<=", float(most),
-          f"{path}.pricing", f"no reserved node at {key} is free where the replicas take them all")
+          f"{path}.pricing", f"no reserved node at {key} is free where the replicas take them all",
+          family="res_taken", **at)
     return wn
 
 
@@ -735,8 +832,8 @@ def _quotas(st: "_State") -> None:
         site = spec.site(s)
         q = site.quotas.get(g) if isinstance(site, CloudSite) else None
         if q is not None:
-            B.con(f"quota[{s}/{g}@{m:03d}]", "quota", terms, "<=", float(q), f"{site.path}.quotas.{g}",
-                  f"at most {q} {g} GPUs at once at {s}")
+            B.con(quota_name(s, g, m), "quota", terms, "<=", float(q), f"{site.path}.quotas.{g}",
+                  f"at most {q} {g} GPUs at once at {s}", family="quota", site=s, gpu=g, month=m)
 
 
 def _onprem_pools(st: "_State") -> None:
@@ -765,54 +862,60 @@ def _onprem_pools(st: "_State") -> None:
         # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
         base_fabric = base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
         base = costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
-        bn = B.var(buy_name(s, i), "integer", float(cap_nodes), capex=costs.capex_credit(node, H),
-                   support=costs.support_cost(node, H), fabric=base)
+        pool = dict(site=s, instance=i)
+        bn = B.var(buy_name(s, i), "integer", float(cap_nodes), family="buy", **pool,
+                   usd={"capex": costs.capex_credit(node, H), "support": costs.support_cost(node, H), "fabric": base})
         by_site.setdefault(s, []).append(i)
         fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
         if fabrics:
             sel = {}
             for f in fabrics:
-                fn = B.var(fab_name(s, i, f), "binary")
+                fn = B.var(fab_name(s, i, f), "binary", family="fab", fabric=f, **pool)
                 sel[fn] = 1.0
                 fab = cat.fabrics.get(f)
-                zn = B.var(fabn_name(s, i, f), "continuous", None,
-                           fabric=(costs.fabric_cost_per_node(fab) - base) if fab else 0.0)
+                zn = B.var(fabn_name(s, i, f), "continuous", None, family="fabnodes", fabric=f, **pool,
+                           usd={"fabric": (costs.fabric_cost_per_node(fab) - base) if fab else 0.0})
                 B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
-                      ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}")
+                      ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}",
+                      family="fabric_nodes", fabric=f, **pool)
                 for cid in fabric_users[(s, i, f)]:
                     B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
-                          site.path, f"{cid} needs the pool's fabric to be {f}")
+                          site.path, f"{cid} needs the pool's fabric to be {f}", family="fabric_use",
+                          workload=by_id[cid].workload, candidate=cid)
             B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
-                  f"one fabric for the {i} pool at {s}")  # (5)
+                  f"one fabric for the {i} pool at {s}", family="fabric", **pool)  # (5)
         # Valid inequality: a job bigger than the owned nodes buys the rest (the capacity rows
         # alone let a half-chosen job sit on owned nodes for free).
         for cid in sorted({n for (ss, ii, _m), t in onprem_gpu.items() if (ss, ii) == (s, i)
-                           for n in t if n.startswith("x[")}):
-            job = _cand_id(cid)
-            extra = math.ceil(by_id[job].gpus / node.gpus - 1e-9) - owned
+                           for n in t if B.vars[n].family == "x"}):
+            job = by_id[B.vars[cid].candidate]
+            extra = math.ceil(job.gpus / node.gpus - 1e-9) - owned
             if 0 < extra <= cap_nodes:
-                B.con(f"buy_for[{job}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
-                      f"valid inequality: {job} needs {extra} bought {i} nodes")
+                B.con(f"buy_for[{job.id}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
+                      f"valid inequality: {job.id} needs {extra} bought {i} nodes", family="buy_for",
+                      workload=job.workload, candidate=job.id)
         for m in months:
             terms = onprem_gpu.get((s, i, m))
             for yn, g in sorted((terms or {}).items()):
-                if yn.startswith("y[") and f"node_mix[{yn}]" not in B.cons:
+                if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
                     _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
             if terms:
-                B.con(f"capacity[{s}/{i}@{m:03d}]", "capacity",
+                B.con(capacity_name(s, i, m), "capacity",
                       {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
-                      site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought")  # (6)
+                      site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought",
+                      family="capacity", month=m, **pool)  # (6)
             for pricing in ("owned", "purchase"):                                                  # (12a)
                 pinned = st.pinned_gpus.get((s, i, m, pricing))
                 if not pinned:
                     continue
-                who = sorted({by_id[_cand_id(n)].workload for n in pinned})
+                who = sorted({B.vars[n].workload for n in pinned})
                 row = {k: -v for k, v in pinned.items()}
                 if pricing == "purchase":
                     row[bn] = float(node.gpus)
-                B.con(f"pin_pricing[{s}/{i}/{pricing}@{m:03d}]", "placement", row, ">=",
+                B.con(pin_pricing_name(s, i, pricing, m), "placement", row, ">=",
                       -float(owned * node.gpus) if pricing == "owned" else 0.0, st.pin_path[who[0]],
-                      f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}")
+                      f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}",
+                      family="pin_pricing", pricing=pricing, month=m, **pool)
 
 
 def _site_limits(st: "_State") -> None:
@@ -826,21 +929,22 @@ def _site_limits(st: "_State") -> None:
         owned = {i: owned_nodes(site, i) for i in every}
         nodes = {i: cat.onprem_nodes[i] for i in every}
         B.con(f"power[{s}]", "power", {buy_name(s, i): nodes[i].power_kw * site.pue for i in insts}, "<=",
-              site.power_kw, f"{site.path}.power_kw", f"new nodes at {s} fit its {site.power_kw:g} kW")  # (7)
+              site.power_kw, f"{site.path}.power_kw", f"new nodes at {s} fit its {site.power_kw:g} kW",
+              family="power", site=s)  # (7)
         owned_ru = sum(owned[i] * nodes[i].rack_units for i in every) / RACK_UNITS
         B.con(f"racks[{s}]", "racks", {buy_name(s, i): nodes[i].rack_units / RACK_UNITS for i in insts}, "<=",
               site.max_racks - owned_ru, f"{site.path}.max_racks",
-              f"nodes at {s} fit in {site.max_racks} racks")  # (8)
+              f"nodes at {s} fit in {site.max_racks} racks", family="racks", site=s)  # (8)
         if site.rack_power_kw:
             owned_kw = sum(owned[i] * nodes[i].power_kw for i in every) / site.rack_power_kw
             B.con(f"rack_power[{s}]", "racks",
                   {buy_name(s, i): nodes[i].power_kw / site.rack_power_kw for i in insts}, "<=",
                   site.max_racks - owned_kw, f"{site.path}.rack_power_kw",
-                  f"nodes at {s} fit {site.max_racks} racks of {site.rack_power_kw:g} kW")
+                  f"nodes at {s} fit {site.max_racks} racks of {site.rack_power_kw:g} kW", family="rack_power", site=s)
         if site.max_gpus is not None:
             B.con(f"max_gpus[{s}]", "max_gpus", {buy_name(s, i): nodes[i].gpus for i in insts}, "<=",
                   site.max_gpus - sum(owned[i] * nodes[i].gpus for i in every), f"{site.path}.max_gpus",
-                  f"at most {site.max_gpus} GPUs at {s}")  # (9)
+                  f"at most {site.max_gpus} GPUs at {s}", family="max_gpus", site=s)  # (9)
 
 
 def _storage(st: "_State") -> None:
@@ -856,26 +960,33 @@ def _storage(st: "_State") -> None:
         big = max(sum(need.values()), max(t.min_tb for t in tiers))
         terms = {k: -v for k, v in need.items()}
         for t in tiers:
-            sn = B.var(stor_name(s, t.name, m), "continuous", None, month=m, storage=t.usd_per_tb_month)
-            on = B.var(sopen_name(s, t.name, m), "binary", month=m)
+            tier_month = dict(site=s, tier=t.name, month=m)
+            sn = B.var(stor_name(s, t.name, m), "continuous", None, family="storage", **tier_month,
+                       usd={"storage": t.usd_per_tb_month})
+            on = B.var(sopen_name(s, t.name, m), "binary", family="storage_open", **tier_month)
             terms[sn] = 1.0
-            B.con(f"storage_max[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -big}, "<=", 0.0, site.path)
+            B.con(f"storage_max[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -big}, "<=", 0.0, site.path,
+                  family="storage_max", **tier_month)
             B.con(f"storage_min[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -t.min_tb}, ">=", 0.0,
-                  site.path, f"{t.name} is sold in at least {t.min_tb:g} TB")
+                  site.path, f"{t.name} is sold in at least {t.min_tb:g} TB", family="storage_min", **tier_month)
             if t.capex_usd_per_tb:
-                kn = B.var(speak_name(s, t.name), "continuous", None, storage=t.capex_usd_per_tb)
-                B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path)
+                kn = B.var(speak_name(s, t.name), "continuous", None, family="storage_peak", site=s, tier=t.name,
+                           usd={"storage": t.capex_usd_per_tb})
+                B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path,
+                      family="storage_peak", **tier_month)
         B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", 0.0, site.path,
-              f"storage at {s} in month {m} holds the datasets and checkpoints of the jobs there")
+              f"storage at {s} in month {m} holds the datasets and checkpoints of the jobs there",
+              family="storage", site=s, month=m)
         # Valid inequality: a job that needs storage here this month opens some tier.
         opens = {sopen_name(s, t.name, m): 1.0 for t in tiers}
         per_w: dict[str, dict[str, float]] = {}
         for xn, tb in need.items():
             if tb > 0:
-                per_w.setdefault(by_id[_cand_id(xn)].workload, {})[xn] = -1.0
+                per_w.setdefault(B.vars[xn].workload, {})[xn] = -1.0
         for wn in sorted(per_w):
             B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,
-                  "valid inequality: a job with data here opens a storage tier")
+                  "valid inequality: a job with data here opens a storage tier", family="storage_used",
+                  site=s, workload=wn, month=m)
 
 
 def _cloud_share(st: "_State") -> None:
@@ -886,12 +997,12 @@ def _cloud_share(st: "_State") -> None:
         terms = {}
         for v in B.vars.values():
             cloud = sum(x for k, x in v.costs if k == "cloud_compute")
-            cloud += v.cost if _is_cloud_var(v.name, spec) else 0.0
+            cloud += v.cost if _is_cloud_storage(v, spec) else 0.0
             coef = cloud - share * v.cost
             if coef:
                 terms[v.name] = coef
         B.con("cloud_share", "cloud_share", terms, "<=", 0.0, "$.policy.max_cloud_share",
-              f"cloud spend is at most {share:.0%} of the total")
+              f"cloud spend is at most {share:.0%} of the total", family="cloud_share")
 
 
 def _node_caps(st: "_State", w: InferenceWorkload, without: str | None = None) -> dict[tuple[str, str], float]:
@@ -907,7 +1018,7 @@ def _node_caps(st: "_State", w: InferenceWorkload, without: str | None = None) -
 
 
 def _cover_row(st: "_State", name: str, w: InferenceWorkload, m: int, coefs: dict[tuple[str, str], float],
-               rhs: float) -> None:
+               rhs: float, without: str | None = None) -> None:
     """sum_p coefs[p] N_p >= rhs over whole nodes N_p (v_{p,m}; b_q + O_q on-prem), written with the
     owned nodes moved to the right, every coefficient cut to the right side (a whole node never
     needs to count for more), and its MIR cuts. Nothing when the owned nodes alone satisfy it."""
@@ -926,9 +1037,10 @@ def _cover_row(st: "_State", name: str, w: InferenceWorkload, m: int, coefs: dic
         return
     terms = {n: min(k, rhs) for n, k in terms.items() if n in B.vars}
     what = "valid inequality: the service's replicas sit on whole nodes"
-    B.con(name, "cut", terms, ">=", rhs, w.path, what)
+    key = dict(family="cover", workload=w.name, without=without, month=m)
+    B.con(name, "cut", terms, ">=", rhs, w.path, what, **key)
     for k, (coef, r) in enumerate(node_mirs(tuple(terms.values()), rhs)):
-        B.con(f"{name}#mir{k:02d}", "cut", dict(zip(terms, coef)), ">=", r, w.path, what)
+        B.con(f"{name}#mir{k:02d}", "cut", dict(zip(terms, coef)), ">=", r, w.path, what, **key)
 
 
 def _node_covers(st: "_State") -> None:
@@ -958,7 +1070,7 @@ def _node_covers(st: "_State") -> None:
             tag = f"cover[{w.name}@{m:03d}"
             _cover_row(st, f"{tag}]", w, m, every, D[m])
             for s in sites:
-                _cover_row(st, f"{tag}/-{s}]", w, m, outside[s], D[m])
+                _cover_row(st, f"{tag}/-{s}]", w, m, outside[s], D[m], without=s)
             if survive:
                 _cover_row(st, f"{tag}/2]", w, m, {p: min(D[m], 2 * k) for p, k in every.items()}, 2 * D[m])
 
@@ -986,9 +1098,7 @@ def formulate(candidates: Candidates) -> Problem:
                    reservations=tuple(sorted(st.reservations, key=lambda r: r.var)), base_fabrics=st.base_fabrics)
 
 
-def _is_cloud_var(name: str, spec: Spec) -> bool:
-    if not name.startswith(("storage[", "storage_peak[")):
-        return False
-    site = name.split("[", 1)[1].split("/", 1)[0]
-    return spec.site(site).type == "cloud"
+def _is_cloud_storage(v: Variable, spec: Spec) -> bool:
+    """Storage bought at a cloud site: cloud spend (10) though its costs are not cloud_compute."""
+    return v.family in ("storage", "storage_peak") and spec.site(v.site).type == "cloud"
 
