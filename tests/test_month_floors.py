@@ -29,7 +29,8 @@ def _hand_problem() -> Problem:
     replica needs a node that month: on demand at $4 (u_m) or a reserved one (r, $10, both
     months: $5 a month). By hand: two replicas a month, on demand, $8 a month, $16 in all (two
     reserved nodes: $20). The LP without floors: y_m = u_m = 4/3, $10.67."""
-    v = [Variable("y[a@000]", "integer", 2, month=0), Variable("y[a@001]", "integer", 2, month=1),
+    v = [Variable("y[a@000]", "integer", 2, month=0, family="y"),
+         Variable("y[a@001]", "integer", 2, month=1, family="y"),
          Variable("ondemand[p@000]", "continuous", costs=(("cloud_compute", 4.0),), month=0),
          Variable("ondemand[p@001]", "continuous", costs=(("cloud_compute", 4.0),), month=1),
          Variable("reserved[p@000]", "integer", costs=(("cloud_compute", 10.0),))]
@@ -68,8 +69,8 @@ def test_a_jobs_candidates_share_its_cost_over_its_whole_window():
     service needing one replica a month ($1). Each candidate's cost is split over both months,
     the months its one-candidate row reaches, so each month's floor holds the job's row and
     prices it at half: min($3, $5) + $1 = $4 a month, $8 in all: the optimum ($6 + 2 x $1)."""
-    v = [Variable("y[s@000]", "integer", 2, costs=(("c", 1.0),), month=0),
-         Variable("y[s@001]", "integer", 2, costs=(("c", 1.0),), month=1),
+    v = [Variable("y[s@000]", "integer", 2, costs=(("c", 1.0),), month=0, family="y"),
+         Variable("y[s@001]", "integer", 2, costs=(("c", 1.0),), month=1, family="y"),
          Variable("x[a]", "binary", costs=(("c", 6.0),)), Variable("x[b]", "binary", costs=(("c", 10.0),))]
     c = [Constraint("one[job]", "one", (("x[a]", 1.0), ("x[b]", 1.0)), "==", 1.0),
          Constraint("demand[s@000]", "demand", (("y[s@000]", 1.0),), ">=", 1.0),

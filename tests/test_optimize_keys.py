@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compiler.optimize.explain import PENALTY
+from compiler.optimize.explain import PENALTY, _placed
 from compiler.optimize.formulate import Constraint, Variable, formulate, series_name
 from compiler.pipeline import estimate
 
@@ -186,3 +186,14 @@ def test_a_series_name_is_the_name_without_its_month(problems):
 def test_a_hand_made_variable_or_row_has_no_family():
     """Hand-made problems (tests, sub-problems) are about nothing formulate knows: empty family."""
     assert Variable("v", "binary").family == "" and Constraint("r", "g", (), "<=", 0.0).family == ""
+
+
+def test_explain_names_a_placement_row_as_its_name_does(problems):
+    """explain.py says what a placement row places from its fields: the text inside its name."""
+    seen = set()
+    for problem in problems:
+        for c in problem.constraints:
+            if c.group == "placement":
+                assert _placed(c) == re.fullmatch(r"[a-z_]+\[(.*)\]", c.name).group(1), c.name
+                seen.add(c.family)
+    assert seen == {"one", "pin_pricing", "pin_nodes"}

@@ -127,14 +127,11 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     storage_shared: dict[str, float] = defaultdict(float)
     for v in problem.variables:
         q = value(v.name)
-        if not q or not v.cost or v.name.startswith(("x[", "y[")):
+        if not q or not v.cost or v.family in ("x", "y"):
             continue
         usd = v.cost * q
-        head, inner = v.name.split("[", 1)
-        inner = inner.rstrip("]")
-        month = int(inner.split("@")[1]) if "@" in inner else None
-        parts = inner.split("@")[0].split("/")
-        if head == "reserved" and v.name in reservation:
+        month = v.month
+        if v.family == "reserved":
             # a term's months: a non-empty range within the horizon (formulate)
             r = reservation[v.name]
             share = usd / len(r.months)
@@ -144,14 +141,14 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
                        weights(r.site, r.instance, everything, all_months))
                 monthly[m] += share
             continue
-        if head in ("storage", "storage_peak"):
-            storage_shared[parts[0]] += usd
-        elif head == "ondemand" and month is not None:
-            s, i = parts[0], parts[1]
+        if v.family in ("storage", "storage_peak"):
+            storage_shared[v.site] += usd
+        elif v.family == "ondemand":
+            s, i = v.site, v.instance
             spread(usd, weights(s, i, ("on_demand",), (month,)), weights(s, i, everything, (month,)),
                    weights(s, i, everything, all_months))
-        elif len(parts) >= 2:
-            s, i = parts[0], parts[1]
+        elif v.instance is not None:       # an on-prem pool's bought nodes and their fabric
+            s, i = v.site, v.instance
             spread(usd, weights(s, i, ("purchase",), all_months), weights(s, i, everything, all_months))
         if month is not None:
             monthly[month] += usd
@@ -409,22 +406,17 @@ def _storage(problem, value) -> tuple[StoragePlan, ...]:
     H = problem.spec.horizon_months
     agg: dict[tuple[str, str], list] = {}      # (site, tier) -> [peak TB, USD, TB per month]
     for v in problem.variables:
-        if not v.name.startswith("storage["):
+        if v.family != "storage":
             continue
-        inner = v.name[len("storage["):-1]
-        site, tier = inner.split("@")[0].split("/")
-        m = int(inner.split("@")[1])
         tb = value(v.name)
-        a = agg.setdefault((site, tier), [0.0, 0.0, [0.0] * H])
+        a = agg.setdefault((v.site, v.tier), [0.0, 0.0, [0.0] * H])
         a[0] = max(a[0], tb)
         a[1] += v.cost * tb
-        if 0 <= m < H:
-            a[2][m] += tb
+        if 0 <= v.month < H:
+            a[2][v.month] += tb
     for v in problem.variables:
-        if v.name.startswith("storage_peak["):
-            site, tier = v.name[len("storage_peak["):-1].split("/")
-            if (site, tier) in agg:
-                agg[(site, tier)][1] += v.cost * value(v.name)
+        if v.family == "storage_peak" and (v.site, v.tier) in agg:
+            agg[(v.site, v.tier)][1] += v.cost * value(v.name)
     return tuple(StoragePlan(s, t, round(tb, 3), _r(usd), tuple(round(x, 3) for x in monthly))
                  for (s, t), (tb, usd, monthly) in sorted(agg.items()) if tb > 1e-9)
 
@@ -445,8 +437,7 @@ def _binding(problem, value) -> tuple[str, ...]:
         elif c.group == "racks":
             tol = max(tol, min((a for _, a in c.terms), default=0.0))
         if slack <= tol and (c.group != "cloud_share" or c.terms):
-            family = c.name.split("@")[0].rstrip("]") + ("]" if "[" in c.name else "")
-            family = family if family.count("[") == family.count("]") else family + "]"
+            family = F.series_name(c)      # a quota's months: one entry
             seen.setdefault(family, f"{family} at {c.path}: {c.meaning}")
     return tuple(seen[k] for k in sorted(seen))
 
@@ -512,7 +503,7 @@ def gap_note(problem, sol) -> str:
     if sol.status == "optimal":
         return f"Optimal within the gap asked for: {floor}"
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
-    if not sol.searched and any(c.name.startswith("month_floor[") for c in problem.constraints):
+    if not sol.searched and any(c.family == "month_floor" for c in problem.constraints):
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound with the month floors"
         return (f"{MONTHS_NOTE}, proven close enough to stop there (docs/optimizer.md; --time-limit "
                 f"or --max-nodes runs one): {floor}, so this plan is at most {sol.gap:.2%} above the optimum")

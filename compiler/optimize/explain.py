@@ -10,10 +10,8 @@
 
 from __future__ import annotations
 
-import re
-
 from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path_tuple
-from compiler.optimize.formulate import Problem
+from compiler.optimize.formulate import Constraint, Problem, series_name
 from compiler.optimize.solve import solve
 
 # USD per unit of violation: give up a kW or a GPU of quota long before a workload.
@@ -48,10 +46,10 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
         return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
                                         "found no way to say which")], exit_code=EXIT_INFEASIBLE)
     by_name = {c.name: c for c in problem.constraints}
-    # One diagnostic per constraint family (drop the month suffix), worst month kept.
+    # One diagnostic per series of rows (a row's months: formulate.series_name), worst month kept.
     worst: dict[str, tuple[float, str]] = {}
     for name, amount in sol.slack.items():
-        family = re.sub(r"@\d+", "", name)
+        family = series_name(by_name[name])
         if family not in worst or abs(amount) > abs(worst[family][0]):
             worst[family] = (amount, name)
     for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:MAX_REPORTED]:
@@ -63,45 +61,51 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
     return CompileError(diags, exit_code=EXIT_INFEASIBLE)
 
 
-def _month(name: str) -> str:
-    m = re.search(r"@(\d+)", name)
-    return f" in month {int(m.group(1))}" if m else ""
+def _month(c: Constraint) -> str:
+    return f" in month {c.month}" if c.month is not None else ""
 
 
-def _message(problem: Problem, c, amount: float, values) -> str:
+def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
     spec = problem.spec
-    inner = c.name.split("[", 1)[1].rstrip("]") if "[" in c.name else c.name
     if c.group == "power":
-        site = spec.site(inner)
-        return (f"{inner}'s power budget of {site.power_kw:g} kW is {amount:,.1f} kW short of what the "
+        site = spec.site(c.site)
+        return (f"{c.site}'s power budget of {site.power_kw:g} kW is {amount:,.1f} kW short of what the "
                 f"workloads placed there need ({site.power_kw + amount:,.1f} kW)")
     if c.group == "quota":
-        s, rest = inner.split("/", 1)
-        gpu = rest.split("@")[0]
-        return (f"the {gpu} quota at {s} ({c.rhs:g} GPUs) is {amount:,.0f} GPUs short{_month(c.name)}: "
+        return (f"the {c.gpu} quota at {c.site} ({c.rhs:g} GPUs) is {amount:,.0f} GPUs short{_month(c)}: "
                 f"the workloads that can only run there need {c.rhs + amount:,.0f}")
     if c.group == "racks":
-        return f"{inner.split('@')[0]} needs {amount:,.1f} more racks than max_racks allows ({c.meaning})"
+        return f"{c.site} needs {amount:,.1f} more racks than max_racks allows ({c.meaning})"
     if c.group == "max_gpus":
-        return f"{inner} needs {amount:,.0f} more GPUs than its max_gpus allows"
+        return f"{c.site} needs {amount:,.0f} more GPUs than its max_gpus allows"
     if c.group == "cloud_share":
         return (f"policy.max_cloud_share cannot be met: the cheapest feasible plan overspends the cloud "
                 f"share by ${amount:,.0f}")
     if c.group in ("demand", "availability"):
-        w = inner.split("@")[0]
+        w = c.workload
         need = c.rhs
         have = need - amount
         if c.group == "availability":
-            lost = inner.split("/-")[-1]
+            lost = c.without
             remaining = sorted({cd.site for cd in problem.chosen_from.get(w, ()) if cd.site != lost})
             where = ", ".join(remaining) if remaining else "no other site"
-            return (f"{w} needs {need:,.0f} output tokens/s{_month(c.name)} without {lost} "
+            return (f"{w} needs {need:,.0f} output tokens/s{_month(c)} without {lost} "
                     f"(slo.availability >= 0.999) but only {where} remains, and it carries "
                     f"{max(have, 0):,.0f} tokens/s within its limits")
-        return (f"{w} needs {need:,.0f} output tokens/s{_month(c.name)} but its candidates carry only "
+        return (f"{w} needs {need:,.0f} output tokens/s{_month(c)} but its candidates carry only "
                 f"{max(have, 0):,.0f} within the site limits")
     if c.group == "placement":
-        return f"{inner} cannot be placed on any candidate within the site limits"
+        return f"{_placed(c)} cannot be placed on any candidate within the site limits"
     if c.group == "capacity":
-        return f"{inner.split('@')[0]} is {amount:,.0f} GPUs short{_month(c.name)} ({c.meaning})"
+        return f"{c.site}/{c.instance} is {amount:,.0f} GPUs short{_month(c)} ({c.meaning})"
     return f"{c.name}: {c.meaning} (short by {amount:,.2f})"
+
+
+def _placed(c: Constraint) -> str:
+    """What a placement row places, as its name writes it: a workload (one[w]), a pinned pool,
+    pricing and month (pin_pricing), a pinned candidate and month (pin_nodes)."""
+    if c.family == "pin_pricing":
+        return f"{c.site}/{c.instance}/{c.pricing}@{c.month:03d}"
+    if c.family == "pin_nodes":
+        return f"{c.candidate}@{c.month:03d}"
+    return c.workload

@@ -130,36 +130,33 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
     `most` (by default FEWER_NODES_INTEGERS) integers are left out, and, given the LP relaxation's values `lp`, pools
     where it buys as many nodes as the plan, rounded up (there a round found nothing cheaper on
     the benchmarks, and one took 54 s doing so)."""
-    names = {v.name for v in problem.variables}
-    workload_of = {}
-    for w, cands in problem.chosen_from.items():
-        for c in cands:
-            workload_of[c.id] = w
+    var = {v.name: v for v in problem.variables}
+    names = set(var)
     service_months = _serving_by_service_month(problem, names)
     training = {w: frozenset(F.x_name(c) for c in cands) & names for w, cands in problem.chosen_from.items()}
-    rows: dict[str, list] = {}
+    rows: dict[tuple[str, str], list] = {}      # (site, node model) -> its capacity rows (6), by month
     for c in problem.constraints:
-        if c.name.startswith("capacity["):
-            rows.setdefault(c.name[len("capacity["):c.name.index("@")], []).append(c)
+        if c.family == "capacity":
+            rows.setdefault((c.site, c.instance), []).append(c)
     rounds = []
-    for pool in sorted(rows):
-        buy = F.buy_name(*pool.split("/", 1))
+    for s, i in sorted(rows, key=lambda pool: F.buy_name(*pool)):     # in the order of the pools' names
+        buy = F.buy_name(s, i)
         nodes = round(plan.get(buy, 0.0))
         if nodes <= 0 or (lp is not None and math.ceil(lp.get(buy, 0.0) - 1e-6) >= nodes):
             continue
         free: set[str] = set()
-        for row in rows[pool]:
+        for row in rows[(s, i)]:
             terms = dict(row.terms)
             gpus = -terms[buy]
             if row.rhs - sum(a * plan.get(n, 0.0) for n, a in row.terms) >= gpus - 1e-9:
                 continue      # one node fewer still holds this month's work
-            m = int(row.name[row.name.index("@") + 1:-1])
             for n in terms:
                 if n != buy and plan.get(n, 0.0) > 0.5:
-                    w = workload_of[n[2:-1].split("@")[0]]
-                    free |= service_months.get((w, m), frozenset()) if n.startswith("y[") else training[w]
+                    v = var[n]                  # a job's x, or a service's y of the row's month
+                    free |= (service_months.get((v.workload, row.month), frozenset()) if v.family == "y"
+                             else training[v.workload])
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
-            rounds.append((f"fewer nodes {pool}", frozenset(free), {buy: float(nodes - 1)}))
+            rounds.append((f"fewer nodes {s}/{i}", frozenset(free), {buy: float(nodes - 1)}))
     return tuple(rounds)
 
 

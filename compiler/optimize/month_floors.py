@@ -50,6 +50,7 @@ BLOCK_MONTHS = 3       # months per block
 BLOCK_NODES = 20000    # branch-and-bound nodes of one block's sub-problem
 BLOCK_GAP = 0.0        # a block is solved to its end (within its node limit)
 TOLERANCE = 1e-7       # relative: a floor is lowered by this much against the solver's rounding
+SERVING = ("y", "mix", "inodes")   # the variable families of replicas, their mixes and their nodes
 
 
 def blocks(problem: Problem, size: int) -> tuple[frozenset[int], ...]:
@@ -110,7 +111,7 @@ def split(problem: Problem, size: int) -> Split:
 def serving_months(problem: Problem) -> set[int]:
     """Months with integer replica, mix or node variables: where the LP loses whole nodes."""
     return {v.month for v in problem.variables if v.month is not None and v.kind != "continuous"
-            and v.name.startswith(("y[", "mix[", "inodes["))}
+            and v.family in SERVING}
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,8 @@ def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BL
         out.append(Constraint(
             f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
             ">=", bound - TOLERANCE * abs(bound), "$.horizon_months",
-            f"valid inequality: months {first}-{last} cost at least their own whole-node plan"))
+            f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
+            family="month_floor"))
     return Floors(tuple(out), plans)
 
 
