@@ -150,3 +150,23 @@ def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_p
     # floors' sum is a bound below both
     assert priced.status == "optimal" and priced.objective >= optimum - 1e-6 * optimum
     assert sum(r.rhs for r in floors.rows) <= optimum * (1 + 1e-6)
+
+
+def test_a_time_limit_reaches_every_search_of_the_month_path(short_problem, monkeypatch):
+    """--time-limit bounds the floors' blocks, the stitched plan, the windows and the search after
+    them, not only the search: every solve that branches (one given a node budget) is given a
+    time limit, none over the user's."""
+    from compiler.optimize import SolveOptions, months_searched, optimize
+
+    assert months_searched(short_problem)
+    seen, real = [], HighsModel.solve
+
+    def recording(self, **kwargs):
+        if kwargs.get("max_nodes") or kwargs.get("settle"):
+            seen.append(kwargs.get("time_limit"))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(HighsModel, "solve", recording)
+    plan = optimize(short_problem.candidates, SolveOptions(time_limit=600.0))
+    assert plan.solver.status in ("optimal", "feasible")
+    assert len(seen) >= 3 and all(t is not None and 0 < t <= 600.0 for t in seen)

@@ -90,15 +90,19 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     # count as the rounds' do. Larger ones go through the improving rounds.
     searched_months = start is not None and months_searched(problem)
     if searched_months:
+        # with a time limit, the floors take at most a quarter of it and the windows the rest of
+        # the first half (as the improving rounds take half), the search the other half
         t0 = time.perf_counter()
-        floors = month_floors(problem)
+        quarter = None if time_limit is None else time_limit / 4
+        floors = month_floors(problem, seconds=quarter)
         problem = with_month_floors(problem, floors=floors)
         say(f"month floors: {len(floors.rows)} blocks")
         lp = highs().solve(relax=True)
         bound = lp.objective if lp.has_solution else None
-        start = cheapest(highs(), start, stitched(problem, floors.block_plans, highs()))
+        start = cheapest(highs(), start, stitched(problem, floors.block_plans, highs(), time_limit=quarter))
+        windows_seconds = None if time_limit is None else max(0.1, time_limit / 2 - (time.perf_counter() - t0))
         start = month_search(problem, start, highs(), search_plan(problem), say=say, bound=bound,
-                             enough=MONTHS_GAP if options.gap is None else options.gap)
+                             enough=MONTHS_GAP if options.gap is None else options.gap, seconds=windows_seconds)
         rounds_seconds = time.perf_counter() - t0
         if time_limit is not None:
             time_limit = max(0.1, time_limit - rounds_seconds)

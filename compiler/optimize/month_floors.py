@@ -122,21 +122,30 @@ class Floors:
     block_plans: Mapping[str, float]
 
 
-def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES) -> Floors:
+def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES,
+                 seconds: float | None = None) -> Floors:
     """The month_floor rows of every block of `size` months with a serving month (none for a
-    block whose sub-problem proves no bound above 0), and the blocks' plans."""
+    block whose sub-problem proves no bound above 0), and the blocks' plans. `seconds`: the
+    user's time limit for them all (--time-limit), where one is given: a block stopped by it
+    gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows)."""
+    import time
+
     from compiler.optimize.solve import HighsModel
 
+    deadline = None if seconds is None else time.perf_counter() + seconds
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
     out, plans = [], {}
     for block, rs in cut.rows.items():
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left <= 0:
+            break
         names = sorted({n for c in rs for n, _ in c.terms})
         coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
                 for n in names}
         sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                       constraints=tuple(rs))
-        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP)
+        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP, time_limit=left)
         bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
         if bound is None or not bound > 0:
             continue

@@ -18,6 +18,7 @@ every machine.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -66,13 +67,14 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
     return Plan(tuple(reversed(windows)), nodes, cycles)
 
 
-def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = ROUND_NODES) -> dict[str, float] | None:
+def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = ROUND_NODES,
+             time_limit: float | None = None) -> dict[str, float] | None:
     """A first plan from the month floors' block plans: every month's integers held at the value
     its block's own sub-problem gave them, the spanning ones (reserved terms, jobs, nodes bought)
     solved for (`nodes` at most). None where those months admit no plan together."""
     integers = [v for v in problem.variables if v.kind != "continuous"]
     held = {v.name: block_plans[v.name] for v in integers if v.month is not None and v.name in block_plans}
-    sol = model.solve(fixed=held, max_nodes=nodes)
+    sol = model.solve(fixed=held, max_nodes=nodes, time_limit=time_limit)
     if not sol.has_solution:
         return None
     return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
@@ -80,10 +82,16 @@ def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: i
 
 def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
                  say: Callable[[str], None] = lambda _m: None, bound: float | None = None,
-                 enough: float = 0.0) -> dict[str, float]:
+                 enough: float = 0.0, seconds: float | None = None) -> dict[str, float]:
     """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`).
     With a lower `bound` on every plan, the search stops once its plan is within `enough` of it
-    (relative to the plan): no window could make it more than that cheaper."""
+    (relative to the plan): no window could make it more than that cheaper. `seconds`: the
+    search's time limit, where the user gave one (--time-limit); nodes bound it otherwise."""
+    deadline = None if seconds is None else time.perf_counter() + seconds
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
+
     integers = [v for v in problem.variables if v.kind != "continuous"]
     incumbent = {v.name: float(round(start.get(v.name, 0.0))) for v in integers}
     first = model.solve(fixed=incumbent)
@@ -95,7 +103,7 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
     failed_on: dict[Window, int] = {}
     version, rounds = 0, 0
     while rounds < plan.cycles * len(plan.windows):
-        if bound is not None and best - bound <= enough * abs(best):
+        if (bound is not None and best - bound <= enough * abs(best)) or left() == 0.0:
             break
         w = plan.windows[rounds % len(plan.windows)]
         rounds += 1
@@ -105,7 +113,7 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
             continue
         held = {v.name: incumbent[v.name] for v in integers
                 if v.month is not None and not w.first <= v.month <= w.last}
-        sol = model.solve(fixed=held, start=incumbent, max_nodes=plan.nodes)
+        sol = model.solve(fixed=held, start=incumbent, max_nodes=plan.nodes, time_limit=left())
         if sol.has_solution and sol.objective < best - 1e-6 * max(1.0, abs(best)):
             best, version = sol.objective, version + 1
             incumbent = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
