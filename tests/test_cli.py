@@ -196,11 +196,13 @@ def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
 
 
 def test_the_default_node_limit_in_help_is_the_optimizers():
-    from compiler.optimize import HIGHS_NODES, MAX_NODES, SETTLE_GAP, SETTLE_NODES
+    from compiler.optimize import (HIGHS_NODES, MAX_NODES, SETTLE_AFTER, SETTLE_GAP, SETTLE_MAX_INTEGERS,
+                                   SETTLE_NODES)
     r = run("compile", "--help")
     text = " ".join(" ".join(r.stdout.split()).replace("│", "").split())
-    assert (f"[default: {MAX_NODES}; {HIGHS_NODES} for HiGHS going on from the improving rounds, then up to "
-            f"{SETTLE_NODES} until within {SETTLE_GAP:.0%};") in text
+    assert (f"[default: {MAX_NODES}; for HiGHS going on from the improving rounds {HIGHS_NODES}, or below "
+            f"{SETTLE_MAX_INTEGERS:,} integer variables {SETTLE_AFTER} and then up to {SETTLE_NODES} until "
+            f"within {SETTLE_GAP:.0%};") in text
 
 
 def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monkeypatch):

@@ -297,9 +297,9 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run, except
     where the month windows run (HiGHS, as the rounds); from it
     the search goes on from the rounds' plan on their own HiGHS model (no pulp solve), for
-    HIGHS_NODES nodes unless the user set a budget (then, not yet within SETTLE_GAP, up to
-    SETTLE_NODES until it is), and ends no dearer than that plan. Explicit solvers are kept as asked."""
-    from compiler.optimize import HIGHS_NODES, MAX_NODES, SETTLE_GAP, SETTLE_NODES, SolveOptions, optimize, solver_for
+    SETTLE_AFTER nodes and then until within SETTLE_GAP (SETTLE_NODES at most) unless the user set
+    a budget, and ends no dearer than that plan. Explicit solvers are kept as asked."""
+    from compiler.optimize import MAX_NODES, SETTLE_AFTER, SETTLE_GAP, SETTLE_NODES, SolveOptions, optimize, solver_for
     from compiler.optimize import solve as solve_mod
 
     candidates = generate(20, 1, horizon=12)
@@ -330,7 +330,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     plan = optimize(candidates, SolveOptions())
     search = searches[-1]
     assert plan.solver.name == "highs" and pulp_solves == []
-    assert search["max_nodes"] == SETTLE_NODES and search["settle"] == (HIGHS_NODES, SETTLE_GAP) and search["start"]
+    assert search["max_nodes"] == SETTLE_NODES and search["settle"] == (SETTLE_AFTER, SETTLE_GAP) and search["start"]
     rounds_plan = real_highs(HighsModel(problem), fixed=search["start"])
     assert plan.total_cost_usd <= rounds_plan.objective * (1 + 1e-9)
     assert plan.solver.best_bound_usd <= plan.total_cost_usd * (1 + 1e-9)
