@@ -66,9 +66,6 @@ class Result:
     seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit, render
 
 
-STAGES = ("validate", "estimate", "optimize", "audit", "render")
-
-
 def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
     """Every stage, in order; returns each one's output without touching the disk."""
     from compiler.diagnostics import CompileError
