@@ -13,7 +13,7 @@ import math
 import pytest
 
 from compiler.catalog import load_catalog
-from tests import calibration as C
+import calibration as C  # tests/calibration.py, on the path as the other test helpers are
 
 CAT = load_catalog()
 
