@@ -6,7 +6,18 @@ compiler renders now; without it, any difference fails the test (see tests/golde
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+
+def pytest_configure(config):
+    # A run started in the background of a non-interactive shell (`pytest &` in a script) inherits
+    # SIGINT ignored, and Python then installs no handler for it. The Ctrl-C tests send SIGINT to
+    # this process and to a compile it starts: give both Python's own handler (a handled signal is
+    # reset to the default on exec, so the child installs its handler too).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
