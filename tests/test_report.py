@@ -81,6 +81,18 @@ def test_why_names_every_workload_and_its_next_best(hybrid):
     assert "3 constraints are binding (power, survive)" in why
 
 
+def test_binding_families_are_named_as_plan_json_writes_them(catalog):
+    """decode writes each binding row as "<family[...]> at <path>: <meaning>"; the summary names
+    the families, bracketed or not (a cloud_share row has no brackets)."""
+    from dataclasses import replace
+
+    plan = replace(hybrid_plan(), binding_constraints=(
+        "cloud_share at $.policy.max_cloud_share: cloud spend at most 60% of the total",
+        "quota[aws-use1/H100] at $.sites[0].quotas.H100: at most 512 H100 GPUs at once"))
+    why = render_report(plan, catalog)["report.md"].split("## The chosen design and why")[1].split("##")[0]
+    assert "2 constraints are binding (cloud_share, quota)" in why
+
+
 def test_cost_rows_add_up_to_the_total():
     plan = doubled_inference_plan()
     for rows in (views.cost_by_site(plan), views.cost_by_workload(plan)):

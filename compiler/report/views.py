@@ -9,6 +9,7 @@ are formatted here.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -580,6 +581,12 @@ def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
         months=months, utilization=util, verdict=verdict, note=str(b.get("note", "")))
 
 
+def _family(name: str) -> str:
+    """A binding constraint's family as plan.json writes it: the name up to its first bracket or
+    space ("quota[aws/H100] at $.sites[0].quotas" and "cloud_share at $.policy..." alike)."""
+    return re.match(r"[^\[\s]*", name).group(0)
+
+
 def _constraint(text: str) -> ConstraintRow:
     name, sep, meaning = text.partition(": ")
     return ConstraintRow(name, meaning) if sep else ConstraintRow(text, "")
@@ -627,7 +634,7 @@ def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple
                      f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
                      + (f". {solver.gap_note}." if solver.gap_note else "."))
     if binding:
-        groups = sorted({b.name.split("[", 1)[0] for b in binding})
+        groups = sorted({_family(b.name) for b in binding})
         lines.append(f"{len(binding)} constraints are binding ({', '.join(groups)}): "
                      "relaxing them is what would make this design cheaper.")
     return tuple(lines)
