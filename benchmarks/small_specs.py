@@ -143,8 +143,7 @@ def best_known() -> dict:
 
 
 def _fingerprint(path: Path) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from best_known import fingerprint
+    from best_known import fingerprint   # benchmarks/ is on the path: this script's folder
 
     return fingerprint(path)
 
