@@ -60,6 +60,7 @@ class SolveOptions:
 
 def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> Plan:
     """Pick the cheapest platform; raise CompileError exit 3 (infeasible) or 5 (no plan in time)."""
+    from compiler.optimize.clock import time_left
     from compiler.optimize.decode import decode
     from compiler.optimize.explain import explain, no_candidates
     from compiler.optimize.formulate import formulate
@@ -92,19 +93,18 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     # count as the rounds' do. Larger ones go through the improving rounds.
     searched_months = start is not None and months_searched(problem)
     if searched_months:
-        # with a time limit, the floors take at most a quarter of it and the windows the rest of
-        # the first half (as the improving rounds take half), the search the other half
+        # with a time limit, all of this takes at most half of it (as the improving rounds do),
+        # the floors at most a quarter; the search after it the rest
         t0 = time.perf_counter()
-        quarter = None if time_limit is None else time_limit / 4
-        floors = month_floors(problem, seconds=quarter)
+        half = time_left(None if time_limit is None else time_limit / 2)
+        floors = month_floors(problem, seconds=None if time_limit is None else time_limit / 4)
         problem = with_month_floors(problem, floors=floors)
         say(f"month floors: {len(floors.rows)} blocks")
         lp = highs().solve(relax=True)
         bound = lp.objective if lp.has_solution else None
-        start = cheapest(highs(), start, stitched(problem, floors.block_plans, highs(), time_limit=quarter))
-        windows_seconds = None if time_limit is None else max(0.1, time_limit / 2 - (time.perf_counter() - t0))
+        start = cheapest(highs(), start, stitched(problem, floors.block_plans, highs(), time_limit=half()))
         start = month_search(problem, start, highs(), search_plan(problem), say=say, bound=bound,
-                             enough=MONTHS_GAP if options.gap is None else options.gap, seconds=windows_seconds)
+                             enough=MONTHS_GAP if options.gap is None else options.gap, seconds=half())
         rounds_seconds = time.perf_counter() - t0
         if time_limit is not None:
             time_limit = max(0.1, time_limit - rounds_seconds)

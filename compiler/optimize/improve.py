@@ -54,10 +54,10 @@ hybrid-llm-platform has 7,683 and gets them).
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable, Mapping
 
 from compiler.optimize import formulate as F
+from compiler.optimize.clock import time_left
 from compiler.spec import InferenceWorkload
 
 MIN_INTEGERS = 2000
@@ -206,13 +206,10 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
     integers = [v.name for v in problem.variables if v.kind != "continuous"]
     if len(integers) < MIN_INTEGERS:
         return start, None
-    deadline = None if seconds is None else time.perf_counter() + seconds
-
-    def left() -> float | None:
-        return None if deadline is None else deadline - time.perf_counter()
+    left = time_left(seconds)
 
     def spent() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+        return left() == 0.0
 
     if spent():
         return start, None

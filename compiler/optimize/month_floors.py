@@ -44,6 +44,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Mapping
 
+from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Constraint, Problem, Variable
 
 BLOCK_MONTHS = 3       # months per block
@@ -128,24 +129,21 @@ def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BL
     block whose sub-problem proves no bound above 0), and the blocks' plans. `seconds`: the
     user's time limit for them all (--time-limit), where one is given: a block stopped by it
     gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows)."""
-    import time
-
     from compiler.optimize.solve import HighsModel
 
-    deadline = None if seconds is None else time.perf_counter() + seconds
+    left = time_left(seconds)
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
     out, plans = [], {}
     for block, rs in cut.rows.items():
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left <= 0:
+        if left() == 0.0:
             break
         names = sorted({n for c in rs for n, _ in c.terms})
         coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
                 for n in names}
         sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                       constraints=tuple(rs))
-        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP, time_limit=left)
+        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP, time_limit=left())
         bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
         if bound is None or not bound > 0:
             continue

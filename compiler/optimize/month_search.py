@@ -18,10 +18,10 @@ every machine.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Problem
 
 
@@ -87,11 +87,7 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
     With a lower `bound` on every plan, the search stops once its plan is within `enough` of it
     (relative to the plan): no window could make it more than that cheaper. `seconds`: the
     search's time limit, where the user gave one (--time-limit); nodes bound it otherwise."""
-    deadline = None if seconds is None else time.perf_counter() + seconds
-
-    def left() -> float | None:
-        return None if deadline is None else max(0.0, deadline - time.perf_counter())
-
+    left = time_left(seconds)
     integers = [v for v in problem.variables if v.kind != "continuous"]
     incumbent = {v.name: float(round(start.get(v.name, 0.0))) for v in integers}
     first = model.solve(fixed=incumbent)
