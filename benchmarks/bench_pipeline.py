@@ -55,14 +55,20 @@ LLM_TRAINING = [("llama-2-7b", 1e10, 1e11), ("llama-3-8b", 2e10, 2e11), ("llama-
                 ("llama-3-70b", 5e10, 3e11)]
 VISION = [("resnet-50", 1281167, (30, 90)), ("vit-b-16", 1281167, (30, 300))]
 INFERENCE = [("llama-3-8b", "bf16", 400), ("llama-3-70b", "fp8", 800), ("llama-2-13b", "int8", 600)]
+# `long_jobs`: the jobs a platform team's pretraining runs are, 1e11 to 2e12 tokens in windows of
+# 14 to 120 days (the default platform's are 1e10 to 3e11 tokens in 14 to 60 days).
+LONG_TRAINING = [("llama-2-7b", 1e11, 5e11), ("llama-3-8b", 1e11, 1e12), ("llama-2-13b", 1e11, 1e12),
+                 ("llama-3-70b", 2e11, 2e12)]
+LONG_DEADLINES = [14, 30, 60, 90, 120]
 
 
 def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SITES),
-                  two_dcs: bool = False) -> dict:
+                  two_dcs: bool = False, long_jobs: bool = False) -> dict:
     """A valid spec (plain data) of n seeded workloads over the first `sites` of SITES + MORE_SITES
     (2 or more: a 99.9% service must survive losing one); same arguments -> same spec.
     `two_dcs`: SITES and the second data centre instead (AWS in two regions, GCP, Azure, two data
-    centres); `sites` is then not used."""
+    centres); `sites` is then not used. `long_jobs`: LLM training jobs of LONG_TRAINING's sizes in
+    LONG_DEADLINES' windows, each ending inside the horizon."""
     if not 2 <= sites <= MAX_SITES:
         raise ValueError(f"sites must be 2..{MAX_SITES}")
     chosen = SITES + [s for s in MORE_SITES if s["type"] == "on_prem"] if two_dcs else (SITES + MORE_SITES)[:sites]
@@ -73,11 +79,17 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SIT
         roll = rng.random()
         start = rng.randrange(0, horizon - 2)
         if roll < 0.6:
-            model, lo, hi = rng.choice(LLM_TRAINING)
+            model, lo, hi = rng.choice(LONG_TRAINING if long_jobs else LLM_TRAINING)
             home = rng.choice(site_names)
+            tokens, seq_len = float(f"{rng.uniform(lo, hi):.3g}"), rng.choice([4096, 8192])
+            if long_jobs:
+                days = rng.choice(LONG_DEADLINES)
+                start = min(start, horizon - -(-days // 30))
+            else:
+                days = rng.choice([14, 30, 45, 60])
             w = {"name": f"train-{k:03d}", "kind": "training", "model": model,
-                 "tokens": float(f"{rng.uniform(lo, hi):.3g}"), "seq_len": rng.choice([4096, 8192]),
-                 "window": {"start_month": start, "deadline_days": rng.choice([14, 30, 45, 60])},
+                 "tokens": tokens, "seq_len": seq_len,
+                 "window": {"start_month": start, "deadline_days": days},
                  "interruptible": rng.random() < 0.5,
                  "data": {"dataset_tb": rng.choice([1, 4, 10, 20]), "home": home}}
             if rng.random() < 0.2:
@@ -102,6 +114,7 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SIT
         name = f"bench-{n}-s{seed}-h{horizon}-2dc"
     else:
         name = f"bench-{n}-s{seed}" + ("" if (horizon, sites) == (24, len(SITES)) else f"-h{horizon}-k{sites}")
+    name += "-long" if long_jobs else ""
     return {"apiVersion": "infra-compile/v1", "name": name, "horizon_months": horizon,
             "sites": [dict(s) for s in chosen],
             "policy": {"placement": "hybrid", "allowed_gpus": ["H100", "H200", "A100-80GB", "L40S"]},
@@ -109,10 +122,10 @@ def platform_spec(n: int, seed: int = 0, horizon: int = 24, sites: int = len(SIT
 
 
 def write_spec(n: int, seed: int, directory: str | Path, horizon: int = 24, sites: int = len(SITES),
-               two_dcs: bool = False) -> Path:
+               two_dcs: bool = False, long_jobs: bool = False) -> Path:
     import yaml
 
-    spec = platform_spec(n, seed, horizon, sites, two_dcs)
+    spec = platform_spec(n, seed, horizon, sites, two_dcs, long_jobs)
     path = Path(directory) / f"{spec['name']}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path

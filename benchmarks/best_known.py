@@ -4,6 +4,7 @@
     python benchmarks/best_known.py check 100 [--seed 0]
     python benchmarks/best_known.py check 30 --sites 6 --horizon 24     # a sweep point
     python benchmarks/best_known.py check 100 --horizon 36 --two-dcs     # 4 clouds, 2 data centres
+    python benchmarks/best_known.py check 100 --horizon 36 --two-dcs --long-jobs   # 1e11-2e12 tokens
     python benchmarks/best_known.py rounds 100 [--cycles 50] [--time-limit 1800]
     python benchmarks/best_known.py adopt 100 --plan OUT/plan.json --method "..." --seconds 1800
     python benchmarks/best_known.py show
@@ -52,18 +53,21 @@ from bench_pipeline import SITES, write_spec  # noqa: E402
 DEFAULT_HORIZON, DEFAULT_SITES = 24, len(SITES)
 
 
-def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES, two_dcs: bool = False) -> str:
+def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES, two_dcs: bool = False,
+        long_jobs: bool = False) -> str:
+    long = "-long" if long_jobs else ""
     if two_dcs:
-        return f"workloads-{n}-s{seed}-h{horizon}-2dc"
+        return f"workloads-{n}-s{seed}-h{horizon}-2dc{long}"
     point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f"-h{horizon}-k{sites}"
-    return f"workloads-{n}-s{seed}{point}"
+    return f"workloads-{n}-s{seed}{point}{long}"
 
 
-def described(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False) -> str:
+def described(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False, long_jobs: bool = False) -> str:
+    long = ", long_jobs=True" if long_jobs else ""
     if two_dcs:
-        return f"bench_pipeline.platform_spec({n}, seed={seed}, horizon={horizon}, two_dcs=True)"
+        return f"bench_pipeline.platform_spec({n}, seed={seed}, horizon={horizon}, two_dcs=True{long})"
     point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f", horizon={horizon}, sites={sites}"
-    return f"bench_pipeline.platform_spec({n}, seed={seed}{point})"
+    return f"bench_pipeline.platform_spec({n}, seed={seed}{point}{long})"
 
 
 def fingerprint(spec: Path) -> str:
@@ -114,18 +118,18 @@ def commit() -> str:
 
 
 def record(n: int, seed: int, solver: str, time_limit: float, horizon: int, sites: int,
-           two_dcs: bool = False) -> None:
+           two_dcs: bool = False, long_jobs: bool = False) -> None:
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs)
+        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, ["--solver", solver, "--time-limit", str(time_limit),
                                             "--gap", "0", "--max-nodes", "0"])
     keep(n, seed, horizon, sites, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}",
-         seconds, two_dcs)
+         seconds, two_dcs, long_jobs)
 
 
 def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: int, time_limit: float,
-           workers: int) -> None:
+           workers: int, long_jobs: bool = False) -> None:
     """The improving rounds run on, cycle after cycle, in this process (the compiler's own code,
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
@@ -138,7 +142,7 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
     from compiler.pipeline import estimate
 
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs)
+        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
         fp = fingerprint(spec)
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
@@ -159,25 +163,26 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
     keep(n, seed, horizon, sites, fp,
          {"total_cost_usd": result.total_cost_usd,
           "solver": {"best_bound_usd": result.solver.best_bound_usd, "status": "feasible"}},
-         f"improving rounds, up to {cycles} cycles, {workers} at a time, time limit {time_limit:g} s", seconds, two_dcs)
+         f"improving rounds, up to {cycles} cycles, {workers} at a time, time limit {time_limit:g} s", seconds, two_dcs,
+         long_jobs)
 
 
 def adopt(n: int, seed: int, horizon: int, sites: int, plan_path: Path, method: str, seconds: float,
-          two_dcs: bool = False) -> None:
+          two_dcs: bool = False, long_jobs: bool = False) -> None:
     with tempfile.TemporaryDirectory() as d:
-        fp = fingerprint(write_spec(n, seed, d, horizon, sites, two_dcs))
-    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds, two_dcs)
+        fp = fingerprint(write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs))
+    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds, two_dcs, long_jobs)
 
 
 def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, method: str, seconds: float,
-         two_dcs: bool = False) -> None:
+         two_dcs: bool = False, long_jobs: bool = False) -> None:
     s = plan["solver"]
-    entry = {"spec": described(n, seed, horizon, sites, two_dcs), "fingerprint": fp,
+    entry = {"spec": described(n, seed, horizon, sites, two_dcs, long_jobs), "fingerprint": fp,
              "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
              "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
              "commit": commit()}
     data = load()
-    name = key(n, seed, horizon, sites, two_dcs)
+    name = key(n, seed, horizon, sites, two_dcs, long_jobs)
     old = data["platforms"].get(name)
     keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
     if old and old["fingerprint"] == fp:
@@ -192,15 +197,15 @@ def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, metho
     RECORDS.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def check(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False) -> None:
+def check(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False, long_jobs: bool = False) -> None:
     data = load()
-    best = data["platforms"].get(key(n, seed, horizon, sites, two_dcs))
+    best = data["platforms"].get(key(n, seed, horizon, sites, two_dcs, long_jobs))
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs)
+        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, [])
     s = plan["solver"]
-    line = (f"{key(n, seed, horizon, sites, two_dcs)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
+    line = (f"{key(n, seed, horizon, sites, two_dcs, long_jobs)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
             f"{s['status']}, reported gap {s['gap']:.2%}")
     if best is None:
         print(line + "; no best known plan recorded")
@@ -222,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--sites", type=int, default=DEFAULT_SITES, help="sites (the sites sweep)")
         p.add_argument("--two-dcs", action="store_true",
                        help="AWS in two regions, GCP, Azure and two data centres (--sites not used)")
+        p.add_argument("--long-jobs", action="store_true",
+                       help="training jobs of 1e11 to 2e12 tokens in windows of 14 to 120 days")
         if name == "record":
             p.add_argument("--solver", default="highs", choices=["cbc", "highs"])
             p.add_argument("--time-limit", type=float, default=1800.0)
@@ -236,13 +243,13 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("show")
     a = ap.parse_args(argv)
     if a.cmd == "record":
-        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites, a.two_dcs)
+        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites, a.two_dcs, a.long_jobs)
     elif a.cmd == "rounds":
-        rounds(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.cycles, a.time_limit, a.workers)
+        rounds(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.cycles, a.time_limit, a.workers, a.long_jobs)
     elif a.cmd == "adopt":
-        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds, a.two_dcs)
+        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds, a.two_dcs, a.long_jobs)
     elif a.cmd == "check":
-        check(a.n, a.seed, a.horizon, a.sites, a.two_dcs)
+        check(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.long_jobs)
     else:
         print(json.dumps(load(), indent=2))
 

@@ -73,3 +73,18 @@ def test_the_two_data_centre_platform_is_the_one_issue_16_describes():
     assert data["name"] == "bench-40-s2-h36-2dc" and data["horizon_months"] == 36
     assert len(data["workloads"]) == 40
     assert data == platform_spec(40, seed=2, horizon=36, two_dcs=True)          # seeded: the same spec
+
+
+def test_the_long_jobs_platform_has_the_sizes_and_windows_teams_run():
+    # jobs of 1e11 to 2e12 tokens in windows of 14 to 120 days, each ending inside the horizon
+    data = platform_spec(100, seed=0, horizon=36, two_dcs=True, long_jobs=True)
+    assert data["name"] == "bench-100-s0-h36-2dc-long"
+    llm = [w for w in data["workloads"] if w["kind"] == "training" and "tokens" in w]
+    assert llm and all(1e11 <= w["tokens"] <= 2e12 for w in llm)
+    days = {w["window"]["deadline_days"] for w in llm}
+    assert min(days) == 14 and max(days) == 120
+    assert all(w["window"]["start_month"] * 30 + w["window"]["deadline_days"] <= 36 * 30 for w in llm)
+    assert data == platform_spec(100, seed=0, horizon=36, two_dcs=True, long_jobs=True)    # seeded
+    import best_known
+
+    assert best_known.key(100, 0, horizon=36, two_dcs=True, long_jobs=True) == "workloads-100-s0-h36-2dc-long"
