@@ -106,19 +106,19 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypa
     assert messages and messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
-def test_large_platforms_run_one_cycle_then_lp_rounded_and_training_and_skip_the_search(problem, monkeypatch):
+def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip_the_search(problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append)
     rounds = [m.removeprefix("improving the start: ").split(": $")[0] for m in messages]
     assert all(m.endswith(tuple("0123456789")) for m in messages)
-    # the windows moved the plan, so the lp-rounded and training rounds run on it
+    # the windows moved the plan, so the two LP-guided rounds (together) and training run on it
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
-    tail = rounds.index("lp-rounded round 2")
-    assert rounds[tail:tail + 2] == ["lp-rounded round 2", "training round 2"]
+    tail = rounds.index("lp-guided round 2")
+    assert rounds[tail:tail + 3] == ["lp-guided round 2", "lp-rounded round 2", "training round 2"]
     # then the small fewer-nodes rounds, one at a time, until one finds a cheaper plan
-    assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 2:])
+    assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 3:])
     cycle = rounds[2:tail]
     assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
     assert improve_mod.search_skipped(problem, None, False)

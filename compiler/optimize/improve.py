@@ -28,8 +28,8 @@ other variables held (solve.HighsModel):
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
-cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by the lp-rounded and training
-rounds: on the plan the windows leave they move on-prem pools no window can; then the
+cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
+together, then the training round: on the plan the windows leave they move on-prem pools no window can; then the
 fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP rule, one at a time,
 cheapest node first, until one finds a cheaper plan). A round
 is not run again on the plan it left behind itself (no other round has moved it since).
@@ -304,16 +304,15 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         if not improved:
             break
     if large:
-        # An LP-guided round and the training round once more, on the plan the windows and
-        # fewer-nodes rounds left: they move on-prem pools and reserved terms no window can. The
-        # LP-guided one holds also what the LP rounds to (lp-rounded): from that plan it frees
-        # fewer integers, and HiGHS's root finds more in them (measured from the same plans:
-        # 300 workloads $22.31M to $21.31M in 20 s, where RINS reached $22.26M in 30 s; 100
-        # workloads $7.89M to $7.80M in 2.6 s, where RINS found nothing in 5 s; two DCs $8.77M
-        # to $8.45M in 3.3 s, RINS $8.72M in 9 s). From the greedy start RINS is the better
-        # (lp-rounded everywhere: 100 workloads $8.14M after the rounds, not $7.85M), so the
-        # cycle keeps it.
-        for batch in [(("lp-rounded", frozenset(), {}),), fixed_batches[1]]:
+        # LP-guided rounds and the training round once more, on the plan the windows and
+        # fewer-nodes rounds left: they move on-prem pools and reserved terms no window can. Two
+        # LP-guided rounds run together from that plan, RINS and lp-rounded (which holds also
+        # what the LP rounds to, and so frees fewer integers), and the cheaper plan is kept:
+        # which of them finds more depends on the platform. From the greedy start RINS is the
+        # better, so the cycle keeps it alone (docs/optimizer.md, "The lp-rounded and training
+        # rounds", has the measurements).
+        both = (("lp-guided", frozenset(), {}), ("lp-rounded", frozenset(), {}))
+        for batch in [both, fixed_batches[1]]:
             if spent():
                 break
             run(batch, cycle + 1)
