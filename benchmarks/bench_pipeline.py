@@ -4,6 +4,7 @@
                                         [--max-nodes 1000] [--gap 0.005] [--seed 0] [--keep DIR]
     python benchmarks/bench_pipeline.py --sweep sites [--workloads 30] [--site-counts 2 4 6 8]
     python benchmarks/bench_pipeline.py --sweep horizon [--workloads 30] [--horizons 12 24 36 60]
+    python benchmarks/bench_pipeline.py --sizes 10 100 --long-jobs      # 1e11-2e12 tokens, 14-120 days
 
 Each point is a seeded YAML spec (about 60% LLM training, 10% vision training, 30% LLM
 inference): by default N workloads over four cloud regions and one data centre for 24 months;
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-nodes", type=int, default=None,
                     help="branch-and-bound nodes per solve (default: the compiler's, 0: no limit)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--long-jobs", action="store_true",
+                    help="LLM training of 1e11 to 2e12 tokens in windows of 14 to 120 days")
     ap.add_argument("--keep", type=Path, default=None, help="write the generated specs here")
     args = ap.parse_args(argv)
     # (swept value, (workloads, horizon, sites)) per point
@@ -203,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
         for value, (n, horizon, sites) in points:
-            path = write_spec(n, args.seed, where, horizon, sites)
+            path = write_spec(n, args.seed, where, horizon, sites, long_jobs=args.long_jobs)
             r = run_stages(path, args.solver, args.time_limit, args.gap, args.max_nodes)
             rows.append((value, r))
             sec = r["seconds"]
@@ -216,6 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     fixed = {"workloads": f"{len(SITES)} sites, 24 months",
              "sites": f"{args.workloads} workloads, 24 months",
              "horizon": f"{args.workloads} workloads, {len(SITES)} sites"}[args.sweep]
+    fixed += ", long jobs" if args.long_jobs else ""
     table = Table(title=f"infra-compile pipeline by {args.sweep} ({fixed}): solver {args.solver}, "
                         f"gap {args.gap:g}, time limit {args.time_limit or 'none'}, "
                         f"node limit {nodes or 'none'}, seed {args.seed}")

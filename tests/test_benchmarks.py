@@ -42,6 +42,7 @@ def test_the_default_platform_is_unchanged_by_the_sweep_arguments():
     (["--sizes", "2", "3"], "N", ["2", "3"]),
     (["--sweep", "sites", "--workloads", "2", "--site-counts", "3", "2"], "sites", ["2", "3"]),
     (["--sweep", "horizon", "--workloads", "2", "--horizons", "6", "12"], "months", ["6", "12"]),
+    (["--sizes", "3", "--long-jobs"], "N", ["3"]),
 ])
 def test_each_sweep_runs_and_reports_every_point(capsys, argv, label, values):
     bench_pipeline.main([*argv, "--time-limit", "60"])
