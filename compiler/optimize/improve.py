@@ -29,10 +29,10 @@ Everything shared (nodes bought, rented and reserved, fabric, storage) is free i
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
-together, then the training round: on the plan the windows leave they move on-prem pools no window can; then the
-fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP rule, one at a time,
-cheapest node first, until one finds a cheaper plan). A round
-is not run again on the plan it left behind itself (no other round has moved it since).
+together, then the training round: on the plan the windows leave they move on-prem pools no
+window can; then the fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP
+rule, one at a time, cheapest node first, until one finds a cheaper plan). A round is not run
+again on the plan it left behind itself (no other round has moved it since).
 
 The cycle's fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
