@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -53,21 +54,36 @@ from bench_pipeline import SITES, write_spec  # noqa: E402
 DEFAULT_HORIZON, DEFAULT_SITES = 24, len(SITES)
 
 
-def key(n: int, seed: int, horizon: int = DEFAULT_HORIZON, sites: int = DEFAULT_SITES, two_dcs: bool = False,
-        long_jobs: bool = False) -> str:
-    long = "-long" if long_jobs else ""
-    if two_dcs:
-        return f"workloads-{n}-s{seed}-h{horizon}-2dc{long}"
-    point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f"-h{horizon}-k{sites}"
-    return f"workloads-{n}-s{seed}{point}{long}"
+@dataclass(frozen=True)
+class Point:
+    """One generated platform: `bench_pipeline.platform_spec(n, seed, horizon, sites, two_dcs,
+    long_jobs)`, named in best_known.json by `key`."""
+    n: int
+    seed: int = 0
+    horizon: int = DEFAULT_HORIZON
+    sites: int = DEFAULT_SITES
+    two_dcs: bool = False
+    long_jobs: bool = False
 
+    @property
+    def key(self) -> str:
+        long = "-long" if self.long_jobs else ""
+        if self.two_dcs:
+            return f"workloads-{self.n}-s{self.seed}-h{self.horizon}-2dc{long}"
+        point = "" if (self.horizon, self.sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f"-h{self.horizon}-k{self.sites}"
+        return f"workloads-{self.n}-s{self.seed}{point}{long}"
 
-def described(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False, long_jobs: bool = False) -> str:
-    long = ", long_jobs=True" if long_jobs else ""
-    if two_dcs:
-        return f"bench_pipeline.platform_spec({n}, seed={seed}, horizon={horizon}, two_dcs=True{long})"
-    point = "" if (horizon, sites) == (DEFAULT_HORIZON, DEFAULT_SITES) else f", horizon={horizon}, sites={sites}"
-    return f"bench_pipeline.platform_spec({n}, seed={seed}{point}{long})"
+    @property
+    def described(self) -> str:
+        long = ", long_jobs=True" if self.long_jobs else ""
+        if self.two_dcs:
+            return f"bench_pipeline.platform_spec({self.n}, seed={self.seed}, horizon={self.horizon}, two_dcs=True{long})"
+        point = ("" if (self.horizon, self.sites) == (DEFAULT_HORIZON, DEFAULT_SITES)
+                 else f", horizon={self.horizon}, sites={self.sites}")
+        return f"bench_pipeline.platform_spec({self.n}, seed={self.seed}{point}{long})"
+
+    def write(self, directory) -> Path:
+        return write_spec(self.n, self.seed, directory, self.horizon, self.sites, self.two_dcs, self.long_jobs)
 
 
 def fingerprint(spec: Path) -> str:
@@ -117,19 +133,16 @@ def commit() -> str:
     return r.stdout.strip() or "unknown"
 
 
-def record(n: int, seed: int, solver: str, time_limit: float, horizon: int, sites: int,
-           two_dcs: bool = False, long_jobs: bool = False) -> None:
+def record(point: Point, solver: str, time_limit: float) -> None:
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
+        spec = point.write(d)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, ["--solver", solver, "--time-limit", str(time_limit),
                                             "--gap", "0", "--max-nodes", "0"])
-    keep(n, seed, horizon, sites, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}",
-         seconds, two_dcs, long_jobs)
+    keep(point, fp, plan, f"{solver}, --gap 0 --max-nodes 0 --time-limit {time_limit:g}", seconds)
 
 
-def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: int, time_limit: float,
-           workers: int, long_jobs: bool = False) -> None:
+def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
     """The improving rounds run on, cycle after cycle, in this process (the compiler's own code,
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
@@ -142,7 +155,7 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
     from compiler.pipeline import estimate
 
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
+        spec = point.write(d)
         fp = fingerprint(spec)
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
@@ -160,29 +173,26 @@ def rounds(n: int, seed: int, horizon: int, sites: int, two_dcs: bool, cycles: i
     sol, price = unsearched(plan, bound, model(0), "highs")     # as the compile finishes such a plan
     result = decode(problem, polish(problem, sol, "highs", price))
     seconds = time.perf_counter() - t0
-    keep(n, seed, horizon, sites, fp,
+    keep(point, fp,
          {"total_cost_usd": result.total_cost_usd,
           "solver": {"best_bound_usd": result.solver.best_bound_usd, "status": "feasible"}},
-         f"improving rounds, up to {cycles} cycles, {workers} at a time, time limit {time_limit:g} s", seconds, two_dcs,
-         long_jobs)
+         f"improving rounds, up to {cycles} cycles, {workers} at a time, time limit {time_limit:g} s", seconds)
 
 
-def adopt(n: int, seed: int, horizon: int, sites: int, plan_path: Path, method: str, seconds: float,
-          two_dcs: bool = False, long_jobs: bool = False) -> None:
+def adopt(point: Point, plan_path: Path, method: str, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as d:
-        fp = fingerprint(write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs))
-    keep(n, seed, horizon, sites, fp, json.loads(plan_path.read_text()), method, seconds, two_dcs, long_jobs)
+        fp = fingerprint(point.write(d))
+    keep(point, fp, json.loads(plan_path.read_text()), method, seconds)
 
 
-def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, method: str, seconds: float,
-         two_dcs: bool = False, long_jobs: bool = False) -> None:
+def keep(point: Point, fp: str, plan: dict, method: str, seconds: float) -> None:
     s = plan["solver"]
-    entry = {"spec": described(n, seed, horizon, sites, two_dcs, long_jobs), "fingerprint": fp,
+    entry = {"spec": point.described, "fingerprint": fp,
              "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
              "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
              "commit": commit()}
     data = load()
-    name = key(n, seed, horizon, sites, two_dcs, long_jobs)
+    name = point.key
     old = data["platforms"].get(name)
     keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
     if old and old["fingerprint"] == fp:
@@ -197,15 +207,15 @@ def keep(n: int, seed: int, horizon: int, sites: int, fp: str, plan: dict, metho
     RECORDS.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def check(n: int, seed: int, horizon: int, sites: int, two_dcs: bool = False, long_jobs: bool = False) -> None:
+def check(point: Point) -> None:
     data = load()
-    best = data["platforms"].get(key(n, seed, horizon, sites, two_dcs, long_jobs))
+    best = data["platforms"].get(point.key)
     with tempfile.TemporaryDirectory() as d:
-        spec = write_spec(n, seed, d, horizon, sites, two_dcs, long_jobs)
+        spec = point.write(d)
         fp = fingerprint(spec)
         plan, seconds = compile_plan(spec, [])
     s = plan["solver"]
-    line = (f"{key(n, seed, horizon, sites, two_dcs, long_jobs)}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
+    line = (f"{point.key}: default compile {seconds:.1f} s, ${plan['total_cost_usd']:,.2f}, "
             f"{s['status']}, reported gap {s['gap']:.2%}")
     if best is None:
         print(line + "; no best known plan recorded")
@@ -242,14 +252,16 @@ def main(argv: list[str] | None = None) -> None:
             p.add_argument("--seconds", type=float, required=True)
     sub.add_parser("show")
     a = ap.parse_args(argv)
+    if a.cmd != "show":
+        point = Point(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.long_jobs)
     if a.cmd == "record":
-        record(a.n, a.seed, a.solver, a.time_limit, a.horizon, a.sites, a.two_dcs, a.long_jobs)
+        record(point, a.solver, a.time_limit)
     elif a.cmd == "rounds":
-        rounds(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.cycles, a.time_limit, a.workers, a.long_jobs)
+        rounds(point, a.cycles, a.time_limit, a.workers)
     elif a.cmd == "adopt":
-        adopt(a.n, a.seed, a.horizon, a.sites, a.plan, a.method, a.seconds, a.two_dcs, a.long_jobs)
+        adopt(point, a.plan, a.method, a.seconds)
     elif a.cmd == "check":
-        check(a.n, a.seed, a.horizon, a.sites, a.two_dcs, a.long_jobs)
+        check(point)
     else:
         print(json.dumps(load(), indent=2))
 

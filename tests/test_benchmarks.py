@@ -55,11 +55,12 @@ def test_each_sweep_runs_and_reports_every_point(capsys, argv, label, values):
 def test_best_known_records_name_sweep_points_apart_and_keep_the_old_names():
     import best_known
 
-    assert best_known.key(100, 0) == "workloads-100-s0"            # the records of 2026-11-23 still match
-    assert best_known.key(30, 0, horizon=60) == "workloads-30-s0-h60-k5"
-    assert best_known.key(30, 0, sites=6) == "workloads-30-s0-h24-k6"
-    assert best_known.described(30, 0, 60, 5) == "bench_pipeline.platform_spec(30, seed=0, horizon=60, sites=5)"
-    assert best_known.key(100, 0, horizon=36, two_dcs=True) == "workloads-100-s0-h36-2dc"
+    Point = best_known.Point
+    assert Point(100, 0).key == "workloads-100-s0"            # the records of 2026-11-23 still match
+    assert Point(30, 0, horizon=60).key == "workloads-30-s0-h60-k5"
+    assert Point(30, 0, sites=6).key == "workloads-30-s0-h24-k6"
+    assert Point(30, 0, 60, 5).described == "bench_pipeline.platform_spec(30, seed=0, horizon=60, sites=5)"
+    assert Point(100, 0, horizon=36, two_dcs=True).key == "workloads-100-s0-h36-2dc"
     records = best_known.load()["platforms"]
     assert records and all(k.startswith("workloads-") for k in records)
     assert all(r["cost_usd"] >= r["best_bound_usd"] - 0.01 for r in records.values())   # a plan never beats a bound
@@ -88,4 +89,7 @@ def test_the_long_jobs_platform_has_the_sizes_and_windows_teams_run():
     assert data == platform_spec(100, seed=0, horizon=36, two_dcs=True, long_jobs=True)    # seeded
     import best_known
 
-    assert best_known.key(100, 0, horizon=36, two_dcs=True, long_jobs=True) == "workloads-100-s0-h36-2dc-long"
+    point = best_known.Point(100, 0, horizon=36, two_dcs=True, long_jobs=True)
+    assert point.key == "workloads-100-s0-h36-2dc-long"
+    assert point.key in best_known.load()["platforms"]
+    assert point.described == "bench_pipeline.platform_spec(100, seed=0, horizon=36, two_dcs=True, long_jobs=True)"
