@@ -405,13 +405,22 @@ class HighsModel:
         # root of minutes then ends the compile at once. The callbacks cost nothing measurable
         # (the 10-workload search: 11.0 s with them and without).
         self._stop = False
-        for event in ("cbSimplexInterrupt", "cbIpmInterrupt", "cbMipInterrupt"):
+        self._settle: tuple[int, float] | None = None
+        for event in ("cbSimplexInterrupt", "cbIpmInterrupt"):
             getattr(self.h, event).subscribe(self._interrupt_point)
+        self.h.cbMipInterrupt.subscribe(self._mip_interrupt_point)
 
     def _interrupt_point(self, e) -> None:
         # set either way: HiGHS keeps the flag from the last run (one interrupted solve would
         # stop every later one at once)
         e.data_in.user_interrupt = self._stop
+
+    def _mip_interrupt_point(self, e) -> None:
+        """As _interrupt_point, and a search given `settle` stops where it allows: node counts and
+        gaps at HiGHS's interrupt points are the same on every run (one thread, a fixed seed)."""
+        settle, out = self._settle, e.data_out
+        e.data_in.user_interrupt = self._stop or (
+            settle is not None and out.mip_node_count >= settle[0] and out.mip_gap <= settle[1])
 
     def interrupt(self) -> None:
         """Stop the solve running on this model (from another thread) at its next interrupt point."""
@@ -419,10 +428,13 @@ class HighsModel:
 
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
-              time_limit: float | None = None, restart: bool = True) -> Solution:
+              time_limit: float | None = None, restart: bool = True,
+              settle: tuple[int, float] | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
-        (mip_allow_restart, its default)."""
+        (mip_allow_restart, its default); `settle` = (nodes, gap): the search aims at `gap`
+        (or its proof) for its first `nodes` nodes, and after them stops as soon as its gap is
+        at most `settle`'s (its plan then reported feasible, with the bound it proved)."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -443,7 +455,7 @@ class HighsModel:
             ks = [(self.index[n], x) for n, x in start.items() if n in self.index]
             _set_start(h, sorted((k, float(x) / self.scale[k]) for k, x in ks))
         t0 = time.perf_counter()
-        self._stop = False
+        self._stop, self._settle = False, None if relax else settle
         interruptible([self], h.run)
         seconds = time.perf_counter() - t0
         S = self._highspy.HighsModelStatus
