@@ -160,8 +160,8 @@ def compile_cmd(
     max_nodes: Optional[int] = typer.Option(
         None, "--max-nodes", min=0, show_default=False,
         help="Stop the solver's search after N branch-and-bound nodes [default: 1000; for HiGHS going on "
-             "from the improving rounds 100, or below 10,000 integer variables 25 and then up to 1000 "
-             "until within 1%; no search after them on platforms of 20,000+ integer variables; "
+             "from the improving rounds 100, or below 10,000 integer variables 25 and then up to 5000 "
+             "pruned at 1%; no search after them on platforms of 20,000+ integer variables; "
              "0: no limit]. "
              "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),

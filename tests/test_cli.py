@@ -201,8 +201,8 @@ def test_the_default_node_limit_in_help_is_the_optimizers():
     r = run("compile", "--help")
     text = " ".join(" ".join(r.stdout.split()).replace("│", "").split())
     assert (f"[default: {MAX_NODES}; for HiGHS going on from the improving rounds {HIGHS_NODES}, or below "
-            f"{SETTLE_MAX_INTEGERS:,} integer variables {SETTLE_AFTER} and then up to {SETTLE_NODES} until "
-            f"within {SETTLE_GAP:.0%};") in text
+            f"{SETTLE_MAX_INTEGERS:,} integer variables {SETTLE_AFTER} and then up to {SETTLE_NODES} "
+            f"pruned at {SETTLE_GAP:.0%};") in text
 
 
 def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monkeypatch):

@@ -297,7 +297,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run, except
     where the month windows run (HiGHS, as the rounds); from it
     the search goes on from the rounds' plan on their own HiGHS model (no pulp solve), for
-    SETTLE_AFTER nodes and then until within SETTLE_GAP (SETTLE_NODES at most) unless the user set
+    SETTLE_AFTER nodes, then pruned at SETTLE_GAP (SETTLE_NODES at most) unless the user set
     a budget, and ends no dearer than that plan. Explicit solvers are kept as asked."""
     from compiler.optimize import MAX_NODES, SETTLE_AFTER, SETTLE_GAP, SETTLE_NODES, SolveOptions, optimize, solver_for
     from compiler.optimize import solve as solve_mod
@@ -328,9 +328,12 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
 
     monkeypatch.setattr(HighsModel, "solve", recording)
     plan = optimize(candidates, SolveOptions())
-    search = searches[-1]
+    search = searches[0]
     assert plan.solver.name == "highs" and pulp_solves == []
-    assert search["max_nodes"] == SETTLE_NODES and search["settle"] == (SETTLE_AFTER, SETTLE_GAP) and search["start"]
+    assert search["max_nodes"] == SETTLE_AFTER and search["gap"] is None and search["start"]
+    # a second search, pruned at SETTLE_GAP, only where the first left more than that
+    assert len(searches) <= 2
+    assert all(k["max_nodes"] == SETTLE_NODES and k["gap"] == SETTLE_GAP for k in searches[1:])
     rounds_plan = real_highs(HighsModel(problem), fixed=search["start"])
     assert plan.total_cost_usd <= rounds_plan.objective * (1 + 1e-9)
     assert plan.solver.best_bound_usd <= plan.total_cost_usd * (1 + 1e-9)
@@ -338,7 +341,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     for asked in (7, MAX_NODES):                 # the user's budget, not HIGHS_NODES, even the default's
         searches.clear()
         optimize(candidates, SolveOptions(max_nodes=asked, nodes_given=True))
-        assert searches[-1]["max_nodes"] == asked and searches[-1]["settle"] is None
+        assert [k["max_nodes"] for k in searches] == [asked]
     cbc = optimize(candidates, SolveOptions(solver="cbc"))
     assert cbc.solver.name == "cbc"
     assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [MAX_NODES]

@@ -405,7 +405,8 @@ class HighsModel:
         # root of minutes then ends the compile at once. The callbacks cost nothing measurable
         # (the 10-workload search: 11.0 s with them and without).
         self._stop = False
-        self._settle: tuple[int, float] | None = None
+        self._stall: int | None = None
+        self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
         for event in ("cbSimplexInterrupt", "cbIpmInterrupt"):
             getattr(self.h, event).subscribe(self._interrupt_point)
         self.h.cbMipInterrupt.subscribe(self._mip_interrupt_point)
@@ -416,11 +417,18 @@ class HighsModel:
         e.data_in.user_interrupt = self._stop
 
     def _mip_interrupt_point(self, e) -> None:
-        """As _interrupt_point, and a search given `settle` stops where it allows: node counts and
-        gaps at HiGHS's interrupt points are the same on every run (one thread, a fixed seed)."""
-        settle, out = self._settle, e.data_out
-        e.data_in.user_interrupt = self._stop or (
-            settle is not None and out.mip_node_count >= settle[0] and out.mip_gap <= settle[1])
+        """As _interrupt_point, and a search given `stall` stops once neither its plan nor its
+        bound has moved in that many nodes: node counts and bounds at HiGHS's interrupt points
+        are the same on every run (one thread, a fixed seed)."""
+        stop = self._stop
+        if self._stall is not None:
+            out = e.data_out
+            primal, dual, since = self._moved
+            if out.mip_primal_bound < primal or out.mip_dual_bound > dual:
+                self._moved = (out.mip_primal_bound, out.mip_dual_bound, out.mip_node_count)
+            else:
+                stop = stop or out.mip_node_count - since >= self._stall
+        e.data_in.user_interrupt = stop
 
     def interrupt(self) -> None:
         """Stop the solve running on this model (from another thread) at its next interrupt point."""
@@ -428,13 +436,12 @@ class HighsModel:
 
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
-              time_limit: float | None = None, restart: bool = True,
-              settle: tuple[int, float] | None = None) -> Solution:
+              time_limit: float | None = None, restart: bool = True, stall: int | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
-        (mip_allow_restart, its default); `settle` = (nodes, gap): the search aims at `gap`
-        (or its proof) for its first `nodes` nodes, and after them stops as soon as its gap is
-        at most `settle`'s (its plan then reported feasible, with the bound it proved)."""
+        (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
+        with the bound it proved) once neither plan nor bound has moved in that many nodes, a
+        budget that ends a search whose bound has stopped rising before its node limit does."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -455,7 +462,7 @@ class HighsModel:
             ks = [(self.index[n], x) for n, x in start.items() if n in self.index]
             _set_start(h, sorted((k, float(x) / self.scale[k]) for k, x in ks))
         t0 = time.perf_counter()
-        self._stop, self._settle = False, None if relax else settle
+        self._stop, self._stall, self._moved = False, None if relax else stall, (math.inf, -math.inf, 0)
         interruptible([self], h.run)
         seconds = time.perf_counter() - t0
         S = self._highspy.HighsModelStatus
