@@ -159,8 +159,6 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
         fp = fingerprint(spec)
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
-    rounds_module.CYCLES = rounds_module.LARGE_CYCLES = cycles
-    rounds_module.WORKERS = workers
     models: list = []
 
     def model(k: int = 0):
@@ -169,6 +167,7 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
         return models[k]
 
     plan, bound = rounds_module.improve(problem, greedy_start(problem), model, seconds=time_limit,
+                                        plan=rounds_module.search_plan(problem, cycles=cycles, workers=workers),
                                         say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
     sol, price = unsearched(plan, bound, model(0), "highs")     # as the compile finishes such a plan
     result = decode(problem, polish(problem, sol, "highs", price))

@@ -56,11 +56,11 @@ def test_windows_cover_every_serving_integer_once_in_month_order(problem, monkey
     monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
     windows = serving_windows(problem)
     serving = dict(choice_groups(problem))["serving"]
-    freed = [n for _name, free in windows for n in free]
+    freed = [n for w in windows for n in w.free]
     assert len(freed) == len(set(freed)) and set(freed) == serving
-    spans = [tuple(int(x) for x in name.rsplit(" ", 1)[1].split("-")) for name, _free in windows]
+    spans = [tuple(int(x) for x in name.rsplit(" ", 1)[1].split("-")) for name in (w.name for w in windows)]
     assert all(a <= b for a, b in spans) and all(b1 < a2 for (_a1, b1), (a2, _b2) in zip(spans, spans[1:]))
-    for (a, b), (_name, free) in zip(spans, windows):
+    for (a, b), free in zip(spans, (w.free for w in windows)):
         assert len(free) <= 400 or a == b          # over the limit only where one month is
         assert all(a <= int(n.rsplit("@", 1)[1][:3]) <= b for n in free)
     assert len(windows) > 1
@@ -196,7 +196,7 @@ def test_rounds_solved_together_give_what_each_gives_alone(problem, monkeypatch)
     monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
     windows = serving_windows(problem)
     assert len(windows) >= 2
-    held = [{n: v for n, v in start.items() if n in choices - free} for _name, free in windows[:2]]
+    held = [{n: v for n, v in start.items() if n in choices - w.free} for w in windows[:2]]
     kwargs = dict(start=start, max_nodes=1, gap=None, restart=False)
     together = improve_mod._solve_all([(model_a, {**kwargs, "fixed": held[0]}),
                                        (model_b, {**kwargs, "fixed": held[1]})], lambda: None)
@@ -224,10 +224,11 @@ def test_a_fewer_nodes_round_frees_just_enough_for_one_node_fewer(problem):
     start = greedy_start(problem)
     rounds = improve_mod.fewer_nodes(problem, start)
     bought = {n: v for n, v in start.items() if n.startswith("buy[") and v > 0}
-    assert bought and {name.split(" ", 2)[2] for name, _f, _m in rounds} <= {n[4:-1] for n in bought}
+    assert bought and {r.name.split(" ", 2)[2] for r in rounds} <= {n[4:-1] for n in bought}
     assert rounds
     choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
-    for name, free, moved in rounds:
+    for r in rounds:
+        name, free, moved = r.name, r.free, dict(r.moved)
         pool = name.split(" ", 2)[2]
         buy = f"buy[{pool}]"
         assert moved == {buy: start[buy] - 1}
@@ -253,16 +254,16 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     start = greedy_start(problem)
     assert improve_mod.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
     rounds = improve_mod.fewer_nodes(problem, start)
-    pools = [name.split(" ", 2)[2] for name, _f, _m in rounds]
+    pools = [r.name.split(" ", 2)[2] for r in rounds]
     first = f"buy[{pools[0]}]"
     # the LP relaxation buys the plan's nodes in the first pool (a fraction over one fewer): no round
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
-    assert [name for name, _f, _m in improve_mod.fewer_nodes(problem, start, lp)] == [r[0] for r in rounds[1:]]
+    assert [r.name for r in improve_mod.fewer_nodes(problem, start, lp)] == [r.name for r in rounds[1:]]
     # `most` bounds the integers a round frees (the tail's rounds: TAIL_FEWER_NODES_INTEGERS)
-    sizes = sorted(len(f) for _n, f, _m in rounds)
+    sizes = sorted(len(r.free) for r in rounds)
     assert improve_mod.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
-    assert [len(f) for _n, f, _m in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
+    assert [len(r.free) for r in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
     assert improve_mod.fewer_nodes(problem, start, most=sizes[-1]) == rounds
 
 

@@ -32,7 +32,10 @@ cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and l
 together, then the training round: on the plan the windows leave they move on-prem pools no
 window can; then the fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP
 rule, one at a time, cheapest node first, until one finds a cheaper plan). A round is not run
-again on the plan it left behind itself (no other round has moved it since).
+again on the plan it left behind itself (no other round has moved it since). All of this is
+declared before the first round runs: search_plan builds a frozen SearchPlan (the cycle's and
+the tail's steps, each a batch of Round records or a FewerNodes rule, and the cycle count, node
+budget and workers) from the problem's size and the user's options, and improve runs it.
 
 The cycle's fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
@@ -54,6 +57,7 @@ hybrid-llm-platform has 7,683 and gets them).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from compiler.optimize import formulate as F
@@ -88,6 +92,50 @@ LP_HELD_WITHIN = {"lp-guided": 1e-6, "lp-rounded": 0.5}
 MERGE_NODES = 500      # the pools' re-plan after a merge: a small MIP (1,763 integers at 100 workloads)
 
 
+@dataclass(frozen=True)
+class Round:
+    """One neighbourhood of the incumbent: the integers it frees (every other choice held at
+    the incumbent's value), and those it holds at new values instead (`moved`: a pool held one
+    node fewer). An LP-guided round (`lp_within` set) frees instead the integers whose LP value is
+    not within `lp_within` of the incumbent's, whatever their kind (lp_held)."""
+    name: str
+    free: frozenset[str] = frozenset()
+    moved: tuple[tuple[str, float], ...] = ()
+    lp_within: float | None = None
+
+
+@dataclass(frozen=True)
+class FewerNodes:
+    """Fewer-nodes rounds, made from the incumbent when their step begins (fewer_nodes): pools
+    whose round frees at most `most` integers; `lp_rule`: not where the LP relaxation buys as
+    many nodes as the plan; `until_cheaper`: one at a time, the cheapest node first, until one
+    finds a cheaper plan (otherwise `workers` at a time, every one)."""
+    most: int
+    lp_rule: bool
+    until_cheaper: bool
+
+
+@dataclass(frozen=True)
+class Step:
+    """Rounds solved in order: fixed `batches` (each solved at once, on threads), or the
+    fewer-nodes rounds `fewer` makes from the plan the step starts on."""
+    batches: tuple[tuple[Round, ...], ...] = ()
+    fewer: FewerNodes | None = None
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The rounds, declared: the cycle's steps, repeated until a cycle finds nothing cheaper
+    (`cycles` at most); the tail's steps, once after them; each round's node budget; whether
+    HiGHS may restart a round's root; the rounds solved at once."""
+    cycle: tuple[Step, ...]
+    cycles: int
+    tail: tuple[Step, ...]
+    nodes: int
+    restart: bool
+    workers: int
+
+
 def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
     """The groups of variables a round can free: every training job's candidate choice; every
     service's replica mixes and replica counts."""
@@ -120,8 +168,8 @@ def _serving_by_service_month(problem: F.Problem, names: set[str]) -> dict[tuple
 
 
 def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, float] | None = None,
-                most: int | None = None) -> tuple[tuple[str, frozenset[str], dict[str, float]], ...]:
-    """Rounds that buy one node fewer in an on-prem pool: (name, free, held at new values).
+                most: int | None = None) -> tuple[Round, ...]:
+    """Rounds that buy one node fewer in an on-prem pool.
     The windows cannot: a bought node is used in many months, and a window holds all but a
     few, so the plan keeps every node some held month fills. Such a round holds the pool at one
     node fewer and frees, in each month where the remaining nodes are too few for what runs
@@ -156,7 +204,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
                     free |= (service_months.get((v.workload, row.month), frozenset()) if v.family == "y"
                              else training[v.workload])
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
-            rounds.append((f"fewer nodes {s}/{i}", frozenset(free), {buy: float(nodes - 1)}))
+            rounds.append(Round(f"fewer nodes {s}/{i}", frozenset(free), ((buy, float(nodes - 1)),)))
     return tuple(rounds)
 
 
@@ -167,7 +215,7 @@ def lp_held(integers, plan: Mapping[str, float], lp: Mapping[str, float], within
             if abs(lp.get(n, 0.0) - round(plan.get(n, 0.0))) < within}
 
 
-def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
+def serving_windows(problem: F.Problem) -> tuple[Round, ...]:
     """The serving rounds: runs of consecutive months, each freeing every service's mixes and
     replicas in its months, as long as WINDOW_INTEGERS allows."""
     windows: list[tuple[int, int, frozenset[str]]] = []
@@ -179,7 +227,7 @@ def serving_windows(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...
             windows[-1] = (first, m + 1, free | month)
         else:
             windows.append((m, m + 1, month))
-    return tuple((f"serving months {a}-{b - 1}", free) for a, b, free in windows)
+    return tuple(Round(f"serving months {a}-{b - 1}", free) for a, b, free in windows)
 
 
 def integer_count(problem: F.Problem) -> int:
@@ -196,46 +244,20 @@ def search_skipped(problem: F.Problem, time_limit: float | None, nodes_asked: bo
     return integer_count(problem) >= SEARCH_MAX and time_limit is None and not nodes_asked
 
 
-def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float | None = None,
-            seconds: float | None = None, max_nodes: int | None = None,
-            say: Callable[[str], None] = lambda _m: None) -> tuple[Mapping[str, float], float | None]:
-    """(integer values at least as good as `start`, the LP relaxation's bound or None): `start`
-    itself where the problem is small or no round finds a cheaper plan. `model(k)` makes the
-    k-th solver model (k < WORKERS) once it is needed (solve.HighsModel); `max_nodes` is the
-    user's node budget (a round takes at most ROUND_NODES of it)."""
-    integers = [v.name for v in problem.variables if v.kind != "continuous"]
-    if len(integers) < MIN_INTEGERS:
-        return start, None
-    left = time_left(seconds)
-
-    def spent() -> bool:
-        return left() == 0.0
-
-    if spent():
-        return start, None
-    models = [model(0)]
-
-    def solver(k: int):
-        while len(models) <= k:
-            models.append(model(len(models)))
-        return models[k]
-
-    lp = models[0].solve(relax=True, time_limit=left())
-    if not lp.has_solution:
-        return start, None
-    bound = lp.objective
-    groups = choice_groups(problem)
-    everything = frozenset().union(*(g for _n, g in groups))
+def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int | None = None,
+                workers: int | None = None) -> SearchPlan:
+    """The rounds for `problem`, from its size and the user's node budget `max_nodes` (a round
+    takes at most ROUND_NODES of it); `cycles` and `workers` replace CYCLES (LARGE_CYCLES) and
+    WORKERS (benchmarks/best_known.py runs the rounds to their fixed point)."""
+    workers = WORKERS if workers is None else workers
     # Where the rounds' plan is the compile's answer (SEARCH_MAX integers or more), one cycle, and
     # HiGHS does not restart a round's root: on the 100-workload benchmark a cycle takes 61 s
     # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
     # search, two cycles, HiGHS's defaults.
-    large = len(integers) >= SEARCH_MAX
-    # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
-    # kind), the training round alone, then the windows (WORKERS at a time where there are
-    # PAIRED_WINDOWS or more: their choices are disjoint), then the fewer-nodes rounds (made
-    # from the plan the windows leave) WORKERS at a time
-    windows = tuple((name, free, {}) for name, free in serving_windows(problem))
+    large = integer_count(problem) >= SEARCH_MAX
+    training = Round("training", choice_groups(problem)[0][1])
+    lp_guided = Round("lp-guided", lp_within=LP_HELD_WITHIN["lp-guided"])
+    windows = serving_windows(problem)
     if len(windows) == 1 and not large:
         # One window frees every serving integer at once, and below SEARCH_MAX the search follows
         # from the rounds' plan over those integers and every other: the window's root would
@@ -243,66 +265,15 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # window took 5.7 s and the search 11.4 s after it; without it the search found the same
         # optimum and proved it in 9.1 s. hybrid-llm-platform: an equally cheap optimum, 1.7 s sooner.
         windows = ()
+    # lp-guided alone (its free set is wherever the LP and the plan differ, choices of every
+    # kind), the training round alone, then the windows (`workers` at a time where there are
+    # PAIRED_WINDOWS or more: their choices are disjoint), then the fewer-nodes rounds (made
+    # from the plan the windows leave) `workers` at a time
     paired = len(windows) >= PAIRED_WINDOWS
-    fixed_batches = [(("lp-guided", frozenset(), {}),), ((*groups[0], {}),),
-                     *(_batched(windows) if paired else [(w,) for w in windows])]
-    incumbent, best = dict(start), math.inf
-    nodes = min(ROUND_NODES, max_nodes or ROUND_NODES)
-    left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
-
-    def held(name: str, free: frozenset[str], moved: dict[str, float]) -> dict[str, float]:
-        if name in LP_HELD_WITHIN:
-            return lp_held(integers, incumbent, lp.values, LP_HELD_WITHIN[name])
-        return {**{n: float(round(incumbent.get(n, 0.0))) for n in everything - free}, **moved}
-
-    def rounded(sol) -> dict[str, float]:
-        return {n: float(round(sol.values.get(n, 0.0))) for n in integers}
-
-    def run(batch, cycle: int) -> bool:
-        """Solve one batch of rounds from the incumbent; keep the cheapest plan found (a round's
-        own, or the merge of several). True if the incumbent changed."""
-        nonlocal incumbent, best
-        todo = [r for r in batch if left_at.get(r[0]) != incumbent]
-        if not todo:
-            return False     # no other round has moved the plan since these last ran
-        kwargs = dict(gap=gap, max_nodes=nodes, restart=not large)
-        # a fewer-nodes round holds a pool below the incumbent's: the incumbent is no start there
-        jobs = [(solver(k), {**kwargs, "fixed": held(name, free, moved), "start": None if moved else incumbent})
-                for k, (name, free, moved) in enumerate(todo)]
-        sols = _solve_all(jobs, left)
-        plans = [(sol.objective, rounded(sol), (name,)) for (name, _f, _m), sol in zip(todo, sols)
-                 if sol.has_solution]
-        merged = _merge(incumbent, [p for p in plans if p[0] < best], everything)
-        if merged is not None:
-            sol = solver(0).solve(fixed={n: merged[n] for n in everything}, time_limit=left(),
-                                  **{**kwargs, "start": merged, "max_nodes": MERGE_NODES})
-            if sol.has_solution:
-                plans.append((sol.objective, rounded(sol), tuple(r[0] for r in todo)))
-        before, made = incumbent, ()
-        for objective, values, names in sorted(plans, key=lambda p: p[0])[:1]:
-            if best == math.inf or objective < best - 1e-6 * max(1.0, abs(best)):
-                best, incumbent, made = objective, values, names
-        for name, _free, _moved in todo:
-            # a round left this plan behind if it made it alone, or found nothing cheaper than
-            # the plan it started from (and so nothing moved)
-            if incumbent is before or made == (name,):
-                left_at[name] = incumbent
-            say(f"improving the start: {name} round {cycle + 1}: "
-                + (f"${best:,.0f}" if best < math.inf else "no plan"))
-        return incumbent is not before
-
-    for cycle in range(LARGE_CYCLES if large else CYCLES):
-        improved = False
-        for batch in fixed_batches:
-            if spent():
-                return incumbent, bound
-            improved |= run(batch, cycle)
-        for batch in _batched(fewer_nodes(problem, incumbent, lp.values)):
-            if spent():
-                return incumbent, bound
-            improved |= run(batch, cycle)
-        if not improved:
-            break
+    cycle = (Step(((lp_guided,), (training,),
+                   *(_batched(windows, workers) if paired else [(w,) for w in windows]))),
+             Step(fewer=FewerNodes(FEWER_NODES_INTEGERS, lp_rule=True, until_cheaper=False)))
+    tail: tuple[Step, ...] = ()
     if large:
         # LP-guided rounds and the training round once more, on the plan the windows and
         # fewer-nodes rounds left: they move on-prem pools and reserved terms no window can. Two
@@ -311,28 +282,146 @@ def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float
         # which of them finds more depends on the platform. From the greedy start RINS is the
         # better, so the cycle keeps it alone (docs/optimizer.md, "The lp-rounded and training
         # rounds", has the measurements).
-        both = (("lp-guided", frozenset(), {}), ("lp-rounded", frozenset(), {}))
-        for batch in [both, fixed_batches[1]]:
-            if spent():
-                break
-            run(batch, cycle + 1)
         # Then the small fewer-nodes rounds once more, on that plan and without the LP rule (on
         # 100 workloads one L40S server fewer saves $26,923 there in 5 s, though the LP buys
         # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
         # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
         # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
-        tail = fewer_nodes(problem, incumbent, None, TAIL_FEWER_NODES_INTEGERS)
-        held_buys = {buy for _name, _free, moved in tail for buy in moved}   # a round holds its pool's buy
-        price = {v.name: v.cost for v in problem.variables if v.name in held_buys}
-        for name, free, moved in sorted(tail, key=lambda r: (sum(price[b] for b in r[2]), r[0])):
-            if spent() or run(((name, free, moved),), cycle + 1):
+        lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
+        tail = (Step(((lp_guided, lp_rounded), (training,))),
+                Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True)))
+    return SearchPlan(cycle=cycle, cycles=(LARGE_CYCLES if large else CYCLES) if cycles is None else cycles,
+                      tail=tail, nodes=min(ROUND_NODES, max_nodes or ROUND_NODES), restart=not large,
+                      workers=workers)
+
+
+def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float | None = None,
+            seconds: float | None = None, max_nodes: int | None = None,
+            say: Callable[[str], None] = lambda _m: None,
+            plan: SearchPlan | None = None) -> tuple[Mapping[str, float], float | None]:
+    """(integer values at least as good as `start`, the LP relaxation's bound or None): `start`
+    itself where the problem is small or no round finds a cheaper plan. `model(k)` makes the
+    k-th solver model (k < the plan's workers) once it is needed (solve.HighsModel); `max_nodes`
+    is the user's node budget; `plan` the rounds to run (search_plan's by default)."""
+    if integer_count(problem) < MIN_INTEGERS:
+        return start, None
+    left = time_left(seconds)
+    if left() == 0.0:
+        return start, None
+    search = _Search(problem, start, model, plan or search_plan(problem, max_nodes), gap, left, say)
+    if search.lp is None:
+        return start, None
+    return search.run(), search.lp.objective
+
+
+class _Search:
+    """The rounds of one SearchPlan as they run: the incumbent, its cost, the solver models, and
+    for each round the plan it last left behind (a round is not run again on it)."""
+
+    def __init__(self, problem: F.Problem, start: Mapping[str, float], model, plan: SearchPlan,
+                 gap: float | None, left: Callable[[], float | None], say: Callable[[str], None]) -> None:
+        self.problem, self.plan, self.gap, self.left, self.say = problem, plan, gap, left, say
+        self.make_model, self.models = model, [model(0)]
+        self.integers = [v.name for v in problem.variables if v.kind != "continuous"]
+        self.choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
+        self.incumbent: dict[str, float] = dict(start)
+        self.best = math.inf
+        self.left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
+        lp = self.models[0].solve(relax=True, time_limit=left())
+        self.lp = lp if lp.has_solution else None
+
+    def spent(self) -> bool:
+        return self.left() == 0.0
+
+    def solver(self, k: int):
+        while len(self.models) <= k:
+            self.models.append(self.make_model(len(self.models)))
+        return self.models[k]
+
+    def run(self) -> dict[str, float]:
+        """The plan's cycles, then its tail; the incumbent they leave (where the time runs out:
+        the one they had reached)."""
+        cycle = 0
+        for cycle in range(self.plan.cycles):
+            improved = False
+            for step in self.plan.cycle:
+                done, moved = self.step(step, cycle)
+                improved |= moved
+                if not done:
+                    return self.incumbent
+            if not improved:
                 break
-    return incumbent, bound
+        for step in self.plan.tail:
+            done, _moved = self.step(step, cycle + 1)
+            if not done:
+                break
+        return self.incumbent
+
+    def step(self, step: Step, cycle: int) -> tuple[bool, bool]:
+        """(whether the step ran to its end before the time ran out, whether the incumbent changed)."""
+        batches = step.batches
+        if step.fewer is not None:
+            f = step.fewer
+            rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most)
+            if f.until_cheaper:
+                price = {v.name: v.cost for v in self.problem.variables}
+                rounds = tuple(sorted(rounds, key=lambda r: (sum(price[b] for b, _n in r.moved), r.name)))
+                batches = tuple((r,) for r in rounds)
+            else:
+                batches = _batched(rounds, self.plan.workers)
+        improved = False
+        for batch in batches:
+            if self.spent():
+                return False, improved
+            moved = self.batch(batch, cycle)
+            improved |= moved
+            if moved and step.fewer is not None and step.fewer.until_cheaper:
+                break
+        return True, improved
+
+    def held(self, r: Round) -> dict[str, float]:
+        if r.lp_within is not None:
+            return lp_held(self.integers, self.incumbent, self.lp.values, r.lp_within)
+        return {**{n: float(round(self.incumbent.get(n, 0.0))) for n in self.choices - r.free}, **dict(r.moved)}
+
+    def rounded(self, sol) -> dict[str, float]:
+        return {n: float(round(sol.values.get(n, 0.0))) for n in self.integers}
+
+    def batch(self, batch: tuple[Round, ...], cycle: int) -> bool:
+        """Solve one batch of rounds from the incumbent; keep the cheapest plan found (a round's
+        own, or the merge of several). True if the incumbent changed."""
+        todo = [r for r in batch if self.left_at.get(r.name) != self.incumbent]
+        if not todo:
+            return False     # no other round has moved the plan since these last ran
+        kwargs = dict(gap=self.gap, max_nodes=self.plan.nodes, restart=self.plan.restart)
+        # a fewer-nodes round holds a pool below the incumbent's: the incumbent is no start there
+        jobs = [(self.solver(k), {**kwargs, "fixed": self.held(r), "start": None if r.moved else self.incumbent})
+                for k, r in enumerate(todo)]
+        sols = _solve_all(jobs, self.left)
+        plans = [(sol.objective, self.rounded(sol), (r.name,)) for r, sol in zip(todo, sols) if sol.has_solution]
+        merged = _merge(self.incumbent, [p for p in plans if p[0] < self.best], self.choices)
+        if merged is not None:
+            sol = self.solver(0).solve(fixed={n: merged[n] for n in self.choices}, time_limit=self.left(),
+                                       **{**kwargs, "start": merged, "max_nodes": MERGE_NODES})
+            if sol.has_solution:
+                plans.append((sol.objective, self.rounded(sol), tuple(r.name for r in todo)))
+        before, made = self.incumbent, ()
+        for objective, values, names in sorted(plans, key=lambda p: p[0])[:1]:
+            if self.best == math.inf or objective < self.best - 1e-6 * max(1.0, abs(self.best)):
+                self.best, self.incumbent, made = objective, values, names
+        for r in todo:
+            # a round left this plan behind if it made it alone, or found nothing cheaper than
+            # the plan it started from (and so nothing moved)
+            if self.incumbent is before or made == (r.name,):
+                self.left_at[r.name] = self.incumbent
+            self.say(f"improving the start: {r.name} round {cycle + 1}: "
+                     + (f"${self.best:,.0f}" if self.best < math.inf else "no plan"))
+        return self.incumbent is not before
 
 
-def _batched(rounds: tuple) -> list[tuple]:
-    """Rounds WORKERS at a time, in order."""
-    return [rounds[k:k + WORKERS] for k in range(0, len(rounds), WORKERS)]
+def _batched(rounds: tuple, workers: int = WORKERS) -> list[tuple]:
+    """Rounds `workers` at a time, in order."""
+    return [tuple(rounds[k:k + workers]) for k in range(0, len(rounds), workers)]
 
 
 def _solve_all(jobs, left):
