@@ -407,3 +407,34 @@ def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_ch
     # every tail round but the last found nothing cheaper than the plan before it
     first = messages.index(tail[0])
     assert all(d == dollars[first - 1] for d in dollars[first:-1])
+
+
+@pytest.mark.parametrize("large", [False, True])
+def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, monkeypatch, large):
+    """search_plan: below SEARCH_MAX integers, CYCLES cycles of lp-guided, training, the windows
+    and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
+    restart, and a tail of RINS with lp-rounded together, training, then the small fewer-nodes
+    rounds one at a time until one finds a cheaper plan. A round's node budget is ROUND_NODES,
+    or the user's if smaller."""
+    from compiler.optimize.improve import FewerNodes, Round, search_plan
+
+    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
+    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
+    plan = search_plan(problem)
+    names = [[r.name for r in batch] for batch in plan.cycle[0].batches]
+    assert names[:2] == [["lp-guided"], ["training"]]
+    assert [n for batch in names[2:] for n in batch] == [w.name for w in serving_windows(problem)]
+    assert plan.cycle[1] == improve_mod.Step(fewer=FewerNodes(improve_mod.FEWER_NODES_INTEGERS, True, False))
+    assert plan.cycles == (improve_mod.LARGE_CYCLES if large else improve_mod.CYCLES)
+    assert plan.restart is not large and plan.nodes == improve_mod.ROUND_NODES
+    training = dict(choice_groups(problem))["training"]
+    assert Round("training", training) in plan.cycle[0].batches[1]
+    if large:
+        both, again = plan.tail[0].batches
+        assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
+        assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
+        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+    else:
+        assert plan.tail == ()
+    assert search_plan(problem, max_nodes=10**6).nodes == improve_mod.ROUND_NODES
+    assert search_plan(problem, cycles=7, workers=3).cycles == 7
