@@ -398,3 +398,17 @@ def test_render_catalog_unknown_section_is_a_diagnostic(cat):
     (d,) = info.value.diagnostics
     assert (d.code, d.message) == ("C009", "unknown catalog section 'model5'")
     assert d.hint == "did you mean 'models'?"
+
+
+def test_docs_list_the_priced_regions_of_each_provider(cat):
+    # docs/catalog.md "Priced regions" is what E215's users read: it must match the data.
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "catalog.md").read_text(encoding="utf-8")
+    section = text.split("## Priced regions", 1)[1]
+    listed = {m.group(1): set(re.findall(r"`([a-z0-9-]+)`", m.group(2)))
+              for m in re.finditer(r"^\| (aws|gcp|azure) \| (.*) \|$", section, re.M)}
+    priced: dict[str, set] = {}
+    for inst in cat.instances.values():
+        priced.setdefault(inst.provider, set()).update(inst.regions)
+    assert listed == priced
