@@ -118,8 +118,23 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
     regions = {p: set() for p in INSTANCES}
     for inst in cat.instances.values():
         regions[inst.provider] |= set(inst.regions)
-    assert regions == {"aws": {"us-east-1", "us-west-2", "eu-west-1"}, "gcp": {"us-central1", "europe-west4"},
-                       "azure": {"eastus", "westeurope"}}
+    # US, EU and Asia-Pacific for each provider where the prices could be sourced (docs/catalog.md).
+    assert regions == {
+        "aws": {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-west-2", "eu-central-1", "eu-north-1",
+                "ap-northeast-1", "ap-southeast-2"},
+        "gcp": {"us-central1", "us-east4", "europe-west1", "europe-west4", "asia-northeast1", "asia-southeast1"},
+        "azure": {"eastus", "eastus2", "southcentralus", "westus", "westus2", "westeurope"}}
+
+
+def test_regional_prices_are_the_sourced_figures(cat):
+    # Spot checks against the figures the sources give: AWS G6/G6e on-demand as listed; GCP G2 as
+    # the machine's price plus its L4s'; Azure ND pay-as-you-go as listed.
+    assert cat.instances["g6.48xlarge"].price("eu-central-1", "on_demand") == 16.69464
+    assert cat.instances["g6e.xlarge"].price("ap-northeast-1", "on_demand") == 2.699
+    assert cat.instances["g2-standard-96"].price("asia-southeast1", "on_demand") == round(4.34634 + 5.52737, 4)
+    assert cat.instances["Standard_ND96isr_H100_v5"].price("westus", "on_demand") == 127.816
+    # Where a source has no figure the region is not priced (no P-type row outside the US/eu-west-1).
+    assert "eu-central-1" not in cat.instances["p5.48xlarge"].regions
 
 
 def test_prices_are_ordered_spot_and_reservations_below_on_demand(cat):

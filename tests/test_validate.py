@@ -382,6 +382,12 @@ def test_a_cloud_site_in_a_region_the_catalog_does_not_price_is_an_error():
     assert "eu-central-1" not in priced and {"us-east-1", "us-west-2"} <= set(priced)
 
 
+def test_the_shipped_catalog_prices_the_reported_region():
+    # eu-central-1 has AWS prices now (G6 and G6e; docs/catalog.md, "Priced regions").
+    assert "eu-central-1" in CATALOG.instances["g6e.xlarge"].regions
+    assert errors_of(edit("region: us-east-1", "region: eu-central-1")) == []
+
+
 def test_allow_unpriced_regions_makes_it_a_warning_and_the_spec_valid():
     catalog = _without_prices_in("eu-central-1")
     text = edit("region: us-east-1", "region: eu-central-1")
