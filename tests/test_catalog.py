@@ -33,6 +33,7 @@ INSTANCES = {
 }
 ONPREM = ["dgx-h100", "hgx-h100", "hgx-h200", "hgx-b200", "dgx-a100", "l40s-server"]
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3-405b",
+          "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
           "mixtral-8x7b", "deepseek-v3", "gpt-3-175b", "resnet-50", "vit-b-16"]
 
 
@@ -189,6 +190,24 @@ def test_llama_2_70b_architecture(cat):
     m = cat.models["llama-2-70b"]
     assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (80, 8192, 64, 8, 28672, 32000)
     assert m.head_dim == 128
+
+
+@pytest.mark.parametrize("name,shape", [
+    ("llama-3.1-8b", (32, 4096, 32, 8, 14336)),
+    ("llama-3.1-70b", (80, 8192, 64, 8, 28672)),
+    ("llama-3.1-405b", (126, 16384, 128, 8, 53248)),
+])
+def test_llama_3_1_architecture(cat, name, shape):
+    # meta-llama/Llama-3.1-{8B,70B,405B} config.json: layers, hidden, heads, KV heads, FFN; vocab
+    # 128256. params_b is what those shapes hold (embeddings untied, RMSNorm weights included).
+    m = cat.models[name]
+    assert (m.family, m.arch) == ("llm", "dense")
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (*shape, 128256)
+    kv_dim = m.kv_heads * m.head_dim
+    per_layer = 2 * m.hidden * m.hidden + 2 * m.hidden * kv_dim + 3 * m.hidden * m.ffn_hidden + 2 * m.hidden
+    params = 2 * m.vocab * m.hidden + m.layers * per_layer + m.hidden
+    assert m.params_b == pytest.approx(params / 1e9, abs=0.005)
+    assert "128K context" in cat.sources[m.source].title
 
 
 def test_moe_and_vision_models(cat):
