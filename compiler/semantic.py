@@ -36,7 +36,6 @@ from compiler.source import Document
 DAYS_PER_MONTH = 30.4167  # 365 / 12
 CLOUD_PRICING = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 ONPREM_PRICING = ("owned", "purchase")
-PROVIDERS = ("aws", "gcp", "azure")
 
 
 def check(doc: Document, data: Any, catalog: Catalog, *,
@@ -50,9 +49,11 @@ def check(doc: Document, data: Any, catalog: Catalog, *,
 
 
 @functools.cache
-def _region_pattern() -> re.Pattern:
-    """The schema's pattern for a region name (one place for it: schemas/spec.schema.json)."""
-    return re.compile(load_schema("spec.schema.json")["$defs"]["cloudSite"]["properties"]["region"]["pattern"])
+def _cloud_site_rules() -> tuple[frozenset, re.Pattern]:
+    """The providers and the region-name pattern the schema allows (one place for both:
+    schemas/spec.schema.json)."""
+    keys = load_schema("spec.schema.json")["$defs"]["cloudSite"]["properties"]
+    return frozenset(keys["provider"]["enum"]), re.compile(keys["region"]["pattern"])
 
 
 def _str(v: Any) -> str | None:
@@ -185,9 +186,9 @@ class _Checker:
         the catalog prices nothing in for the provider leaves the site without candidates, and
         without this check nothing would say why."""
         provider, region = site.get("provider"), site.get("region")
+        providers, region_name = _cloud_site_rules()
         # A provider or region the schema rejects has its own diagnostic already.
-        if provider not in PROVIDERS or not isinstance(region, str) \
-                or not _region_pattern().match(region):
+        if provider not in providers or not isinstance(region, str) or not region_name.match(region):
             return
         priced = sorted({p.region for inst in self.catalog.instances.values()
                          if inst.provider == provider for p in inst.prices})
