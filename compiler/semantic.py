@@ -188,7 +188,8 @@ class _Checker:
         provider, region = site.get("provider"), site.get("region")
         providers, region_name = _cloud_site_rules()
         # A provider or region the schema rejects has its own diagnostic already.
-        if provider not in providers or not isinstance(region, str) or not region_name.match(region):
+        if not isinstance(provider, str) or provider not in providers or not isinstance(region, str) \
+                or not region_name.match(region):
             return
         priced = sorted({p.region for inst in self.catalog.instances.values()
                          if inst.provider == provider for p in inst.prices})

@@ -437,6 +437,8 @@ def test_a_region_priced_by_an_overlay_is_valid(tmp_path):
 def test_no_e215_where_the_schema_already_rejects_the_site():
     assert [c for c, _ in errors_of(edit("region: us-east-1", "region: US East"))] == ["E106"]
     assert [c for c, _ in errors_of(edit("provider: aws", "provider: ibm"))] == ["E105"]
+    assert [c for c, _ in errors_of(edit("provider: aws", "provider: [aws]"))] == ["E105"]
+    assert [c for c, _ in errors_of(edit("region: us-east-1", "region: [us-east-1]"))] == ["E103"]
 
 
 def _diagnostics(text: str):
