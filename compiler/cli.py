@@ -144,6 +144,17 @@ SpecArg = typer.Argument(..., help="The platform spec (YAML).", show_default=Fal
 CatalogOpt = typer.Option(None, "--catalog", help="A catalog overlay file (negotiated prices, new GPUs).")
 DebugOpt = typer.Option(False, "--debug", help="Show tracebacks of internal errors.")
 FormatOpt = typer.Option(Format.text, "--format", help="Output format.")
+AllowUnpricedOpt = typer.Option(
+    False, "--allow-unpriced-regions",
+    help="A cloud site in a region where the catalog prices no instance of its provider is a "
+         "warning (E215) instead of an error; such a site gets no candidates.")
+
+
+def _print_warnings(diagnostics, source) -> None:
+    """A valid spec's warnings, rendered like errors, on stderr."""
+    from compiler.diagnostics import render_all
+
+    print(render_all(diagnostics, source), file=sys.stderr)
 
 
 @app.command("compile")
@@ -167,6 +178,7 @@ def compile_cmd(
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
     fmt: Format = FormatOpt,
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
+    allow_unpriced_regions: bool = AllowUnpricedOpt,
     debug: bool = DebugOpt,
 ) -> None:
     """Validate, estimate, optimize and render SPEC into DIR."""
@@ -185,7 +197,8 @@ def compile_cmd(
                     status.update(msg)
             result = pipeline.compile_spec(spec, pipeline.CompileOptions(
                 catalog=str(catalog) if catalog else None, solver=solver.value,
-                time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes))
+                time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes,
+                allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings))
         finally:
             if status is not None:
                 status.stop()
@@ -226,15 +239,23 @@ def compile_cmd(
 
 @app.command()
 def validate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
-             fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+             fmt: Format = FormatOpt, allow_unpriced_regions: bool = AllowUnpricedOpt,
+             debug: bool = DebugOpt) -> None:
     """Check SPEC against the schema and the semantic rules; print every error at once."""
 
     def body() -> int:
         from compiler import pipeline
 
-        parsed, _, _ = pipeline.validate(spec, str(catalog) if catalog else None)
+        warnings: list = []
+
+        def warn(diagnostics, source) -> None:
+            _print_warnings(diagnostics, source)
+            warnings.extend(_diag_json(d, source) for d in diagnostics)
+
+        parsed, _, _ = pipeline.validate(spec, str(catalog) if catalog else None,
+                                         allow_unpriced_regions=allow_unpriced_regions, warn=warn)
         if fmt is Format.json:
-            print(json.dumps({"ok": True, "diagnostics": [], "spec": parsed.name}, indent=2))
+            print(json.dumps({"ok": True, "diagnostics": warnings, "spec": parsed.name}, indent=2))
         else:
             print(f"{spec}: ok ({len(parsed.workloads)} workloads, {len(parsed.sites)} sites)")
         return EXIT_OK
@@ -244,14 +265,17 @@ def validate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
 
 @app.command()
 def estimate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
-             fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
+             fmt: Format = FormatOpt, allow_unpriced_regions: bool = AllowUnpricedOpt,
+             debug: bool = DebugOpt) -> None:
     """Show, per workload, every candidate considered and why options were rejected."""
 
     def body() -> int:
         from compiler import pipeline
         from compiler.estimate import table
 
-        candidates, _ = pipeline.estimate(spec, str(catalog) if catalog else None)
+        candidates, _ = pipeline.estimate(spec, str(catalog) if catalog else None,
+                                          allow_unpriced_regions=allow_unpriced_regions,
+                                          warn=_print_warnings)
         if fmt is Format.json:
             print(json.dumps(table.to_json(candidates), indent=2, sort_keys=True))
         else:

@@ -11,9 +11,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from compiler.diagnostics import EXIT_AUDIT  # re-exported: tests read pipeline.EXIT_AUDIT
+from compiler.diagnostics import Diagnostic, Source
+
+
+# Called with the warnings of a valid spec and the source they point into (the CLI prints them).
+Warn = Callable[[Sequence[Diagnostic], Source], None]
 
 
 @dataclass(frozen=True)
@@ -24,6 +29,8 @@ class CompileOptions:
     gap: float | None = None
     progress: Callable[[str], None] | None = None
     max_nodes: int | None = None      # None: the optimizer's default (MAX_NODES); 0: no limit
+    allow_unpriced_regions: bool = False   # E215 a warning, not an error (--allow-unpriced-regions)
+    warn: Warn | None = None          # receives the validation's warnings, if there are any
 
 
 def load_catalog(overlay: str | None = None):
@@ -32,22 +39,28 @@ def load_catalog(overlay: str | None = None):
     return load(overlay)
 
 
-def validate(spec_path: str | Path, catalog_overlay: str | None = None):
-    """load + validate: (Spec, Catalog) or CompileError with every problem."""
+def validate(spec_path: str | Path, catalog_overlay: str | None = None, *,
+             allow_unpriced_regions: bool = False, warn: Warn | None = None):
+    """load + validate: (Spec, Catalog, Document) or CompileError with every problem. A valid
+    spec's warnings (E215 with `allow_unpriced_regions`) go to `warn`."""
     from compiler.source import load
 
     doc = load(spec_path)
     catalog = load_catalog(catalog_overlay)
-    from compiler.validate import validate as check
+    from compiler.validate import check
 
-    spec = check(doc, catalog)
-    return spec, catalog, doc
+    checked = check(doc, catalog, allow_unpriced_regions=allow_unpriced_regions)
+    if checked.warnings and warn is not None:
+        warn(checked.warnings, doc.source)
+    return checked.spec, catalog, doc
 
 
-def estimate(spec_path: str | Path, catalog_overlay: str | None = None, solving: "CompileOptions | None" = None):
+def estimate(spec_path: str | Path, catalog_overlay: str | None = None, solving: "CompileOptions | None" = None,
+             *, allow_unpriced_regions: bool = False, warn: Warn | None = None):
     """load + validate + estimate: (Candidates, Document). `solving`: the options of the compile
     the candidates are for; a long count scan is then bounded by a first plan (estimate_candidates)."""
-    spec, catalog, doc = validate(spec_path, catalog_overlay)
+    spec, catalog, doc = validate(spec_path, catalog_overlay,
+                                  allow_unpriced_regions=allow_unpriced_regions, warn=warn)
     if solving is not None:
         return estimate_candidates(spec, catalog, doc, solving), doc
     from compiler.estimate import estimate as estimate_stage
@@ -80,7 +93,9 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         finally:
             seconds[stage] = time.perf_counter() - t0
 
-    spec, catalog, doc = timed("validate", validate, spec_path, options.catalog)
+    spec, catalog, doc = timed("validate", lambda: validate(
+        spec_path, options.catalog, allow_unpriced_regions=options.allow_unpriced_regions,
+        warn=options.warn))
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,

@@ -18,14 +18,19 @@ leaves the rest to the schema's own diagnostics.
   E212 owned hardware that is not a catalog on-prem node model
   E213 placement with no site of the type it needs
   E214 inline model whose figures contradict each other
+  E215 cloud site in a region where the catalog prices no instance of its provider
+       (a warning instead with allow_unpriced_regions: the site then gets no candidates)
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any, Iterator
 
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import Diagnostic, Path, did_you_mean
+from compiler.resources import schema as load_schema
 from compiler.source import Document
 
 DAYS_PER_MONTH = 30.4167  # 365 / 12
@@ -33,10 +38,22 @@ CLOUD_PRICING = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 ONPREM_PRICING = ("owned", "purchase")
 
 
-def check(doc: Document, data: Any, catalog: Catalog) -> list[Diagnostic]:
+def check(doc: Document, data: Any, catalog: Catalog, *,
+          allow_unpriced_regions: bool = False) -> list[Diagnostic]:
+    """Every semantic diagnostic. `allow_unpriced_regions` makes E215 a warning: a site whose
+    region has no price is accepted (it gets no candidates) for a spec written ahead of the
+    catalog, e.g. one whose prices come with a later overlay."""
     if not isinstance(data, dict):
         return []
-    return list(_Checker(doc, data, catalog).run())
+    return list(_Checker(doc, data, catalog, allow_unpriced_regions).run())
+
+
+@functools.cache
+def _cloud_site_rules() -> tuple[frozenset, re.Pattern]:
+    """The providers and the region-name pattern the schema allows (one place for both:
+    schemas/spec.schema.json)."""
+    keys = load_schema("spec.schema.json")["$defs"]["cloudSite"]["properties"]
+    return frozenset(keys["provider"]["enum"]), re.compile(keys["region"]["pattern"])
 
 
 def _str(v: Any) -> str | None:
@@ -70,8 +87,10 @@ def _fmt(x: float) -> str:
 
 
 class _Checker:
-    def __init__(self, doc: Document, data: dict, catalog: Catalog):
+    def __init__(self, doc: Document, data: dict, catalog: Catalog,
+                 allow_unpriced_regions: bool = False):
         self.doc, self.data, self.catalog = doc, data, catalog
+        self.allow_unpriced_regions = allow_unpriced_regions
         self.sites: dict[str, dict] = {}
         for s in _list(data.get("sites")):
             name = _str(_dict(s).get("name"))
@@ -84,8 +103,8 @@ class _Checker:
                              if isinstance(allowed, list) else None)
 
     def diag(self, code: str, path: Path, message: str, hint: str | None = None,
-             key: bool = False) -> Diagnostic:
-        return Diagnostic(code, message, path, self.doc.position(path, key=key), hint)
+             key: bool = False, severity: str = "error") -> Diagnostic:
+        return Diagnostic(code, message, path, self.doc.position(path, key=key), hint, severity)
 
     def run(self) -> Iterator[Diagnostic]:
         yield from self.unique_names("sites", "site")
@@ -144,6 +163,8 @@ class _Checker:
                                 "add such a site, or use placement: hybrid")
 
     def site_checks(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        if site.get("type") == "cloud":
+            yield from self.priced_region(path, site)
         for gpu in sorted(_dict(site.get("quotas")), key=str):
             yield from self.gpu_ref(path + ("quotas", gpu), gpu, key=True)
         nodes = self.catalog.onprem_nodes
@@ -159,6 +180,37 @@ class _Checker:
                                                      + ", ".join(sorted(nodes)))
             yield self.diag("E212", path + ("owned", j, "instance"),
                             f"unknown on-prem node model '{inst}'", hint)
+
+    def priced_region(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        """E215: every candidate of a cloud site is an instance priced in its region, so a region
+        the catalog prices nothing in for the provider leaves the site without candidates, and
+        without this check nothing would say why."""
+        provider, region = site.get("provider"), site.get("region")
+        providers, region_name = _cloud_site_rules()
+        # A provider or region the schema rejects has its own diagnostic already.
+        if not isinstance(provider, str) or provider not in providers or not isinstance(region, str) \
+                or not region_name.match(region):
+            return
+        priced = sorted({p.region for inst in self.catalog.instances.values()
+                         if inst.provider == provider for p in inst.prices})
+        if region in priced:
+            return
+        name = _str(site.get("name"))
+        who = f"site '{name}'" if name else "this site"
+        warn = self.allow_unpriced_regions
+        message = (f"the catalog prices no {provider} instance in {region}, so {who} "
+                   + ("gets no candidates" if warn else "would get no candidates"))
+        # Neighbouring regions differ in one character (eu-central-1, eu-central-2), so only a
+        # name that differs in its dashes alone (us-east1 for us-east-1) is taken for a typo.
+        close = [r for r in priced if r.replace("-", "") == region.replace("-", "")]
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        hint += (f"{provider} is priced in: {', '.join(priced)}" if priced
+                 else f"the catalog prices no {provider} instance in any region")
+        hint += f"; add {region} prices with --catalog FILE"
+        if not warn:
+            hint += ", or pass --allow-unpriced-regions to accept the site with a warning"
+        yield self.diag("E215", path + ("region",), message, hint,
+                        severity="warning" if warn else "error")
 
     # ------------------------------------------------------------------ workloads
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from jsonschema import Draft202012Validator
@@ -51,12 +52,29 @@ def validate(doc: Document, catalog: Catalog) -> Spec:
 
     Raises CompileError (exit 2) with every diagnostic, sorted by position.
     """
+    return check(doc, catalog).spec
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A valid spec and the warnings its validation gave (sorted by position)."""
+
+    spec: Spec
+    warnings: tuple[Diagnostic, ...] = ()
+
+
+def check(doc: Document, catalog: Catalog, *, allow_unpriced_regions: bool = False) -> Checked:
+    """`validate`, with the warnings kept: `allow_unpriced_regions` turns E215 (a cloud site in a
+    region the catalog prices nothing in) into a warning. Raises CompileError (exit 2) when any
+    diagnostic is an error; the warnings are then listed among the errors."""
     data = _normalise_numbers(doc.data)
     diagnostics = schema_diagnostics(doc, data)
-    diagnostics += semantic.check(doc, data, catalog)
-    if diagnostics:
-        raise CompileError(_dedupe(diagnostics), 2, doc.source)
-    return build_spec(doc, data, catalog)
+    diagnostics += semantic.check(doc, data, catalog, allow_unpriced_regions=allow_unpriced_regions)
+    diagnostics = _dedupe(diagnostics)
+    if any(d.severity == "error" for d in diagnostics):
+        raise CompileError(diagnostics, 2, doc.source)
+    return Checked(build_spec(doc, data, catalog),
+                   tuple(sorted(diagnostics, key=Diagnostic.sort_key)))
 
 
 def _normalise_numbers(value: Any) -> Any:

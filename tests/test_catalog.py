@@ -33,6 +33,7 @@ INSTANCES = {
 }
 ONPREM = ["dgx-h100", "hgx-h100", "hgx-h200", "hgx-b200", "dgx-a100", "l40s-server"]
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3-405b",
+          "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
           "mixtral-8x7b", "deepseek-v3", "gpt-3-175b", "resnet-50", "vit-b-16"]
 
 
@@ -92,7 +93,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11"
+    assert cat.version == "2026.11.1"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -118,8 +119,23 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
     regions = {p: set() for p in INSTANCES}
     for inst in cat.instances.values():
         regions[inst.provider] |= set(inst.regions)
-    assert regions == {"aws": {"us-east-1", "us-west-2", "eu-west-1"}, "gcp": {"us-central1", "europe-west4"},
-                       "azure": {"eastus", "westeurope"}}
+    # US, EU and Asia-Pacific for each provider where the prices could be sourced (docs/catalog.md).
+    assert regions == {
+        "aws": {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-west-2", "eu-central-1", "eu-north-1",
+                "ap-northeast-1", "ap-southeast-2"},
+        "gcp": {"us-central1", "us-east4", "europe-west1", "europe-west4", "asia-northeast1", "asia-southeast1"},
+        "azure": {"eastus", "eastus2", "southcentralus", "westus", "westus2", "westeurope"}}
+
+
+def test_regional_prices_are_the_sourced_figures(cat):
+    # Spot checks against the figures the sources give: AWS G6/G6e on-demand as listed; GCP G2 as
+    # the machine's price plus its L4s'; Azure ND pay-as-you-go as listed.
+    assert cat.instances["g6.48xlarge"].price("eu-central-1", "on_demand") == 16.69464
+    assert cat.instances["g6e.xlarge"].price("ap-northeast-1", "on_demand") == 2.699
+    assert cat.instances["g2-standard-96"].price("asia-southeast1", "on_demand") == round(4.34634 + 5.52737, 4)
+    assert cat.instances["Standard_ND96isr_H100_v5"].price("westus", "on_demand") == 127.816
+    # Where a source has no figure the region is not priced (no P-type row outside the US/eu-west-1).
+    assert "eu-central-1" not in cat.instances["p5.48xlarge"].regions
 
 
 def test_prices_are_ordered_spot_and_reservations_below_on_demand(cat):
@@ -174,6 +190,24 @@ def test_llama_2_70b_architecture(cat):
     m = cat.models["llama-2-70b"]
     assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (80, 8192, 64, 8, 28672, 32000)
     assert m.head_dim == 128
+
+
+@pytest.mark.parametrize("name,shape", [
+    ("llama-3.1-8b", (32, 4096, 32, 8, 14336)),
+    ("llama-3.1-70b", (80, 8192, 64, 8, 28672)),
+    ("llama-3.1-405b", (126, 16384, 128, 8, 53248)),
+])
+def test_llama_3_1_architecture(cat, name, shape):
+    # meta-llama/Llama-3.1-{8B,70B,405B} config.json: layers, hidden, heads, KV heads, FFN; vocab
+    # 128256. params_b is what those shapes hold (embeddings untied, RMSNorm weights included).
+    m = cat.models[name]
+    assert (m.family, m.arch) == ("llm", "dense")
+    assert (m.layers, m.hidden, m.heads, m.kv_heads, m.ffn_hidden, m.vocab) == (*shape, 128256)
+    kv_dim = m.kv_heads * m.head_dim
+    per_layer = 2 * m.hidden * m.hidden + 2 * m.hidden * kv_dim + 3 * m.hidden * m.ffn_hidden + 2 * m.hidden
+    params = 2 * m.vocab * m.hidden + m.layers * per_layer + m.hidden
+    assert m.params_b == pytest.approx(params / 1e9, abs=0.005)
+    assert "128K context" in cat.sources[m.source].title
 
 
 def test_moe_and_vision_models(cat):
@@ -349,7 +383,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.1"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -372,8 +406,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11"
-    assert json.loads(again)["version"] == "2026.11+x"
+    assert data["version"] == "2026.11.1"
+    assert json.loads(again)["version"] == "2026.11.1+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]
@@ -398,3 +432,17 @@ def test_render_catalog_unknown_section_is_a_diagnostic(cat):
     (d,) = info.value.diagnostics
     assert (d.code, d.message) == ("C009", "unknown catalog section 'model5'")
     assert d.hint == "did you mean 'models'?"
+
+
+def test_docs_list_the_priced_regions_of_each_provider(cat):
+    # docs/catalog.md "Priced regions" is what E215's users read: it must match the data.
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "catalog.md").read_text(encoding="utf-8")
+    section = text.split("## Priced regions", 1)[1]
+    listed = {m.group(1): set(re.findall(r"`([a-z0-9-]+)`", m.group(2)))
+              for m in re.finditer(r"^\| (aws|gcp|azure) \| (.*) \|$", section, re.M)}
+    priced: dict[str, set] = {}
+    for inst in cat.instances.values():
+        priced.setdefault(inst.provider, set()).update(inst.regions)
+    assert listed == priced

@@ -228,3 +228,31 @@ def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monke
             pipeline.compile_spec(spec, pipeline.CompileOptions(max_nodes=nodes))
     assert [(o.max_nodes, o.nodes_given) for o in seen] == [(optimize_mod.MAX_NODES, False),
                                                             (optimize_mod.MAX_NODES, True)]
+
+
+def test_an_unpriced_region_is_an_error_and_allow_unpriced_regions_makes_it_a_warning(tmp_path):
+    # Exit 2 with E215 by default; with the option the same text as a warning, exit 0, and the
+    # compile goes on without the site.
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    spec = "tests/errors/e215-unpriced-region.yaml"
+    expected = (root / "tests" / "errors" / "e215-unpriced-region.txt").read_text(encoding="utf-8")
+    r = run("validate", spec, cwd=root)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", expected)
+
+    warning = (expected.replace("error[E215]", "warning[E215]")
+               .replace("would get no candidates", "gets no candidates")
+               .replace(", or pass --allow-unpriced-regions to accept the site with a warning", ""))
+    r = run("validate", "--allow-unpriced-regions", spec, cwd=root)
+    assert (r.returncode, r.stderr) == (0, warning)
+    assert r.stdout == f"{spec}: ok (1 workloads, 2 sites)\n"
+    r = run("validate", "--allow-unpriced-regions", "--format", "json", spec, cwd=root)
+    [d] = json.loads(r.stdout)["diagnostics"]
+    assert (r.returncode, d["code"], d["severity"], d["path"]) == (0, "E215", "warning", "$.sites[1].region")
+
+    r = run("compile", "--allow-unpriced-regions", "-q", "-o", str(tmp_path / "out"), spec, cwd=root)
+    assert (r.returncode, r.stderr) == (0, warning)
+    plan = json.loads((tmp_path / "out" / "plan.json").read_text(encoding="utf-8"))
+    assert plan["pools"] and {p["site"] for p in plan["pools"]} == {"aws-use1"}
+    assert run("compile", "-q", "-o", str(tmp_path / "no"), spec, cwd=root).returncode == 2

@@ -24,7 +24,7 @@ from compiler.diagnostics import CompileError, render_all
 from compiler.resources import schema
 from compiler.source import MAX_BYTES, load, parse
 from compiler.spec import CloudSite, InlineModel, OnPremSite
-from compiler.validate import validate
+from compiler.validate import check, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 ERRORS = ROOT / "tests" / "errors"
@@ -32,7 +32,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 LOAD_CODES = [f"E00{i}" for i in range(1, 9)]
 SCHEMA_CODES = [f"E10{i}" for i in range(1, 8)]
-SEMANTIC_CODES = [f"E2{i:02d}" for i in range(1, 15)]
+SEMANTIC_CODES = [f"E2{i:02d}" for i in range(1, 16)]
 
 # ---------------------------------------------------------------------------- the catalog
 
@@ -88,10 +88,10 @@ def _catalog() -> Catalog:
 CATALOG = _catalog()
 
 
-def errors_of(text: str, filename: str = "spec.yaml") -> list[tuple[str, str]]:
+def errors_of(text: str, filename: str = "spec.yaml", catalog: Catalog | None = None) -> list[tuple[str, str]]:
     """(code, message) of every diagnostic for a spec text; [] when it validates."""
     try:
-        validate(parse(text, filename), CATALOG)
+        validate(parse(text, filename), catalog or CATALOG)
     except CompileError as exc:
         return [(d.code, d.message) for d in exc.diagnostics]
     return []
@@ -353,6 +353,100 @@ def test_an_inline_model_is_accepted_and_a_moe_one_must_be_complete():
 ])
 def test_one_mistake_one_message(old, new, expected):
     assert expected in errors_of(edit(old, new))
+
+
+def _without_prices_in(region: str) -> Catalog:
+    """The shipped catalog with every price row of `region` removed: the catalog the report
+    of an unpriced region was made against, whatever regions the shipped data covers later."""
+    instances = {name: dataclasses.replace(inst, prices=tuple(p for p in inst.prices if p.region != region))
+                 for name, inst in CATALOG.instances.items()}
+    return dataclasses.replace(CATALOG, instances=instances)
+
+
+def test_a_cloud_site_in_a_region_the_catalog_does_not_price_is_an_error():
+    # As reported: `region: eu-central-1` validated ok, then the site got no candidates and
+    # nothing said so.
+    catalog = _without_prices_in("eu-central-1")
+    text = edit("region: us-east-1", "region: eu-central-1")
+    with pytest.raises(CompileError) as info:
+        validate(parse(text), catalog)
+    [d] = info.value.diagnostics
+    priced = sorted({p.region for i in catalog.instances.values() if i.provider == "aws"
+                     for p in i.prices})
+    assert (d.code, d.severity, d.path) == ("E215", "error", ("sites", 0, "region"))
+    assert d.message == ("the catalog prices no aws instance in eu-central-1, so site 'aws-use1' "
+                         "would get no candidates")
+    assert d.hint == (f"aws is priced in: {', '.join(priced)}; add eu-central-1 prices with "
+                      "--catalog FILE, or pass --allow-unpriced-regions to accept the site with "
+                      "a warning")
+    assert "eu-central-1" not in priced and {"us-east-1", "us-west-2"} <= set(priced)
+
+
+def test_the_shipped_catalog_prices_the_reported_region():
+    # eu-central-1 has AWS prices now (G6 and G6e; docs/catalog.md, "Priced regions").
+    assert "eu-central-1" in CATALOG.instances["g6e.xlarge"].regions
+    assert errors_of(edit("region: us-east-1", "region: eu-central-1")) == []
+
+
+def test_allow_unpriced_regions_makes_it_a_warning_and_the_spec_valid():
+    catalog = _without_prices_in("eu-central-1")
+    text = edit("region: us-east-1", "region: eu-central-1")
+    checked = check(parse(text), catalog, allow_unpriced_regions=True)
+    assert [s.region for s in checked.spec.sites if isinstance(s, CloudSite)] == ["eu-central-1"]
+    [w] = checked.warnings
+    assert (w.code, w.severity) == ("E215", "warning")
+    assert w.message.endswith("so site 'aws-use1' gets no candidates")
+    assert "--allow-unpriced-regions" not in w.hint
+    # Without the option the same spec is rejected, and a valid spec has no warnings.
+    with pytest.raises(CompileError):
+        check(parse(text), catalog)
+    assert check(parse(DESIGN_EXAMPLE), CATALOG, allow_unpriced_regions=True).warnings == ()
+
+
+def test_with_the_option_warnings_are_listed_among_the_errors():
+    catalog = _without_prices_in("eu-central-1")
+    text = edit("region: us-east-1", "region: eu-central-1", edit("horizon_months: 36", "horizon_months: 0"))
+    with pytest.raises(CompileError) as info:
+        check(parse(text), catalog, allow_unpriced_regions=True)
+    assert [(d.code, d.severity) for d in info.value.diagnostics] == [("E102", "error"),
+                                                                      ("E215", "warning")]
+    assert "warning[E215]" in render_all(info.value.diagnostics, info.value.source)
+
+
+def test_an_unpriced_region_that_differs_in_dashes_only_gets_a_did_you_mean():
+    [d] = [d for d in _diagnostics(edit("region: us-east-1", "region: us-east1")) if d.code == "E215"]
+    assert d.hint.startswith("did you mean 'us-east-1'? aws is priced in: ")
+    # A neighbouring region is a region, not a typo.
+    [d] = [d for d in _diagnostics(edit("region: us-east-1", "region: eu-central-9")) if d.code == "E215"]
+    assert d.hint.startswith("aws is priced in: ")
+
+
+def test_a_region_priced_by_an_overlay_is_valid(tmp_path):
+    from compiler.catalog import load_catalog
+
+    overlay = tmp_path / "ours.yaml"
+    overlay.write_text(
+        "sources:\n  ours: {title: Our quote, url: 'https://example.com/q', as_of: '2026-11-01'}\n"
+        "instances:\n  p5.48xlarge:\n    prices:\n      af-south-1: {on_demand: 80.0, spot: null, "
+        "reserved_1y: null, reserved_3y: null, source: ours}\n", encoding="utf-8")
+    text = edit("region: us-east-1", "region: af-south-1")
+    assert [c for c, _ in errors_of(text)] == ["E215"]
+    assert errors_of(text, catalog=load_catalog(str(overlay))) == []
+
+
+def test_no_e215_where_the_schema_already_rejects_the_site():
+    assert [c for c, _ in errors_of(edit("region: us-east-1", "region: US East"))] == ["E106"]
+    assert [c for c, _ in errors_of(edit("provider: aws", "provider: ibm"))] == ["E105"]
+    assert [c for c, _ in errors_of(edit("provider: aws", "provider: [aws]"))] == ["E105"]
+    assert [c for c, _ in errors_of(edit("region: us-east-1", "region: [us-east-1]"))] == ["E103"]
+
+
+def _diagnostics(text: str):
+    try:
+        validate(parse(text), CATALOG)
+    except CompileError as exc:
+        return exc.diagnostics
+    return []
 
 
 def test_a_checkpoint_interval_is_minutes_or_auto():
