@@ -127,13 +127,15 @@ class Step:
 class SearchPlan:
     """The rounds, declared: the cycle's steps, repeated until a cycle finds nothing cheaper
     (`cycles` at most); the tail's steps, once after them; each round's node budget; whether
-    HiGHS may restart a round's root; the rounds solved at once."""
+    HiGHS may restart a round's root; the rounds solved at once; every choice a round may free
+    (choice_groups: the rest of a round's choices are held at the incumbent's values)."""
     cycle: tuple[Step, ...]
     cycles: int
     tail: tuple[Step, ...]
     nodes: int
     restart: bool
     workers: int
+    choices: frozenset[str]
 
 
 def choice_groups(problem: F.Problem) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -255,7 +257,8 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
     # instead of 107 s and ends cheaper ($8.09M, not $8.12M). Below it the rounds only start a
     # search, two cycles, HiGHS's defaults.
     large = integer_count(problem) >= SEARCH_MAX
-    training = Round("training", choice_groups(problem)[0][1])
+    groups = dict(choice_groups(problem))
+    training = Round("training", groups["training"])
     lp_guided = Round("lp-guided", lp_within=LP_HELD_WITHIN["lp-guided"])
     windows = serving_windows(problem)
     if len(windows) == 1 and not large:
@@ -292,7 +295,7 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
                 Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True)))
     return SearchPlan(cycle=cycle, cycles=(LARGE_CYCLES if large else CYCLES) if cycles is None else cycles,
                       tail=tail, nodes=min(ROUND_NODES, max_nodes or ROUND_NODES), restart=not large,
-                      workers=workers)
+                      workers=workers, choices=groups["training"] | groups["serving"])
 
 
 def improve(problem: F.Problem, start: Mapping[str, float], model, *, gap: float | None = None,
@@ -323,7 +326,7 @@ class _Search:
         self.problem, self.plan, self.gap, self.left, self.say = problem, plan, gap, left, say
         self.make_model, self.models = model, [model(0)]
         self.integers = [v.name for v in problem.variables if v.kind != "continuous"]
-        self.choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
+        self.choices = plan.choices
         self.incumbent: dict[str, float] = dict(start)
         self.best = math.inf
         self.left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
