@@ -197,6 +197,8 @@ def test_filters():
     assert money(0.424) == "$0.42"
     assert money(-300, True) == "-$300" and money(1200, True) == "+$1,200"
     assert percent(0.41234) == "41.2%" and percent(-0.05, 1, True) == "-5.0%"
+    # what shows as zero has no sign: a '+$0' would claim a direction
+    assert money(0, True) == "$0" and money(-0.001, True) == "$0.00" and percent(0.00001, 1, True) == "0.0%"
 
 
 def test_summary_fits_one_screen():
