@@ -102,15 +102,38 @@ class LayoutPlan:
 
 
 @dataclass(frozen=True)
+class OptionPart:
+    """One (site, instance) of an option priced alone (compiler/optimize/alternatives.py has the
+    rule); its figures are what the cost is recomputed from."""
+    site: str
+    instance: str
+    gpu: str
+    gpus: int                     # training: GPUs held; inference: GPUs per replica (the most)
+    pricing: str                  # on_demand | spot | reserved_1y | reserved_3y | owned | purchase
+                                  # (on-prem: purchase when any of its nodes is bought)
+    nodes: int                    # the most nodes held at once
+    owned_nodes: int              # of them, nodes the site already owns (power only)
+    node_hours: float             # node-hours run over the horizon
+    first_month: int              # the months it runs (a reserved term starts at the first)
+    last_month: int
+    cost_usd: float
+    fabric: str = ""              # on-prem: the wiring each bought node is charged
+    egress_tb: float = 0.0        # dataset TB moved away from its home
+
+
+@dataclass(frozen=True)
 class Alternative:
+    """An option for a workload priced alone. site, instance and pricing join its parts' (' + ')
+    where it has several; gpus is its first part's."""
     site: str
     instance: str
     gpu: str
     gpus: int
     pricing: str
-    cost_usd: float
-    delta_usd: float              # alternative cost - chosen cost (>= 0 when optimal)
+    cost_usd: float               # the sum of its parts' costs
+    delta_usd: float              # cost_usd - the chosen design's cost_usd, both priced alone
     note: str = ""
+    parts: tuple[OptionPart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,7 @@ class WorkloadPlan:
     start_month: int = 0
     alternatives: tuple[Alternative, ...] = ()
     replicas: int = 0             # inference: the most replicas running at once (training: 0)
+    chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
 
 
 @dataclass(frozen=True)
@@ -233,7 +257,9 @@ def from_dict(d: dict[str, Any]) -> Plan:
         workloads=tuple(
             WorkloadPlan(**{**w, "layout": LayoutPlan(**w["layout"]),
                             "placements": tuple(_placement(p) for p in w["placements"]),
-                            "alternatives": tuple(Alternative(**a) for a in w.get("alternatives", ()))})
+                            "alternatives": tuple(_alternative(a) for a in w.get("alternatives", ())),
+                            "chosen_alone": (_alternative(w["chosen_alone"]) if w.get("chosen_alone")
+                                             else None)})
             for w in d["workloads"]),
         storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s.get("monthly_tb", ()))})
                       for s in d.get("storage", ())),
@@ -247,3 +273,7 @@ def _placement(p: dict[str, Any]) -> Placement:
     return Placement(**{**p, "holdings": tuple(
         Holding(h["pricing"], tuple(h["monthly_nodes"]), tuple(h["monthly_node_hours"]))
         for h in p.get("holdings", ())), "monthly_replicas": tuple(p.get("monthly_replicas", ()))})
+
+
+def _alternative(a: dict[str, Any]) -> Alternative:
+    return Alternative(**{**a, "parts": tuple(OptionPart(**p) for p in a.get("parts", ()))})

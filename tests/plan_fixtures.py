@@ -19,8 +19,8 @@ reserved 1y, 24.768 spot); on-prem power is 10.2 kW * 1.3 PUE * 0.15 $/kWh per n
 
 from __future__ import annotations
 
-from compiler.plan import (Alternative, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SitePlan,
-                           SolverInfo, StoragePlan, WorkloadPlan)
+from compiler.plan import (Alternative, Holding, LayoutPlan, OptionPart, Placement, Plan, Pool, Reservation,
+                           SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 
 HORIZON = 36
 HOURS = 730.0
@@ -66,15 +66,25 @@ def _pretrain() -> WorkloadPlan:
         estimate={"memory_gb_per_gpu": 61.4, "duration_hours": 1152.0, "mfu": 0.4,
                   "tokens_per_s": 482253.0},
         cost_usd=cost, orchestrator="slurm", start_month=0,
+        # priced alone, the chosen on-demand job costs what the plan charges it (nothing shared)
+        chosen_alone=Alternative(
+            site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus=512, pricing="on_demand",
+            cost_usd=cost, delta_usd=0.0,
+            parts=(OptionPart("aws-use1", "p5.48xlarge", "H100", 512, "on_demand", 64, 0, 64 * 1152.0,
+                              0, 1, cost),)),
         alternatives=(
             Alternative(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus=512,
                         pricing="reserved_1y", cost_usd=round(P5_R1 * 64 * HOURS * 12, 2),
                         delta_usd=round(P5_R1 * 64 * HOURS * 12 - cost, 2),
-                        note="a 1-year term for a 48-day job"),
+                        note="a 1-year term for a 48-day job",
+                        parts=(OptionPart("aws-use1", "p5.48xlarge", "H100", 512, "reserved_1y", 64, 0,
+                                          64 * 1152.0, 0, 1, round(P5_R1 * 64 * HOURS * 12, 2)),)),
+            # the 8 owned nodes and 56 bought ones (56 x 10.2 kW x 1.3 = 743 kW of the 1200)
             Alternative(site="fra-dc1", instance="dgx-h100", gpu="H100", gpus=512,
                         pricing="purchase", cost_usd=15_340_000.0,
                         delta_usd=round(15_340_000.0 - cost, 2),
-                        note="56 new nodes exceed the 1200 kW power budget"),
+                        parts=(OptionPart("fra-dc1", "dgx-h100", "H100", 512, "purchase", 64, 8, 64 * 1152.0,
+                                          0, 1, 15_340_000.0, "infiniband-ndr"),)),
         ),
     )
 
@@ -203,6 +213,18 @@ def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...])
         binding_constraints=binding, monthly_cost_usd=monthly,
         breakeven=({
             "gpu": "H100", "on_prem_site": "fra-dc1", "on_prem_instance": "dgx-h100",
+            "on_prem_basis": "owned", "on_prem_fabric": "",
+            "cloud_site": "aws-use1", "cloud_instance": "p5.48xlarge", "cloud_pricing": "on_demand",
+            # owned: power only, 10.2 kW * 1.3 * 0.15 $ * 730 h / 8; 55.04 $/h / 8 * 730 h
+            "on_prem_capex_usd_per_gpu": 0.0,
+            "on_prem_opex_usd_per_gpu_month": 181.5,
+            "cloud_usd_per_gpu_month": 5_022.4,
+            "breakeven_months": 0.0,
+            "breakeven_utilization": 0.0,
+            "note": "chat-70b, resnet50 could run on H100 both at fra-dc1 and in the cloud",
+        }, {
+            "gpu": "H100", "on_prem_site": "fra-dc1", "on_prem_instance": "dgx-h100",
+            "on_prem_basis": "purchase", "on_prem_fabric": "",
             "cloud_site": "aws-use1", "cloud_instance": "p5.48xlarge", "cloud_pricing": "reserved_1y",
             # 380,000 $ / 8 GPUs; (10.2 kW * 1.3 * 0.15 $ * 730 h + 38,000 $/12) / 8
             "on_prem_capex_usd_per_gpu": 47_500.0,

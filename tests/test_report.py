@@ -69,7 +69,11 @@ def test_markdown_figures(hybrid):
     assert "+$1,280,863 (+31.0%)" in md
     # binding constraints and break-even: 47,500 / (3,616.13 - 577.33) = 15.6 months
     assert "`power[fra-dc1]`: new nodes at fra-dc1 are limited by power_kw 1200" in md
-    assert "owning pays off after 15.6 months of full use" in md
+    assert "buying pays off after 15.6 months of full use" in md
+    # owned nodes: no capex, power only, cheaper than renting whenever they run
+    assert ("| H100 | fra-dc1 dgx-h100 (owned) | aws-use1 p5.48xlarge (on_demand) | $0 | $182 | $5,022 | "
+            "already owned: no capex") in md
+    assert "| H100 | fra-dc1 dgx-h100 (bought) | aws-use1 p5.48xlarge (reserved_1y) | $47,500 |" in md
     assert "cbc: optimal" in md
 
 
@@ -77,7 +81,9 @@ def test_why_names_every_workload_and_its_next_best(hybrid):
     why = hybrid["report.md"].split("## The chosen design and why")[1].split("##")[0]
     assert "A hybrid design" in why
     assert "chat-70b runs as 32 replicas on 64 x H100" in why
-    assert "costs $11,282,011 more" in why          # llama-70b-pretrain: buying on-prem instead
+    # llama-70b-pretrain: the 8 owned nodes and 56 bought ones instead, both priced alone
+    assert ("priced alone it would cost $4,057,989, and the next best option, 512 x H100 at fra-dc1 "
+            "dgx-h100 (purchase (56 new nodes + 8 owned)), would cost $11,282,011 more") in why
     assert "3 constraints are binding (power, survive)" in why
 
 
@@ -197,6 +203,8 @@ def test_filters():
     assert money(0.424) == "$0.42"
     assert money(-300, True) == "-$300" and money(1200, True) == "+$1,200"
     assert percent(0.41234) == "41.2%" and percent(-0.05, 1, True) == "-5.0%"
+    # what shows as zero has no sign: a '+$0' would claim a direction
+    assert money(0, True) == "$0" and money(-0.001, True) == "$0.00" and percent(0.00001, 1, True) == "0.0%"
 
 
 def test_summary_fits_one_screen():

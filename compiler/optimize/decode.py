@@ -18,7 +18,7 @@ from compiler.candidates import Candidate, TrainingEstimate
 from compiler.optimize import costs
 from compiler.optimize import formulate as F
 from compiler.optimize.allot import Demand, Supply, allot, main_pricing
-from compiler.optimize.alternatives import alternatives, standalone_cost
+from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
 from compiler.optimize.solve import Solution
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
@@ -188,7 +188,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         storage=_storage(problem, value),
         binding_constraints=_binding(problem, value),
         monthly_cost_usd=tuple(_r(x) for x in monthly),
-        breakeven=_breakeven(problem),
+        breakeven=breakeven(problem),
     )
 
 
@@ -358,7 +358,6 @@ def _pricing(c: Candidate, holdings: tuple[Holding, ...]) -> str:
 
 
 def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> WorkloadPlan:
-    alts_for = lambda c: alternatives(problem, w.name, c)  # noqa: E731
     H = problem.spec.horizon_months
     if not isinstance(w, InferenceWorkload):
         c = train[w.name]
@@ -371,8 +370,10 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         holdings = _holdings(held, c)
         placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
                               holdings=holdings)
+        alone = chosen_training(problem, c)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
-                            _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month, alts_for(c))
+                            _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month,
+                            alternatives(problem, w.name, alone), chosen_alone=alone)
     rows = infer[w.name]
     demand = problem.demand[w.name]
     peak_m = max(range(len(demand)), key=lambda m: (demand[m], m)) if demand else 0
@@ -391,11 +392,12 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
            "tpot_ms": e.tpot_ms, "batch": e.batch}
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
+    alone = chosen_service(problem, rows)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
                         tuple(sorted(placements, key=lambda p: (p.site, p.instance, p.gpus_per_replica,
                                                                 p.candidate))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
-                        alts_for(main), peak_replicas)
+                        alternatives(problem, w.name, alone), peak_replicas, alone)
 
 
 def _layout(c: Candidate) -> LayoutPlan:
@@ -440,57 +442,6 @@ def _binding(problem, value) -> tuple[str, ...]:
             family = F.series_name(c)      # a quota's months: one entry
             seen.setdefault(family, f"{family} at {c.path}: {c.meaning}")
     return tuple(seen[k] for k in sorted(seen))
-
-
-def _breakeven(problem) -> tuple[dict, ...]:
-    """Per workload with both cloud and on-prem candidates: owning one GPU against renting it
-    on demand, in the plan schema's `breakeven` shape (per GPU, so workloads compare).
-
-    breakeven_months: months of full use after which buying (capex + fabric) is cheaper.
-    breakeven_utilization: the share of the horizon a GPU must be busy for owning (capex
-    credited for the horizon, support every month, power only while busy) to be cheaper.
-    """
-    spec, cat = problem.spec, problem.candidates.catalog
-    horizon = spec.horizon_months
-    rows = []
-    for w in sorted(spec.workloads, key=lambda w: w.name):
-        cands = problem.chosen_from.get(w.name, ())
-        cloud = [c for c in cands if c.site_type == "cloud" and not c.spot]
-        onprem = [c for c in cands if c.site_type == "on_prem"]
-        if not cloud or not onprem:
-            continue
-        priced = [(standalone_cost(problem, c), c.id, c) for c in cloud]
-        priced = [p for p in priced if p[0] is not None]
-        op = [(standalone_cost(problem, c), c.id, c) for c in onprem]
-        op = [p for p in op if p[0] is not None]
-        if not priced or not op:
-            continue
-        cc = min(priced)[2]
-        oc = min(op)[2]
-        price = costs.cloud_price(cat, spec.site(cc.site), cc.instance, "on_demand") or 0.0
-        cloud_gpu_month = price * HOURS_PER_MONTH / cc.gpus_per_node
-        node = cat.onprem_nodes[oc.instance]
-        site = spec.site(oc.site)
-        fabric = cat.fabrics.get(oc.fabric)
-        capex_gpu = (node.capex_usd + (costs.fabric_cost_per_node(fabric) if fabric else 0.0)) / node.gpus
-        power_gpu_month = HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site) / node.gpus
-        support_gpu_month = node.support_usd_per_year / 12.0 / node.gpus
-        saving = cloud_gpu_month - power_gpu_month - support_gpu_month
-        credited = capex_gpu * min(1.0, horizon / (node.useful_life_years * 12.0))
-        margin = horizon * (cloud_gpu_month - power_gpu_month)
-        gpus = cc.gpus if cc.kind == "training" else cc.gpus_per_node
-        rows.append({
-            "gpu": oc.gpu, "on_prem_site": oc.site, "on_prem_instance": oc.instance,
-            "cloud_site": cc.site, "cloud_instance": cc.instance, "cloud_pricing": "on_demand",
-            "on_prem_capex_usd_per_gpu": _r(capex_gpu),
-            "on_prem_opex_usd_per_gpu_month": _r(power_gpu_month + support_gpu_month),
-            "cloud_usd_per_gpu_month": _r(cloud_gpu_month),
-            "breakeven_months": round(capex_gpu / saving, 2) if saving > 0 else None,
-            "breakeven_utilization": (round((credited + horizon * support_gpu_month) / margin, 3)
-                                      if margin > 0 else None),
-            "note": f"{w.name}: {gpus} GPUs, {cc.gpu} in the cloud against {oc.gpu} owned",
-        })
-    return tuple(rows)
 
 
 def gap_note(problem, sol) -> str:

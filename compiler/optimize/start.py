@@ -19,12 +19,48 @@ from typing import Mapping
 from compiler.candidates import Candidate
 from compiler.optimize import costs
 from compiler.optimize import formulate as F
-from compiler.optimize.alternatives import standalone_cost
-from compiler.spec import HOURS_PER_MONTH, InferenceWorkload, OnPremSite
+from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite
+
+
+def _alone_cost(problem: F.Problem, c: Candidate) -> float | None:
+    """A candidate's cost run by itself, the start's ranking: cloud at its list price (spot or on
+    demand) for the node-hours it runs; on-prem power plus, beyond the site's owned nodes, the
+    nodes it would buy (capex credit + support + fabric); egress when it runs away from its data.
+    None where the pricing is not allowed at the site."""
+    spec, cat = problem.spec, problem.candidates.catalog
+    w = spec.workload(c.workload)
+    site = spec.site(c.site)
+    H = spec.horizon_months
+    if isinstance(w, InferenceWorkload):
+        demand = problem.demand.get(w.name) or ()
+        node_months = [math.ceil(math.ceil(d / c.estimate.tokens_per_s - 1e-9) * c.gpus / c.gpus_per_node)
+                       for d in demand if d > 0]
+        if not node_months:
+            return 0.0
+        if isinstance(site, CloudSite):
+            price = costs.cloud_price(cat, site, c.instance, "on_demand")
+            return None if price is None else sum(node_months) * HOURS_PER_MONTH * price
+        node = cat.onprem_nodes[c.instance]
+        owned = F.owned_nodes(site, c.instance)
+        buy = max(0, max(node_months) - owned)
+        return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
+                + sum(node_months) * HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site))
+    hours = sum(h for _, h in c.usage)
+    egress = 0.0
+    if w.data and w.data.home and w.data.home != c.site and w.data.dataset_tb:
+        egress = w.data.dataset_tb * costs.egress_usd_per_tb(cat, spec.site(w.data.home))
+    if isinstance(site, CloudSite):
+        price = costs.cloud_price(cat, site, c.instance, "spot" if c.spot else "on_demand")
+        return None if price is None else price * c.nodes * hours + egress
+    node = cat.onprem_nodes[c.instance]
+    owned = F.owned_nodes(site, c.instance)
+    buy = max(0, c.nodes - owned)
+    return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
+            + c.nodes * hours * costs.power_usd_per_node_hour(node, site) + egress)
 
 
 def _rank(problem: F.Problem, c: Candidate) -> tuple[float, str]:
-    cost = standalone_cost(problem, c)
+    cost = _alone_cost(problem, c)
     return (math.inf if cost is None else cost, c.id)
 
 

@@ -54,18 +54,24 @@ def tf_identifier(value: object) -> str:
 
 
 def money(value: object, signed: bool = False) -> str:
-    """USD for people: '$1,234,567', '$0.42' below ten dollars; '+$1,200' / '-$300' when signed."""
+    """USD for people: '$1,234,567', '$0.42' below ten dollars; '+$1,200' / '-$300' when signed,
+    and no sign on an amount that shows as zero (a '+$0' would claim a direction it does not have)."""
     amount = float(value)  # type: ignore[arg-type]
     digits = 2 if 0 < abs(amount) < 10 else 0
     text = f"${abs(amount):,.{digits}f}"
-    if amount < 0 and round(abs(amount), digits) > 0:
+    if round(abs(amount), digits) == 0:
+        return text
+    if amount < 0:
         return f"-{text}"
     return f"+{text}" if signed else text
 
 
 def percent(value: object, digits: int = 1, signed: bool = False) -> str:
-    """A ratio as a percentage: 0.4123 -> '41.2%'."""
-    return f"{float(value) * 100:{'+' if signed else ''}.{digits}f}%"  # type: ignore[arg-type]
+    """A ratio as a percentage: 0.4123 -> '41.2%'; like money, no sign on what shows as zero."""
+    pct = float(value) * 100  # type: ignore[arg-type]
+    if round(pct, digits) == 0:
+        return f"{0:.{digits}f}%"
+    return f"{pct:{'+' if signed else ''}.{digits}f}%"
 
 
 def md_cell(value: object) -> str:

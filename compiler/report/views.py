@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, month_range, site_replicas
+from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, month_range,
+                           site_replicas)
 from compiler.spec import HOURS_PER_MONTH
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
@@ -186,15 +187,20 @@ class ReplicaSpan:
 
 @dataclass(frozen=True)
 class AlternativeRow:
+    """One option of a workload priced alone (compiler/optimize/alternatives.py), the chosen
+    design's included: every row of a table is priced by the same rule."""
     site: str
     instance: str
     gpu: str
     gpus: int
-    pricing: str
-    cost_usd: float
-    delta_usd: float
-    delta_share: float            # delta / chosen cost (0 when the chosen cost is 0)
+    pricing: str                  # per part: "owned", "purchase (3 new + 8 owned nodes)", "spot"
+    cost_usd: float               # priced alone
+    delta_usd: float              # cost_usd - the chosen design's, priced alone (0 for it)
+    delta_share: float            # delta / the chosen design's cost alone (0 when that is 0)
     note: str
+    chosen: bool = False
+    gpus_text: str = ""           # "56 x H100"; a service's "2 x H100 a replica" (chosen: its label)
+    where: str = ""               # per part: "fra-dc1 hgx-h100 (purchase)", joined with "; "
 
 
 @dataclass(frozen=True)
@@ -215,6 +221,7 @@ class WorkloadView:
     headline: str                 # duration (training) or capacity (inference), for tables
     alternatives: tuple[AlternativeRow, ...]
     why: str
+    chosen_alone: AlternativeRow | None = None    # the row the alternatives' deltas are taken against
     holdings: tuple[HoldingSpan, ...] = ()      # nodes held per pricing, month ranges
     replica_sites: tuple[str, ...] = ()         # inference: the sites of replicas_by_month
     replicas_by_month: tuple[ReplicaSpan, ...] = ()   # inference: replicas per site, month ranges
@@ -224,7 +231,7 @@ class WorkloadView:
 @dataclass(frozen=True)
 class BreakevenRow:
     gpu: str
-    on_prem: str
+    on_prem: str                  # "fra-dc1 dgx-h100 (owned)" / "fra-dc1 hgx-h100 (bought, roce-400g)"
     cloud: str
     capex_per_gpu: float
     opex_per_gpu_month: float
@@ -284,6 +291,7 @@ class ReportView:
     workloads: tuple[WorkloadView, ...]
     breakeven: tuple[BreakevenRow, ...]
     storage: tuple[StorageRow, ...]
+    breakeven_notes: tuple[tuple[str, str], ...] = ()   # (GPU, note), each once
     handovers: tuple[HandoverRow, ...] = ()
     bought: tuple[BoughtRow, ...] = ()
 
@@ -472,10 +480,37 @@ def _layout(w: WorkloadPlan) -> str:
     return " x ".join(parts)
 
 
+def _part_pricing(p: OptionPart) -> str:
+    """A part's pricing as the report says it: bought on-prem nodes next to owned ones are counted."""
+    if p.pricing == "purchase" and p.owned_nodes:
+        return f"purchase ({_count(p.nodes - p.owned_nodes, 'new node')} + {p.owned_nodes} owned)"
+    return p.pricing
+
+
+def _alternative_row(a: Alternative, base: float, kind: str, chosen: str = "") -> AlternativeRow:
+    """chosen: the chosen design's GPUs label (its replicas may differ in size)."""
+    pricing = " + ".join(dict.fromkeys(_part_pricing(p) for p in a.parts)) if a.parts else a.pricing
+    gpus = chosen or f"{a.gpus} x {a.gpu}" + (" a replica" if kind == "inference" else "")
+    where = ("; ".join(f"{p.site} {p.instance} ({_part_pricing(p).replace('_', ' ')})" for p in a.parts)
+             if a.parts else f"{a.site} {a.instance} ({a.pricing.replace('_', ' ')})")
+    return AlternativeRow(a.site, a.instance, a.gpu, a.gpus, pricing, a.cost_usd, a.delta_usd,
+                          _share(a.delta_usd, base), a.note, bool(chosen), gpus, where)
+
+
+def _alone_base(w: WorkloadPlan) -> float | None:
+    """The chosen design's cost alone: what every delta is taken against (a plan.json without
+    chosen_alone still carries it in each alternative, as cost - delta)."""
+    if w.chosen_alone is not None:
+        return w.chosen_alone.cost_usd
+    if w.alternatives:
+        return w.alternatives[0].cost_usd - w.alternatives[0].delta_usd
+    return None
+
+
 def _alternatives(w: WorkloadPlan) -> tuple[AlternativeRow, ...]:
+    base = _alone_base(w) or 0.0
     alts = sorted(w.alternatives, key=lambda a: (a.delta_usd, a.site, a.instance, a.pricing, a.gpus))
-    return tuple(AlternativeRow(a.site, a.instance, a.gpu, a.gpus, a.pricing, a.cost_usd, a.delta_usd,
-                                _share(a.delta_usd, w.cost_usd), a.note) for a in alts)
+    return tuple(_alternative_row(a, base, w.kind) for a in alts)
 
 
 def _money(usd: float) -> str:
@@ -487,16 +522,19 @@ def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, .
     where = ", ".join(dict.fromkeys(f"{p.site} ({p.instance}, {p.pricing.replace('_', ' ')})"
                                     for p in w.placements))
     text = f"{w.name} runs as {_gpus_label(w, pools)} at {where} for {_money(w.cost_usd)}"
-    if alts:
+    base = _alone_base(w)
+    if alts and base is not None:
         a = alts[0]
-        option = f"{a.gpus} x {a.gpu} at {a.site} ({a.instance}, {a.pricing.replace('_', ' ')})"
-        if a.delta_usd >= 0:
-            text += f"; the next best option, {option}, costs {_money(a.delta_usd)} more"
+        option = f"{a.gpus_text} at {a.where}"
+        text += f"; priced alone it would cost {_money(base)}, and the next best option, {option}, would cost "
+        if round(a.delta_usd, 2) == 0:
+            text += "the same"
+        elif a.delta_usd > 0:
+            text += f"{_money(a.delta_usd)} more"
         else:
-            # priced alone an option can look cheaper than its share of a shared fleet
-            text += f"; {option} costs {_money(-a.delta_usd)} less"
-            text += f" ({a.note})" if a.note else " on its own but not within the whole plan"
-    else:
+            # alone leaves out what the plan shares (terms, bought nodes, storage) between workloads
+            text += f"{_money(-a.delta_usd)} less"
+    elif not alts:
         text += "; no other feasible option was found"
     return text + "."
 
@@ -557,22 +595,32 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView
         placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
                                       p.gpus_per_replica) for p in w.placements),
         estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
+        chosen_alone=(_alternative_row(w.chosen_alone, w.chosen_alone.cost_usd, w.kind, _gpus_label(w, pools))
+                      if w.chosen_alone is not None else None),
         holdings=holding_spans(w), replica_sites=replica_sites, replicas_by_month=replicas_by_month,
         time_shares=time_shares(w))
 
 
 def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
     months, util = b.get("breakeven_months"), b.get("breakeven_utilization")
-    if months is None:
-        verdict = "cloud stays cheaper: owning never pays off at this price"
+    owned = b.get("on_prem_basis") == "owned"
+    if owned:
+        verdict = ("already owned: no capex, and its power costs less than renting, so it is the "
+                   "cheaper whenever it runs" if months is not None
+                   else "already owned, yet renting costs less than its power")
+    elif months is None:
+        verdict = "renting stays cheaper: buying never pays off at this price"
     else:
-        verdict = f"owning pays off after {months:,.1f} months of full use"
+        verdict = f"buying pays off after {months:,.1f} months of full use"
         if util is not None:
             verdict += (f"; over the horizon, a GPU busy more than {util * 100:.0f}% of the time "
-                        "is cheaper owned")
+                        "is cheaper bought")
+    basis = ("owned" if owned else f"bought, {b['on_prem_fabric']}" if b.get("on_prem_fabric")
+             else "bought" if b.get("on_prem_basis") == "purchase" else "")
+    on_prem = f"{b.get('on_prem_site', '')} {b.get('on_prem_instance', '')}".strip()
     return BreakevenRow(
         gpu=str(b.get("gpu", "")),
-        on_prem=f"{b.get('on_prem_site', '')} {b.get('on_prem_instance', '')}".strip(),
+        on_prem=f"{on_prem} ({basis})" if basis else on_prem,
         cloud=(f"{b.get('cloud_site', '')} {b.get('cloud_instance', '')} "
                f"({b.get('cloud_pricing', '')})"),
         capex_per_gpu=float(b.get("on_prem_capex_usd_per_gpu", 0.0)),
@@ -691,6 +739,8 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         utilization=tuple(utilization_row(p, h) for p in plan.pools),
         binding=binding, workloads=workloads,
         breakeven=tuple(_breakeven_row(b) for b in plan.breakeven),
+        breakeven_notes=tuple(dict.fromkeys((str(b.get("gpu", "")), str(b["note"]))
+                                            for b in plan.breakeven if b.get("note"))),
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
     )
