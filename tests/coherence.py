@@ -65,6 +65,7 @@ Readings of the contract where it leaves room (what a demanding ops engineer exp
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -1870,6 +1871,7 @@ QUANT_FLAG = {"bf16": None, "fp8": "fp8", "int8": "compressed-tensors", "int4": 
 LAUNCHER_DEGREES = ("tensor", "pipeline", "context", "expert", "data")
 
 
+@functools.lru_cache(maxsize=None)
 def _kv_bytes(quantization: str) -> float | None:
     data = yaml.safe_load((CATALOG_DATA / "performance.yaml").read_text(encoding="utf-8"))
     for entry in _dicts(data):

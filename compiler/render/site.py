@@ -86,7 +86,10 @@ MODEL_VOLUME_HEADROOM = 1.25
 # cluster of the provider offers or can add (a prerequisite the file names): EFS (CSI driver
 # add-on), GKE's Filestore class, AKS's Azure Files class, an NFS CSI class on-prem. All are
 # ReadWriteMany, so every replica on every node reads the same copy.
-MODEL_STORAGE_CLASS = {"aws": "efs-sc", "gcp": "standard-rwx", "azure": "azurefile-csi", None: "nfs-csi"}
+MODEL_STORAGE_CLASS = {"aws": ("efs-sc", "the EFS CSI driver add-on"),
+                       "gcp": ("standard-rwx", "GKE's Filestore CSI driver"),
+                       "azure": ("azurefile-csi", "AKS's Azure Files CSI driver"),
+                       None: ("nfs-csi", "an NFS CSI driver")}
 MODEL_CLAIM = "model-weights"
 SHARED_CLAIM = "shared-storage"
 
@@ -99,6 +102,7 @@ class ModelVolume:
     claim: str
     planned: bool                 # True: the shared-storage claim of the planned tier
     storage_class: str
+    driver: str                   # what provides the storage class (a prerequisite)
     capacity_gib: int
     models: tuple[str, ...]       # the workloads whose weights it holds (models/<name>/)
 
@@ -213,6 +217,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             spare = p.replicas >= 2
             # The placement's own layout and batch: a service's candidates differ in both, and
             # the workload's layout is only its largest placement's.
+            # A placement without a layout (a plan built by hand) runs its GPUs as one tensor group.
             pp = max(1, p.layout.pp)
             tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
             weights = float(w.estimate.get("weights_gb", 0.0) or 0.0)
@@ -294,9 +299,10 @@ def model_volume(site: SitePlan, storage: StorageView | None,
         return None
     names = tuple(sorted({s.name for s in services}))
     if storage is not None:
-        return ModelVolume(SHARED_CLAIM, True, storage.tier, storage.capacity_gib, names)
+        return ModelVolume(SHARED_CLAIM, True, storage.tier, "the tier's CSI driver", storage.capacity_gib, names)
     gb = sum(max(s.checkpoint_gb for s in services if s.name == n) for n in names)
-    return ModelVolume(MODEL_CLAIM, False, MODEL_STORAGE_CLASS.get(site.provider, MODEL_STORAGE_CLASS[None]),
+    storage_class, driver = MODEL_STORAGE_CLASS.get(site.provider, MODEL_STORAGE_CLASS[None])
+    return ModelVolume(MODEL_CLAIM, False, storage_class, driver,
                        max(1, math.ceil(gb * MODEL_VOLUME_HEADROOM * 1e9 / GIB)), names)
 
 
