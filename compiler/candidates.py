@@ -46,6 +46,7 @@ class InferenceEstimate:
     tpot_ms: float
     batch: int                    # concurrent sequences per replica
     notes: tuple[str, ...] = ()
+    weights_gb: float = 0.0       # the model's weights at the quantized width (all of a replica's GPUs)
 
 
 @dataclass(frozen=True)

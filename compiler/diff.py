@@ -222,7 +222,8 @@ def _shape(w: WorkloadPlan) -> dict[str, Any]:
         "nodes": sum(p.nodes for p in ps),
         "total_gpus": sum(p.gpus for p in ps),
         "replicas": sum(p.replicas for p in ps),
-        "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}",
+        "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}"
+                  + (f"/cp{w.layout.cp}" if w.layout.cp > 1 else ""),
         "orchestrator": w.orchestrator,
     }
 

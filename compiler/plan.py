@@ -79,6 +79,17 @@ class Holding:
 
 
 @dataclass(frozen=True)
+class LayoutPlan:
+    """Every parallel degree the estimate sized: tp x pp x cp x dp = GPUs (training) or GPUs per
+    replica (inference, dp = 1); experts are sharded over the data-parallel ranks, so ep divides dp."""
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cp: int = 1                   # context parallel: the sequence split over cp GPUs
+
+
+@dataclass(frozen=True)
 class Placement:
     site: str
     instance: str
@@ -91,14 +102,10 @@ class Placement:
     gpus_per_replica: int = 0     # inference only
     holdings: tuple[Holding, ...] = ()       # per pricing, in PRICINGS order
     monthly_replicas: tuple[int, ...] = ()   # inference only: replicas here in each month
-
-
-@dataclass(frozen=True)
-class LayoutPlan:
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
+    # The layout its candidate was sized at (inference: each candidate has its own tensor
+    # parallel degree, and the server must be told that one, not the workload's main one).
+    layout: LayoutPlan = LayoutPlan()
+    batch: int = 0                # inference only: concurrent sequences per replica it was sized at
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,8 @@ class WorkloadPlan:
     alternatives: tuple[Alternative, ...] = ()
     replicas: int = 0             # inference: the most replicas running at once (training: 0)
     chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
+    quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|int8|int4)
+    max_model_len: int = 0        # inference: tokens per sequence the KV cache was sized for
 
 
 @dataclass(frozen=True)
@@ -270,7 +279,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
 
 
 def _placement(p: dict[str, Any]) -> Placement:
-    return Placement(**{**p, "holdings": tuple(
+    return Placement(**{**p, "layout": LayoutPlan(**p.get("layout", {})), "holdings": tuple(
         Holding(h["pricing"], tuple(h["monthly_nodes"]), tuple(h["monthly_node_hours"]))
         for h in p.get("holdings", ())), "monthly_replicas": tuple(p.get("monthly_replicas", ()))})
 

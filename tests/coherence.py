@@ -11,7 +11,11 @@ Hardware figures (GPUs per node, GPU names, fabric and storage prices) come from
 data files (or a Catalog object): data, not renderer code.
 
 Every line starts with the check that found it -- `slurm`, `capacity`, `schedule`,
-`report`, `kubernetes`, `terraform`, `bom`, `files` -- then names the site, the object and the figures.
+`report`, `kubernetes`, `terraform`, `bom`, `references`, `serving`, `launch`, `files` -- then
+names the site, the object and the figures. `serving` and `launch` read what the vLLM server
+and the training launcher are told (their command-line flags) against the plan's layouts,
+batch, context length and quantization; `references` asks that every object a manifest names
+is created beside it.
 
 The model of the contract, computed from plan.json alone (a *block* is one pool: site,
 instance, pricing; its *domain* is the instance slugged):
@@ -61,6 +65,7 @@ Readings of the contract where it leaves room (what a demanding ops engineer exp
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -1855,7 +1860,236 @@ def check_bom(ctx: Context) -> list[str]:
     return out
 
 
-CHECKS = (check_slurm, check_capacity, check_schedule, check_kubernetes, check_terraform, check_bom)
+
+# --- what the servers and launchers are told, and what the manifests reference ----------------
+#
+# docs/artifacts.md, "What the servers and launchers run": vLLM's own flags, read from the
+# container's args; the quantization flags per weight width are the contract's table, and the
+# KV cache's width is the catalog's kv_bytes figure (1 byte: fp8 cache; 2: the server's default).
+
+QUANT_FLAG = {"bf16": None, "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq"}
+LAUNCHER_DEGREES = ("tensor", "pipeline", "context", "expert", "data")
+
+
+@functools.lru_cache(maxsize=None)
+def _kv_bytes(quantization: str) -> float | None:
+    data = yaml.safe_load((CATALOG_DATA / "performance.yaml").read_text(encoding="utf-8"))
+    for entry in _dicts(data):
+        if entry.get("name") == f"kv_bytes.{quantization}":
+            return float(entry["value"])
+    return None
+
+
+def _flags(args: Iterable[Any]) -> dict[str, str]:
+    """`--key=value` and `--key value` arguments as a dict (a bare `--flag` maps to "")."""
+    out: dict[str, str] = {}
+    items = [str(a) for a in args or ()]
+    i = 0
+    while i < len(items):
+        a = items[i]
+        if a.startswith("--"):
+            key, eq, value = a[2:].partition("=")
+            if not eq and i + 1 < len(items) and not items[i + 1].startswith("--"):
+                value = items[i + 1]
+                i += 1
+            out[key] = value
+        i += 1
+    return out
+
+
+def _pod_references(pod: dict) -> list[tuple[str, str]]:
+    """(kind, name) of every object a pod spec names: claims, config maps, secrets, service accounts."""
+    refs: list[tuple[str, str]] = []
+    for v in pod.get("volumes") or ():
+        if (v.get("persistentVolumeClaim") or {}).get("claimName"):
+            refs.append(("PersistentVolumeClaim", v["persistentVolumeClaim"]["claimName"]))
+        if (v.get("configMap") or {}).get("name"):
+            refs.append(("ConfigMap", v["configMap"]["name"]))
+        if (v.get("secret") or {}).get("secretName"):
+            refs.append(("Secret", v["secret"]["secretName"]))
+    if pod.get("serviceAccountName"):
+        refs.append(("ServiceAccount", pod["serviceAccountName"]))
+    for c in list(pod.get("containers") or ()) + list(pod.get("initContainers") or ()):
+        for e in c.get("envFrom") or ():
+            for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+                if (e.get(key) or {}).get("name"):
+                    refs.append((kind, e[key]["name"]))
+        for e in c.get("env") or ():
+            src = e.get("valueFrom") or {}
+            for kind, key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+                if (src.get(key) or {}).get("name"):
+                    refs.append((kind, src[key]["name"]))
+    return refs
+
+
+def _jobset_pods(doc: dict) -> list[dict]:
+    return [(((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+            for rj in ((doc.get("spec") or {}).get("replicatedJobs") or ())]
+
+
+def check_references(ctx: Context) -> list[str]:
+    """Every object a manifest names is created in the same site's folder and namespace: the
+    claims, config maps, secrets and service accounts its pods use, the Deployment an HPA
+    scales, the LocalQueue a JobSet is queued in and the ClusterQueue and flavors behind it."""
+    out: list[str] = []
+    for site in ctx.sites:
+        docs = ctx.k8s_docs(site)
+        created = {(d.get("kind"), (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name"))
+                   for _f, d in docs}
+        cluster = {(d.get("kind"), (d.get("metadata") or {}).get("name")) for _f, d in docs}
+        for f, d in docs:
+            kind, meta = d.get("kind"), d.get("metadata") or {}
+            ns, name = meta.get("namespace"), meta.get("name")
+            pods = [_pod_spec(d)] if kind == "Deployment" else _jobset_pods(d) if kind == "JobSet" else []
+            for pod in pods:
+                for rkind, rname in _pod_references(pod):
+                    if (rkind, ns, rname) not in created:
+                        out.append(f"references: {site}: {f}: {kind} {name} uses {rkind} {rname}, which no manifest "
+                                   f"in kubernetes/{site}/ creates in namespace {ns}")
+            if kind == "HorizontalPodAutoscaler":
+                ref = (d.get("spec") or {}).get("scaleTargetRef") or {}
+                if (ref.get("kind"), ns, ref.get("name")) not in created:
+                    out.append(f"references: {site}: {f}: HPA {name} scales {ref.get('kind')} {ref.get('name')}, "
+                               f"which kubernetes/{site}/ does not create")
+            if kind == "JobSet":
+                queue = _labels(d).get("kueue.x-k8s.io/queue-name")
+                if queue and ("LocalQueue", ns, queue) not in created:
+                    out.append(f"references: {site}: {f}: JobSet {name} is queued in LocalQueue {queue}, which "
+                               f"kubernetes/{site}/ does not create")
+            if kind == "LocalQueue":
+                cq = (d.get("spec") or {}).get("clusterQueue")
+                if ("ClusterQueue", cq) not in cluster:
+                    out.append(f"references: {site}: {f}: LocalQueue {name} feeds ClusterQueue {cq}, which "
+                               f"kubernetes/{site}/ does not create")
+            if kind == "ClusterQueue":
+                for group in (d.get("spec") or {}).get("resourceGroups") or ():
+                    for fl in group.get("flavors") or ():
+                        if ("ResourceFlavor", fl.get("name")) not in cluster:
+                            out.append(f"references: {site}: {f}: ClusterQueue {name} uses ResourceFlavor "
+                                       f"{fl.get('name')}, which kubernetes/{site}/ does not create")
+    return out
+
+
+def check_serving(ctx: Context) -> list[str]:
+    """Each Deployment's server runs what its placement sized: tensor x pipeline parallel = the
+    GPUs a pod gets, each degree the placement's, its batch, the plan's context length and
+    quantization (weights and KV cache), with the model read from a mounted volume."""
+    out: list[str] = []
+    for site in ctx.sites:
+        services = [(w, p) for w, p in ctx.placements(site, "kubernetes", "inference") if p.replicas > 0]
+        names = {w.name for w, _p in services}
+        for f, d in ctx.k8s_kind(site, "Deployment"):
+            name = (d.get("metadata") or {}).get("name", "")
+            pod = _pod_spec(d)
+            gpus = _pod_gpus(pod)
+            pool = (pod.get("nodeSelector") or {}).get(POOL_LABEL)
+            wname = _match_workload(name, _labels(d), names)
+            cands = [(w, p) for w, p in services if w.name == wname and slug(p.instance) == pool
+                     and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+            if not cands:
+                continue            # check_kubernetes names a Deployment no placement matches
+            w, p = cands[0]
+            where = f"serving: {site}: {f}: Deployment {name}"
+            servers = [c for c in pod.get("containers") or () if _pod_gpus({"containers": [c]})]
+            if len(servers) != 1:
+                out.append(f"{where}: {len(servers)} containers ask for GPUs, expected the one server")
+                continue
+            c = servers[0]
+            flags = _flags(list(c.get("command") or ()) + list(c.get("args") or ()))
+            tp = _as_int(flags.get("tensor-parallel-size", "1"))
+            pp = _as_int(flags.get("pipeline-parallel-size", "1"))
+            if tp is None or pp is None or tp * pp != gpus:
+                out.append(f"{where}: the server runs tensor {flags.get('tensor-parallel-size', 1)} x pipeline "
+                           f"{flags.get('pipeline-parallel-size', 1)} on the {gpus} GPUs a pod gets")
+            layout = getattr(p, "layout", None)
+            want_tp = layout.tp if layout is not None else p.gpus_per_replica
+            want_pp = layout.pp if layout is not None else 1
+            if (tp, pp) != (want_tp, want_pp):
+                out.append(f"{where}: tensor {tp} x pipeline {pp}, the plan sized tensor {want_tp} x pipeline "
+                           f"{want_pp} ({p.candidate})")
+            batch = getattr(p, "batch", 0) or w.estimate.get("batch")
+            if _as_int(flags.get("max-num-seqs")) != batch:
+                out.append(f"{where}: --max-num-seqs={flags.get('max-num-seqs')}, the plan sized batch {batch}")
+            max_len = getattr(w, "max_model_len", 0)
+            if not max_len:
+                out.append(f"{where}: plan.json gives {w.name} no max_model_len")
+            elif _as_int(flags.get("max-model-len")) != max_len:
+                out.append(f"{where}: --max-model-len={flags.get('max-model-len')}, the plan sized "
+                           f"{max_len} tokens per sequence")
+            quant = getattr(w, "quantization", "")
+            if quant not in QUANT_FLAG:
+                out.append(f"{where}: plan.json gives {w.name} quantization {quant!r}")
+            else:
+                if flags.get("quantization") != QUANT_FLAG[quant]:
+                    out.append(f"{where}: --quantization={flags.get('quantization')}, the plan sized {quant} weights "
+                               f"(contract: {QUANT_FLAG[quant] or 'no flag'})")
+                kv = _kv_bytes(quant)
+                want_kv = "fp8" if kv == 1 else "auto"
+                if flags.get("kv-cache-dtype", "auto") != want_kv:
+                    out.append(f"{where}: --kv-cache-dtype={flags.get('kv-cache-dtype', 'auto')}, the plan sized a "
+                               f"{kv:g}-byte KV cache ({want_kv})")
+            model = flags.get("model", "")
+            mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
+            if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
+                out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
+    return out
+
+
+def check_launchers(ctx: Context) -> list[str]:
+    """Each training job's launcher runs the plan's layout: torchrun's nodes x processes per node
+    are the placement's GPUs, and the degrees the training script is told are the plan's, with
+    tensor x pipeline x context x data = GPUs (experts are sharded over the data-parallel ranks,
+    so the expert degree divides the data degree)."""
+    out: list[str] = []
+    for w in ctx.plan.workloads:
+        if w.kind != "training":
+            continue
+        lay = w.layout
+        want = {"tensor": lay.tp, "pipeline": lay.pp, "context": getattr(lay, "cp", 1), "expert": lay.ep,
+                "data": lay.dp}
+        gpus = w.placements[0].gpus if w.placements else w.gpus
+        if lay.tp * lay.pp * want["context"] * lay.dp != gpus:
+            out.append(f"launch: plan.json: {w.name}'s layout tensor {lay.tp} x pipeline {lay.pp} x context "
+                       f"{want['context']} x data {lay.dp} is not its {gpus} GPUs")
+        if lay.dp % max(1, lay.ep):
+            out.append(f"launch: plan.json: {w.name}'s expert degree {lay.ep} does not divide its data degree {lay.dp}")
+        for p in w.placements:
+            texts = []
+            if orchestrator_of(w) == "slurm":
+                rel = f"slurm/{p.site}/jobs/{w.name}.sbatch"
+                text = ctx.text(rel)
+                if text is not None:
+                    body = text.replace("\\\n", " ")
+                    line = next((ln for ln in body.splitlines() if "torchrun" in ln and not ln.lstrip().startswith("#")), "")
+                    texts.append((rel, _flags(shlex.split(line))))
+            else:
+                for f, d in ctx.k8s_kind(p.site, "JobSet"):
+                    if _match_workload((d.get("metadata") or {}).get("name", ""), _labels(d), {w.name}):
+                        for pod in _jobset_pods(d)[:1]:
+                            for c in pod.get("containers") or ():
+                                texts.append((f, _flags(list(c.get("args") or ()))))
+            if not texts:
+                continue            # check_slurm / check_kubernetes name a missing job
+            for rel, flags in texts:
+                where = f"launch: {p.site}: {rel}: {w.name}"
+                nodes, per = _as_int(flags.get("nnodes")), _as_int(flags.get("nproc-per-node"))
+                if nodes is not None and per is not None and nodes * per != p.gpus:
+                    out.append(f"{where}: torchrun starts {nodes} x {per} = {nodes * per} ranks, the placement "
+                               f"holds {p.gpus} GPUs")
+                told = {k: _as_int(flags.get(f"{k}-parallel-size", "1")) for k in LAUNCHER_DEGREES}
+                for k in LAUNCHER_DEGREES:
+                    if told[k] != want[k]:
+                        out.append(f"{where}: --{k}-parallel-size={flags.get(f'{k}-parallel-size', '1 (absent)')}, "
+                                   f"the plan's layout has {want[k]}")
+                ranks = told["tensor"] * told["pipeline"] * told["context"] * told["data"] \
+                    if None not in told.values() else None
+                if ranks != p.gpus:
+                    out.append(f"{where}: tensor x pipeline x context x data = {ranks} ranks on {p.gpus} GPUs")
+    return out
+
+
+CHECKS = (check_slurm, check_capacity, check_schedule, check_kubernetes, check_terraform, check_bom,
+          check_references, check_serving, check_launchers)
 
 
 def check(out_dir: str | Path, catalog: Any = None) -> list[str]:

@@ -282,6 +282,44 @@ resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
 """)
 
 
+def claim_nobody_creates(out: Path) -> None:
+    def mutate(d):
+        for v in d["spec"]["template"]["spec"]["volumes"]:
+            if "persistentVolumeClaim" in v:
+                v["persistentVolumeClaim"]["claimName"] = "no-such-claim"
+    _k8s_edit(_deployment_file(out), "Deployment", mutate)
+
+
+def _server_args(out: Path, edit) -> None:
+    def mutate(d):
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        c["args"] = edit(list(c["args"]))
+    _k8s_edit(_deployment_file(out), "Deployment", mutate)
+
+
+def server_tensor_degree(out: Path) -> None:
+    """The server is told half the GPUs it gets (what a plan-wide degree did to a tp8 replica)."""
+    _server_args(out, lambda args: [re.sub(r"^--tensor-parallel-size=(\d+)$",
+                                           lambda m: f"--tensor-parallel-size={max(1, int(m[1]) // 2)}"
+                                           if int(m[1]) > 1 else "--tensor-parallel-size=2", a) for a in args])
+
+
+def server_quantization_dropped(out: Path) -> None:
+    _server_args(out, lambda args: [a for a in args if not a.startswith("--quantization")])
+
+
+def server_batch_off(out: Path) -> None:
+    _server_args(out, lambda args: [re.sub(r"^--max-num-seqs=(\d+)$", lambda m: f"--max-num-seqs={int(m[1]) + 1}", a)
+                                    for a in args])
+
+
+def launcher_without_context(out: Path) -> None:
+    """The launcher halves its data degree (tensor x pipeline x data no longer the GPUs)."""
+    path = _sbatch(out)
+    m = re.search(r"--data-parallel-size=(\d+)", path.read_text())
+    _edit(path, m[0], f"--data-parallel-size={int(m[1]) * 2}")
+
+
 def _money(text: str) -> float:
     return float(text.replace(",", ""))
 
@@ -324,6 +362,21 @@ BROKEN = {
         foreign_node_group, r"^terraform: aws-use1: \S+: aws_eks_node_group\.p5_48xlarge_on_demand_kubernetes "
                             r"provisions p5-48xlarge/on_demand, a pool the plan does not have",
         None),
+    "a Deployment's claim that no manifest creates": (
+        claim_nobody_creates, r"^references: \S+: \S+: Deployment \S+ uses PersistentVolumeClaim no-such-claim, which "
+                              r"no manifest", None),
+    "server told another tensor degree": (
+        server_tensor_degree, r"^serving: \S+: \S+: Deployment \S+: the server runs tensor (\d+) x pipeline 1 on the "
+                              r"(\d+) GPUs a pod gets", lambda m: int(m[1]) != int(m[2])),
+    "server without the quantization sized": (
+        server_quantization_dropped, r"^serving: \S+: \S+: Deployment \S+: --quantization=None, the plan sized fp8 "
+                                     r"weights", None),
+    "server batch off the plan's": (
+        server_batch_off, r"^serving: \S+: \S+: Deployment \S+: --max-num-seqs=(\d+), the plan sized batch (\d+)",
+        lambda m: int(m[1]) == int(m[2]) + 1),
+    "launcher ranks off the GPUs": (
+        launcher_without_context, r"^launch: \S+: slurm/\S+\.sbatch: \S+: tensor x pipeline x context x data = "
+                                  r"(\d+) ranks on (\d+) GPUs", lambda m: int(m[1]) == 2 * int(m[2])),
 }
 
 
@@ -338,6 +391,46 @@ def test_broken_outputs_are_caught(case, good, tmp_path):
     assert hits, f"{case}: no violation matches {expected!r}; found:\n" + "\n".join(after)
     assert figures is None or any(figures(m) for m in hits), [m[0] for m in hits]
     assert not any(re.search(expected, v) for v in before)
+
+
+# --- what the servers and launchers are told, against the spec itself ----------------------------
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_plan_records_what_the_spec_sized(name):
+    """plan.json carries each service's quantization and context length as the spec gives them,
+    and every training layout's degrees multiply to its GPUs (read from the spec's YAML, not
+    through the compiler)."""
+    _candidates, result = example(name)
+    plan = json.loads(next(t for p, t in result.artifacts.items() if str(p) == "plan.json"))
+    spec = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples" / f"{name}.yaml").read_text())
+    by_name = {w["name"]: w for w in plan["workloads"]}
+    for w in spec["workloads"]:
+        got = by_name[w["name"]]
+        if w["kind"] == "inference":
+            assert got["quantization"] == w.get("quantization", "bf16")
+            assert got["max_model_len"] == w["traffic"]["input_tokens"] + w["traffic"]["output_tokens"]
+            for p in got["placements"]:
+                lay = p["layout"]
+                assert lay["tp"] * lay["pp"] * lay["cp"] == p["gpus_per_replica"], p["candidate"]
+                assert p["candidate"].endswith(f"/tp{lay['tp']}")
+        else:
+            lay = got["layout"]
+            assert lay["tp"] * lay["pp"] * lay["cp"] * lay["dp"] == got["gpus"], w["name"]
+            assert got["placements"][0]["layout"] == lay
+
+
+def test_multi_region_serving_sites_have_their_claim():
+    """Where no storage was planned (all three sites of multi-region-inference), the services
+    still mount a claim that a manifest there creates."""
+    _candidates, result = example("multi-region-inference")
+    files = {str(p): t for p, t in result.artifacts.items()}
+    for site in ("aws-use1", "gcp-usc1", "azure-eus"):
+        docs = [d for p, t in files.items() if p.startswith(f"kubernetes/{site}/")
+                for d in yaml.safe_load_all(t) if isinstance(d, dict)]
+        claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+        used = {v["persistentVolumeClaim"]["claimName"] for d in docs if d["kind"] == "Deployment"
+                for v in d["spec"]["template"]["spec"]["volumes"] if "persistentVolumeClaim" in v}
+        assert used and used <= claims, (site, used, claims)
 
 
 # --- the parsers -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from compiler.catalog.model import Catalog, Model
 from compiler.estimate import floors, inference, training
 from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
-from compiler.estimate.memory import model_state_bytes, usable_training_gb
+from compiler.estimate.memory import model_state_bytes, usable_training_gb, weight_bytes
 from compiler.estimate.models import resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import vision_rate
@@ -389,7 +389,9 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                      f"per request",)
             est = InferenceEstimate(memory_gb_per_gpu=round(pt.memory_gb_per_gpu, 3),
                                     tokens_per_s=round(pt.tokens_per_s, 3), ttft_ms=round(pt.ttft_ms, 3),
-                                    tpot_ms=round(pt.tpot_ms, 3), batch=pt.batch, notes=notes)
+                                    tpot_ms=round(pt.tpot_ms, 3), batch=pt.batch, notes=notes,
+                                    weights_gb=round(weight_bytes(model.params_b * 1e9, w.quantization,
+                                                                  catalog) / 1e9, 3))
             cands.append(Candidate(
                 id=f"{w.name}/{hw.site}/{hw.label}/tp{t}", workload=w.name, kind="inference",
                 site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,

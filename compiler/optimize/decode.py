@@ -369,7 +369,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
             est["step_breakdown"] = dict(e.step_breakdown)
         holdings = _holdings(held, c)
         placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
-                              holdings=holdings)
+                              holdings=holdings, layout=_layout(c))
         alone = chosen_training(problem, c)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month,
@@ -384,12 +384,13 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         nodes = max(math.ceil(r * c.gpus / c.gpus_per_node - 1e-9) for r in reps)
         placements.append(Placement(c.site, c.instance, _pricing(c, holdings), nodes, peak * c.gpus, peak,
                                     candidate=c.id, gpus_per_replica=c.gpus, holdings=holdings,
-                                    monthly_replicas=tuple(reps[:H])))
+                                    monthly_replicas=tuple(reps[:H]), layout=_layout(c),
+                                    batch=c.estimate.batch))
     main = max(rows, key=lambda r: (max(r[1]), r[0].id))[0] if rows else problem.chosen_from[w.name][0]
     e = main.estimate
     capacity = sum(c.estimate.tokens_per_s * reps[peak_m] for c, reps in rows)
     est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "tokens_per_s": capacity, "ttft_ms": e.ttft_ms,
-           "tpot_ms": e.tpot_ms, "batch": e.batch}
+           "tpot_ms": e.tpot_ms, "batch": e.batch, "weights_gb": e.weights_gb}
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
     alone = chosen_service(problem, rows)
@@ -397,11 +398,13 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                         tuple(sorted(placements, key=lambda p: (p.site, p.instance, p.gpus_per_replica,
                                                                 p.candidate))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
-                        alternatives(problem, w.name, alone), peak_replicas, alone)
+                        alternatives(problem, w.name, alone), peak_replicas, alone,
+                        quantization=w.quantization,
+                        max_model_len=w.traffic.input_tokens + w.traffic.output_tokens)
 
 
 def _layout(c: Candidate) -> LayoutPlan:
-    return LayoutPlan(c.layout.tp, c.layout.pp, c.layout.dp, c.layout.ep)
+    return LayoutPlan(c.layout.tp, c.layout.pp, c.layout.dp, c.layout.ep, c.layout.cp)
 
 
 def _storage(problem, value) -> tuple[StoragePlan, ...]:

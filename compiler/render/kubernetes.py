@@ -91,6 +91,8 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
     if site.storage is not None:
         out[f"{base}/01-storage.yaml"] = render_template("kubernetes/storage.yaml.j2",
                                                          site=site, **COMMON)
+    elif site.models is not None:
+        out[f"{base}/01-models.yaml"] = render_template("kubernetes/models.yaml.j2", site=site, **COMMON)
     if not site.cloud:
         nodes = node_objects(site)
         if nodes:

@@ -10,9 +10,10 @@ import math
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
+from compiler.estimate.factors import factor
 from compiler.plan import Placement, Plan, SitePlan, months_text
-from compiler.render.common import (NcclProfile, StorageView, nccl_profile, shared_mount, slug,
-                                    storage_view)
+from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
+                                    slug, storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
                                      orchestrator_of, placement_pricings, site_domains, spans)
 
@@ -44,6 +45,7 @@ class TrainingJob:
     pp: int
     dp: int
     ep: int
+    cp: int                       # context parallel: tp x pp x cp x dp = gpus; ep divides dp
     cpus_per_task: int
     pricings: tuple[str, ...]     # the pricings its nodes are held at (Slurm --constraint)
     parts: tuple[JobPart, ...]
@@ -72,6 +74,39 @@ class TrainingJob:
         return slug(self.name)[:40].rstrip("-") or "job"
 
 
+# vLLM's --quantization for the weight width the estimate sized (vLLM engine arguments): fp8
+# quantizes a 16-bit checkpoint as it loads; int8 (W8A8) and int4 (AWQ) need a checkpoint
+# quantized that way, and the flag makes a wrong one fail at start instead of running bf16.
+VLLM_QUANTIZATION = {"bf16": "", "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq"}
+# The checkpoint a server reads, over the weights it holds: fp8 reads a 16-bit checkpoint.
+CHECKPOINT_SHARE = {"fp8": 2.0}
+# Room on the model volume beyond the weights (tokenizer, configs, a second revision's shards).
+MODEL_VOLUME_HEADROOM = 1.25
+# Where no storage was planned, a claim for the weights alone, of a class every managed
+# cluster of the provider offers or can add (a prerequisite the file names): EFS (CSI driver
+# add-on), GKE's Filestore class, AKS's Azure Files class, an NFS CSI class on-prem. All are
+# ReadWriteMany, so every replica on every node reads the same copy.
+MODEL_STORAGE_CLASS = {"aws": ("efs-sc", "the EFS CSI driver add-on"),
+                       "gcp": ("standard-rwx", "GKE's Filestore CSI driver"),
+                       "azure": ("azurefile-csi", "AKS's Azure Files CSI driver"),
+                       None: ("nfs-csi", "an NFS CSI driver")}
+MODEL_CLAIM = "model-weights"
+SHARED_CLAIM = "shared-storage"
+
+
+@dataclass(frozen=True)
+class ModelVolume:
+    """The claim services read their weights from: the site's planned shared storage, or where
+    none was planned, a claim of its own sized for the checkpoints served there."""
+
+    claim: str
+    planned: bool                 # True: the shared-storage claim of the planned tier
+    storage_class: str
+    driver: str                   # what provides the storage class (a prerequisite)
+    capacity_gib: int
+    models: tuple[str, ...]       # the workloads whose weights it holds (models/<name>/)
+
+
 @dataclass(frozen=True)
 class InferenceService:
     name: str                     # the workload's name (the served model)
@@ -80,7 +115,13 @@ class InferenceService:
     replicas: int                 # peak over the horizon
     gpus_per_replica: int
     tensor_parallel: int
+    pipeline_parallel: int        # tensor x pipeline = gpus_per_replica
     batch: int
+    max_model_len: int            # tokens per sequence the KV cache was sized for (0: not in the plan)
+    quantization: str             # vLLM's --quantization ("" for 16-bit weights)
+    kv_cache_dtype: str           # vLLM's --kv-cache-dtype ("" for the server's default, 16-bit)
+    checkpoint_gb: float          # what the server reads from the model volume
+    claim: str                    # the PersistentVolumeClaim the weights are on
     monthly_replicas: tuple[int, ...]
     initial_replicas: int         # the Deployment's replicas as applied (month 0's plan)
     hpa_min: int                  # HPA bounds of its first month with replicas
@@ -140,7 +181,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
             jobs.append(TrainingJob(
                 name=w.name, site=site, domain=domain, nodes=nodes, gpus=p.gpus,
                 gpus_per_node=per_node, tp=w.layout.tp, pp=w.layout.pp, dp=w.layout.dp,
-                ep=w.layout.ep, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
+                ep=w.layout.ep, cp=w.layout.cp, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
                 pricings=placement_pricings(p), parts=_parts(p, nodes),
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
                 nccl=nccl_profile(domain.fabric, domain.instance),
@@ -150,7 +191,15 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
     return tuple(jobs)
 
 
-def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...]) -> tuple[InferenceService, ...]:
+def _kv_cache_dtype(quantization: str, catalog: Catalog) -> str:
+    """A one-byte KV cache, as the estimate sized it, is vLLM's fp8 cache (it has no int8 one)."""
+    if not quantization:
+        return ""
+    return "fp8" if factor(catalog, f"kv_bytes.{quantization}") == 1 else ""
+
+
+def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catalog: Catalog,
+                       claim: str = SHARED_CLAIM) -> tuple[InferenceService, ...]:
     out = []
     for w in sorted(plan.workloads, key=lambda w: w.name):
         if w.kind != "inference":
@@ -166,11 +215,20 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...]) -> tu
             first = next((m for m, r in enumerate(monthly) if r > 0), 0)
             first_r = monthly[first] if monthly else p.replicas
             spare = p.replicas >= 2
+            # The placement's own layout and batch: a service's candidates differ in both, and
+            # the workload's layout is only its largest placement's.
+            # A placement without a layout (a plan built by hand) runs its GPUs as one tensor group.
+            pp = max(1, p.layout.pp)
+            tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
+            weights = float(w.estimate.get("weights_gb", 0.0) or 0.0)
             out.append(InferenceService(
                 name=w.name, site=site, domain=domain_of(domains, p), replicas=p.replicas,
-                gpus_per_replica=per_replica,
-                tensor_parallel=max(1, min(per_replica, w.layout.tp * w.layout.pp)),
-                batch=max(1, int(w.estimate.get("batch", 1) or 1)),
+                gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
+                batch=max(1, p.batch or int(w.estimate.get("batch", 1) or 1)),
+                max_model_len=w.max_model_len,
+                quantization=VLLM_QUANTIZATION.get(w.quantization, ""),
+                kv_cache_dtype=_kv_cache_dtype(w.quantization, catalog),
+                checkpoint_gb=weights * CHECKPOINT_SHARE.get(w.quantization, 1.0), claim=claim,
                 monthly_replicas=monthly, initial_replicas=monthly[0] if monthly else p.replicas,
                 hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
@@ -192,6 +250,7 @@ class SiteView:
     training_slurm: tuple[TrainingJob, ...]
     training_kubernetes: tuple[TrainingJob, ...]
     inference: tuple[InferenceService, ...]
+    models: ModelVolume | None = None
 
     @property
     def cloud(self) -> bool:
@@ -234,14 +293,29 @@ class SiteView:
         return tuple(r for r in self.schedule if r.kind == "nodes" and (r.domain, r.pricing) in shared)
 
 
+def model_volume(site: SitePlan, storage: StorageView | None,
+                 services: tuple[InferenceService, ...]) -> ModelVolume | None:
+    if not services:
+        return None
+    names = tuple(sorted({s.name for s in services}))
+    if storage is not None:
+        return ModelVolume(SHARED_CLAIM, True, storage.tier, "the tier's CSI driver", storage.capacity_gib, names)
+    gb = sum(max(s.checkpoint_gb for s in services if s.name == n) for n in names)
+    storage_class, driver = MODEL_STORAGE_CLASS.get(site.provider, MODEL_STORAGE_CLASS[None])
+    return ModelVolume(MODEL_CLAIM, False, storage_class, driver,
+                       max(1, math.ceil(gb * MODEL_VOLUME_HEADROOM * 1e9 / GIB)), names)
+
+
 def site_view(plan: Plan, catalog: Catalog, site: SitePlan) -> SiteView:
     domains = site_domains(plan, catalog, site.name, cloud=site.type == "cloud")
     storage = storage_view(plan, site.name)
+    services = inference_services(plan, site.name, domains, catalog,
+                                  SHARED_CLAIM if storage is not None else MODEL_CLAIM)
     return SiteView(
         name=site.name, type=site.type, provider=site.provider, region=site.region,
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, domains=domains,
         storage=storage,
         training_slurm=training_jobs(plan, site.name, domains, "slurm", storage),
         training_kubernetes=training_jobs(plan, site.name, domains, "kubernetes", storage),
-        inference=inference_services(plan, site.name, domains),
+        inference=services, models=model_volume(site, storage, services),
     )

@@ -428,6 +428,7 @@ def _estimate_items(w: WorkloadPlan) -> tuple[EstimateItem, ...]:
         take("ttft_ms", "TTFT", lambda v: f"{_number(v, 1)} ms")
         take("tpot_ms", "TPOT", lambda v: f"{_number(v, 1)} ms")
         take("batch", "Batch per replica", lambda v: str(int(v)))
+        take("weights_gb", "Weights", lambda v: f"{_number(v, 1)} GB" + (f" at {w.quantization}" if w.quantization else ""))
     take("memory_gb_per_gpu", "Memory per GPU", lambda v: f"{_number(v, 1)} GB")
     e.pop("step_breakdown", None)      # its own table: time_shares
     take("notes", "Notes", lambda v: "; ".join(str(n) for n in v) if not isinstance(v, str) else v)
@@ -474,7 +475,10 @@ def _gpus_label(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> str:
 
 
 def _layout(w: WorkloadPlan) -> str:
-    parts = [f"TP {w.layout.tp}", f"PP {w.layout.pp}", f"DP {w.layout.dp}"]
+    parts = [f"TP {w.layout.tp}", f"PP {w.layout.pp}"]
+    if w.layout.cp > 1:           # the sequence split over GPUs: a factor of the GPUs like the others
+        parts.append(f"CP {w.layout.cp}")
+    parts.append(f"DP {w.layout.dp}")
     if w.layout.ep > 1:
         parts.append(f"EP {w.layout.ep}")
     return " x ".join(parts)
