@@ -2,7 +2,8 @@
 
 Exit codes (the contract CI relies on): 0 done; 2 invalid input (usage or spec);
 3 infeasible; 4 --check found drift; 5 the solver gave no plan in time; 6 internal error:
-the plan failed its independent audit (compiler.audit; nothing is written).
+the plan failed its independent audit (compiler.audit; nothing is written); 7 diff
+--fail-above: the total rose by more than the threshold.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Optional
 
 import typer
 
-from compiler.diagnostics import (EXIT_AUDIT, EXIT_DRIFT, EXIT_INFEASIBLE, EXIT_INTERNAL,  # noqa: F401
-                                  EXIT_INVALID, EXIT_NO_PLAN, EXIT_OK)  # re-exported for callers and tests
+from compiler.diagnostics import (EXIT_AUDIT, EXIT_COST_RISE, EXIT_DRIFT, EXIT_INFEASIBLE,  # noqa: F401
+                                  EXIT_INTERNAL, EXIT_INVALID, EXIT_NO_PLAN, EXIT_OK)  # re-exported for callers and tests
 
 app = typer.Typer(
     add_completion=False,
@@ -27,13 +28,19 @@ app = typer.Typer(
          "`infra-compile SPEC` is `infra-compile compile SPEC`.\n\n"
          "Exit codes: 0 done, 2 invalid input, 3 infeasible, 4 --check found drift, "
          "5 no plan within the node or time limit, 6 internal error: the plan failed its "
-         "independent audit.",
+         "independent audit, 7 diff --fail-above: the total rose by more than allowed.",
 )
 
 
 class Format(str, Enum):
     text = "text"
     json = "json"
+
+
+class DiffFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"     # a pull-request comment
 
 
 class Solver(str, Enum):
@@ -286,13 +293,21 @@ def estimate(spec: Path = SpecArg, catalog: Optional[Path] = CatalogOpt,
 
 
 @app.command()
-def diff(plan_a: Path = typer.Argument(..., help="The old plan.json."),
-         plan_b: Path = typer.Argument(..., help="The new plan.json."),
-         fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
-    """What changed between two plans: pools, placements, estimates and cost. Exit 0 always."""
+def diff(plan_a: Path = typer.Argument(..., help="The old plan.json (the base)."),
+         plan_b: Path = typer.Argument(..., help="The new plan.json (the head)."),
+         fmt: DiffFormat = typer.Option(DiffFormat.text, "--format",
+                                        help="Output format; markdown is a pull-request comment."),
+         fail_above: Optional[float] = typer.Option(
+             None, "--fail-above", metavar="PERCENT", min=0.0,
+             help="Exit 7 when the total rises by more than PERCENT percent from the old plan to "
+                  "the new (e.g. 5); the output is written either way."),
+         debug: bool = DebugOpt) -> None:
+    """What changed between two plans: cost, each plan's status, gap and catalog, pools, placements
+    and estimates. Exit 0, or 7 past --fail-above."""
 
     def body() -> int:
         from compiler import diff as plan_diff
+        from compiler.diff_comment import over_threshold, render_comment
         from compiler.plan import from_dict
 
         plans = []
@@ -304,13 +319,20 @@ def diff(plan_a: Path = typer.Argument(..., help="The old plan.json."),
                       file=sys.stderr)
                 return EXIT_INVALID
         d = plan_diff.diff_plans(*plans)
-        if fmt is Format.json:
+        threshold = None if fail_above is None else fail_above / 100.0
+        if fmt is DiffFormat.json:
             print(json.dumps(plan_diff.diff_to_json(d), indent=2, sort_keys=True))
+        elif fmt is DiffFormat.markdown:
+            sys.stdout.write(render_comment(d, threshold))
         else:
             plan_diff.render_diff(d, _stdout())
+        if over_threshold(d, threshold):
+            print(f"infra-compile: the total rose by more than {fail_above:g}% "
+                  f"({plan_diff.percent_text(d)})", file=sys.stderr)
+            return EXIT_COST_RISE
         return EXIT_OK
 
-    raise typer.Exit(_run(body, debug, fmt))
+    raise typer.Exit(_run(body, debug, Format.json if fmt is DiffFormat.json else Format.text))
 
 
 @app.command("catalog")

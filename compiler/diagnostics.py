@@ -84,6 +84,7 @@ EXIT_INFEASIBLE = 3   # no plan satisfies the spec (the conflicting constraints 
 EXIT_DRIFT = 4        # --check: the rendered files differ from the output folder
 EXIT_NO_PLAN = 5      # the solver found no plan within its node or time limit
 EXIT_AUDIT = 6        # the plan failed its independent audit (an internal error)
+EXIT_COST_RISE = 7    # diff --fail-above: the total rose by more than the threshold
 
 
 class CompileError(Exception):

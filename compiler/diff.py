@@ -99,6 +99,21 @@ class WorkloadDiff:
 
 
 @dataclass(frozen=True)
+class PlanInfo:
+    """What a reviewer must know to trust one side of the comparison: which spec and catalog it
+    was made from, and how close to its optimum the solver proved it (a difference smaller than
+    the gaps may be the solver's, not the inputs')."""
+    spec: str
+    spec_sha256: str
+    catalog_version: str
+    horizon_months: int
+    solver: str
+    status: str                   # optimal | feasible ...
+    gap: float                    # relative, proven: (plan - bound) / plan
+    best_bound_usd: float
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     spec_a: str
     spec_b: str
@@ -110,6 +125,13 @@ class PlanDiff:
     pools_removed: tuple[PoolRef, ...]
     pools_resized: tuple[PoolResize, ...]
     workloads: tuple[WorkloadDiff, ...]   # every workload of either plan, by name
+    plan_a: PlanInfo | None = None
+    plan_b: PlanInfo | None = None
+
+    @property
+    def rise(self) -> float | None:
+        """The total's relative change, B over A (None where A costs nothing)."""
+        return self.total.delta / self.total.a if self.total.delta is not None and self.total.a else None
 
     @property
     def changed(self) -> bool:
@@ -267,6 +289,11 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> Work
                         holdings, replicas)
 
 
+def _info(p: Plan) -> PlanInfo:
+    return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
+                    p.solver.status, p.solver.gap, p.solver.best_bound_usd)
+
+
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
     added, removed, resized = _pools(a, b)
     wa = {w.name: w for w in a.workloads}
@@ -278,7 +305,31 @@ def diff_plans(a: Plan, b: Plan) -> PlanDiff:
     return PlanDiff(
         spec_a=a.spec_name, spec_b=b.spec_name, horizon_a=a.horizon_months, horizon_b=b.horizon_months,
         total=Delta("total_cost_usd", a.total_cost_usd, b.total_cost_usd), breakdown=breakdown,
-        pools_added=added, pools_removed=removed, pools_resized=resized, workloads=workloads)
+        pools_added=added, pools_removed=removed, pools_resized=resized, workloads=workloads,
+        plan_a=_info(a), plan_b=_info(b))
+
+
+def cautions(d: PlanDiff) -> tuple[str, ...]:
+    """What a reviewer should know before reading the difference as the inputs': a difference
+    within the plans' proven gaps may be the solver's search, and plans priced on different
+    catalogs differ by the catalog too."""
+    out = []
+    if d.plan_a is not None and d.plan_b is not None:
+        slack = d.plan_a.gap * abs(d.total.a or 0.0) + d.plan_b.gap * abs(d.total.b or 0.0)
+        delta = abs(d.total.delta or 0.0)
+        if 0.005 <= delta <= slack:
+            out.append(f"the totals differ by less than the two plans' proven gaps allow "
+                       f"({_money(slack)}): part or all of the difference may be the solver's")
+        if d.plan_a.catalog_version != d.plan_b.catalog_version:
+            out.append(f"the plans were priced on different catalogs ({d.plan_a.catalog_version} "
+                       f"and {d.plan_b.catalog_version})")
+    return tuple(out)
+
+
+def percent_text(d: PlanDiff) -> str:
+    """The total's change for a message: '+$4,132,411, +44.9%'."""
+    pct = _pct(d.total)
+    return _money(d.total.delta, True) + (f", {pct}" if pct else "")
 
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -304,11 +355,21 @@ def _pool_json(p: PoolRef) -> dict[str, Any]:
             "nodes": p.nodes, "gpus": p.gpus, "fabric": p.fabric}
 
 
+def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"spec": spec, "horizon_months": horizon}
+    if info is not None:
+        out.update({"spec_sha256": info.spec_sha256, "catalog_version": info.catalog_version,
+                    "solver": info.solver, "status": info.status, "gap": _r(info.gap),
+                    "best_bound_usd": _r(info.best_bound_usd)})
+    return out
+
+
 def diff_to_json(d: PlanDiff) -> dict[str, Any]:
     return {
-        "plans": {"a": {"spec": d.spec_a, "horizon_months": d.horizon_a},
-                  "b": {"spec": d.spec_b, "horizon_months": d.horizon_b}},
+        "plans": {"a": _info_json(d.spec_a, d.horizon_a, d.plan_a),
+                  "b": _info_json(d.spec_b, d.horizon_b, d.plan_b)},
         "changed": d.changed,
+        "cautions": list(cautions(d)),
         "total_cost_usd": _delta_json(d.total),
         "cost_breakdown_usd": {x.key: _delta_json(x) for x in d.breakdown},
         "pools": {
@@ -362,6 +423,13 @@ def render_diff(d: PlanDiff, console) -> None:
     title = d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}"
     console.print(f"[bold]{title}[/bold]: total {_money(d.total.a)} -> {_money(d.total.b)} "
                   f"([bold]{_money(d.total.delta, True)}[/bold] {_pct(d.total)})")
+    for side, info in (("A", d.plan_a), ("B", d.plan_b)):
+        if info is not None:
+            console.print(f"  {side}: {info.status}, gap {info.gap * 100:.2f}% ({info.solver}), "
+                          f"catalog {info.catalog_version}, spec sha256 {info.spec_sha256[:12]}",
+                          highlight=False)
+    for caution in cautions(d):
+        console.print(f"  [yellow]note: {caution}[/yellow]", highlight=False)
     if not d.changed:
         console.print("The plans are the same.")
         return

@@ -202,3 +202,94 @@ def test_a_plan_from_before_holdings_compares():
     chat = {w.name: w for w in d2.workloads}["chat-70b"]
     assert [(r.site, r.peak_a, r.peak_b, r.months) for r in chat.replicas] == [
         ("aws-use1", 16, 32, ""), ("fra-dc1", 16, 32, "")]
+
+
+# --- the pull-request comment and the threshold --------------------------------------------
+
+def _md_tables(markdown: str) -> list[list[list[str]]]:
+    """Every table a Markdown parser (markdown-it, GFM tables) finds, as rows of cell texts."""
+    from markdown_it import MarkdownIt
+
+    tables, row, cell = [], [], None
+    for t in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if t.type == "table_open":
+            tables.append([])
+        elif t.type == "tr_open":
+            row = []
+        elif t.type == "tr_close":
+            tables[-1].append(row)
+        elif t.type in ("th_open", "td_open"):
+            cell = ""
+        elif t.type in ("th_close", "td_close"):
+            row.append(cell)
+            cell = None
+        elif t.type == "inline" and cell is not None:
+            cell += "".join(c.content for c in t.children or [] if c.type == "text")
+    return tables
+
+
+def test_markdown_comment_is_tables_a_parser_reads(doubled):
+    from compiler.diff_comment import render_comment
+
+    text = render_comment(doubled, threshold=0.05)
+    cost, plans, workloads, pools = _md_tables(text)
+    assert cost[0] == ["Cost", "Base", "Head", "Change", ""]
+    assert cost[1] == ["Total", "$9,209,396", "$13,341,807", "+$4,132,411", "+44.9%"]
+    assert {r[0] for r in cost[2:]} == {"cloud_compute", "power"}
+    assert [r[:5] for r in plans[1:]] == [["base", "acme-ml-platform", "optimal", "0.05%", "cbc"],
+                                          ["head", "acme-ml-platform", "optimal", "0.05%", "cbc"]]
+    assert {r[0]: r[1] for r in workloads[1:]} == {"chat-70b": "changed", "resnet50": "moved"}
+    assert [r[:3] for r in pools[1:]] == [["added", "aws-use1", "p5.48xlarge"],
+                                          ["resized", "aws-use1", "p5.48xlarge"]]
+    assert "rises more than the 5.0% allowed (+44.9%)" in text
+    assert "1 workload unchanged." in text
+    assert render_comment(doubled, threshold=0.5).count("Within the 50.0% rise allowed (+44.9%)") == 1
+
+
+def test_a_cell_cannot_break_its_table():
+    from dataclasses import replace
+
+    from compiler.diff_comment import render_comment
+
+    a = hybrid_plan()
+    b = replace(a, spec_name="acme | platform\nv2")
+    _cost, plans = _md_tables(render_comment(diff_plans(a, b)))[:2]
+    assert len(plans[2]) == 7 and plans[2][1] == "acme | platform v2"
+
+
+def test_a_difference_within_the_gaps_is_flagged():
+    from dataclasses import replace
+
+    a = hybrid_plan()
+    loose = replace(a.solver, status="feasible", gap=0.01)
+    b = replace(a, total_cost_usd=a.total_cost_usd * 1.005, solver=loose)
+    d = diff_plans(replace(a, solver=loose), b)
+    assert any("proven gaps" in c for c in diff_to_json(d)["cautions"])
+    # the same rise between two plans proven within 0.05% is the inputs'
+    assert not diff_to_json(diff_plans(a, replace(a, total_cost_usd=a.total_cost_usd * 1.005)))["cautions"]
+
+
+def test_plans_info_in_json(doubled):
+    doc = diff_to_json(doubled)
+    assert doc["plans"]["a"]["status"] == "optimal"
+    assert doc["plans"]["b"]["solver"] == doubled_inference_plan().solver.name
+    assert doc["plans"]["a"]["catalog_version"] == hybrid_plan().catalog_version
+    assert doc["plans"]["a"]["gap"] == hybrid_plan().solver.gap
+
+
+@pytest.mark.parametrize("limit, code", [("40", 7), ("44.8", 7), ("45", 0), (None, 0)])
+def test_fail_above_exit_code(tmp_path, limit, code):
+    from typer.testing import CliRunner
+
+    from compiler.cli import app
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(to_json(hybrid_plan()))
+    b.write_text(to_json(doubled_inference_plan()))
+    args = ["diff", str(a), str(b), "--format", "markdown"] + (["--fail-above", limit] if limit else [])
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == code, result.output
+    assert "| **Total** |" in result.stdout
+    # the way back is a fall: never past a limit
+    back = CliRunner().invoke(app, ["diff", str(b), str(a), "--fail-above", "0"])
+    assert back.exit_code == 0
