@@ -335,6 +335,68 @@ def diff(plan_a: Path = typer.Argument(..., help="The old plan.json (the base)."
     raise typer.Exit(_run(body, debug, Format.json if fmt is DiffFormat.json else Format.text))
 
 
+@app.command()
+def sweep(spec: Path = SpecArg,
+          scenarios: Path = typer.Argument(..., help="The scenarios file (YAML; docs/sweep.md).",
+                                           show_default=False),
+          out: Optional[Path] = typer.Option(None, "-o", "--out",
+                                             help="Output directory [default: build/<spec name>-sweep]."),
+          workers: Optional[int] = typer.Option(
+              None, "--workers", min=1, help="Local processes compiling at once [default: one per CPU]."),
+          scheduler: Optional[str] = typer.Option(
+              None, "--scheduler", metavar="ADDRESS",
+              help="A Dask scheduler (tcp://host:8786) to run the compiles on instead of local processes."),
+          solver: Solver = typer.Option(Solver.auto, "--solver", help="MILP solver, as for compile."),
+          max_nodes: Optional[int] = typer.Option(None, "--max-nodes", min=0, show_default=False,
+                                                  help="As for compile."),
+          gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="As for compile."),
+          fmt: Format = FormatOpt,
+          quiet: bool = typer.Option(False, "-q", "--quiet", help="No table."),
+          allow_unpriced_regions: bool = AllowUnpricedOpt,
+          debug: bool = DebugOpt) -> None:
+    """Compile SPEC under every scenario of SCENARIOS and write them side by side: index.html
+    (table and charts), scenarios.csv and .json, and each scenario's own folder. A scenario that
+    fails is reported in its row; the others go on. Exit 0 once every scenario has run, 2 if
+    the spec or a scenario is invalid (nothing is solved then)."""
+
+    def body() -> int:
+        from compiler import output
+        from compiler import sweep as sweeps
+
+        prepared = sweeps.prepare(spec, scenarios, solver=solver.value, max_nodes=max_nodes, gap=gap,
+                                  allow_unpriced_regions=allow_unpriced_regions)
+        err = _stderr()
+        progress = None
+        if err.is_terminal and not quiet:
+            from rich.progress import Progress
+
+            progress = Progress(console=err, transient=True)
+            task = progress.add_task(f"{len(prepared.jobs)} scenarios", total=len(prepared.jobs))
+            progress.start()
+
+        def done(outcome) -> None:
+            if progress is not None:
+                progress.update(task, advance=1, description=f"{outcome.name} done")
+
+        try:
+            table, files = sweeps.sweep(prepared, workers=workers, scheduler=scheduler, on_done=done)
+        finally:
+            if progress is not None:
+                progress.stop()
+        out_dir = out or Path("build") / f"{prepared.spec_name}-sweep"
+        output.write(files, out_dir)
+        if fmt is Format.json:
+            print(files["scenarios.json"], end="")
+        elif not quiet:
+            from compiler.sweep.table import render_table
+
+            render_table(table, _stdout())
+            print(f"wrote {len(files)} files to {out_dir} (open {out_dir / 'index.html'})")
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug, fmt))
+
+
 @app.command("catalog")
 def catalog_cmd(catalog: Optional[Path] = CatalogOpt,
                 section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, onprem, fabrics, storage or models."),
@@ -355,7 +417,7 @@ def catalog_cmd(catalog: Optional[Path] = CatalogOpt,
     raise typer.Exit(_run(body, debug, fmt))
 
 
-COMMANDS = {"compile", "validate", "estimate", "diff", "catalog"}
+COMMANDS = {"compile", "validate", "estimate", "diff", "sweep", "catalog"}
 TOP_LEVEL_FLAGS = {"--help", "-h", "--version"}
 
 

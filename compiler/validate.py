@@ -96,8 +96,9 @@ def _dedupe(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 # ----------------------------------------------------------------------------- schema errors
 
-def schema_diagnostics(doc: Document, data: Any) -> list[Diagnostic]:
-    spec_schema = load_schema(SCHEMA_NAME)
+def schema_diagnostics(doc: Document, data: Any, schema_name: str = SCHEMA_NAME) -> list[Diagnostic]:
+    """Every error of `data` against schemas/<schema_name>, each at its position in `doc`."""
+    spec_schema = load_schema(schema_name)
     validator = Draft202012Validator(spec_schema)
     out: list[Diagnostic] = []
     for error in validator.iter_errors(data):

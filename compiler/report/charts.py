@@ -57,6 +57,16 @@ def _inline(svg: str, name: str, label: str) -> str:
     return svg.rstrip() + "\n"
 
 
+def render_svg(name: str, size: tuple[float, float], draw: Callable, label: str) -> str:
+    """A chart drawn by `draw(figure)` as inline SVG, with the report's style and determinism
+    (the sweep's page draws its charts through this too)."""
+    return _render(name, size, draw, label)
+
+
+def usd_axis(ax, axis: str = "x") -> None:
+    _usd_axis(ax, axis)
+
+
 def _attr(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
