@@ -359,8 +359,11 @@ def test_the_page_opens_with_its_table_charts_and_links(one_at_a_time, browser):
     assert [c[0] for c in cells] == NAMES
     rows = {r["scenario"]: r for r in json.loads((one_at_a_time / "scenarios.json").read_text())["scenarios"]}
     for c in cells:
-        total = rows[c[0]]["total_cost_usd"]
+        row = rows[c[0]]
+        total = row["total_cost_usd"]
         assert c[3] == ("" if total is None else f"${total:,.0f}")
+        if total is not None:
+            assert c[-1] == ", ".join(f"{site} {n}" for site, n in sorted(row["gpus_by_site"].items()))
     charts = browser.execute_script(
         "return Array.from(document.querySelectorAll('svg.chart')).map(function (s) {"
         "  var r = s.getBoundingClientRect(); return [s.getAttribute('aria-label'), r.width, r.height]; });")

@@ -29,7 +29,8 @@ class RowView:
     total: str
     cloud: str
     workloads: tuple[str, ...]   # cost per workload, in the page's column order
-    fleet: str
+    fleet: str             # GPUs by type
+    sites: str             # GPUs by site
     message: str
 
 
@@ -132,7 +133,8 @@ def page(table: Sequence[Row], spec_name: str, catalog_version: str) -> str:
             total="" if r.total_usd is None else money(r.total_usd),
             cloud="" if r.cloud_share is None else percent(r.cloud_share, digits=0),
             workloads=tuple(money(wl[w]) if w in wl else "-" for w in workloads) if r.ok else ("",) * len(workloads),
-            fleet=", ".join(f"{n} {g}" for g, n in r.gpus_by_type), message=r.message))
+            fleet=", ".join(f"{n} {g}" for g, n in r.gpus_by_type),
+            sites=", ".join(f"{site} {n}" for site, n in r.gpus_by_site), message=r.message))
     charts: list[str] = []
     if any(r.ok for r in table):
         charts = [_cost_chart(table), *_curves(table), _share_chart(table)]

@@ -125,15 +125,16 @@ def render_table(table: Sequence[Row], console) -> None:
 
     _categories, workloads, gpus, _sites = _columns(table)
     t = Table(title="Scenarios", title_justify="left")
-    for col in ["scenario", "status", "gap", "total", "cloud"] + workloads + ["GPUs"]:
-        t.add_column(col, justify="left" if col in ("scenario", "status", "GPUs") else "right")
+    for col in ["scenario", "status", "gap", "total", "cloud"] + workloads + ["GPUs", "by site"]:
+        t.add_column(col, justify="left" if col in ("scenario", "status", "GPUs", "by site") else "right")
     for r in table:
         if not r.ok:
-            t.add_row(r.scenario, r.status, "", "", "", *[""] * len(workloads), r.message[:60])
+            t.add_row(r.scenario, r.status, "", "", "", *[""] * len(workloads), r.message[:60], "")
             continue
         wl = dict(r.by_workload)
         fleet = ", ".join(f"{n} {g}" for g, n in r.gpus_by_type)
+        sites = ", ".join(f"{s} {n}" for s, n in r.gpus_by_site)
         t.add_row(r.scenario, r.status, percent(r.gap, digits=2), money(r.total_usd),
                   percent(r.cloud_share, digits=0), *[money(wl[w]) if w in wl else "-" for w in workloads],
-                  fleet or "-")
+                  fleet or "-", sites or "-")
     console.print(t)
