@@ -289,3 +289,80 @@ def test_month_arithmetic_of_the_schedule_jobs(outputs, tmp_path):
     assert run(MONTH="5") == "applying 5"
     assert "outside the plan's horizon" in run(MONTH="999")
     assert "outside the plan's horizon" in run(MONTH="-1")
+
+
+def _unquote(d: dict) -> dict:
+    return {_hcl_name(k): _hcl_name(v) for k, v in (d or {}).items()}
+
+
+def _node_groups(files: dict[str, str], site: str) -> list[tuple[str, int, int]]:
+    """(label selector, least, most nodes) of each Kubernetes node group the site's files make:
+    Terraform node groups in the cloud, labelled Node objects on-prem."""
+    out = []
+    main = files.get(f"terraform/{site}/main.tf")
+    if main:
+        for block in hcl2.loads(main).get("resource", []):
+            for kind, named in block.items():
+                kind = _hcl_name(kind)
+                for body in named.values():
+                    if kind == "aws_eks_node_group":
+                        labels, sc = _unquote(body["labels"]), body["scaling_config"][0]
+                        bounds = (sc["min_size"], sc["max_size"])
+                    elif kind == "google_container_node_pool":
+                        labels = _unquote(body["node_config"][0]["labels"])
+                        a = body.get("autoscaling")
+                        bounds = (a[0]["min_node_count"], a[0]["max_node_count"]) if a else (body["node_count"],) * 2
+                    elif kind == "azurerm_kubernetes_cluster_node_pool":
+                        labels = _unquote(body["node_labels"])
+                        bounds = ((body["min_count"], body["max_count"]) if "min_count" in body
+                                  else (body["node_count"],) * 2)
+                    else:
+                        continue
+                    out.append((",".join(f"{k}={v}" for k, v in labels.items()), *bounds))
+    nodes = files.get(f"kubernetes/{site}/05-nodes.yaml")
+    if nodes:
+        count: dict[str, int] = {}
+        for doc in yaml.safe_load_all(nodes):
+            if doc and doc["kind"] == "Node":
+                lab = doc["metadata"]["labels"]
+                key = f"infra-compile.io/pool={lab['infra-compile.io/pool']},infra-compile.io/pricing={lab['infra-compile.io/pricing']}"
+                count[key] = count.get(key, 0) + 1
+        out += [(k, n, n) for k, n in count.items()]
+    return out
+
+
+def test_node_checks_are_the_node_groups_written(outputs):
+    checked = 0
+    for name, files in outputs.items():
+        for site in sorted({p.split("/")[1] for p in files if p.startswith("kubernetes/")}):
+            section = _site_section(files["RUNBOOK.md"], site)
+            stated = re.findall(r"^- `kubectl get nodes -l (\S+)` shows (.*)\.$", section, re.M)
+            want = []
+            for selector, low, high in _node_groups(files, site):
+                text = (f"{high} node{'s' if high != 1 else ''}" if low == high else
+                        f"between {low} and {high} nodes (the node group scales with the pods)")
+                want.append((selector, text))
+            assert sorted(stated) == sorted(want), (name, site)
+            checked += len(want)
+    assert checked
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed on this machine")
+@pytest.mark.skipif(not Path("/opt/tf-plugins/registry.terraform.io/hashicorp/aws").is_dir(),
+                    reason="no hashicorp/aws provider mirror under /opt/tf-plugins")
+def test_aws_folder_with_the_runbooks_backend_passes_terraform_validate(outputs, tmp_path):
+    from plans import write
+    from test_render_terraform import _terraform_env
+
+    files, site = outputs["llm-pretrain-aws"], "aws-use1"
+    prefix = f"terraform/{site}/"
+    folder = tmp_path / site
+    backend_tf, backend_hcl = _code_blocks(_site_section(files["RUNBOOK.md"], site), "hcl")
+    write({**{p[len(prefix):]: t for p, t in files.items() if p.startswith(prefix)},
+           "backend.tf": backend_tf, "backend.hcl": backend_hcl}, folder)
+    env = _terraform_env(tmp_path)
+    for args in (["fmt", "-check", "-diff"], ["init", "-backend=false", "-input=false", "-no-color"],
+                 ["validate", "-no-color"]):
+        out = subprocess.run(["terraform", *args], cwd=folder, capture_output=True, text=True,
+                             timeout=180, env=env)
+        assert out.returncode == 0, f"terraform {args[0]}: {out.stdout}{out.stderr}"

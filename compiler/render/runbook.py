@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from compiler.catalog.model import Catalog
 from compiler.plan import Plan
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.environment import render_template
@@ -24,10 +25,12 @@ from compiler.render.schedule import CRON, configmap_name
 from compiler.render.site import SiteView
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slurm_site
 from compiler.render.terraform import terraform_site
-from compiler.catalog.model import Catalog
 
 WORKFLOW = "ci/schedule.yml"
 TERMS = {"reserved_1y": 12, "reserved_3y": 36}
+# The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
+# that a custom metrics API name cannot hold; the adapter renames them).
+SERIES = {"vllm_num_requests_running": "vllm:num_requests_running"}
 # What a Terraform capacity reservation is priced at unless a discount covers it, and the
 # discount to buy so that it is priced as the plan priced it.
 DISCOUNTS = {"aws": "EC2 Reserved Instances (or a Savings Plan) for the instance type and region",
@@ -325,10 +328,6 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict
         metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
         workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON)
 
-
-# The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
-# that a custom metrics API name cannot hold; the adapter renames them).
-SERIES = {"vllm_num_requests_running": "vllm:num_requests_running"}
 
 
 @dataclass(frozen=True)
