@@ -146,3 +146,35 @@ def test_spot_threshold_is_a_sourced_catalog_figure():
     f = next(f for f in data["factors"] if f["name"] == "risk.spot_fleet_nodes")
     src = data["sources"][f["source"]]
     assert src["url"].startswith("https://") and src["as_of"]
+
+
+def test_spot_fleets_add_up_over_sites_in_one_region_and_no_deadline_means_the_horizon():
+    """Two sites in one region draw on one spot pool; a job without a deadline may run to the
+    end of the horizon. Neither shows in the examples, so the example plan is edited to have both."""
+    from compiler.catalog import load_catalog
+    from compiler.plan import from_dict
+    from compiler.report import render_report
+
+    artifacts = example("llm-pretrain-aws")[1].artifacts
+    doc = json.loads(artifacts["plan.json"])
+    spec = yaml.safe_load((ROOT / "examples" / "llm-pretrain-aws.yaml").read_text())
+    doc["sites"].append({"name": "aws-use1b", "type": "cloud", "provider": "aws", "region": "us-east-1",
+                         "orchestrators": ["slurm"]})
+    spec["sites"].append({"name": "aws-use1b", "type": "cloud", "provider": "aws", "region": "us-east-1"})
+    spot = next(p for p in doc["pools"] if p["pricing"] == "spot")
+    doc["pools"].append({**spot, "site": "aws-use1b", "nodes": 10,
+                         "monthly_nodes": [0, 10] + [0] * (doc["horizon_months"] - 2)})
+    for w in doc["workloads"]:
+        if w["name"] == "llama-8b-ablation":
+            w["deadline_days"] = None
+    for w in spec["workloads"]:
+        if w["name"] == "llama-8b-ablation":
+            del w["window"]["deadline_days"]
+    md = render_report(from_dict(doc), load_catalog())["report.md"]
+    o = oracle(doc, spec, _threshold())
+    section = _section(md)
+    rows = [l for l in section.splitlines() if l.startswith(("| ", "- "))
+            and not l.startswith(("| Job ", "| Workload ", "| Instance ", "| ---"))]
+    assert rows == _rows(o)
+    assert o["fleets"][0][:3] == (54, "p5.48xlarge", "aws us-east-1") and o["fleets"][0][4] == 1
+    assert "| llama-8b-ablation | 8.7 days | 334.6 days (end of horizon) |" in section
