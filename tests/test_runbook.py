@@ -125,7 +125,7 @@ def test_backend_examples_parse_and_name_the_provider_backend(outputs):
             assert _hcl_name(next(iter(backend))) == backends[provider], (name, site)
             settings = hcl2.loads(blocks[1])
             assert settings and all(settings.values()), (name, site)
-            assert "terraform init -backend-config=backend.hcl" in section
+            assert f"terraform -chdir=terraform/{site} init -backend-config=backend.hcl" in section
 
 
 def _expand(hostlist: str) -> int:
@@ -366,3 +366,28 @@ def test_aws_folder_with_the_runbooks_backend_passes_terraform_validate(outputs,
         out = subprocess.run(["terraform", *args], cwd=folder, capture_output=True, text=True,
                              timeout=180, env=env)
         assert out.returncode == 0, f"terraform {args[0]}: {out.stdout}{out.stderr}"
+
+
+def test_runbook_shell_blocks_pass_shellcheck(outputs, tmp_path):
+    n = 0
+    for name, files in outputs.items():
+        for i, block in enumerate(_code_blocks(files["RUNBOOK.md"], "sh")):
+            lines = block.splitlines()
+            indent = min(len(l) - len(l.lstrip()) for l in lines if l.strip())
+            (tmp_path / f"{name}-{i}.sh").write_text("#!/bin/bash\n" + "\n".join(l[indent:] for l in lines) + "\n")
+            n += 1
+    assert n
+    out = subprocess.run([_tool("shellcheck"), "-S", "warning", "-s", "bash",
+                          *sorted(str(p) for p in tmp_path.glob("*.sh"))], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_new_yaml_has_no_duplicate_keys(outputs, tmp_path):
+    paths = []
+    for i, (name, p, text) in enumerate(_schedule_files(outputs, ".cronjob.yaml") + _schedule_files(outputs, ".yml")):
+        f = tmp_path / f"{i:03d}.yaml"
+        f.write_text(text)
+        paths.append(str(f))
+    out = subprocess.run([_tool("yamllint"), "-d", "{rules: {key-duplicates: enable, indentation: enable}}", *paths],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
