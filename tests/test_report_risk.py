@@ -134,6 +134,9 @@ def test_llm_pretrain_aws_shows_its_thin_slack_and_its_flagged_spot_fleet():
     assert "**44 x p5.48xlarge** (352 GPUs) in aws us-east-1" in section
     assert "| p5.48xlarge | aws us-east-1 | 44 | 352 | 0 | LARGE: check spot capacity before relying on it |" in section
     assert f"Fleets of {_threshold()} nodes or more" in section
+    data = yaml.safe_load(PERFORMANCE.read_text())
+    source = data["sources"][next(f for f in data["factors"] if f["name"] == "risk.spot_fleet_nodes")["source"]]
+    assert f"source: {source['title']} ({source['url']}, as of {source['as_of']})" in section
 
 
 def test_hybrid_lists_services_served_from_one_site():

@@ -317,6 +317,7 @@ class RiskView:
     spot_fleets: tuple[SpotFleetRow, ...]   # largest first
     spot_threshold: int           # nodes of one type in one region at once that are flagged (0: none)
     single_site: tuple[SingleSiteRow, ...]
+    threshold_source: str = ""    # the catalog source of the threshold: "title (url, as of date)"
 
     @property
     def largest_fleet(self) -> SpotFleetRow | None:
@@ -839,9 +840,12 @@ def single_site_services(plan: Plan) -> tuple[SingleSiteRow, ...]:
 
 
 def risk(plan: Plan, catalog: Catalog | None) -> RiskView:
-    threshold = int(catalog.factor_values.get(SPOT_FLEET_FACTOR, 0)) if catalog is not None else 0
+    factor = catalog.factors.get(SPOT_FLEET_FACTOR) if catalog is not None else None
+    threshold = int(factor.value) if factor is not None else 0
+    source = catalog.sources.get(factor.source) if factor is not None else None
+    cited = f"{source.title} ({source.url}, as of {source.as_of})" if source is not None else ""
     return RiskView(slack_rows(plan), spot_shares(plan), spot_fleets(plan, threshold), threshold,
-                    single_site_services(plan))
+                    single_site_services(plan), cited)
 
 
 def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
