@@ -83,6 +83,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     """Every stage, in order; returns each one's output without touching the disk."""
     from compiler.diagnostics import CompileError
     from compiler.optimize import SolveOptions, optimize
+    from compiler.plan import with_deadlines
 
     seconds: dict[str, float] = {}
 
@@ -106,6 +107,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     except CompileError as exc:
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
+    plan = with_deadlines(plan, {w.name: getattr(w.window, "deadline_days", None) for w in spec.workloads})
     timed("audit", _audit, candidates, plan, doc)
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, seconds)

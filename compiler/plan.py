@@ -8,7 +8,7 @@ when written so the same plan gives the same bytes on every machine.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 
@@ -160,6 +160,9 @@ class WorkloadPlan:
     chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
     quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|int8|int4)
     max_model_len: int = 0        # inference: tokens per sequence the KV cache was sized for
+    # training: the spec's deadline in days from its start month (None: none, it may run to the
+    # end of the horizon); inference: None
+    deadline_days: float | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,14 @@ def _round(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_round(v) for v in value]
     return value
+
+
+def with_deadlines(plan: Plan, deadlines: dict[str, float | None]) -> Plan:
+    """The plan with each training workload's deadline (workload name -> days) recorded, so the
+    report and plan.json can state the slack without the spec."""
+    return replace(plan, workloads=tuple(
+        replace(w, deadline_days=deadlines.get(w.name)) if w.kind == "training" else w
+        for w in plan.workloads))
 
 
 def to_dict(plan: Plan) -> dict[str, Any]:

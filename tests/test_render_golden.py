@@ -29,9 +29,11 @@ def test_layout_follows_the_contract():
         f"terraform/aws-use1/{n}" for n in ("versions.tf", "providers.tf", "variables.tf",
                                             "main.tf", "outputs.tf")}
     assert "onprem/fra-dc1/bom.csv" in files
-    # a schedule per site, and the script that applies a month where services run
+    # a schedule per site, the script that applies a month where services run, and a CronJob
+    # that runs it where no node changes hands (the CI workflow runs every site's)
     assert {f for f in files if f.startswith("schedule/")} == {
-        f"schedule/{s}.{x}" for s in ("aws-use1", "fra-dc1") for x in ("csv", "sh")}
+        f"schedule/{s}.{x}" for s in ("aws-use1", "fra-dc1") for x in ("csv", "sh", "cronjob.yaml")}
+    assert {"RUNBOOK.md", "ci/schedule.yml"} <= set(files)
     assert not any(f.startswith("terraform/fra-dc1") for f in files)
     assert {f for f in files if f.startswith("slurm/fra-dc1/jobs/")} == {
         "slurm/fra-dc1/jobs/llama-405b-pretrain.sbatch", "slurm/fra-dc1/jobs/resnet50.sbatch"}

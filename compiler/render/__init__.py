@@ -4,8 +4,9 @@
 
 site.py builds each site's view (its scheduling domains, from domains.py, storage, jobs and
 services); one module per target (terraform, slurm, kubernetes, onprem) turns it into files
-from templates/<target>/, and schedule.py says who holds which nodes month by month (a CSV, and
-a script that applies a month).
+from templates/<target>/, and schedule.py says who holds which nodes month by month (a CSV, a
+script that applies a month, and a CronJob that runs it); runbook.py writes ci/schedule.yml and
+RUNBOOK.md, how to apply all of it, from the files written.
 docs/artifacts.md is the contract the files keep. plan.json and the report are written by
 other stages. The output is sorted and holds no timestamps: the same plan renders the same
 bytes.
@@ -18,7 +19,7 @@ import re
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
-from compiler.render import kubernetes, onprem, schedule, slurm, terraform
+from compiler.render import kubernetes, onprem, runbook, schedule, slurm, terraform
 from compiler.render.site import site_view
 
 # The spec's name pattern; names become directory names, node names and identifiers, so
@@ -40,8 +41,8 @@ def _check_names(plan: Plan) -> None:
 def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
     _check_names(plan)
     files: dict[str, str] = {}
-    for site in sorted(plan.sites, key=lambda s: s.name):
-        view = site_view(plan, catalog, site)
+    views = tuple(site_view(plan, catalog, site) for site in sorted(plan.sites, key=lambda s: s.name))
+    for view in views:
         if view.cloud:
             files.update(terraform.render_site(view, catalog))
         else:
@@ -51,4 +52,7 @@ def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
         if view.uses("kubernetes"):
             files.update(kubernetes.render_site(view, catalog))
         files.update(schedule.render_site(view))
+    files.update(runbook.workflow(plan, views, files))
+    # Last: the runbook follows the files actually written.
+    files.update(runbook.render(plan, catalog, views, files))
     return dict(sorted(files.items()))

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 
+# The month's state is applied on the first day of each month (the CronJob; ci/schedule.yml too).
+CRON = "0 6 1 * *"
+
 
 @dataclass(frozen=True)
 class MonthState:
@@ -51,9 +54,19 @@ def month_states(site: SiteView) -> tuple[MonthState, ...]:
     return tuple(states)
 
 
+def configmap_name(site: SiteView) -> str:
+    """The ConfigMap the CronJob reads the script and month 0 from (the runbook creates it)."""
+    return f"schedule-{site.name}"
+
+
 def render_site(site: SiteView) -> dict[str, str]:
     out = {f"schedule/{site.name}.csv": render_template("schedule/schedule.csv.j2", rows=site.schedule)}
     states = month_states(site)
     if any(s.replicas or s.owners for s in states):
         out[f"schedule/{site.name}.sh"] = render_template("schedule/apply.sh.j2", site=site, states=states)
+        # In the cluster only where the script drives Kubernetes alone: a node handover runs
+        # scontrol, which a pod cannot (the CI job runs those, on a host that can).
+        if not any(s.owners for s in states):
+            out[f"schedule/{site.name}.cronjob.yaml"] = render_template(
+                "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON)
     return out

@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, month_range,
-                           site_replicas)
+from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, add_into,
+                           month_range, site_replicas)
 from compiler.spec import HOURS_PER_MONTH
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
 ON_PREM_PRICING = ("owned", "purchase")
 SOLVER_NAMES = {"cbc": "CBC", "highs": "HiGHS"}   # as the projects spell them
+# The catalog figure (with its source) above which a spot fleet of one type in one region is flagged.
+SPOT_FLEET_FACTOR = "risk.spot_fleet_nodes"
 
 
 @dataclass(frozen=True)
@@ -272,6 +274,57 @@ class BoughtRow:
 
 
 @dataclass(frozen=True)
+class SlackRow:
+    """A training job's planned duration against the time it may take: its deadline, or where it
+    has none, the rest of the horizon from its start month."""
+    workload: str
+    duration_days: float
+    limit_days: float
+    deadline: bool                # True: limit_days is the spec's deadline; False: the horizon's end
+    slack_days: float             # limit - duration
+    slack_share: float            # of the limit
+
+
+@dataclass(frozen=True)
+class SpotShareRow:
+    workload: str
+    spot_node_hours: float
+    node_hours: float
+    share: float                  # spot node-hours / node-hours run
+
+
+@dataclass(frozen=True)
+class SpotFleetRow:
+    """The most spot nodes of one instance type asked of one region at once (all sites there)."""
+    instance: str
+    where: str                    # "aws us-east-1"
+    nodes: int
+    gpus: int
+    month: int                    # the first month it is asked
+    flagged: bool                 # nodes >= RiskView.spot_threshold
+
+
+@dataclass(frozen=True)
+class SingleSiteRow:
+    workload: str
+    site: str
+
+
+@dataclass(frozen=True)
+class RiskView:
+    slack: tuple[SlackRow, ...]
+    spot_shares: tuple[SpotShareRow, ...]
+    spot_fleets: tuple[SpotFleetRow, ...]   # largest first
+    spot_threshold: int           # nodes of one type in one region at once that are flagged (0: none)
+    single_site: tuple[SingleSiteRow, ...]
+    threshold_source: str = ""    # the catalog source of the threshold: "title (url, as of date)"
+
+    @property
+    def largest_fleet(self) -> SpotFleetRow | None:
+        return self.spot_fleets[0] if self.spot_fleets else None
+
+
+@dataclass(frozen=True)
 class ReportView:
     spec_name: str
     spec_sha256: str
@@ -294,6 +347,7 @@ class ReportView:
     breakeven_notes: tuple[tuple[str, str], ...] = ()   # (GPU, note), each once
     handovers: tuple[HandoverRow, ...] = ()
     bought: tuple[BoughtRow, ...] = ()
+    risk: RiskView | None = None
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -722,6 +776,78 @@ def bought(plan: Plan, catalog: Catalog | None) -> tuple[BoughtRow, ...]:
     return tuple(out)
 
 
+def slack_rows(plan: Plan) -> tuple[SlackRow, ...]:
+    rows = []
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        if w.kind != "training":
+            continue
+        duration = float(w.estimate.get("duration_hours", 0.0)) / 24
+        if w.deadline_days is not None:
+            limit, deadline = float(w.deadline_days), True
+        else:
+            limit, deadline = (plan.horizon_months - w.start_month) * HOURS_PER_MONTH / 24, False
+        rows.append(SlackRow(w.name, duration, limit, deadline, limit - duration,
+                             _share(limit - duration, limit)))
+    return tuple(rows)
+
+
+def spot_shares(plan: Plan) -> tuple[SpotShareRow, ...]:
+    rows = []
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        hours = {"spot": 0.0, "all": 0.0}
+        for p in w.placements:
+            for h in p.holdings:
+                run = sum(h.monthly_node_hours)
+                hours["all"] += run
+                if h.pricing == "spot":
+                    hours["spot"] += run
+        if w.kind == "training" or hours["spot"]:
+            rows.append(SpotShareRow(w.name, hours["spot"], hours["all"], _share(hours["spot"], hours["all"])))
+    return tuple(rows)
+
+
+def spot_fleets(plan: Plan, threshold: int) -> tuple[SpotFleetRow, ...]:
+    sites = {s.name: s for s in plan.sites}
+    asked: dict[tuple[str, str], list[int]] = {}
+    gpus_per_node: dict[tuple[str, str], int] = {}
+    for p in plan.pools:
+        if p.pricing != "spot":
+            continue
+        s = sites.get(p.site)
+        where = f"{s.provider} {s.region}" if s is not None and s.provider else p.site
+        key = (p.instance, where)
+        gpus_per_node[key] = p.gpus_per_node
+        add_into(asked.setdefault(key, []), _monthly_nodes(p, plan.horizon_months))
+    rows = []
+    for (instance, where), series in asked.items():
+        peak = max(series, default=0)
+        if peak <= 0:
+            continue
+        rows.append(SpotFleetRow(instance, where, peak, peak * gpus_per_node[(instance, where)],
+                                 series.index(peak), bool(threshold) and peak >= threshold))
+    return tuple(sorted(rows, key=lambda r: (-r.nodes, r.instance, r.where)))
+
+
+def single_site_services(plan: Plan) -> tuple[SingleSiteRow, ...]:
+    rows = []
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        if w.kind != "inference":
+            continue
+        serving = sorted({p.site for p in w.placements if p.replicas > 0})
+        if len(serving) == 1:
+            rows.append(SingleSiteRow(w.name, serving[0]))
+    return tuple(rows)
+
+
+def risk(plan: Plan, catalog: Catalog | None) -> RiskView:
+    factor = catalog.factors.get(SPOT_FLEET_FACTOR) if catalog is not None else None
+    threshold = int(factor.value) if factor is not None else 0
+    source = catalog.sources.get(factor.source) if factor is not None else None
+    cited = f"{source.title} ({source.url}, as of {source.as_of})" if source is not None else ""
+    return RiskView(slack_rows(plan), spot_shares(plan), spot_fleets(plan, threshold), threshold,
+                    single_site_services(plan), cited)
+
+
 def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     """The report's view model. The catalog only adds hardware figures: the Plan is self-contained."""
     h = plan.horizon_months
@@ -747,4 +873,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
                                             for b in plan.breakeven if b.get("note"))),
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
+        risk=risk(plan, catalog),
     )

@@ -20,11 +20,6 @@ variable "subnet_id" {
   type        = string
 }
 
-variable "availability_zone" {
-  description = "Availability Zone of subnet_id (capacity reservations are zonal)."
-  type        = string
-}
-
 variable "eks_cluster_name" {
   description = "Existing EKS cluster the GPU node groups join."
   type        = string

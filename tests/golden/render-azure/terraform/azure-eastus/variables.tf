@@ -21,11 +21,6 @@ variable "name_prefix" {
   default     = "azure-eastus"
 }
 
-variable "subnet_id" {
-  description = "Subnet for the GPU nodes' Ethernet interface (InfiniBand needs no subnet)."
-  type        = string
-}
-
 variable "lustre_subnet_id" {
   description = "Dedicated subnet for Azure Managed Lustre (its size depends on the capacity)."
   type        = string

@@ -21,12 +21,7 @@ variable "name_prefix" {
 }
 
 variable "network" {
-  description = "VPC network for the nodes' first interface and the file system."
-  type        = string
-}
-
-variable "subnetwork" {
-  description = "Subnetwork of the nodes' first interface."
+  description = "VPC network for the Slurm nodes' first interface and the file system."
   type        = string
 }
 

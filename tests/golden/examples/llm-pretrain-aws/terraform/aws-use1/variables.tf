@@ -20,11 +20,6 @@ variable "subnet_id" {
   type        = string
 }
 
-variable "availability_zone" {
-  description = "Availability Zone of subnet_id (capacity reservations are zonal)."
-  type        = string
-}
-
 variable "ami_id" {
   description = "GPU AMI for the Slurm nodes (e.g. an AWS Deep Learning AMI with the EFA installer and Slurm)."
   type        = string

@@ -21,11 +21,6 @@ variable "name_prefix" {
   default     = "azure-eus"
 }
 
-variable "subnet_id" {
-  description = "Subnet for the GPU nodes' Ethernet interface (InfiniBand needs no subnet)."
-  type        = string
-}
-
 variable "aks_cluster_id" {
   description = "Resource id of the existing AKS cluster the GPU node pools join."
   type        = string

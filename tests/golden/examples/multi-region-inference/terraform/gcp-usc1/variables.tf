@@ -20,16 +20,6 @@ variable "name_prefix" {
   default     = "gcp-usc1"
 }
 
-variable "network" {
-  description = "VPC network for the nodes' first interface and the file system."
-  type        = string
-}
-
-variable "subnetwork" {
-  description = "Subnetwork of the nodes' first interface."
-  type        = string
-}
-
 variable "gke_cluster" {
   description = "Existing GKE cluster (name or id) the GPU node pools join."
   type        = string

@@ -1,0 +1,354 @@
+"""RUNBOOK.md: how to apply the output folder, step by step, from the files actually written.
+
+For each site, in the order they must be applied: the Terraform folder (the variables it needs,
+read from the rendered variables.tf; a state backend; how many resources its plan adds), the
+bill of materials on-prem, Slurm's configuration and jobs, the Kubernetes manifests in file
+order, then the monthly schedule (a CronJob where the schedule only touches Kubernetes, and the
+CI workflow ci/schedule.yml for every site). Before any of it: the reservations the plan priced,
+which are bought outside Terraform, and what the manifests need installed (Kueue and JobSet, the
+metrics adapter an HPA on a custom metric reads, the storage class driver). After each step, a
+command and what it must show.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import yaml
+
+from compiler.catalog.model import Catalog
+from compiler.plan import Plan
+from compiler.render.common import POOL_LABEL, PRICING_LABEL
+from compiler.render.environment import render_template
+from compiler.render.schedule import CRON, configmap_name
+from compiler.render.site import SiteView
+from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slurm_site
+from compiler.render.terraform import terraform_site
+
+WORKFLOW = "ci/schedule.yml"
+TERMS = {"reserved_1y": 12, "reserved_3y": 36}
+# The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
+# that a custom metrics API name cannot hold; the adapter renames them).
+SERIES = {"vllm_num_requests_running": "vllm:num_requests_running"}
+# What a Terraform capacity reservation is priced at unless a discount covers it, and the
+# discount to buy so that it is priced as the plan priced it.
+DISCOUNTS = {"aws": "EC2 Reserved Instances (or a Savings Plan) for the instance type and region",
+             "gcp": "a resource-based committed use discount for the machine type and region",
+             "azure": "an Azure Reservation for the VM size and region"}
+# A Terraform state backend per provider: the block for backend.tf and the keys to pass to
+# `terraform init -backend-config=backend.hcl` (partial configuration, so no secret is written).
+BACKENDS = {
+    "aws": ("s3", (("bucket", "my-terraform-state"), ("key", "{plan}/{site}/terraform.tfstate"),
+                   ("region", "{region}"), ("use_lockfile", True))),
+    "gcp": ("gcs", (("bucket", "my-terraform-state"), ("prefix", "{plan}/{site}"))),
+    "azure": ("azurerm", (("resource_group_name", "terraform-state"), ("storage_account_name", "mytfstate"),
+                          ("container_name", "tfstate"), ("key", "{plan}/{site}.tfstate"))),
+}
+CLUSTER_TOOLS = {"aws": "aws eks update-kubeconfig --name <eks_cluster_name> --region {region}",
+                 "gcp": "gcloud container clusters get-credentials <gke_cluster> --region {region}",
+                 "azure": "az aks get-credentials --resource-group <group> --name <cluster>"}
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class BackendSetting:
+    key: str
+    value: str                    # as HCL (quoted string or bare bool)
+
+
+@dataclass(frozen=True)
+class TerraformStep:
+    dir: str
+    files: tuple[str, ...]
+    required: tuple[Variable, ...]    # variables without a default, as variables.tf declares them
+    resources: int                    # what `terraform plan` adds on a first apply
+    backend: str                      # s3 | gcs | azurerm
+    backend_settings: tuple[BackendSetting, ...]
+
+
+@dataclass(frozen=True)
+class PartitionCheck:
+    name: str
+    nodes: int
+
+
+@dataclass(frozen=True)
+class SlurmJob:
+    path: str
+    name: str
+    nodes: int
+    first_month: int              # when to submit it
+    months: str                   # the months it runs
+
+
+@dataclass(frozen=True)
+class SlurmStep:
+    dir: str
+    config: tuple[str, ...]           # files to /etc/slurm
+    programs: tuple[str, ...]         # Resume/Suspend programs to PROGRAM_DIR
+    program_dir: str
+    partitions: tuple[PartitionCheck, ...]
+    jobs: tuple[SlurmJob, ...]
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    selector: str                     # kubectl -l
+    low: int
+    high: int                         # low == high: exactly
+
+
+@dataclass(frozen=True)
+class ServiceCheck:
+    name: str
+    replicas: int                     # month 0
+
+
+@dataclass(frozen=True)
+class KubernetesStep:
+    files: tuple[str, ...]            # in apply order
+    namespace: str
+    nodes: tuple[NodeCheck, ...]
+    services: tuple[ServiceCheck, ...]
+    kueue: bool                       # Kueue and JobSet must be installed first
+    storage_driver: str               # what provides the claims' storage class ("" : none)
+    credentials: str                  # the command that points kubectl at the cluster ("" on-prem)
+
+
+@dataclass(frozen=True)
+class ScheduleStep:
+    script: str
+    csv: str
+    cronjob: str                      # "" where the schedule also drives Slurm (no CronJob)
+    configmap: str
+    namespace: str
+    last_month: int
+    handover: bool                    # nodes change hands between Slurm and Kubernetes
+
+
+@dataclass(frozen=True)
+class SiteSteps:
+    name: str
+    where: str
+    cloud: bool
+    terraform: TerraformStep | None
+    bom: str                          # onprem/<site>/bom.csv ("" : none)
+    slurm: SlurmStep | None
+    kubernetes: KubernetesStep | None
+    schedule: ScheduleStep | None
+
+
+@dataclass(frozen=True)
+class Purchase:
+    site: str
+    provider: str
+    region: str
+    instance: str
+    nodes: int
+    term: str                         # "1 year" | "3 years"
+    first_month: int
+    last_month: int                   # of the term (may run past the horizon)
+    discount: str                     # what to buy
+
+
+@dataclass(frozen=True)
+class MetricRule:
+    metric: str                       # the name the HPA asks the custom metrics API for
+    series: str                       # the server's Prometheus series it comes from
+    services: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Runbook:
+    plan_name: str
+    horizon_months: int
+    sites: tuple[SiteSteps, ...]
+    purchases: tuple[Purchase, ...]
+    metrics: tuple[MetricRule, ...]   # custom metrics the HPAs read (an adapter must serve them)
+    workflow: str                     # ci/schedule.yml ("" : no schedule to run)
+    cron: str
+
+
+_VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
+_DESCRIPTION = re.compile(r'^\s*description\s*=\s*"((?:[^"\\]|\\.)*)"', re.M)
+_RESOURCE = re.compile(r'^resource "[^"]+" "[^"]+" \{\n(.*?)^\}', re.M | re.S)
+_COUNT = re.compile(r"^  count\s*=\s*(\d+)\s*$", re.M)
+
+
+def required_variables(variables_tf: str) -> tuple[Variable, ...]:
+    """The variables of a rendered variables.tf that have no default, in file order."""
+    out = []
+    for name, body in _VARIABLE.findall(variables_tf):
+        if re.search(r"^\s*default\s*=", body, re.M):
+            continue
+        m = _DESCRIPTION.search(body)
+        out.append(Variable(name, m.group(1).replace('\\"', '"') if m else ""))
+    return tuple(out)
+
+
+def planned_resources(main_tf: str) -> int:
+    """Resources a first `terraform plan` adds: one per resource block, `count` for counted ones."""
+    total = 0
+    for body in _RESOURCE.findall(main_tf):
+        m = _COUNT.search(body)
+        total += int(m.group(1)) if m else 1
+    return total
+
+
+def _hcl_value(value: object) -> str:
+    return "true" if value is True else f'"{value}"'
+
+
+def _terraform(site: SiteView, files: dict[str, str]) -> TerraformStep | None:
+    base = f"terraform/{site.name}"
+    mine = tuple(sorted(p for p in files if p.startswith(base + "/")))
+    if not mine:
+        return None
+    backend, settings = BACKENDS.get(site.provider or "", BACKENDS["aws"])
+    fill = {"plan": site.plan_name, "site": site.name, "region": site.region or ""}
+    return TerraformStep(
+        dir=base, files=tuple(p.rsplit("/", 1)[1] for p in mine),
+        required=required_variables(files.get(f"{base}/variables.tf", "")),
+        resources=planned_resources(files.get(f"{base}/main.tf", "")), backend=backend,
+        backend_settings=tuple(BackendSetting(k, _hcl_value(v.format(**fill) if isinstance(v, str) else v))
+                               for k, v in settings))
+
+
+def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) -> SlurmStep | None:
+    base = f"slurm/{site.name}"
+    if f"{base}/slurm.conf" not in files:
+        return None
+    view = slurm_site(site, catalog)
+    starts = {w.name: w.start_month for w in plan.workloads}
+    jobs = []
+    for job in site.training_slurm:
+        path = f"{base}/jobs/{job.name}.sbatch"
+        if path in files:
+            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months))
+    return SlurmStep(
+        dir=base, config=tuple(f for f in CONFIG_FILES if f"{base}/{f}" in files),
+        programs=tuple(f for f in POWER_PROGRAMS if f"{base}/{f}" in files), program_dir=PROGRAM_DIR,
+        partitions=tuple(PartitionCheck(p.name, sum(s.last - s.first + 1 for s in p.node_sets))
+                         for p in view.partitions),
+        jobs=tuple(jobs))
+
+
+def _node_checks(site: SiteView, catalog: Catalog) -> tuple[NodeCheck, ...]:
+    checks = []
+    if site.cloud:
+        for p in terraform_site(site, catalog).pools:
+            if p.orchestrator == "kubernetes":
+                checks.append(NodeCheck(f"{POOL_LABEL}={p.domain.name},{PRICING_LABEL}={p.block.pricing}",
+                                        p.min_nodes, p.nodes))
+    else:
+        for d in site.kubernetes_domains:
+            for b in d.blocks_for("kubernetes"):
+                n = b.kubernetes.count
+                checks.append(NodeCheck(f"{POOL_LABEL}={d.name},{PRICING_LABEL}={b.pricing}", n, n))
+    return tuple(checks)
+
+
+def _hpa_metrics(texts: list[str]) -> dict[str, list[str]]:
+    """Custom (Pods/Object) and External metrics the rendered HPAs read, metric -> HPAs."""
+    out: dict[str, list[str]] = {}
+    for text in texts:
+        for doc in yaml.safe_load_all(text):
+            if not doc or doc.get("kind") != "HorizontalPodAutoscaler":
+                continue
+            for m in doc.get("spec", {}).get("metrics", ()):
+                kind = {"Pods": "pods", "Object": "object", "External": "external"}.get(m.get("type"))
+                if kind:
+                    out.setdefault(m[kind]["metric"]["name"], []).append(doc["metadata"]["name"])
+    return out
+
+
+def _kubernetes(site: SiteView, files: dict[str, str], catalog: Catalog) -> KubernetesStep | None:
+    base = f"kubernetes/{site.name}/"
+    mine = tuple(sorted(p for p in files if p.startswith(base)))
+    if not mine:
+        return None
+    driver = ""
+    if site.models is not None:
+        driver = f"{site.models.storage_class} ({site.models.driver})"
+    elif site.storage is not None:
+        driver = f"{site.storage.tier} (the tier's CSI driver)"
+    credentials = CLUSTER_TOOLS.get(site.provider or "", "").format(region=site.region or "")
+    return KubernetesStep(
+        files=mine, namespace=site.namespace, nodes=_node_checks(site, catalog),
+        services=tuple(ServiceCheck(s.object_name, s.initial_replicas) for s in site.inference),
+        kueue=f"{base}10-kueue.yaml" in files, storage_driver=driver, credentials=credentials)
+
+
+def _schedule(site: SiteView, files: dict[str, str]) -> ScheduleStep | None:
+    script = f"schedule/{site.name}.sh"
+    if script not in files:
+        return None
+    cronjob = f"schedule/{site.name}.cronjob.yaml"
+    return ScheduleStep(script=script, csv=f"schedule/{site.name}.csv",
+                        cronjob=cronjob if cronjob in files else "", configmap=configmap_name(site),
+                        namespace=site.namespace, last_month=site.horizon_months - 1,
+                        handover=bool(site.handovers))
+
+
+def purchases(plan: Plan) -> tuple[Purchase, ...]:
+    sites = {s.name: s for s in plan.sites}
+    out = []
+    for p in plan.pools:
+        months = TERMS.get(p.pricing)
+        if not months:
+            continue
+        s = sites.get(p.site)
+        provider = (s.provider if s else "") or ""
+        for r in p.reservations:
+            if r.nodes > 0:
+                out.append(Purchase(p.site, provider, (s.region if s else "") or "", p.instance, r.nodes,
+                                    "1 year" if months == 12 else "3 years", r.start_month,
+                                    r.start_month + months - 1,
+                                    DISCOUNTS.get(provider, "the provider's reservation")))
+    return tuple(sorted(out, key=lambda b: (b.first_month, b.site, b.instance, b.term)))
+
+
+def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> Runbook:
+    steps = tuple(SiteSteps(
+        name=s.name, where=f"{s.provider} {s.region}" if s.cloud else "on-prem", cloud=s.cloud,
+        terraform=_terraform(s, files),
+        bom=f"onprem/{s.name}/bom.csv" if f"onprem/{s.name}/bom.csv" in files else "",
+        slurm=_slurm(plan, s, files, catalog), kubernetes=_kubernetes(s, files, catalog),
+        schedule=_schedule(s, files)) for s in sites)
+    metrics = _hpa_metrics([t for p, t in sorted(files.items()) if p.startswith("kubernetes/")])
+    return Runbook(
+        plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
+        purchases=purchases(plan),
+        metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
+        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON)
+
+
+
+@dataclass(frozen=True)
+class WorkflowJob:
+    site: str
+    namespace: str
+    last_month: int
+    handover: bool                # the job drives Slurm too: it runs where scontrol can
+    secret: str                   # the repository secret holding the cluster's kubeconfig
+
+
+def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:
+    """ci/schedule.yml: one job per site with a schedule script (none: no file)."""
+    jobs = tuple(WorkflowJob(s.name, s.namespace, s.horizon_months - 1, bool(s.handovers),
+                             "KUBECONFIG_" + re.sub(r"[^A-Z0-9]", "_", s.name.upper()))
+                 for s in sites if f"schedule/{s.name}.sh" in files)
+    if not jobs:
+        return {}
+    return {WORKFLOW: render_template("schedule/workflow.yml.j2", plan_name=plan.spec_name, jobs=jobs,
+                                      cron=CRON)}
+
+
+def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:
+    return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2", rb=build(plan, catalog, sites, files))}
