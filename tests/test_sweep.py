@@ -384,3 +384,15 @@ def test_the_page_opens_with_its_table_charts_and_links(one_at_a_time, browser):
     height = browser.execute_script("return document.documentElement.scrollHeight;")
     browser.set_window_size(1280, min(int(height) + 40, 16000))
     browser.save_screenshot(str(ARTIFACTS / "sweep.png"))
+
+
+def test_an_unreachable_scheduler_is_an_error_not_a_traceback(monkeypatch):
+    pytest.importorskip("distributed")
+    from compiler.diagnostics import CompileError
+    from compiler.sweep import run
+
+    monkeypatch.setattr(run, "CONNECT_SECONDS", 2)
+    with pytest.raises(CompileError) as info:
+        run.run_jobs([run.Job("a", SPEC, None)], scheduler="tcp://127.0.0.1:9")
+    [d] = info.value.diagnostics
+    assert d.code == "E707" and "tcp://127.0.0.1:9" in d.message

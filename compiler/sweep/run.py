@@ -114,6 +114,9 @@ def _local(jobs: Sequence[Job], workers: int, on_done: Callable[[Outcome], None]
     return [by_name[j.name] for j in jobs]
 
 
+CONNECT_SECONDS = 30   # how long to wait for the Dask scheduler before giving up
+
+
 def _dask(jobs: Sequence[Job], scheduler: str, on_done: Callable[[Outcome], None]) -> list[Outcome]:
     """Submit every job to the Dask scheduler at `scheduler` (tcp://host:8786); results come back
     to this process. Ctrl-C cancels every job on the cluster."""
@@ -124,8 +127,16 @@ def _dask(jobs: Sequence[Job], scheduler: str, on_done: Callable[[Outcome], None
 
         raise CompileError([Diagnostic("E706", "--scheduler needs Dask's distributed package",
                                        hint="pip install 'infra-compile[dask]'")]) from None
+    from compiler.diagnostics import CompileError, Diagnostic
+
     by_name: dict[str, Outcome] = {}
-    with Client(scheduler, timeout=30) as client:
+    try:
+        client = Client(scheduler, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise CompileError([Diagnostic("E707", f"cannot reach the Dask scheduler at '{scheduler}' "
+                                       f"({type(exc).__name__}: {exc})",
+                                       hint="start it (dask scheduler) or check the address: tcp://host:8786")]) from None
+    with client:
         futures = [client.submit(compile_job, job, key=f"infra-compile-{k}-{job.name}", pure=False)
                    for k, job in enumerate(jobs)]
         try:
