@@ -106,17 +106,19 @@ def work(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def one_at_a_time(work):
-    _cli("sweep", "spec.yaml", "scenarios.yaml", "-o", "one", "--workers", "1", "-q", cwd=work)
+def local_pool(work):
+    """The sweep on the local pool, two worker processes (`--workers 1`, one scenario after
+    another in the calling process, runs the same compile_job; the pool is the path to check)."""
+    _cli("sweep", "spec.yaml", "scenarios.yaml", "-o", "one", "--workers", "2", "-q", cwd=work)
     return work / "one"
 
 
-def test_every_scenario_has_its_row_and_folder(one_at_a_time):
-    doc = json.loads((one_at_a_time / "scenarios.json").read_text())
+def test_every_scenario_has_its_row_and_folder(local_pool):
+    doc = json.loads((local_pool / "scenarios.json").read_text())
     rows = doc["scenarios"]
     assert [r["scenario"] for r in rows] == NAMES
     for r in rows[:-1]:
-        plan = json.loads((one_at_a_time / r["scenario"] / "out" / "plan.json").read_text())
+        plan = json.loads((local_pool / r["scenario"] / "out" / "plan.json").read_text())
         assert r["total_cost_usd"] == round(plan["total_cost_usd"], 2)
         assert r["status"] == plan["solver"]["status"] and r["gap"] == round(plan["solver"]["gap"], 6)
         assert r["cost_by_workload_usd"] == {w["name"]: round(w["cost_usd"], 2) for w in plan["workloads"]}
@@ -128,25 +130,25 @@ def test_every_scenario_has_its_row_and_folder(one_at_a_time):
     # the other scenarios ran
     starved = rows[-1]
     assert starved["status"] == "infeasible" and starved["total_cost_usd"] is None
-    errors = (one_at_a_time / "starved" / "errors.txt").read_text()
+    errors = (local_pool / "starved" / "errors.txt").read_text()
     assert "error[E303]" in errors and "starved/spec.yaml" in errors
-    assert not (one_at_a_time / "starved" / "out").exists()
+    assert not (local_pool / "starved" / "out").exists()
 
 
-def test_cloud_share_is_the_cloud_spend(one_at_a_time):
-    rows = {r["scenario"]: r for r in json.loads((one_at_a_time / "scenarios.json").read_text())["scenarios"]}
+def test_cloud_share_is_the_cloud_spend(local_pool):
+    rows = {r["scenario"]: r for r in json.loads((local_pool / "scenarios.json").read_text())["scenarios"]}
     assert rows["cloud"]["cloud_share"] == 1.0
     assert rows["on-prem"]["cloud_share"] == 0.0
-    plan = json.loads((one_at_a_time / "traffic@1" / "out" / "plan.json").read_text())
+    plan = json.loads((local_pool / "traffic@1" / "out" / "plan.json").read_text())
     cloud_sites = {s["name"] for s in plan["sites"] if s["type"] == "cloud"}
     cloud = plan["cost_breakdown_usd"]["cloud_compute"] + sum(
         s["cost_usd"] for s in plan["storage"] if s["site"] in cloud_sites)
     assert rows["traffic@1"]["cloud_share"] == pytest.approx(cloud / plan["total_cost_usd"], abs=1e-6)
 
 
-def test_csv_says_what_json_says(one_at_a_time):
-    table = list(csv.DictReader(io.StringIO((one_at_a_time / "scenarios.csv").read_text(), newline="")))
-    rows = json.loads((one_at_a_time / "scenarios.json").read_text())["scenarios"]
+def test_csv_says_what_json_says(local_pool):
+    table = list(csv.DictReader(io.StringIO((local_pool / "scenarios.csv").read_text(), newline="")))
+    rows = json.loads((local_pool / "scenarios.json").read_text())["scenarios"]
     assert [r["scenario"] for r in table] == NAMES
     for c, j in zip(table, rows):
         assert c["status"] == j["status"]
@@ -155,11 +157,11 @@ def test_csv_says_what_json_says(one_at_a_time):
             assert float(c["workload:assistant"]) == pytest.approx(j["cost_by_workload_usd"]["assistant"], abs=0.01)
 
 
-def test_the_price_curve_never_rises_as_the_price_falls(one_at_a_time):
+def test_the_price_curve_never_rises_as_the_price_falls(local_pool):
     """A cheaper H100 is a relaxation: the optimum at a lower price is no dearer. Each plan is
     within its proven gap of its optimum, so plan(p) x (1 - gap(p)) <= optimum(p) <= optimum(q)
     <= plan(q) for p < q."""
-    rows = [r for r in json.loads((one_at_a_time / "scenarios.json").read_text())["scenarios"]
+    rows = [r for r in json.loads((local_pool / "scenarios.json").read_text())["scenarios"]
             if r["swept"] == "prices[0].factor"]
     assert [r["point"] for r in rows] == [0.6, 0.8, 1.0, 1.2]
     for low, high in zip(rows, rows[1:]):
@@ -169,8 +171,8 @@ def test_the_price_curve_never_rises_as_the_price_falls(one_at_a_time):
     assert "H100" in rows[0]["gpus_by_type"]
 
 
-def test_a_scenario_folder_recompiles_to_the_same_files(one_at_a_time, tmp_path):
-    folder = one_at_a_time / "h100@0.6"
+def test_a_scenario_folder_recompiles_to_the_same_files(local_pool, tmp_path):
+    folder = local_pool / "h100@0.6"
     _cli(str(folder / "spec.yaml"), "--catalog", str(folder / "catalog.yaml"), "-o", str(tmp_path / "again"),
          "-q", cwd=tmp_path)
     assert _files(tmp_path / "again") == _files(folder / "out")
@@ -178,13 +180,13 @@ def test_a_scenario_folder_recompiles_to_the_same_files(one_at_a_time, tmp_path)
     assert plan["catalog"]["version"].endswith("+sweep-h100-0.6")
 
 
-def test_overlay_scales_exactly_the_matching_prices(one_at_a_time):
+def test_overlay_scales_exactly_the_matching_prices(local_pool):
     import yaml
 
     from compiler.catalog import load_catalog
 
     base = load_catalog()
-    overlay = yaml.safe_load((one_at_a_time / "h100@0.6" / "catalog.yaml").read_text())
+    overlay = yaml.safe_load((local_pool / "h100@0.6" / "catalog.yaml").read_text())
     h100 = {n for n, i in base.instances.items() if i.gpu == "H100"}
     assert set(overlay["instances"]) == h100
     for name, rec in overlay["instances"].items():
@@ -199,11 +201,6 @@ def test_overlay_scales_exactly_the_matching_prices(one_at_a_time):
     assert set(overlay["onprem_nodes"]) == h100_nodes
     for name in h100_nodes:
         assert overlay["onprem_nodes"][name]["capex_usd"] == pytest.approx(base.onprem_nodes[name].capex_usd * 0.6)
-
-
-def test_two_local_workers_write_the_same_bytes(work, one_at_a_time):
-    _cli("sweep", "spec.yaml", "scenarios.yaml", "-o", "two", "--workers", "2", "-q", cwd=work)
-    assert _files(work / "two") == _files(one_at_a_time)
 
 
 @pytest.fixture()
@@ -237,9 +234,9 @@ def dask_cluster(tmp_path):
             p.wait(timeout=60)
 
 
-def test_a_dask_cluster_writes_the_same_bytes(work, one_at_a_time, dask_cluster):
+def test_a_dask_cluster_writes_the_same_bytes(work, local_pool, dask_cluster):
     _cli("sweep", "spec.yaml", "scenarios.yaml", "-o", "dask", "--scheduler", dask_cluster, "-q", cwd=work)
-    assert _files(work / "dask") == _files(one_at_a_time)
+    assert _files(work / "dask") == _files(local_pool)
 
 
 def test_ctrl_c_stops_every_worker_and_writes_nothing(work):
@@ -350,14 +347,14 @@ def test_a_range_that_expands_too_far(work):
 from test_report_browser import ARTIFACTS, browser  # noqa: E402,F401  (the headless Chromium fixture)
 
 
-def test_the_page_opens_with_its_table_charts_and_links(one_at_a_time, browser):  # noqa: F811
-    browser.get((one_at_a_time / "index.html").as_uri())
+def test_the_page_opens_with_its_table_charts_and_links(local_pool, browser):  # noqa: F811
+    browser.get((local_pool / "index.html").as_uri())
     assert browser.title == "Scenarios of sweep-small"
     cells = browser.execute_script(
         "return Array.from(document.querySelectorAll('#scenarios tbody tr')).map(function (r) {"
         "  return Array.from(r.cells).map(function (c) { return c.textContent; }); });")
     assert [c[0] for c in cells] == NAMES
-    rows = {r["scenario"]: r for r in json.loads((one_at_a_time / "scenarios.json").read_text())["scenarios"]}
+    rows = {r["scenario"]: r for r in json.loads((local_pool / "scenarios.json").read_text())["scenarios"]}
     for c in cells:
         row = rows[c[0]]
         total = row["total_cost_usd"]
@@ -377,7 +374,7 @@ def test_the_page_opens_with_its_table_charts_and_links(one_at_a_time, browser):
         "return Array.from(document.querySelectorAll('#scenarios a')).map(function (a) {"
         "  return a.getAttribute('href'); });")
     assert len(links) == len(NAMES) - 1                        # the infeasible one has no report
-    assert all((one_at_a_time / link).is_file() for link in links)
+    assert all((local_pool / link).is_file() for link in links)
     errors = [e for e in browser.get_log("browser") if e.get("level") in ("SEVERE", "ERROR")]
     assert errors == []
     ARTIFACTS.mkdir(exist_ok=True)
