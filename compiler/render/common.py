@@ -38,6 +38,7 @@ STORAGE_MOUNTS = {
     "parallelstore": "/mnt/parallelstore",
     "managed-lustre": "/lustre",
     "onprem-lustre": "/lustre",
+    "onprem-nfs": "/nfs",
 }
 DEFAULT_MOUNT = "/shared"
 
