@@ -41,6 +41,8 @@ STORAGE_MOUNTS = {
     "onprem-nfs": "/nfs",
 }
 DEFAULT_MOUNT = "/shared"
+# What each on-prem tier is, for the bill of materials.
+STORAGE_KINDS = {"onprem-lustre": "parallel file system", "onprem-nfs": "NFS file server"}
 
 
 def slug(text: str) -> str:
