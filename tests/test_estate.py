@@ -365,3 +365,25 @@ def test_idle_reasons_name_what_kept_each_job_away(tmp):
     assert [r["reason"] for r in big] == ["not_allowed"] and "GB/GPU" in big[0]["detail"]
     declared = compiled("declared", tmp)[1]["idle_owned"]
     assert all(r["workload"] == "" for r in declared)
+
+
+# --- the model's storage rows with existing storage ------------------------------------------------
+
+def test_existing_storage_lowers_the_storage_row_and_drops_the_cut_it_would_break(tmp):
+    """Row (11) at dc1 gets -existing_tb on its right-hand side; the valid inequality "a job with
+    data here opens a tier" stays only for jobs with more data than the site already has (with
+    200 TB a 5.4 TB job opens nothing, so that cut would cut off the optimum)."""
+    from dataclasses import replace
+
+    from compiler.optimize.formulate import formulate
+    cands = compiled("declared", tmp)[3]
+    rows = {c.name: c for c in formulate(cands).constraints}
+    dc1 = [c for n, c in rows.items() if n.startswith("storage[dc1@")]
+    assert dc1 and all(c.rhs == -200.0 for c in dc1)
+    assert not [n for n in rows if n.startswith("storage_used[dc1/")]
+    dc = next(s for s in cands.spec.sites if s.name == "dc1")
+    small = replace(cands.spec, sites=tuple(replace(s, existing_storage_tb=1.0) if s is dc else s
+                                            for s in cands.spec.sites))
+    rows = {c.name: c for c in formulate(replace(cands, spec=small)).constraints}
+    assert all(c.rhs == -1.0 for n, c in rows.items() if n.startswith("storage[dc1@"))
+    assert [n for n in rows if n.startswith("storage_used[dc1/ft-8b@")]
