@@ -91,6 +91,8 @@ SPECS = {
     "declared": REPRO.replace("{storage}", DECLARED).replace("{pin}", ""),
     "pinned-away": REPRO.replace("{storage}", "").replace("{pin}", "    pin: {site: aws-use1}\n"),
     "too-big": BIG,
+    "pinned-purchase": REPRO.replace("{storage}", DECLARED).replace("{pin}", "    pin: {pricing: purchase}\n")
+                            .replace("power_kw: 1\n", "power_kw: 30\n"),
 }
 
 
@@ -246,6 +248,10 @@ def allowed_here(spec, w: dict, site: str, instance: str) -> str | None:
     for key, here in (("site", site), ("gpu", gpu), ("instance", instance)):
         if pin.get(key) and pin[key] != here:
             return f"pinned to {key} {pin[key]}"
+    if pin.get("pricing") in ("on_demand", "spot", "reserved_1y", "reserved_3y"):
+        return f"pinned to {pin['pricing']} pricing (cloud)"
+    if pin.get("pricing") == "purchase":
+        return "pinned to bought nodes"
     return None
 
 
@@ -298,7 +304,7 @@ def owned_option(spec, plan, cands, w: dict, site: str, inst: str, owned: int):
     return best
 
 
-CASES = ("undeclared", "declared", "pinned-away", "too-big", "example:hybrid-llm-platform",
+CASES = ("undeclared", "declared", "pinned-away", "too-big", "pinned-purchase", "example:hybrid-llm-platform",
          "example:onprem-vision")
 
 
@@ -363,6 +369,8 @@ def test_idle_reasons_name_what_kept_each_job_away(tmp):
     assert [(r["reason"], r["detail"]) for r in away] == [("not_allowed", "pinned to site aws-use1")]
     big = compiled("too-big", tmp)[1]["idle_owned"]
     assert [r["reason"] for r in big] == ["not_allowed"] and "GB/GPU" in big[0]["detail"]
+    bought = compiled("pinned-purchase", tmp)[1]["idle_owned"]
+    assert [(r["reason"], r["detail"]) for r in bought] == [("not_allowed", "pinned to bought nodes")]
     declared = compiled("declared", tmp)[1]["idle_owned"]
     assert all(r["workload"] == "" for r in declared)
 

@@ -143,8 +143,9 @@ def _row(problem: Problem, plan: Plan, w, s: str, i: str, owned: int) -> dict:
     row = {"workload": w.name, "plan_usd": _r(plan_usd), "owned_option_usd": None, "power_usd": 0.0,
            "storage_usd": 0.0, "storage_tier": "", "storage_tb": 0.0, "data_tb": 0.0, "egress_usd": 0.0,
            "candidate": ""}
-    if not ok:
-        return {**row, "reason": "not_allowed", "detail": _why_not(problem, w, s, i)}
+    rule = _spec_rule(problem, w, s, i)
+    if rule or not ok:
+        return {**row, "reason": "not_allowed", "detail": rule or _why_not(problem, w, s, i)}
     priced = [p for p in (_price(problem, w, c, owned) for c in ok) if p is not None]
     if not priced:
         fewest = min(c.nodes if not isinstance(w, InferenceWorkload) else 1 for c in ok)
