@@ -18,6 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 
@@ -311,6 +312,8 @@ CASES = ("undeclared", "declared", "pinned-away", "too-big", "pinned-purchase", 
 @pytest.mark.parametrize("name", CASES)
 def test_idle_owned_rows_recomputed(name, tmp):
     spec, plan, report, cands = compiled(name, tmp)
+    schema = json.loads((ROOT / "schemas" / "plan.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(plan)
     rows = plan["idle_owned"]
     runs = idle_runs(spec, plan)
     assert sorted({(r["site"], r["instance"], r["owned_nodes"], r["idle_nodes"], r["first_month"],
