@@ -190,6 +190,8 @@ class Plan:
     binding_constraints: tuple[str, ...] = ()
     monthly_cost_usd: tuple[float, ...] = ()
     breakeven: tuple[dict[str, Any], ...] = field(default=())
+    # owned on-prem nodes the plan leaves idle and why (compiler/optimize/idle.py)
+    idle_owned: tuple[dict[str, Any], ...] = field(default=())
 
 
 def month_range(first: int, last: int) -> str:
@@ -286,6 +288,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         binding_constraints=tuple(d.get("binding_constraints", ())),
         monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
         breakeven=tuple(d.get("breakeven", ())),
+        idle_owned=tuple(d.get("idle_owned", ())),
     )
 
 

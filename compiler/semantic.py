@@ -20,6 +20,7 @@ leaves the rest to the schema's own diagnostics.
   E214 inline model whose figures contradict each other
   E215 cloud site in a region where the catalog prices no instance of its provider
        (a warning instead with allow_unpriced_regions: the site then gets no candidates)
+  E216 existing storage at a site smaller than a dataset whose home is that site
 """
 
 from __future__ import annotations
@@ -180,6 +181,27 @@ class _Checker:
                                                      + ", ".join(sorted(nodes)))
             yield self.diag("E212", path + ("owned", j, "instance"),
                             f"unknown on-prem node model '{inst}'", hint)
+        yield from self.existing_storage(path, site)
+
+    def existing_storage(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        """E216: a dataset lives at its home, so the storage a site says it already has holds
+        at least the largest dataset homed there; less contradicts the spec's own data."""
+        have = _num(_dict(site.get("storage")).get("existing_tb"))
+        name = _str(site.get("name"))
+        if have is None or name is None:
+            return
+        homed = [(_num(_dict(w.get("data")).get("dataset_tb")), _str(w.get("name")))
+                 for w in map(_dict, _list(self.data.get("workloads")))
+                 if _str(_dict(w.get("data")).get("home")) == name]
+        homed = [(tb, wn or "?") for tb, wn in homed if tb is not None]
+        if not homed:
+            return
+        tb, wn = max(homed, key=lambda t: (t[0], t[1]))
+        if tb > have + 1e-9:
+            yield self.diag("E216", path + ("storage", "existing_tb"),
+                            f"site '{name}' already has {_fmt(have)} TB of storage, but workload '{wn}' "
+                            f"keeps its {_fmt(tb)} TB dataset there (data.home)",
+                            f"raise existing_tb to at least {_fmt(tb)}, or move the dataset's home")
 
     def priced_region(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         """E215: every candidate of a cloud site is an instance priced in its region, so a region

@@ -67,6 +67,10 @@ class OnPremSite:
     rack_power_kw: float | None = None
     max_gpus: int | None = None
     owned: tuple[OwnedNodes, ...] = ()
+    # TB of shared file system the site already has for datasets and checkpoints: no capex and
+    # no monthly charge in the plan (its power and support are paid whatever the plan does);
+    # storage beyond it is bought in a catalog tier.
+    existing_storage_tb: float = 0.0
     path: str = ""
     type: Literal["on_prem"] = "on_prem"
 

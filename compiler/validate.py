@@ -268,6 +268,7 @@ def _site(s: dict, path: str):
         max_racks=int(s["max_racks"]), rack_power_kw=_float(s.get("rack_power_kw")),
         max_gpus=_int(s.get("max_gpus")),
         owned=tuple(OwnedNodes(o["instance"], int(o["nodes"])) for o in s.get("owned", [])),
+        existing_storage_tb=float(s.get("storage", {}).get("existing_tb", 0.0)),
         path=path)
 
 

@@ -28,8 +28,9 @@ The semantics priced (docstring numbers in brackets):
   month, except that a job runs on no more reserved nodes at once than the replicas leave free
   (12b); the rest is bought on demand (12); spot candidates pay the spot price per node-hour;
 - storage per site and month holds the datasets and checkpoints (keep x model-state bytes) of
-  the jobs running there, in a tier sold in a minimum size; on-prem tiers also pay capex on the
-  peak TB (11); a job away from its data's home pays egress once.
+  the jobs running there, less what an on-prem site already has (storage.existing_tb, free), in
+  tiers sold in a minimum size; on-prem tiers also pay capex on each tier's peak TB (11); a job
+  away from its data's home pays egress once. Two on-prem tiers: see onprem_storage_cost.
 
 What the brute force enumerates, and the exact arguments that keep it small:
 - every combination of one candidate per training job;
@@ -64,8 +65,70 @@ from compiler.spec import (CloudSite, Data, InferenceWindow, InferenceWorkload, 
 from optimize_fixtures import CATALOG, HOURS, candidates, infer_cand, node_gpus, train_cand
 
 TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
-TIER = {"aws": "fsx-lustre", "on_prem": "onprem-lustre"}
+TIER = {"aws": "fsx-lustre"}
+ONPREM_TIERS = tuple(sorted((t for t in CATALOG.storage.values() if t.provider == "on_prem"), key=lambda t: t.name))
 EPS = 1e-9
+
+
+def _month_cost(n: float, open_: dict) -> float | None:
+    """Cheapest monthly charge holding n TB with the tiers `open_` {tier: peak K}, each at least its
+    minimum and at most its peak; None if they cannot."""
+    best = None
+    tiers = list(open_)
+    for r in range(1, len(tiers) + 1):
+        for used in itertools.combinations(tiers, r):
+            if any(open_[t] < t.min_tb - EPS for t in used):
+                continue
+            size = {t: t.min_tb for t in used}
+            rest = n - sum(size.values())
+            for t in sorted(used, key=lambda t: (t.usd_per_tb_month, t.name)):   # cheapest TB first
+                add = min(max(rest, 0.0), open_[t] - size[t])
+                size[t] += add
+                rest -= add
+            if rest > 1e-7:
+                continue
+            usd = sum(t.usd_per_tb_month * v for t, v in size.items())
+            best = usd if best is None else min(best, usd)
+    return best
+
+
+@lru_cache(maxsize=None)
+def onprem_storage_cost(needs: tuple[float, ...]) -> float:
+    """Exact cheapest on-prem storage for monthly needs (TB beyond the site's existing storage)
+    with at most two tiers: capex x peak per tier + $/TB-month x TB each month. For fixed peaks
+    K_a, K_b the months are independent (each the cheapest fill of _month_cost). At an optimum
+    each peak equals some month's size of that tier, which sits at a bound: its minimum, the
+    whole need n_m, or n_m less the other tier's minimum or peak; so K_a ranges over {0, min_a,
+    n_m, n_m - min_b} and K_b over those and n_m - K_a (and the same with a and b swapped)."""
+    needs = tuple(n for n in needs if n > 1e-9)
+    if not needs:
+        return 0.0
+    assert len(ONPREM_TIERS) <= 2
+    best = math.inf
+
+    def price(peaks: dict) -> float:
+        open_ = {t: k for t, k in peaks.items() if k > 0}
+        total = sum(t.capex_usd_per_tb * k for t, k in open_.items())
+        for n in needs:
+            month = _month_cost(n, open_)
+            if month is None:
+                return math.inf
+            total += month
+        return total
+
+    def values(t, others) -> set:
+        out = {0.0, t.min_tb} | {n for n in needs}
+        out |= {n - o.min_tb for o in others for n in needs}
+        return {v for v in out if v == 0.0 or v >= t.min_tb - EPS}
+
+    for a, b in itertools.permutations(ONPREM_TIERS, 2) if len(ONPREM_TIERS) == 2 else [(ONPREM_TIERS[0], None)]:
+        for ka in values(a, [b] if b else []):
+            if b is None:
+                best = min(best, price({a: ka}))
+                continue
+            for kb in values(b, [a]) | {n - ka for n in needs if n - ka >= b.min_tb - EPS}:
+                best = min(best, price({a: ka, b: kb}))
+    return best
 
 
 # --- tiny platforms -----------------------------------------------------------------------
@@ -96,7 +159,9 @@ def platform(seed: int) -> tuple[Spec, Candidates]:
     owned = rng.randint(0, 2)
     dc = OnPremSite(name="dc1", power_kw=round(new_nodes * CATALOG.onprem_nodes["hgx-h100"].power_kw * pue + 0.5, 2),
                     electricity_usd_per_kwh=rng.choice([0.05, 0.15]), pue=pue, max_racks=40,
-                    owned=(OwnedNodes("hgx-h100", owned),) if owned else (), path="$.sites[1]")
+                    owned=(OwnedNodes("hgx-h100", owned),) if owned else (), path="$.sites[1]",
+                    # its own draw, so the other figures of a seed stay what they were
+                    existing_storage_tb=random.Random(f"existing-{seed}").choice([0.0, 0.0, 5.0, 25.0]))
     sites = {"cloud": aws, "on_prem": dc}
 
     workloads, cands = [], []
@@ -426,14 +491,15 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
         if any(len(f) > 1 for f in wired):
             continue
         fabric = [next(iter(f)) if f else base_fab[k] for k, f in enumerate(wired)]
-        peak_tb: dict[str, float] = {}
-        for (s, m), tb in need_tb.items():
+        onprem_needs: dict[str, list[float]] = {}
+        for (s, m), tb in sorted(need_tb.items()):
+            if provider(site_of[s]) == "on_prem":
+                onprem_needs.setdefault(s, []).append(tb - site_of[s].existing_storage_tb)
+                continue
             tier = CATALOG.storage[TIER[provider(site_of[s])]]
-            size = max(tb, tier.min_tb)
-            parts["storage"] += size * tier.usd_per_tb_month
-            peak_tb[s] = max(peak_tb.get(s, 0.0), size)
-        for s, tb in peak_tb.items():
-            parts["storage"] += tb * CATALOG.storage[TIER[provider(site_of[s])]].capex_usd_per_tb
+            parts["storage"] += max(tb, tier.min_tb) * tier.usd_per_tb_month
+        for s, needs in onprem_needs.items():
+            parts["storage"] += onprem_storage_cost(tuple(round(n, 9) for n in needs))
         fixed = sum(parts.values())
 
         for pick in itertools.product(*svc_options):

@@ -93,7 +93,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11.1"
+    assert cat.version == "2026.11.2"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -107,7 +107,7 @@ def test_all_catalog_names_of_the_brief_are_present(cat):
     assert set(cat.fabrics) == {"infiniband-ndr", "roce-400g", "ethernet-100g"}
     assert {n: s.provider for n, s in cat.storage.items()} == {
         "fsx-lustre": "aws", "parallelstore": "gcp", "filestore": "gcp", "managed-lustre": "azure",
-        "onprem-lustre": "on_prem"}
+        "onprem-lustre": "on_prem", "onprem-nfs": "on_prem"}
     assert set(cat.egress) == {"aws", "gcp", "azure", "on_prem"}
     assert set(MODELS) <= set(cat.models)
 
@@ -383,7 +383,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.1"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.2"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -406,8 +406,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11.1"
-    assert json.loads(again)["version"] == "2026.11.1+x"
+    assert data["version"] == "2026.11.2"
+    assert json.loads(again)["version"] == "2026.11.2+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]

@@ -75,7 +75,8 @@ def test_milp_equals_brute_force(seed):
         return
     assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
                             + _platform_text(sp, cs)
-    assert got == pytest.approx(best.cost, rel=REL), (
+    # plan.json states the total to the cent
+    assert got == pytest.approx(best.cost, rel=REL, abs=0.005 + 1e-9), (
         f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
 
 

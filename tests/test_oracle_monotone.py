@@ -13,6 +13,9 @@ Each change below turns a spec S into a spec R that allows every plan of S (and 
 - sell one more pricing option at a cloud site; allow one more GPU type (with a quota on it);
 - drop a training job's deadline (it may then run until the horizon ends);
 - halve a service's peak traffic; loosen its SLO (2x TTFT, 1.5x TPOT: a replica may batch more).
+- declare storage a data centre already has (storage.existing_tb: at least its largest homed
+  dataset, plus 0.5, 20 or 200 TB): it holds data free of charge. Not under
+  policy.max_cloud_share: cheaper on-prem storage lowers the total the cloud is a share of.
 
 So R's plan, which claims `optimal` or a gap, must cost no more than S's beyond R's gap, and R
 has a plan whenever S has one:
@@ -40,7 +43,7 @@ import oracle_specs as O
 
 MONOTONE_SPECS = int(os.environ.get("ORACLE_SPECS", "30"))
 CHANGES = ("drop_workload", "raise_quota", "raise_power", "add_site", "add_pricing", "allow_gpu",
-           "drop_deadline", "lower_traffic", "loosen_slo")
+           "drop_deadline", "lower_traffic", "loosen_slo", "declare_storage")
 
 
 def relax(data: dict, change: str, seed: int) -> tuple[dict, str] | None:
@@ -131,6 +134,15 @@ def relax(data: dict, change: str, seed: int) -> tuple[dict, str] | None:
         w["slo"]["ttft_p99_ms"] *= 2
         w["slo"]["tpot_p99_ms"] *= 1.5
         return out, f"{w['name']} with a looser SLO ({w['slo']['ttft_p99_ms']} ms TTFT, {w['slo']['tpot_p99_ms']} ms TPOT)"
+    if change == "declare_storage":
+        dcs = [s for s in out["sites"] if s["type"] == "on_prem" and "storage" not in s]
+        if not dcs or out["policy"].get("max_cloud_share") is not None:
+            return None
+        site = rng.choice(dcs)
+        homed = [w["data"]["dataset_tb"] for w in out["workloads"]
+                 if (w.get("data") or {}).get("home") == site["name"]]
+        site["storage"] = {"existing_tb": max(homed, default=0.0) + rng.choice((0.5, 20.0, 200.0))}
+        return out, f"{site['name']} already has {site['storage']['existing_tb']} TB of storage"
     raise ValueError(change)
 
 

@@ -1,5 +1,6 @@
 """Storage: each site holds the datasets and checkpoints of the jobs running there, every month,
-in tiers of its own provider sold in a minimum size."""
+in the storage it already has (an on-prem site's storage.existing_tb, free) plus tiers of its own
+provider sold in a minimum size."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def check_storage(ctx: Context) -> Iterator[Finding]:
         site = ctx.sites[s]
         if not offered_at[s]:
             continue      # the catalog sells no storage there: nothing a plan could provision
-        have = held.get((s, m), 0.0)
+        existing = getattr(site, "existing_storage_tb", 0.0)
+        have = held.get((s, m), 0.0) + existing
         if exceeds(need, have, TB_TOL):
-            yield Finding(codes.STORAGE_SHORT, f"{s}: month {m} holds {num(have)} TB of storage, the datasets "
-                          f"and checkpoints of the jobs there take {num(need)} TB", site.path)
+            own = f" (of them {num(existing)} TB it already has)" if existing else ""
+            yield Finding(codes.STORAGE_SHORT, f"{s}: month {m} holds {num(have)} TB of storage{own}, the "
+                          f"datasets and checkpoints of the jobs there take {num(need)} TB", site.path)

@@ -109,7 +109,7 @@ class Fabric:
 
 @dataclass(frozen=True)
 class StorageTier:
-    name: str                     # fsx-lustre, filestore, parallelstore, managed-lustre, onprem-lustre
+    name: str                     # fsx-lustre, filestore, parallelstore, managed-lustre, onprem-lustre, onprem-nfs
     provider: str                 # aws | gcp | azure | on_prem
     usd_per_tb_month: float       # cloud; for on_prem, amortized support + power
     capex_usd_per_tb: float       # on_prem purchase; 0 for cloud

@@ -24,7 +24,7 @@ from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite, Spec, Training
 TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
 FALLBACK_STATE_BYTES_PER_PARAM = 16.0  # bf16 weights+grads (4) + fp32 Adam m, v, master (12)
 CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
-                          "azure": ("managed-lustre",), "on_prem": ("onprem-lustre",)}
+                          "azure": ("managed-lustre",), "on_prem": ("onprem-nfs", "onprem-lustre")}
 
 
 def provider_of(site) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.candidates import Candidate, TrainingEstimate
 from compiler.optimize import costs
 from compiler.optimize import formulate as F
 from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
+from compiler.optimize.idle import idle_owned
 from compiler.optimize.solve import Solution
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
@@ -178,7 +179,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         sites.append(SitePlan(s, site.type, getattr(site, "provider", None), getattr(site, "region", None),
                               tuple(orch)))
 
-    return Plan(
+    plan = Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
                           round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol)),
@@ -190,6 +191,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         monthly_cost_usd=tuple(_r(x) for x in monthly),
         breakeven=breakeven(problem),
     )
+    return replace(plan, idle_owned=idle_owned(problem, plan))
 
 
 @dataclass

@@ -60,7 +60,8 @@ Constraints
        rack_power[s]:      sum_q kW_q (b_q + O_q) / rack_power_kw <= max_racks
   (9)  max_gpus[s]:        sum_q G_q (b_q + O_q) <= max_gpus
   (10) cloud_share:        cloud spend <= max_cloud_share * total spend
-  (11) storage[s@m]:       sum_t S_{s,t,m} >= sum_{c at s active in m} (dataset_tb + ckpt_tb) x_c;
+  (11) storage[s@m]:       sum_t S_{s,t,m} >= sum_{c at s active in m} (dataset_tb + ckpt_tb) x_c - E_s;
+                           E_s: the TB the site already has (storage.existing_tb), free of charge;
                            storage_open: S <= BIG e, S >= min_tb e;  storage_peak: K >= S
   (12) ondemand[p@m]:      u_{p,m} >= sum_c n_c h_{c,m} x_c + 730 v_{p,m}
                                        - 730 sum_{k,a: a <= m < a+term_k} r_{p,k,a}
@@ -958,6 +959,7 @@ def _storage(st: "_State") -> None:
             continue
         # S never needs more than the need or the tier's minimum: the tightest big-M.
         big = max(sum(need.values()), max(t.min_tb for t in tiers))
+        have = getattr(site, "existing_storage_tb", 0.0)
         terms = {k: -v for k, v in need.items()}
         for t in tiers:
             tier_month = dict(site=s, tier=t.name, month=m)
@@ -974,14 +976,16 @@ def _storage(st: "_State") -> None:
                            usd={"storage": t.capex_usd_per_tb})
                 B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path,
                       family="storage_peak", **tier_month)
-        B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", 0.0, site.path,
-              f"storage at {s} in month {m} holds the datasets and checkpoints of the jobs there",
+        held = f" with the {have:g} TB it already has" if have else ""
+        B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", -have, site.path,
+              f"storage at {s} in month {m}{held} holds the datasets and checkpoints of the jobs there",
               family="storage", site=s, month=m)
-        # Valid inequality: a job that needs storage here this month opens some tier.
+        # Valid inequality: a job that needs more storage here this month than the site already
+        # has opens some tier.
         opens = {sopen_name(s, t.name, m): 1.0 for t in tiers}
         per_w: dict[str, dict[str, float]] = {}
         for xn, tb in need.items():
-            if tb > 0:
+            if tb > have + 1e-9:
                 per_w.setdefault(B.vars[xn].workload, {})[xn] = -1.0
         for wn in sorted(per_w):
             B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,

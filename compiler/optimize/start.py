@@ -276,6 +276,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
     # Storage: open the cheapest tier that holds the month's data.
     for (s, m), tb in storage_need.items():
         tiers = costs.storage_tiers(cat, spec.site(s))
+        tb -= getattr(spec.site(s), "existing_storage_tb", 0.0)
         if not tiers or tb <= 0:
             continue
         t = min(tiers, key=lambda t: (max(tb, t.min_tb) * t.usd_per_tb_month + max(tb, t.min_tb) * t.capex_usd_per_tb,

@@ -38,8 +38,11 @@ STORAGE_MOUNTS = {
     "parallelstore": "/mnt/parallelstore",
     "managed-lustre": "/lustre",
     "onprem-lustre": "/lustre",
+    "onprem-nfs": "/nfs",
 }
 DEFAULT_MOUNT = "/shared"
+# What each on-prem tier is, for the bill of materials.
+STORAGE_KINDS = {"onprem-lustre": "parallel file system", "onprem-nfs": "NFS file server"}
 
 
 def slug(text: str) -> str:

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
+from compiler.render.common import STORAGE_KINDS
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 
@@ -97,7 +98,8 @@ def bom_lines(site: SiteView, catalog: Catalog) -> tuple[BomLine, ...]:
     if site.storage is not None:
         tier = catalog.storage.get(site.storage.tier)
         lines.append(BomLine("storage", site.storage.tier,
-                             f"parallel file system capacity, TB (mounted at {site.storage.mount})",
+                             f"{STORAGE_KINDS.get(site.storage.tier, 'shared file system')} capacity, TB "
+                             f"(mounted at {site.storage.mount})",
                              math.ceil(site.storage.capacity_tb - 1e-9),
                              tier.capex_usd_per_tb if tier else 0.0))
     return tuple(lines)

@@ -348,9 +348,54 @@ class ReportView:
     handovers: tuple[HandoverRow, ...] = ()
     bought: tuple[BoughtRow, ...] = ()
     risk: RiskView | None = None
+    idle_owned: tuple["IdleOwnedRow", ...] = ()
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
+
+
+@dataclass(frozen=True)
+class IdleOwnedRow:
+    """Owned nodes of a site the plan leaves idle in a run of months, and for one workload that
+    could run then, what made using them dearer (plan.json's idle_owned)."""
+    site: str
+    pool: str                     # "dc1 dgx-h100 (owned)"
+    idle: str                     # "2 of 2"
+    months: str                   # "0-11"
+    workload: str                 # "" where no other workload runs then
+    why: str
+
+
+def _idle_why(r: dict[str, Any]) -> str:
+    """One idle_owned row's reason in words, every figure from the row."""
+    reason, site = r["reason"], r["site"]
+    if reason == "no_workload":
+        return ("every workload that runs then already runs wholly on these nodes" if r["detail"]
+                else "no workload runs then")
+    if reason == "not_allowed":
+        return f"cannot run on these nodes: {r['detail']}"
+    if reason == "too_big":
+        return f"too big for the owned nodes: {r['detail']}"
+    items = {"storage": (f"storage at {site} {_money(r['storage_usd'])} ({r['storage_tier']}, {r['storage_tb']:g} TB "
+                         f"bought for {r['data_tb']:g} TB of data and checkpoints)") if r["storage_usd"] else "",
+             "power": f"power {_money(r['power_usd'])}",
+             "egress": f"egress {_money(r['egress_usd'])}" if r["egress_usd"] else ""}
+    against = f"against {_money(r['plan_usd'])} in the plan"
+    if reason == "dearer":
+        lead = items.pop(r["detail"])
+        others = [v for v in items.values() if v]
+        with_ = f" with {', '.join(others)}" if others else ""
+        return f"{lead}; alone on owned nodes {_money(r['owned_option_usd'])}{with_}, {against}"
+    return (f"cheaper alone on owned nodes: {_money(r['owned_option_usd'])} "
+            f"({', '.join(v for v in items.values() if v)}), {against}; what the plan shares between "
+            "workloads or a binding constraint keeps it elsewhere")
+
+
+def idle_owned(plan: Plan) -> tuple[IdleOwnedRow, ...]:
+    return tuple(IdleOwnedRow(r["site"], f"{r['site']} {r['instance']} (owned)",
+                              f"{r['idle_nodes']} of {r['owned_nodes']}", r["months"], r["workload"],
+                              _idle_why(r))
+                 for r in plan.idle_owned)
 
 
 def _share(part: float, whole: float) -> float:
@@ -874,4 +919,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
         risk=risk(plan, catalog),
+        idle_owned=idle_owned(plan),
     )
