@@ -160,6 +160,7 @@ class WorkloadPlan:
     chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
     quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|int8|int4)
     max_model_len: int = 0        # inference: tokens per sequence the KV cache was sized for
+    availability: float = 0.0     # inference: slo.availability (0.999 or more: N+1 across sites)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,29 @@ class StoragePlan:
     capacity_tb: float
     cost_usd: float
     monthly_tb: tuple[float, ...] = ()      # TB provisioned in each month
+
+
+@dataclass(frozen=True)
+class UnlimitedPlan:
+    """The plan solved again without the operability limits, with the same search budget: what
+    the limits cost is the difference, within the two plans' gaps (docs/artifacts.md)."""
+    cost_usd: float
+    best_bound_usd: float
+    status: str
+    most_instance_types: int          # the most instance types one service runs at one site
+    shortest_mix_hold: int | None     # fewest months between two changes of a service's mix
+                                      # (its start counts as one); None: no mix ever changes
+    most_spot_share: float            # the largest share of a training job's node-hours on spot
+
+
+@dataclass(frozen=True)
+class OperabilityPlan:
+    """The spec's operability limits (policy) and the plan without them; only where the spec
+    sets one."""
+    max_instance_types_per_site: int | None = None
+    min_months_per_mix: int | None = None
+    max_spot_share: float | None = None
+    unlimited: UnlimitedPlan | None = None     # None where that solve found no plan
 
 
 @dataclass(frozen=True)
@@ -187,6 +211,7 @@ class Plan:
     binding_constraints: tuple[str, ...] = ()
     monthly_cost_usd: tuple[float, ...] = ()
     breakeven: tuple[dict[str, Any], ...] = field(default=())
+    operability: OperabilityPlan | None = None
 
 
 def month_range(first: int, last: int) -> str:
@@ -235,6 +260,8 @@ def _round(value: Any) -> Any:
 def to_dict(plan: Plan) -> dict[str, Any]:
     """The plan.json document (DESIGN.md section 5)."""
     d = asdict(plan)
+    if d["operability"] is None:
+        del d["operability"]      # a spec without operability limits: no key
     out = {
         "spec": {"name": d.pop("spec_name"), "sha256": d.pop("spec_sha256")},
         "catalog": {"version": d.pop("catalog_version")},
@@ -275,7 +302,15 @@ def from_dict(d: dict[str, Any]) -> Plan:
         binding_constraints=tuple(d.get("binding_constraints", ())),
         monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
         breakeven=tuple(d.get("breakeven", ())),
+        operability=_operability(d.get("operability")),
     )
+
+
+def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
+    if d is None:
+        return None
+    free = d.get("unlimited")
+    return OperabilityPlan(**{**d, "unlimited": UnlimitedPlan(**free) if free else None})
 
 
 def _placement(p: dict[str, Any]) -> Placement:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
+from compiler.report import operability
+from compiler.report.operability import OperabilityView
 from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, month_range,
                            site_replicas)
 from compiler.spec import HOURS_PER_MONTH
@@ -294,6 +296,7 @@ class ReportView:
     breakeven_notes: tuple[tuple[str, str], ...] = ()   # (GPU, note), each once
     handovers: tuple[HandoverRow, ...] = ()
     bought: tuple[BoughtRow, ...] = ()
+    operability: OperabilityView | None = None
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -747,4 +750,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
                                             for b in plan.breakeven if b.get("note"))),
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
+        operability=operability.build(plan),
     )

@@ -1,0 +1,51 @@
+"""How fragmented a plan is, in the terms of the policy's operability limits (docs/spec-reference.md,
+"Operability limits"), read from the Plan alone: the report and the plan's record of the plan
+solved without the limits use these figures. (The audit has its own, independent rules.)"""
+
+from __future__ import annotations
+
+from compiler.plan import Plan, UnlimitedPlan, WorkloadPlan
+
+
+def instance_types(w: WorkloadPlan) -> dict[str, tuple[str, ...]]:
+    """site -> the instance types a service runs any replica on there, over the horizon."""
+    out: dict[str, set[str]] = {}
+    for p in w.placements:
+        if any(r > 0 for r in p.monthly_replicas):
+            out.setdefault(p.site, set()).add(p.instance)
+    return {s: tuple(sorted(v)) for s, v in sorted(out.items())}
+
+
+def mix_changes(w: WorkloadPlan, horizon: int) -> tuple[int, ...]:
+    """The months after a service's start month in which its mix (the candidates with a replica)
+    differs from the month before."""
+    def mix(m: int) -> frozenset[str]:
+        return frozenset(p.candidate for p in w.placements
+                         if m < len(p.monthly_replicas) and p.monthly_replicas[m] > 0)
+    return tuple(m for m in range(w.start_month + 1, horizon) if mix(m) != mix(m - 1))
+
+
+def shortest_hold(w: WorkloadPlan, horizon: int) -> int | None:
+    """The fewest months between two changes of a service's mix, its start counted as one;
+    None where the mix never changes."""
+    changes = (w.start_month,) + mix_changes(w, horizon)
+    gaps = [b - a for a, b in zip(changes, changes[1:])]
+    return min(gaps) if gaps else None
+
+
+def spot_share(w: WorkloadPlan) -> float:
+    """The share of a training job's node-hours on spot nodes."""
+    hours = {h.pricing: sum(h.monthly_node_hours) for p in w.placements for h in p.holdings}
+    total = sum(hours.values())
+    return hours.get("spot", 0.0) / total if total else 0.0
+
+
+def unlimited(plan: Plan) -> UnlimitedPlan:
+    """The record of a plan solved without the limits: its cost, bound and fragmentation."""
+    services = [w for w in plan.workloads if w.kind == "inference"]
+    holds = [h for w in services for h in [shortest_hold(w, plan.horizon_months)] if h is not None]
+    return UnlimitedPlan(
+        cost_usd=plan.total_cost_usd, best_bound_usd=plan.solver.best_bound_usd, status=plan.solver.status,
+        most_instance_types=max((len(v) for w in services for v in instance_types(w).values()), default=0),
+        shortest_mix_hold=min(holds) if holds else None,
+        most_spot_share=max((spot_share(w) for w in plan.workloads if w.kind == "training"), default=0.0))
