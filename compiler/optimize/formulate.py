@@ -1073,7 +1073,7 @@ def _instance_types(st: "_State", w: InferenceWorkload, K: int) -> None:
                         continue
                     B.con(f"type_use[{yn}]", "operability", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
                           path, f"{w.name} runs {c.id} only if it runs {i} at {s}", family="type_use",
-                          workload=w.name, candidate=c.id, site=s, instance=i, month=m)
+                          workload=w.name, candidate=c.id, month=m)
         B.con(f"max_types[{w.name}/{s}]", "operability", chosen, "<=", float(K), path,
               f"{w.name} runs at most {K} instance types at {s}", family="max_types", workload=w.name, site=s)
 
