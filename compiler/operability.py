@@ -1,10 +1,13 @@
 """How fragmented a plan is, in the terms of the policy's operability limits (docs/spec-reference.md,
 "Operability limits"), read from the Plan alone: the report and the plan's record of the plan
-solved without the limits use these figures. (The audit has its own, independent rules.)"""
+solved without the limits use these figures (the audit has its own, independent rules); and
+with_unlimited, the compile's step that solves again without the limits, for their price."""
 
 from __future__ import annotations
 
-from compiler.plan import Plan, UnlimitedPlan, WorkloadPlan
+from dataclasses import replace
+
+from compiler.plan import OperabilityPlan, Plan, UnlimitedPlan, WorkloadPlan
 
 
 def instance_types(w: WorkloadPlan) -> dict[str, tuple[str, ...]]:
@@ -49,3 +52,24 @@ def unlimited(plan: Plan) -> UnlimitedPlan:
         most_instance_types=max((len(v) for w in services for v in instance_types(w).values()), default=0),
         shortest_mix_hold=min(holds) if holds else None,
         most_spot_share=max((spot_share(w) for w in plan.workloads if w.kind == "training"), default=0.0))
+
+
+def with_unlimited(candidates, plan, solve_options):
+    """The plan with its record of the operability limits: the spec's limits, and the plan the
+    same candidates give without them, solved with the same options (node budget, time limit,
+    gap), so the difference in cost is the limits' price as far as the two searches go."""
+    from compiler.diagnostics import CompileError
+    from compiler.optimize import optimize
+
+    pol = candidates.spec.policy
+    free_policy = replace(pol, max_instance_types_per_site=None, min_months_per_mix=None, max_spot_share=None)
+    free = replace(candidates, spec=replace(candidates.spec, policy=free_policy))
+    if solve_options.progress:
+        solve_options.progress("solving again without the operability limits, for their price")
+    try:
+        free_plan = unlimited(optimize(free, solve_options))
+    except CompileError:
+        free_plan = None      # no plan without the limits within the budget: nothing to compare
+    return replace(plan, operability=OperabilityPlan(
+        max_instance_types_per_site=pol.max_instance_types_per_site, min_months_per_mix=pol.min_months_per_mix,
+        max_spot_share=pol.max_spot_share, unlimited=free_plan))

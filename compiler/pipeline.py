@@ -76,7 +76,8 @@ class Result:
     plan: Any
     artifacts: Mapping[str, str]   # relative path -> text, everything the compile writes
     candidates: Any = None
-    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit, render
+    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit,
+                                                                 # unlimited (with operability limits), render
 
 
 def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
@@ -108,7 +109,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         raise _positioned(exc, doc) from None
     timed("audit", _audit, candidates, plan, doc)
     if spec.policy.has_limits:
-        plan = timed("unlimited", _with_unlimited, candidates, plan, solve_options)
+        from compiler.operability import with_unlimited
+        plan = timed("unlimited", with_unlimited, candidates, plan, solve_options)
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, seconds)
 
@@ -139,29 +141,6 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     say(f"first plan ${plan.total_cost_usd:,.0f} (greedy, on a sample of the node counts): "
         f"counts that cannot be in a plan as cheap are left out")
     return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd))
-
-
-def _with_unlimited(candidates, plan, solve_options):
-    """The plan with its record of the operability limits: the spec's limits, and the plan the
-    same candidates give without them, solved with the same options (node budget, time limit,
-    gap), so the difference in cost is the limits' price as far as the two searches go."""
-    from dataclasses import replace
-
-    from compiler import operability
-    from compiler.diagnostics import CompileError
-    from compiler.optimize import optimize
-    from compiler.plan import OperabilityPlan
-
-    pol = candidates.spec.policy
-    free_policy = replace(pol, max_instance_types_per_site=None, min_months_per_mix=None, max_spot_share=None)
-    free = replace(candidates, spec=replace(candidates.spec, policy=free_policy))
-    try:
-        unlimited = operability.unlimited(optimize(free, solve_options))
-    except CompileError:
-        unlimited = None      # no plan without the limits within the budget: nothing to compare
-    return replace(plan, operability=OperabilityPlan(
-        max_instance_types_per_site=pol.max_instance_types_per_site, min_months_per_mix=pol.min_months_per_mix,
-        max_spot_share=pol.max_spot_share, unlimited=unlimited))
 
 
 def _audit(candidates, plan, doc) -> None:
