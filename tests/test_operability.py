@@ -194,3 +194,26 @@ def test_the_limits_switch_off_mixes_and_replica_caps_and_write_their_rows(tmp_p
             if len({d.instance for d in cs if d.site == c.site}) > 2}
     assert set(rows) == many and rows
     assert all(c.rhs == 2 for c in rows.values())
+
+
+# --- infeasible under a limit: explained in the limit's terms --------------------------------
+
+def test_an_instance_type_limit_that_makes_the_spec_infeasible_is_named():
+    """One p5 node (H100 quota 8) and one 4-GPU L40S node (quota 4) carry 600 tokens/s each; the
+    service needs 1,000: two instance types at aws-use1, one allowed."""
+    from compiler.diagnostics import CompileError
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.spec import Policy
+    from optimize_fixtures import candidates, cloud, infer_cand, inference, spec
+
+    aws = cloud(quotas={"H100": 8, "L40S": 4})
+    svc = inference("svc")
+    cands = [infer_cand(svc, aws, "p5.48xlarge", 8, 600.0), infer_cand(svc, aws, "g6e.12xlarge", 4, 600.0)]
+    free = candidates(spec([aws], [svc], horizon=2), cands)
+    assert optimize(free, SolveOptions(gap=1e-9)).total_cost_usd > 0
+    limited = candidates(spec([aws], [svc], horizon=2, policy=Policy(max_instance_types_per_site=1)), cands)
+    with pytest.raises(CompileError) as err:
+        optimize(limited, SolveOptions(gap=1e-9))
+    assert err.value.exit_code == 3
+    assert [d.message for d in err.value.diagnostics] == [
+        "svc needs 2 instance types at aws-use1, policy.max_instance_types_per_site allows 1"]

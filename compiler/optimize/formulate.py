@@ -93,7 +93,8 @@ Constraints
        cover[w@m], cover[w@m/-s]: each demand and N+1 row in whole nodes, sum_p min(cap_{w,p}, D)
        N_p >= D with cap_{w,p} = G_p max_c tau_c / g_c, and their MIR cuts (cuts.node_mirs);
        cover[w@m/2]: sum_p min(D, 2 cap_{w,p}) N_p >= 2D for N+1 services (_node_covers proves it).
-  (15) operability limits of the policy (group `operability`):
+  (15) operability limits of the policy (group `operability`: max_types, mix_hold, which explain.py
+       may relax; the rows that define their indicators: group `operability_link`):
        (15a) type_use[y], max_types[w/s] (max_instance_types_per_site K): T_{w,s,i} in {0,1},
              y_{c,m} <= ub_{c,m} T_{w,s(c),i(c)}, sum_i T_{w,s,i} <= K at each site s where w
              has more than K instance types;
@@ -315,6 +316,7 @@ _SERIES = {
     "capacity": lambda c: capacity_name(c.site, c.instance),
     "pin_pricing": lambda c: pin_pricing_name(c.site, c.instance, c.pricing),
     "pin_nodes": lambda c: pin_nodes_name(c.candidate),
+    "mix_hold": lambda c: f"mix_hold[{c.workload}]",
 }
 
 
@@ -1071,7 +1073,7 @@ def _instance_types(st: "_State", w: InferenceWorkload, K: int) -> None:
                     yn = y_name(c, m)
                     if yn not in B.vars:
                         continue
-                    B.con(f"type_use[{yn}]", "operability", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
+                    B.con(f"type_use[{yn}]", "operability_link", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
                           path, f"{w.name} runs {c.id} only if it runs {i} at {s}", family="type_use",
                           workload=w.name, candidate=c.id, month=m)
         B.con(f"max_types[{w.name}/{s}]", "operability", chosen, "<=", float(K), path,
@@ -1095,9 +1097,9 @@ def _mix_hold(st: "_State", w: InferenceWorkload, N: int) -> None:
             yn = y_name(c, m)
             un = B.var(in_mix_name(c.id, m), "binary", family="in_mix", workload=w.name, candidate=c.id, month=m)
             about = dict(workload=w.name, candidate=c.id, month=m)
-            B.con(f"in_mix[{yn}]", "operability", {yn: 1.0, un: -float(B.vars[yn].ub)}, "<=", 0.0, path,
+            B.con(f"in_mix[{yn}]", "operability_link", {yn: 1.0, un: -float(B.vars[yn].ub)}, "<=", 0.0, path,
                   f"{c.id} is in {w.name}'s mix in month {m} if it runs a replica", family="in_mix", **about)
-            B.con(f"in_mix_some[{yn}]", "operability", {un: 1.0, yn: -1.0}, "<=", 0.0, path,
+            B.con(f"in_mix_some[{yn}]", "operability_link", {un: 1.0, yn: -1.0}, "<=", 0.0, path,
                   f"{c.id} is in {w.name}'s mix in month {m} only if it runs a replica", family="in_mix_some", **about)
     changes = {}
     for m in active[1:]:
@@ -1106,9 +1108,9 @@ def _mix_hold(st: "_State", w: InferenceWorkload, N: int) -> None:
         for c in cands:
             now, before = in_mix_name(c.id, m), in_mix_name(c.id, m - 1)
             about = dict(workload=w.name, candidate=c.id, month=m)
-            B.con(f"mix_change[{c.id}@{m:03d}/+]", "operability", {chg: 1.0, now: -1.0, before: 1.0}, ">=", 0.0,
+            B.con(f"mix_change[{c.id}@{m:03d}/+]", "operability_link", {chg: 1.0, now: -1.0, before: 1.0}, ">=", 0.0,
                   path, f"{w.name}'s mix changes in month {m} if {c.id} joins it", family="mix_change", **about)
-            B.con(f"mix_change[{c.id}@{m:03d}/-]", "operability", {chg: 1.0, now: 1.0, before: -1.0}, ">=", 0.0,
+            B.con(f"mix_change[{c.id}@{m:03d}/-]", "operability_link", {chg: 1.0, now: 1.0, before: -1.0}, ">=", 0.0,
                   path, f"{w.name}'s mix changes in month {m} if {c.id} leaves it", family="mix_change", **about)
     for a in active:
         months = [m for m in range(a, a + N) if m in changes]
