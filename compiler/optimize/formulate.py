@@ -1127,10 +1127,13 @@ def limit_indicators(problem: "Problem", vals: Mapping[str, float]) -> dict[str,
     instance type a service uses at a site, each candidate in a service's mix in a month. For a
     heuristic plan given as its integers (start.py); the solver checks the rows."""
     out: dict[str, float] = {}
+    if not (problem.spec.policy.limits_types or problem.spec.policy.limits_churn):
+        return out
     by_var = {v.name: v for v in problem.variables}
+    by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
     for v in problem.variables:
         if v.family == "y" and vals.get(v.name, 0.0) >= 0.5:
-            c = next(c for c in problem.chosen_from[v.workload] if c.id == v.candidate)
+            c = by_id[v.candidate]
             tn = type_name(v.workload, c.site, c.instance)
             if tn in by_var:
                 out[tn] = 1.0
