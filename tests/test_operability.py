@@ -217,3 +217,28 @@ def test_an_instance_type_limit_that_makes_the_spec_infeasible_is_named():
     assert err.value.exit_code == 3
     assert [d.message for d in err.value.diagnostics] == [
         "svc needs 2 instance types at aws-use1, policy.max_instance_types_per_site allows 1"]
+
+
+def test_the_greedy_start_obeys_the_limits(tmp_path):
+    """The start sets the indicators its replicas imply, and those replicas obey every limit: held
+    at its integers, the model (rows (15) included) has a solution, and the oracle reads one
+    instance type a site and no mix change from its replica values."""
+    from compiler.optimize.formulate import formulate
+    from compiler.optimize.solve import HighsModel
+    from compiler.optimize.start import greedy_start
+
+    path = _variant(tmp_path, MRI, max_instance_types_per_site=1, min_months_per_mix=12)
+    problem = formulate(estimate(path)[0])
+    start = greedy_start(problem)
+    assert start is not None
+    assert HighsModel(problem).solve(fixed=start).has_solution
+    by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
+    used: dict[tuple[str, str], set[str]] = {}
+    months: dict[str, dict[int, set[str]]] = {}
+    for v in problem.variables:
+        if v.family == "y" and start.get(v.name, 0.0) >= 0.5:
+            c = by_id[v.candidate]
+            used.setdefault((v.workload, c.site), set()).add(c.instance)
+            months.setdefault(v.workload, {}).setdefault(v.month, set()).add(c.id)
+    assert used and all(len(v) == 1 for v in used.values())
+    assert all(len({frozenset(s) for s in by_month.values()}) == 1 for by_month in months.values())
