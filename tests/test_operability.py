@@ -63,11 +63,11 @@ def spot_hours(w: dict) -> float:
 def mri_two_types(tmp_path_factory):
     path = _variant(tmp_path_factory.mktemp("mri"), MRI, max_instance_types_per_site=2)
     result = compile_spec(path)
-    return json.loads(result.artifacts["plan.json"]), result.artifacts["report.md"]
+    return json.loads(result.artifacts["plan.json"]), result.artifacts["report.md"], result.artifacts["report.html"]
 
 
 def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_types):
-    plan, report = mri_two_types
+    plan, report, html = mri_two_types
     assert all(len(v) <= 2 for v in types_per_site(plan).values()), types_per_site(plan)
     free = plan["operability"]["unlimited"]
     # the plan without the limit is the shipped example's own (same candidates, same budget)
@@ -83,11 +83,13 @@ def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_typ
     assert f"${delta:,.0f} ({delta / free['cost_usd']:+.2%})" in line
     assert re.search(r"\| `max_instance_types_per_site` \| 2 \| at most 2 a service and site \| at most "
                      rf"{free['most_instance_types']} \| yes \|", report)
+    assert ("<tr><td><code>max_instance_types_per_site</code></td><td>2</td><td>at most 2 a service and site</td>"
+            f"<td>at most {free['most_instance_types']}</td><td>yes</td></tr>") in html
 
 
 def test_the_report_says_where_availability_multiplies_replicas(mri_two_types):
     """Every N+1 service gets one line: its peak month's replicas per site, and N / (N - 1)."""
-    plan, report = mri_two_types
+    plan, report, _html = mri_two_types
     spec = yaml.safe_load((ROOT / "examples" / f"{MRI}.yaml").read_text())
     for w in spec["workloads"]:
         if w["kind"] != "inference" or w["slo"].get("availability", 0.99) < 0.999:

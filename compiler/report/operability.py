@@ -66,7 +66,7 @@ def availability_line(w: WorkloadPlan, horizon: int) -> str:
                 f"yet its peak month {peak} runs at one site ({spread})")
     return (f"{w.name}: availability {w.availability:g} (>= 99.9%) means it must carry its whole peak "
             f"after losing any one site, so in its peak month {peak} its {sum(at.values())} replicas run "
-            f"on {n} sites ({spread}) and any {n - 1} of them carry the load: at least {n}/{n - 1} = "
+            f"on {n} sites ({spread}) and any {n - 1} of those sites carry the load: at least {n}/{n - 1} = "
             f"{n / (n - 1):.2f} times the serving capacity the load alone needs")
 
 
