@@ -64,12 +64,15 @@ def with_unlimited(candidates, plan, solve_options):
     pol = candidates.spec.policy
     free_policy = replace(pol, max_instance_types_per_site=None, min_months_per_mix=None, max_spot_share=None)
     free = replace(candidates, spec=replace(candidates.spec, policy=free_policy))
-    if solve_options.progress:
-        solve_options.progress("solving again without the operability limits, for their price")
-    try:
-        free_plan = unlimited(optimize(free, solve_options))
-    except CompileError:
-        free_plan = None      # no plan without the limits within the budget: nothing to compare
+    if not pol.has_limits:
+        free_plan = unlimited(plan)     # limits that cannot bind (a hold of 1 month, a spot share of 1)
+    else:
+        if solve_options.progress:
+            solve_options.progress("solving again without the operability limits, for their price")
+        try:
+            free_plan = unlimited(optimize(free, solve_options))
+        except CompileError:
+            free_plan = None      # no plan without the limits within the budget: nothing to compare
     return replace(plan, operability=OperabilityPlan(
         max_instance_types_per_site=pol.max_instance_types_per_site, min_months_per_mix=pol.min_months_per_mix,
         max_spot_share=pol.max_spot_share, unlimited=free_plan))

@@ -108,7 +108,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
     timed("audit", _audit, candidates, plan, doc)
-    if spec.policy.has_limits:
+    if spec.policy.sets_limits:
         from compiler.operability import with_unlimited
         plan = timed("unlimited", with_unlimited, candidates, plan, solve_options)
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)

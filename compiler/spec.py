@@ -115,7 +115,13 @@ class Policy:
         return self.max_spot_share is not None and self.max_spot_share < 1.0
 
     @property
+    def sets_limits(self) -> bool:
+        """Any operability limit set, whether or not it can bind (the plan records them all)."""
+        return (self.max_instance_types_per_site, self.min_months_per_mix, self.max_spot_share) != (None,) * 3
+
+    @property
     def has_limits(self) -> bool:
+        """An operability limit that can bind: the model has rows or filters for it."""
         return self.limits_types or self.limits_churn or self.caps_spot
 
     @property

@@ -244,3 +244,19 @@ def test_the_greedy_start_obeys_the_limits(tmp_path):
             months.setdefault(v.workload, {}).setdefault(v.month, set()).add(c.id)
     assert used and all(len(v) == 1 for v in used.values())
     assert all(len({frozenset(s) for s in by_month.values()}) == 1 for by_month in months.values())
+
+
+def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
+    """A spot share of 1 and a one-month hold set nothing the model must meet: the plan records
+    them, and the plan without them is this plan (no second solve)."""
+    path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=1, min_months_per_mix=1)
+    from compiler.pipeline import CompileOptions
+
+    said: list[str] = []
+    result = compile_spec(path, CompileOptions(progress=said.append))
+    plan = json.loads(result.artifacts["plan.json"])
+    op = plan["operability"]
+    assert (op["max_spot_share"], op["min_months_per_mix"], op["max_instance_types_per_site"]) == (1, 1, None)
+    assert op["unlimited"]["cost_usd"] == plan["total_cost_usd"]
+    assert said and not any("without the operability limits" in s for s in said)
+    assert "None of these limits can bind" in result.artifacts["report.md"]

@@ -105,6 +105,10 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     if free is None:
         return tuple(rows), ("Without the limits the solver found no plan within the same budget, so their "
                              "price is not known.")
+    if op.max_instance_types_per_site is None and (op.min_months_per_mix or 1) <= 1 \
+            and (1.0 if op.max_spot_share is None else op.max_spot_share) >= 1.0:
+        return tuple(rows), ("None of these limits can bind (a mix held 1 month, a spot share of 1), so the "
+                             "plan is the one without them.")
     cost = plan.total_cost_usd
     delta = cost - free.cost_usd
     lo = max(0.0, plan.solver.best_bound_usd - free.cost_usd)
