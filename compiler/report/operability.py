@@ -86,8 +86,8 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     if op.max_instance_types_per_site is not None:
         most = max((len(v) for w in services for v in instance_types(w).values()), default=0)
         rows.append(LimitRow("max_instance_types_per_site", str(op.max_instance_types_per_site),
-                             f"at most {most} a service and site", "-" if free is None else
-                             f"at most {free.most_instance_types}",
+                             f"at most {most} a service and site" if services else "no service",
+                             "-" if free is None else f"at most {free.most_instance_types}",
                              binds(None if free is None else free.most_instance_types > op.max_instance_types_per_site)))
     if op.min_months_per_mix is not None:
         holds = [x for w in services for x in [shortest_hold(w, h)] if x is not None]
