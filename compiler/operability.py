@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.plan import OperabilityPlan, Plan, UnlimitedPlan, WorkloadPlan
+from compiler.plan import LimitAlone, OperabilityPlan, Plan, UnlimitedPlan, WorkloadPlan
 
 
 def instance_types(w: WorkloadPlan) -> dict[str, tuple[str, ...]]:
@@ -73,6 +73,30 @@ def with_unlimited(candidates, plan, solve_options):
             free_plan = unlimited(optimize(free, solve_options))
         except CompileError:
             free_plan = None      # no plan without the limits within the budget: nothing to compare
+    alone = []
+    broken = () if free_plan is None else breaks(pol, free_plan)
+    if len(broken) >= 2:
+        # Two or more bind: each one's price alone, the others removed, with the same options.
+        for key in broken:
+            one = replace(free_policy, **{key: getattr(pol, key)})
+            try:
+                p = optimize(replace(candidates, spec=replace(candidates.spec, policy=one)), solve_options)
+            except CompileError:
+                continue
+            alone.append(LimitAlone(key, p.total_cost_usd, p.solver.best_bound_usd))
     return replace(plan, operability=OperabilityPlan(
         max_instance_types_per_site=pol.max_instance_types_per_site, min_months_per_mix=pol.min_months_per_mix,
-        max_spot_share=pol.max_spot_share, unlimited=free_plan))
+        max_spot_share=pol.max_spot_share, unlimited=free_plan, alone=tuple(alone)))
+
+
+def breaks(policy, free: UnlimitedPlan) -> tuple[str, ...]:
+    """The policy keys whose limit the plan without limits breaks: the limits that bind."""
+    out = []
+    if policy.max_instance_types_per_site is not None and free.most_instance_types > policy.max_instance_types_per_site:
+        out.append("max_instance_types_per_site")
+    if policy.min_months_per_mix is not None and free.shortest_mix_hold is not None \
+            and free.shortest_mix_hold < policy.min_months_per_mix:
+        out.append("min_months_per_mix")
+    if policy.max_spot_share is not None and free.most_spot_share > policy.max_spot_share + 1e-9:
+        out.append("max_spot_share")
+    return tuple(out)

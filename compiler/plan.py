@@ -186,6 +186,14 @@ class UnlimitedPlan:
 
 
 @dataclass(frozen=True)
+class LimitAlone:
+    """The plan solved with one operability limit only (where two or more bind): its price alone."""
+    key: str                          # the policy key
+    cost_usd: float
+    best_bound_usd: float
+
+
+@dataclass(frozen=True)
 class OperabilityPlan:
     """The spec's operability limits (policy) and the plan without them; only where the spec
     sets one."""
@@ -193,6 +201,7 @@ class OperabilityPlan:
     min_months_per_mix: int | None = None
     max_spot_share: float | None = None
     unlimited: UnlimitedPlan | None = None     # None where that solve found no plan
+    alone: tuple[LimitAlone, ...] = ()         # where two or more limits bind: each one alone
 
 
 @dataclass(frozen=True)
@@ -310,7 +319,8 @@ def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
     if d is None:
         return None
     free = d.get("unlimited")
-    return OperabilityPlan(**{**d, "unlimited": UnlimitedPlan(**free) if free else None})
+    return OperabilityPlan(**{**d, "unlimited": UnlimitedPlan(**free) if free else None,
+                              "alone": tuple(LimitAlone(**a) for a in d.get("alone", ()))})
 
 
 def _placement(p: dict[str, Any]) -> Placement:

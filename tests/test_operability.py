@@ -260,3 +260,38 @@ def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
     assert op["unlimited"]["cost_usd"] == plan["total_cost_usd"]
     assert said and not any("without the operability limits" in s for s in said)
     assert "None of these limits can bind" in result.artifacts["report.md"]
+
+
+def test_two_binding_limits_are_each_priced_alone():
+    """A job that is cheapest on spot, and a service that is cheapest on one p5 node plus one
+    1-GPU L40S node (its L40S quota is 1 GPU; two p5 nodes also carry it): the spot cap and one
+    instance type a site both bind, and each alone costs exactly its own swap, priced here from
+    the catalog: the job's 100 node-hours on demand instead of spot, and a month of a p5 node
+    instead of a g6e.xlarge node."""
+    from compiler.operability import with_unlimited
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.spec import Policy
+    from optimize_fixtures import CATALOG, candidates, cloud, infer_cand, inference, spec, train_cand, training
+    from compiler.report.operability import build
+
+    aws = cloud(quotas={"L40S": 1})
+    job, svc = training("job"), inference("svc", index=1, start=1)
+    cands = [train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=True),
+             train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=False),
+             infer_cand(svc, aws, "p5.48xlarge", 8, 900.0), infer_cand(svc, aws, "g6e.xlarge", 1, 150.0)]
+    both = Policy(max_instance_types_per_site=1, max_spot_share=0.0)
+    cs = candidates(spec([aws], [job, svc], horizon=2, policy=both), cands)
+    exact = SolveOptions(gap=1e-9)
+    plan = with_unlimited(cs, optimize(cs, exact), exact)
+    op = plan.operability
+    alone = {a.key: a.cost_usd for a in op.alone}
+    assert set(alone) == {"max_instance_types_per_site", "max_spot_share"}
+    p5, g6e = CATALOG.instances["p5.48xlarge"], CATALOG.instances["g6e.xlarge"]
+    spot_swap = 100.0 * (p5.price("us-east-1", "on_demand") - p5.price("us-east-1", "spot"))
+    type_swap = 730.0 * (p5.price("us-east-1", "on_demand") - g6e.price("us-east-1", "on_demand"))
+    free = op.unlimited.cost_usd
+    assert alone["max_spot_share"] - free == pytest.approx(spot_swap, rel=1e-6)
+    assert alone["max_instance_types_per_site"] - free == pytest.approx(type_swap, rel=1e-6)
+    assert plan.total_cost_usd - free == pytest.approx(spot_swap + type_swap, rel=1e-6)
+    cost = build(plan).cost
+    assert f"`max_spot_share` ${alone['max_spot_share']:,.0f} (+${spot_swap:,.0f})" in cost

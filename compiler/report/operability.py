@@ -123,6 +123,12 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
                  f"difference of the two optima) is between ${lo:,.0f} and ${hi:,.0f}.")
     text += (" A limit the plan without limits already obeys (binds: no) costs nothing beyond that "
              "plan's gap on its own.")
+    if op.alone:
+        def more(x: float) -> str:
+            return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"
+        each = "; ".join(f"`{a.key}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
+        text += (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
+                 f"the limits together cost what the first sentence says, which need not be the sum.")
     return tuple(rows), text
 
 
