@@ -138,6 +138,16 @@ def test_a_spot_cap_of_zero_gives_no_spot(tmp_path):
     assert free["cost_usd"] == pytest.approx(golden["total_cost_usd"], abs=0.01)
     assert free["most_spot_share"] == 1.0 and plan["total_cost_usd"] > free["cost_usd"]
     assert "| `max_spot_share` | 0 | 0% at the most | 100% at the most | yes |" in result.artifacts["report.md"]
+    assert _schema_errors(plan) == []
+
+
+def _schema_errors(plan: dict) -> list[str]:
+    import jsonschema
+
+    from compiler.resources import schema
+
+    validator = jsonschema.Draft202012Validator(schema("plan.schema.json"))
+    return sorted(e.message for e in validator.iter_errors(plan))
 
 
 def test_a_spec_without_limits_has_no_operability_record():
@@ -295,3 +305,6 @@ def test_two_binding_limits_are_each_priced_alone():
     assert plan.total_cost_usd - free == pytest.approx(spot_swap + type_swap, rel=1e-6)
     cost = build(plan).cost
     assert f"`max_spot_share` ${alone['max_spot_share']:,.0f} (+${spot_swap:,.0f})" in cost
+    from compiler.plan import to_dict
+    doc = to_dict(plan)
+    assert len(doc["operability"]["alone"]) == 2 and _schema_errors(doc) == []
