@@ -1,8 +1,10 @@
 """The policy's operability limits (docs/spec-reference.md, "Operability limits"): plans compiled
 with each limit obey it, judged by an oracle of this file's own that reads plan.json and the spec
 only (not the optimizer, the audit or compiler/operability.py); the plan records what the limits
-cost against the same candidates solved without them, and the report says it; the audit flags a
-plan that breaks a limit; the reductions a limit's argument does not cover are off under it.
+cost against the same candidates solved without them (and, where two bind, each alone), and the
+report says it; the audit flags a plan that breaks a limit; the reductions a limit's argument does
+not cover are off under it; the greedy start obeys the limits; a limit that makes a spec
+infeasible is named.
 
 Measured here (the test asserts the bound): multi-region-inference with two instance types a
 service and site costs $1,622,405 against $1,616,687 without the limit (+0.35%)."""
