@@ -76,7 +76,8 @@ class Result:
     plan: Any
     artifacts: Mapping[str, str]   # relative path -> text, everything the compile writes
     candidates: Any = None
-    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit, render
+    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit,
+                                                                 # unlimited (with operability limits), render
 
 
 def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
@@ -109,6 +110,9 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         raise _positioned(exc, doc) from None
     plan = with_deadlines(plan, {w.name: getattr(w.window, "deadline_days", None) for w in spec.workloads})
     timed("audit", _audit, candidates, plan, doc)
+    if spec.policy.sets_limits:
+        from compiler.operability import with_unlimited
+        plan = timed("unlimited", with_unlimited, candidates, plan, solve_options)
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, seconds)
 

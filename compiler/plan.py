@@ -163,6 +163,7 @@ class WorkloadPlan:
     # training: the spec's deadline in days from its start month (None: none, it may run to the
     # end of the horizon); inference: None
     deadline_days: float | None = None
+    availability: float = 0.0     # inference: slo.availability (0.999 or more: N+1 across sites)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,38 @@ class StoragePlan:
     capacity_tb: float
     cost_usd: float
     monthly_tb: tuple[float, ...] = ()      # TB provisioned in each month
+
+
+@dataclass(frozen=True)
+class UnlimitedPlan:
+    """The plan solved again without the operability limits, with the same search budget: what
+    the limits cost is the difference, within the two plans' gaps (docs/artifacts.md)."""
+    cost_usd: float
+    best_bound_usd: float
+    status: str
+    most_instance_types: int          # the most instance types one service runs at one site
+    shortest_mix_hold: int | None     # fewest months between two changes of a service's mix
+                                      # (its start counts as one); None: no mix ever changes
+    most_spot_share: float            # the largest share of a training job's node-hours on spot
+
+
+@dataclass(frozen=True)
+class LimitAlone:
+    """The plan solved with one operability limit only (where two or more bind): its price alone."""
+    key: str                          # the policy key
+    cost_usd: float
+    best_bound_usd: float
+
+
+@dataclass(frozen=True)
+class OperabilityPlan:
+    """The spec's operability limits (policy) and the plan without them; only where the spec
+    sets one."""
+    max_instance_types_per_site: int | None = None
+    min_months_per_mix: int | None = None
+    max_spot_share: float | None = None
+    unlimited: UnlimitedPlan | None = None     # None where that solve found no plan
+    alone: tuple[LimitAlone, ...] = ()         # where two or more limits bind: each one alone
 
 
 @dataclass(frozen=True)
@@ -192,6 +225,7 @@ class Plan:
     breakeven: tuple[dict[str, Any], ...] = field(default=())
     # owned on-prem nodes the plan leaves idle and why (compiler/optimize/idle.py)
     idle_owned: tuple[dict[str, Any], ...] = field(default=())
+    operability: OperabilityPlan | None = None
 
 
 def month_range(first: int, last: int) -> str:
@@ -248,6 +282,8 @@ def with_deadlines(plan: Plan, deadlines: dict[str, float | None]) -> Plan:
 def to_dict(plan: Plan) -> dict[str, Any]:
     """The plan.json document (DESIGN.md section 5)."""
     d = asdict(plan)
+    if d["operability"] is None:
+        del d["operability"]      # a spec without operability limits: no key
     out = {
         "spec": {"name": d.pop("spec_name"), "sha256": d.pop("spec_sha256")},
         "catalog": {"version": d.pop("catalog_version")},
@@ -289,7 +325,16 @@ def from_dict(d: dict[str, Any]) -> Plan:
         monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
         breakeven=tuple(d.get("breakeven", ())),
         idle_owned=tuple(d.get("idle_owned", ())),
+        operability=_operability(d.get("operability")),
     )
+
+
+def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
+    if d is None:
+        return None
+    free = d.get("unlimited")
+    return OperabilityPlan(**{**d, "unlimited": UnlimitedPlan(**free) if free else None,
+                              "alone": tuple(LimitAlone(**a) for a in d.get("alone", ()))})
 
 
 def _placement(p: dict[str, Any]) -> Placement:

@@ -21,6 +21,7 @@ leaves the rest to the schema's own diagnostics.
   E215 cloud site in a region where the catalog prices no instance of its provider
        (a warning instead with allow_unpriced_regions: the site then gets no candidates)
   E216 existing storage at a site smaller than a dataset whose home is that site
+  E217 a training job pinned to spot pricing while policy.max_spot_share is below 1
 """
 
 from __future__ import annotations
@@ -406,6 +407,13 @@ class _Checker:
                                 "pricing 'spot' needs interruptible: true",
                                 "spot nodes can be reclaimed; set interruptible: true if the job "
                                 "checkpoints and restarts")
+            cap = _num(self.policy.get("max_spot_share"))
+            if pricing == "spot" and w.get("kind") == "training" and cap is not None and cap < 1:
+                # A job runs on one candidate, all on spot or none: a pin to spot runs all of it there.
+                yield self.diag("E217", ppath + ("pricing",),
+                                f"pricing 'spot' runs the whole job on spot, but policy.max_spot_share "
+                                f"is {_fmt(cap)}",
+                                "drop the pin's pricing, or raise policy.max_spot_share to 1")
 
         if inst_name:
             yield from self.pinned_instance(ppath, inst_name, gpu, site_name, site, pricing)

@@ -98,6 +98,35 @@ class Policy:
     placement: Literal["cloud", "on_prem", "hybrid"] = "hybrid"
     allowed_gpus: tuple[str, ...] | None = None
     max_cloud_share: float | None = None
+    # Operability limits (docs/spec-reference.md, "Operability limits"); None: no limit.
+    max_instance_types_per_site: int | None = None   # instance types one service runs at one site
+    min_months_per_mix: int | None = None            # months a service keeps one replica mix
+    max_spot_share: float | None = None              # share of a training job run on spot
+
+    @property
+    def limits_types(self) -> bool:
+        return self.max_instance_types_per_site is not None
+
+    @property
+    def limits_churn(self) -> bool:
+        """A mix-hold limit that can bind (one month is what every plan has anyway)."""
+        return self.min_months_per_mix is not None and self.min_months_per_mix > 1
+
+    @property
+    def caps_spot(self) -> bool:
+        """A spot cap that can bind: a job runs all on spot or none (one candidate), so any
+        share below 1 rules spot out."""
+        return self.max_spot_share is not None and self.max_spot_share < 1.0
+
+    @property
+    def sets_limits(self) -> bool:
+        """Any operability limit set, whether or not it can bind (the plan records them all)."""
+        return (self.max_instance_types_per_site, self.min_months_per_mix, self.max_spot_share) != (None,) * 3
+
+    @property
+    def has_limits(self) -> bool:
+        """An operability limit that can bind: the model has rows or filters for it."""
+        return self.limits_types or self.limits_churn or self.caps_spot
 
     @property
     def caps_cloud_share(self) -> bool:

@@ -248,6 +248,9 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
             placement=policy.get("placement", "hybrid"),
             allowed_gpus=_tuple(policy.get("allowed_gpus")),
             max_cloud_share=_float(policy.get("max_cloud_share")),
+            max_instance_types_per_site=_int(policy.get("max_instance_types_per_site")),
+            min_months_per_mix=_int(policy.get("min_months_per_mix")),
+            max_spot_share=_float(policy.get("max_spot_share")),
         ),
         workloads=tuple(_workload(w, f"$.workloads[{i}]")
                         for i, w in enumerate(data["workloads"])),

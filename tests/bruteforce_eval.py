@@ -40,6 +40,15 @@ What the brute force enumerates, and the exact arguments that keep it small:
   every limit is nondecreasing in each y_c), and of those only the ones whose resource signature
   (nodes per cloud pool, GPUs per on-prem pool) is not dominated by another's (cost and limits
   depend on the vector through this signature only, nondecreasingly);
+- policy.max_instance_types_per_site K (the service's instance types at one site over the whole
+  horizon, docs/spec-reference.md): a pick of replica signatures is kept only if, per site, at
+  most K of its pools carry a replica in some month. The pruning above stays exact: a pool
+  carries a replica exactly where the signature is nonzero, so the types are a function of the
+  signature, and a signature dominating another (componentwise no more) is nonzero in no pool the
+  other is zero in, so it uses no type the other does not; dropping a replica never adds a type;
+- policy.max_spot_share s: a spot candidate runs all its node-hours on spot (share 1), so for
+  s < 1 it is not admissible. (policy.min_months_per_mix is not taught: a plan may keep a replica
+  no row needs to hold its mix, so the minimal vectors above would not be exact under it.)
 - per choice, the cheapest way to provide it: bought nodes = the busiest month's whole nodes
   less the owned ones; per cloud pool, reservations by depth-first search over start months
   where a start month a gets new reservations only if month a needs at least as many nodes as
@@ -375,13 +384,17 @@ def _minimal_vectors(taus, sites, D: float, survive: bool) -> list[tuple[int, ..
 
 def brute_force(sp: Spec, cs: Candidates) -> Best | None:
     """The cheapest plan over the unreduced choice space, or None when there is none."""
-    assert sp.policy == Policy() and all(not w.pin and not w.sites for w in sp.workloads)
+    pol = sp.policy
+    assert (pol.placement, pol.allowed_gpus, pol.max_cloud_share, pol.min_months_per_mix) == \
+        (Policy().placement, None, None, None) and all(not w.pin and not w.sites for w in sp.workloads)
     H = sp.horizon_months
     site_of = {s.name: s for s in sp.sites}
+    types_most = pol.max_instance_types_per_site
+    spot_most = 1.0 if pol.max_spot_share is None else pol.max_spot_share
 
-    def admissible(c: Candidate) -> bool:    # the site's allowed pricing options
+    def admissible(c: Candidate) -> bool:    # the site's allowed pricing options, the spot share
         site = site_of[c.site]
-        return not c.spot or (site.type == "cloud" and "spot" in site.pricing)
+        return not c.spot or (site.type == "cloud" and "spot" in site.pricing and spot_most >= 1.0)
 
     cands = {w.name: [c for c in cs.by_workload[w.name] if admissible(c)] for w in sp.workloads}
     every = [c for w in sp.workloads for c in cs.by_workload[w.name]]
@@ -503,6 +516,11 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
         fixed = sum(parts.values())
 
         for pick in itertools.product(*svc_options):
+            if types_most is not None:
+                used = {cloud_pools[k] for vnodes, _g, _v in pick for k, v in enumerate(vnodes) if v}
+                used |= {onprem_pools[k] for _n, vgpus, _v in pick for k, g in enumerate(vgpus) if g}
+                if any(sum(1 for s, _i in used if s == site) > types_most for site in site_of):
+                    continue
             nh = [list(row) for row in node_hours]
             vn = [[0] * H for _ in cloud_pools]
             go = [list(row) for row in gpus_onprem]

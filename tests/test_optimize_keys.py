@@ -50,6 +50,9 @@ VARIABLES = {
     "storage": f"{SITE}/{TIER}{MONTH}",
     "storage_open": f"{SITE}/{TIER}{MONTH}",
     "storage_peak": f"{SITE}/{TIER}",
+    "uses_type": f"{WORK}/{SITE}/{INST}",
+    "in_mix": CAND + MONTH,
+    "mix_change": WORK + MONTH,
 }
 
 _Y = rf"y\[{CAND}{MONTH}\]"
@@ -85,6 +88,12 @@ ROWS = {
     "storage_peak": f"{SITE}/{TIER}{MONTH}",
     "storage": SITE + MONTH,
     "storage_used": f"{SITE}/{WORK}{MONTH}",
+    "type_use": _Y,
+    "max_types": f"{WORK}/{SITE}",
+    "in_mix": _Y,
+    "in_mix_some": _Y,
+    "mix_change": CAND + MONTH + "/[+-]",
+    "mix_hold": WORK + MONTH,
 }
 
 
@@ -131,11 +140,18 @@ def _on_demand(doc) -> None:
     doc["workloads"][0]["pin"] = {"pricing": "on_demand"}
 
 
+def _limited(doc) -> None:
+    """multi-region-inference with two instance types a service and site and a 3-month mix hold:
+    the operability rows (15a), (15b)."""
+    doc["policy"].update(max_instance_types_per_site=2, min_months_per_mix=3)
+
+
 @pytest.fixture(scope="module")
 def problems(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("keys")
     paths = [ROOT / "examples" / f"{name}.yaml" for name in EXAMPLES]
-    paths += [_variant(tmp, "hybrid-llm-platform", _pinned), _variant(tmp, "llm-pretrain-aws", _on_demand)]
+    paths += [_variant(tmp, "hybrid-llm-platform", _pinned), _variant(tmp, "llm-pretrain-aws", _on_demand),
+              _variant(tmp, "multi-region-inference", _limited)]
     return [formulate(estimate(p)[0]) for p in paths]
 
 

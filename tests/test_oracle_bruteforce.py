@@ -228,3 +228,46 @@ def test_oracle_catches_total_node_hours_dominance(monkeypatch):
     monkeypatch.setattr(formulate_module, "prune", restricted)
     old = milp_cost(cs)
     assert old is not None and old > best.cost + 0.9 * 710 * p5.price("us-east-1", "on_demand"), (old, best.describe())
+
+
+# --- the operability limits ------------------------------------------------------------------
+
+LIMIT_SEEDS = range(60)
+
+
+@lru_cache(maxsize=None)
+def limited_case(seed: int):
+    """Seed `seed`'s platform with one instance type a service and site and no spot."""
+    from dataclasses import replace
+
+    from compiler.spec import Policy
+
+    sp, cs = platform(seed)
+    sp = replace(sp, policy=Policy(max_instance_types_per_site=1, max_spot_share=0.0))
+    cs = replace(cs, spec=sp)
+    return sp, cs, brute_force(sp, cs)
+
+
+@pytest.mark.parametrize("seed", LIMIT_SEEDS)
+def test_milp_equals_brute_force_under_the_operability_limits(seed):
+    sp, cs, best = limited_case(seed)
+    got = milp_cost(cs)
+    if best is None:
+        assert got is None, f"seed {seed}: the MILP found a plan ({got:,.2f}) the brute force did not\n" \
+                            + _platform_text(sp, cs)
+        return
+    assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
+                            + _platform_text(sp, cs)
+    assert got == pytest.approx(best.cost, rel=REL), (
+        f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
+
+
+def test_the_operability_limits_bind_on_some_seeds():
+    """Not vacuous: on some seeds the cheapest plan without the limits uses two instance types at
+    a site or spot, and the limited optimum is dearer."""
+    dearer = 0
+    for seed in LIMIT_SEEDS:
+        free, limited = case(seed)[2], limited_case(seed)[2]
+        if free is not None and (limited is None or limited.cost > free.cost * (1 + REL)):
+            dearer += 1
+    assert dearer >= 5

@@ -32,7 +32,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 
 LOAD_CODES = [f"E00{i}" for i in range(1, 9)]
 SCHEMA_CODES = [f"E10{i}" for i in range(1, 8)]
-SEMANTIC_CODES = [f"E2{i:02d}" for i in range(1, 17)]
+SEMANTIC_CODES = [f"E2{i:02d}" for i in range(1, 18)]
 
 # ---------------------------------------------------------------------------- the catalog
 

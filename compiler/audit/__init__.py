@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from compiler.audit import capacity, costs, demand, limits, placement, policy, storage
+from compiler.audit import capacity, costs, demand, limits, operability, placement, policy, storage
 from compiler.audit.context import Context, Finding
 from compiler.candidates import Candidates
 from compiler.catalog.model import Catalog
@@ -33,6 +33,7 @@ CHECKS: tuple[Callable[[Context], Iterable[Finding]], ...] = (
     demand.check_site_loss,
     demand.check_replica_series,
     policy.check_policy,
+    operability.check_operability,
     capacity.check_pools,
     capacity.check_holdings,
     capacity.check_pool_hours,

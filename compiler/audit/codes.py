@@ -24,6 +24,9 @@ RESIDENCY = "A203"             # a site outside the workload's `sites`
 PIN = "A204"                   # a pin (gpu, gpus, site, instance, pricing) not honoured
 SPOT = "A205"                  # spot where the site does not sell it or the job is not interruptible
 PRICING_NOT_OFFERED = "A206"   # a pricing the site does not offer (or of the wrong site type)
+INSTANCE_TYPES = "A207"        # a service on more instance types at a site than policy allows
+MIX_HOLD = "A208"              # a service's replica mix changed sooner than policy.min_months_per_mix
+SPOT_SHARE = "A209"            # a training job's spot node-hours above policy.max_spot_share
 
 # A3xx: capacity
 HOLDING_OVER_POOL = "A301"     # a holding has more nodes in a month than its pool of that pricing

@@ -402,7 +402,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
                         alternatives(problem, w.name, alone), peak_replicas, alone,
                         quantization=w.quantization,
-                        max_model_len=w.traffic.input_tokens + w.traffic.output_tokens)
+                        max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
+                        availability=w.slo.availability)
 
 
 def _layout(c: Candidate) -> LayoutPlan:

@@ -3,8 +3,9 @@
 1. A workload with no candidate left: name the estimator's rejection reasons (and the
    policy/pin filters that dropped the rest).
 2. Otherwise re-solve with penalized slack on the named constraint groups: resource limits
-   (power, racks, max GPUs, quota, cloud share) cheaply, serving the load (demand,
-   availability) and placing a job dearly. The constraints whose slack is positive are the
+   (power, racks, max GPUs, quota, cloud share) and the operability limits (instance types a
+   site, months a mix holds) cheaply, serving the load (demand, availability) and placing a job
+   dearly. The constraints whose slack is positive are the
    ones in conflict, and the slack says by how much.
 """
 
@@ -16,7 +17,8 @@ from compiler.optimize.solve import solve
 
 # USD per unit of violation: give up a kW or a GPU of quota long before a workload.
 PENALTY = {"power": 1e5, "racks": 1e6, "max_gpus": 1e5, "quota": 1e5, "cloud_share": 1.0,
-           "availability": 1e4, "demand": 1e5, "placement": 1e10, "capacity": 1e7}
+           "availability": 1e4, "demand": 1e5, "placement": 1e10, "capacity": 1e7,
+           "operability": 1e3}
 MAX_REPORTED = 8
 
 
@@ -96,6 +98,12 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
                 f"{max(have, 0):,.0f} within the site limits")
     if c.group == "placement":
         return f"{_placed(c)} cannot be placed on any candidate within the site limits"
+    if c.family == "max_types":
+        return (f"{c.workload} needs {c.rhs + amount:,.0f} instance types at {c.site}, "
+                f"policy.max_instance_types_per_site allows {c.rhs:g}")
+    if c.family == "mix_hold":
+        return (f"{c.workload} must change its replica mix more often than policy.min_months_per_mix "
+                f"allows{_month(c)} ({c.meaning})")
     if c.group == "capacity":
         return f"{c.site}/{c.instance} is {amount:,.0f} GPUs short{_month(c)} ({c.meaning})"
     return f"{c.name}: {c.meaning} (short by {amount:,.2f})"

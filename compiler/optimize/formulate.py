@@ -94,6 +94,19 @@ Constraints
        cover[w@m], cover[w@m/-s]: each demand and N+1 row in whole nodes, sum_p min(cap_{w,p}, D)
        N_p >= D with cap_{w,p} = G_p max_c tau_c / g_c, and their MIR cuts (cuts.node_mirs);
        cover[w@m/2]: sum_p min(D, 2 cap_{w,p}) N_p >= 2D for N+1 services (_node_covers proves it).
+  (15) operability limits of the policy (group `operability`: max_types, mix_hold, which explain.py
+       may relax; the rows that define their indicators: group `operability_link`):
+       (15a) type_use[y], max_types[w/s] (max_instance_types_per_site K): T_{w,s,i} in {0,1},
+             y_{c,m} <= ub_{c,m} T_{w,s(c),i(c)}, sum_i T_{w,s,i} <= K at each site s where w
+             has more than K instance types;
+       (15b) in_mix[y], in_mix_some[y], mix_change[c@m/+-], mix_hold[w@a] (min_months_per_mix
+             N > 1): u_{c,m} in {0,1} with u <= y <= ub u; chg_{w,m} >= |u_{c,m} - u_{c,m-1}|
+             for m after w's first month; sum_{m=a}^{a+N-1} chg_{w,m} <= 1 for every month a, and
+             0 for a = the first month (its start counts as a change);
+       (15c) max_spot_share below 1: no spot candidate (a job runs all on spot or none), a
+             filter applied with the policy's, before the reductions.
+       Under (15b) the mixes of (14) and reductions.replica_caps are not used (their arguments
+       drop replicas a mix may need to hold; docs/optimizer.md, "Exact reductions").
   Bounds: y_{c,m} <= ceil(D_{w,m} / tau_c) (c alone carries month m); b_q <= nodes the busiest
   month could fill (the fabric big-M B_q); inodes are continuous when every replica in the pool
   fills whole nodes (then (13) makes them integral anyway).
@@ -142,7 +155,8 @@ class Variable:
     # What else it is about, typed, set where formulate makes it (None where it does not apply):
     # read these, never the name, which stays what the solver and the plan's readers see.
     family: str = ""                 # the name's head: x, y, mix, buy, fab, fabnodes, reserved, ondemand,
-                                     # inodes, res_free, res_taken, od_excess, storage, storage_open, storage_peak
+                                     # inodes, res_free, res_taken, od_excess, storage, storage_open, storage_peak,
+                                     # uses_type, in_mix, mix_change (the operability limits, (15))
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
     candidate: str | None = None     # x, y, od_excess: the candidate's id
@@ -303,6 +317,7 @@ _SERIES = {
     "capacity": lambda c: capacity_name(c.site, c.instance),
     "pin_pricing": lambda c: pin_pricing_name(c.site, c.instance, c.pricing),
     "pin_nodes": lambda c: pin_nodes_name(c.candidate),
+    "mix_hold": lambda c: f"mix_hold[{c.workload}]",
 }
 
 
@@ -353,6 +368,9 @@ def _filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate
             reason = f"{c.id}: {c.site} not in the workload's sites"
         elif c.spot and (not isinstance(site, CloudSite) or "spot" not in site.pricing):
             reason = f"{c.id}: spot is not an allowed pricing at {c.site}"
+        elif c.spot and pol.caps_spot:
+            # (15c) a job runs on one candidate, all on spot or none: a share below 1 is no spot
+            reason = f"{c.id}: policy.max_spot_share is {pol.max_spot_share:g}"
         elif pin is not None and (
                 (pin.site and c.site != pin.site) or (pin.gpu and c.gpu != pin.gpu)
                 or (pin.instance and c.instance != pin.instance)
@@ -570,7 +588,9 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
     for w in spec.workloads:
         kept, why = _filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
         kept = prune(kept, spec.horizon_months, share_capped, monthly)
-        if isinstance(w, InferenceWorkload):
+        if isinstance(w, InferenceWorkload) and not spec.policy.limits_churn:
+            # Under a mix-hold limit a swap of one candidate's replicas for another's can change
+            # the month's mix, so the caps' argument fails there: no caps (docs/optimizer.md).
             caps.update(replica_caps(kept, share_capped))
             kept = [c for c in kept if caps.get(c.id, 1) > 0]
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
@@ -626,7 +646,9 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
                 rows.append((survive_name(w.name, s, m), t, key))
                 B.con(rows[-1][0], "availability", t, ">=", D[m], f"{w.path}.slo.availability",
                       f"{w.name} must carry {D[m]:,.0f} tokens/s in month {m} without {s}", **key)  # (3)
-        found = None if D[m] >= too_many else minimal_mixes(
+        # Under a mix-hold limit a plan may keep a replica no demand row needs (to keep its mix),
+        # so "one minimal mix a month" is not a valid reformulation there: row cuts instead.
+        found = None if D[m] >= too_many or spec.policy.limits_churn else minimal_mixes(
             tuple(c.estimate.tokens_per_s for c in cands),
             tuple(int(B.vars[y_name(c, m)].ub) for c in cands),
             tuple(c.site for c in cands), D[m], survive)
@@ -1009,6 +1031,125 @@ def _cloud_share(st: "_State") -> None:
               f"cloud spend is at most {share:.0%} of the total", family="cloud_share")
 
 
+def type_name(w: str, site: str, inst: str) -> str:
+    return f"uses_type[{w}/{site}/{inst}]"
+
+
+def in_mix_name(cid: str, m: int) -> str:
+    return f"in_mix[{cid}@{m:03d}]"
+
+
+def mix_change_name(w: str, m: int) -> str:
+    return f"mix_change[{w}@{m:03d}]"
+
+
+def _operability(st: "_State") -> None:
+    """The operability limits of the policy: instance types per service and site (15a) and how
+    long a service keeps its replica mix (15b). (15c), the spot cap, is a candidate filter."""
+    policy = st.spec.policy
+    for w in st.spec.workloads:
+        if not isinstance(w, InferenceWorkload):
+            continue
+        if policy.limits_types:
+            _instance_types(st, w, policy.max_instance_types_per_site)
+        if policy.limits_churn:
+            _mix_hold(st, w, policy.min_months_per_mix)
+
+
+def _instance_types(st: "_State", w: InferenceWorkload, K: int) -> None:
+    """(15a) T_{w,s,i} = 1 where w runs any replica on instance i at site s in any month:
+    y_{c,m} <= ub_{c,m} T_{w,s(c),i(c)}; sum_i T_{w,s,i} <= K. Written only at sites where w has
+    more than K instance types to choose from."""
+    B = st.B
+    path = "$.policy.max_instance_types_per_site"
+    by_site: dict[str, dict[str, list[Candidate]]] = {}
+    for c in st.chosen[w.name]:
+        by_site.setdefault(c.site, {}).setdefault(c.instance, []).append(c)
+    for s, insts in sorted(by_site.items()):
+        if len(insts) <= K:
+            continue
+        chosen = {}
+        for i, cands in sorted(insts.items()):
+            tn = B.var(type_name(w.name, s, i), "binary", family="uses_type", workload=w.name, site=s, instance=i)
+            chosen[tn] = 1.0
+            for c in cands:
+                for m in st.months:
+                    yn = y_name(c, m)
+                    if yn not in B.vars:
+                        continue
+                    B.con(f"type_use[{yn}]", "operability_link", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
+                          path, f"{w.name} runs {c.id} only if it runs {i} at {s}", family="type_use",
+                          workload=w.name, candidate=c.id, month=m)
+        B.con(f"max_types[{w.name}/{s}]", "operability", chosen, "<=", float(K), path,
+              f"{w.name} runs at most {K} instance types at {s}", family="max_types", workload=w.name, site=s)
+
+
+def _mix_hold(st: "_State", w: InferenceWorkload, N: int) -> None:
+    """(15b) u_{c,m} = [y_{c,m} >= 1] (y <= ub u, u <= y); the mix changes in month m > start
+    where any u_{c,m} != u_{c,m-1}: chg_m >= +-(u_{c,m} - u_{c,m-1}); any N consecutive months
+    hold at most one change, and the N - 1 months after the start none (the start counts as one)."""
+    B = st.B
+    path = "$.policy.min_months_per_mix"
+    D = st.demand[w.name]
+    active = [m for m in st.months if D[m] > 0]
+    if len(active) < 2:
+        return
+    first = active[0]
+    cands = st.chosen[w.name]
+    for c in cands:
+        for m in active:
+            yn = y_name(c, m)
+            un = B.var(in_mix_name(c.id, m), "binary", family="in_mix", workload=w.name, candidate=c.id, month=m)
+            about = dict(workload=w.name, candidate=c.id, month=m)
+            B.con(f"in_mix[{yn}]", "operability_link", {yn: 1.0, un: -float(B.vars[yn].ub)}, "<=", 0.0, path,
+                  f"{c.id} is in {w.name}'s mix in month {m} if it runs a replica", family="in_mix", **about)
+            B.con(f"in_mix_some[{yn}]", "operability_link", {un: 1.0, yn: -1.0}, "<=", 0.0, path,
+                  f"{c.id} is in {w.name}'s mix in month {m} only if it runs a replica", family="in_mix_some", **about)
+    changes = {}
+    for m in active[1:]:
+        chg = changes[m] = B.var(mix_change_name(w.name, m), "continuous", 1.0, family="mix_change",
+                                 workload=w.name, month=m)
+        for c in cands:
+            now, before = in_mix_name(c.id, m), in_mix_name(c.id, m - 1)
+            about = dict(workload=w.name, candidate=c.id, month=m)
+            B.con(f"mix_change[{c.id}@{m:03d}/+]", "operability_link", {chg: 1.0, now: -1.0, before: 1.0}, ">=", 0.0,
+                  path, f"{w.name}'s mix changes in month {m} if {c.id} joins it", family="mix_change", **about)
+            B.con(f"mix_change[{c.id}@{m:03d}/-]", "operability_link", {chg: 1.0, now: 1.0, before: -1.0}, ">=", 0.0,
+                  path, f"{w.name}'s mix changes in month {m} if {c.id} leaves it", family="mix_change", **about)
+    for a in active:
+        months = [m for m in range(a, a + N) if m in changes]
+        if not months:
+            continue
+        held = 0.0 if a == first else 1.0     # the start counts as the first change
+        B.con(f"mix_hold[{w.name}@{a:03d}]", "operability", {changes[m]: 1.0 for m in months}, "<=", held, path,
+              f"{w.name}'s mix changes at most once in months {a}-{a + N - 1}", family="mix_hold",
+              workload=w.name, month=a)
+
+
+def limit_indicators(problem: "Problem", vals: Mapping[str, float]) -> dict[str, float]:
+    """The operability indicators (15a), (15b) that integer replica counts `vals` imply: each
+    instance type a service uses at a site, each candidate in a service's mix in a month. For a
+    heuristic plan given as its integers (start.py); the solver checks the rows."""
+    out: dict[str, float] = {}
+    if not (problem.spec.policy.limits_types or problem.spec.policy.limits_churn):
+        return out
+    by_var = {v.name: v for v in problem.variables}
+    by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
+    for v in problem.variables:
+        if v.family == "y" and vals.get(v.name, 0.0) >= 0.5:
+            c = by_id[v.candidate]
+            tn = type_name(v.workload, c.site, c.instance)
+            if tn in by_var:
+                out[tn] = 1.0
+            un = in_mix_name(c.id, v.month)
+            if un in by_var:
+                out[un] = 1.0
+    for v in problem.variables:
+        if v.family in ("uses_type", "in_mix") and v.name not in out:
+            out[v.name] = 0.0
+    return out
+
+
 def _node_caps(st: "_State", w: InferenceWorkload, without: str | None = None) -> dict[tuple[str, str], float]:
     """cap_{w,p}: the most tokens/s one node of pool p can give w (G_p times w's best tokens/s per
     GPU there), for the pools of w's candidates outside site `without`."""
@@ -1094,6 +1235,7 @@ def formulate(candidates: Candidates) -> Problem:
     _site_limits(st)
     _storage(st)
     _cloud_share(st)
+    _operability(st)
     B = st.B
     return Problem(spec=st.spec, candidates=candidates, chosen_from=st.chosen,
                    variables=tuple(B.vars[k] for k in sorted(B.vars)),

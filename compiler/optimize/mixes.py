@@ -11,6 +11,10 @@ resources), so choosing exactly one mix per service-month keeps the optimum. The
 of "one mix" is the convex hull of the month's integer points, which the rows above (and any
 number of cuts on one row at a time) are not: the LP can no longer spread 1.5 replicas over three
 sites. Enumeration is bounded; a month with too many mixes keeps the row cuts of cuts.py instead.
+
+Dropping replicas never adds an instance type, so mixes stay exact under
+policy.max_instance_types_per_site; under policy.min_months_per_mix a plan may keep a replica no
+row needs (to hold its mix), so formulate uses the row cuts there instead of mixes.
 """
 
 from __future__ import annotations

@@ -5,6 +5,13 @@ optimal plan of the full model survives, under every constraint the model has: o
 whole-node billing, quotas, power and racks, N+1 availability, reserved capacity shared month by
 month, policy.max_cloud_share (not monotone: a cheaper on-prem choice raises the cloud's share)
 and pins (pins filter candidates before any reduction). Heuristics never live here.
+
+The operability limits (formulate (15)): the spot cap filters candidates before any reduction.
+Every dominance and bundle here stays inside one pool (site, instance), so it never changes the
+instance types a service uses at a site (15a). Under a mix hold (15b) `dominates` stays exact (c
+replaced by d in every month maps equal mixes to equal mixes: no change is added) but
+`replica_caps` does not (a swap in one month can change that month's mix): formulate does not
+call it there (docs/optimizer.md, "Under the operability limits").
 """
 
 from __future__ import annotations

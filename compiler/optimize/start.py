@@ -284,6 +284,9 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
         name = F.sopen_name(s, t.name, m)
         if name in kind:
             vals[name] = 1.0
+    # The operability indicators the replicas imply (one candidate a site, the same every month:
+    # within any limit's reach); the solver rejects the start if a row says otherwise.
+    vals.update(F.limit_indicators(problem, vals))
     # Never beyond a variable's bound (a replica count capped by its month's need, say).
     for n, v in vals.items():
         ub = 1.0 if kind[n].kind == "binary" else kind[n].ub

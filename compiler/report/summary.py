@@ -51,3 +51,5 @@ def print_summary(plan: Plan, console: Console) -> None:
             # the 100-workload benchmark: HiGHS ends about 5% cheaper than CBC (docs/optimizer.md);
             # not where no search ran: the rounds run on HiGHS whatever --solver says
             console.print("      --solver highs usually gets closer on platforms this large.")
+    if view.operability is not None and view.operability.cost:
+        console.print(f"[bold]operability limits:[/bold] {view.operability.cost}")

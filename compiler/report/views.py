@@ -16,6 +16,8 @@ from typing import Any
 from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, add_into,
                            month_range, site_replicas)
+from compiler.report import operability
+from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
 
 # Cloud pools are paid for what they run; on-prem pools are there every month once bought.
@@ -349,6 +351,7 @@ class ReportView:
     bought: tuple[BoughtRow, ...] = ()
     risk: RiskView | None = None
     idle_owned: tuple["IdleOwnedRow", ...] = ()
+    operability: OperabilityView | None = None
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -920,4 +923,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
         risk=risk(plan, catalog),
         idle_owned=idle_owned(plan),
+        operability=operability.build(plan),
     )

@@ -1,0 +1,142 @@
+"""The report's "Operability" section: how fragmented each service's plan is (sites, instance
+types, changes of its replica mix), where availability multiplies its replicas, and, where the
+spec sets operability limits, what they cost against the plan solved without them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler.operability import instance_types, mix_changes, shortest_hold, spot_share
+from compiler.plan import Plan, WorkloadPlan, months_text, site_replicas
+
+N_PLUS_ONE = 0.999     # slo.availability from which a service must survive the loss of any one site
+
+
+@dataclass(frozen=True)
+class ServiceSpread:
+    name: str
+    sites: int
+    types_text: str               # "aws-use1 3, gcp-usc1 2": instance types at each site
+    most_types: int
+    changes: int                  # months in which its replica mix changes
+    changes_text: str             # those months, as runs
+
+
+@dataclass(frozen=True)
+class LimitRow:
+    key: str                      # the policy key
+    value: str                    # as the spec sets it
+    this_plan: str                # the figure it bounds, in this plan
+    unlimited: str                # the same figure in the plan solved without the limits
+    binds: str                    # whether the plan without the limits breaks it
+
+
+@dataclass(frozen=True)
+class OperabilityView:
+    services: tuple[ServiceSpread, ...]
+    availability: tuple[str, ...]     # one sentence per N+1 service
+    limits: tuple[LimitRow, ...]      # empty where the spec sets none
+    cost: str                         # what the limits cost; "" where the spec sets none
+
+
+def _months(n: int) -> str:
+    return f"{n} month{'s' if n != 1 else ''}"
+
+
+def _spread(w: WorkloadPlan, horizon: int) -> ServiceSpread:
+    types = instance_types(w)
+    changes = mix_changes(w, horizon)
+    return ServiceSpread(w.name, len(types), ", ".join(f"{s} {len(v)}" for s, v in types.items()),
+                         max((len(v) for v in types.values()), default=0), len(changes),
+                         months_text(changes) if changes else "none")
+
+
+def availability_line(w: WorkloadPlan, horizon: int) -> str:
+    """Why an N+1 service runs more replicas than its load needs: its peak month's replicas are
+    spread over N sites so that the N - 1 left after losing any one carry the whole load, which
+    takes at least N / (N - 1) times the capacity the load alone needs (each site's capacity
+    c_s: sum_{s != t} c_s >= D for every t, summed over the N choices of t)."""
+    per_site = site_replicas(w)
+    peak = max(range(horizon), key=lambda m: (sum(r[m] if m < len(r) else 0 for r in per_site.values()), -m))
+    at = {s: r[peak] for s, r in per_site.items() if peak < len(r) and r[peak] > 0}
+    n = len(at)
+    spread = ", ".join(f"{reps} at {s}" for s, reps in sorted(at.items()))
+    if n < 2:
+        return (f"{w.name}: availability {w.availability:g} asks that it survive the loss of any one site, "
+                f"yet its peak month {peak} runs at one site ({spread})")
+    return (f"{w.name}: availability {w.availability:g} (>= 99.9%) means it must carry its whole peak "
+            f"after losing any one site, so in its peak month {peak} its {sum(at.values())} replicas run "
+            f"on {n} sites ({spread}) and any {n - 1} of those sites carry the load: at least {n}/{n - 1} = "
+            f"{n / (n - 1):.2f} times the serving capacity the load alone needs")
+
+
+def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
+    op = plan.operability
+    if op is None:
+        return (), ""
+    h = plan.horizon_months
+    services = [w for w in plan.workloads if w.kind == "inference"]
+    jobs = [w for w in plan.workloads if w.kind == "training"]
+    free = op.unlimited
+    rows = []
+
+    def binds(broken: bool | None) -> str:
+        return "unknown" if broken is None else ("yes" if broken else "no")
+
+    if op.max_instance_types_per_site is not None:
+        most = max((len(v) for w in services for v in instance_types(w).values()), default=0)
+        rows.append(LimitRow("max_instance_types_per_site", str(op.max_instance_types_per_site),
+                             f"at most {most} a service and site" if services else "no service",
+                             "-" if free is None else f"at most {free.most_instance_types}",
+                             binds(None if free is None else free.most_instance_types > op.max_instance_types_per_site)))
+    if op.min_months_per_mix is not None:
+        holds = [x for w in services for x in [shortest_hold(w, h)] if x is not None]
+        mine = f"{_months(min(holds))} at the least" if holds else "no mix changes"
+        theirs = "-" if free is None else (f"{_months(free.shortest_mix_hold)} at the least"
+                                           if free.shortest_mix_hold is not None else "no mix changes")
+        rows.append(LimitRow("min_months_per_mix", str(op.min_months_per_mix), mine, theirs,
+                             binds(None if free is None else free.shortest_mix_hold is not None
+                                   and free.shortest_mix_hold < op.min_months_per_mix)))
+    if op.max_spot_share is not None:
+        most = max((spot_share(w) for w in jobs), default=0.0)
+        rows.append(LimitRow("max_spot_share", f"{op.max_spot_share:g}", f"{most:.0%} at the most",
+                             "-" if free is None else f"{free.most_spot_share:.0%} at the most",
+                             binds(None if free is None else free.most_spot_share > op.max_spot_share + 1e-9)))
+    if free is None:
+        return tuple(rows), ("Without the limits the solver found no plan within the same budget, so their "
+                             "price is not known.")
+    if op.max_instance_types_per_site is None and (op.min_months_per_mix or 1) <= 1 \
+            and (1.0 if op.max_spot_share is None else op.max_spot_share) >= 1.0:
+        return tuple(rows), ("None of these limits can bind (a mix held 1 month, a spot share of 1), so the "
+                             "plan is the one without them.")
+    cost = plan.total_cost_usd
+    delta = cost - free.cost_usd
+    lo = max(0.0, plan.solver.best_bound_usd - free.cost_usd)
+    hi = max(0.0, cost - free.best_bound_usd)
+    text = (f"With the limits the plan costs ${cost:,.0f}; solved again without them, with the same search "
+            f"budget, ${free.cost_usd:,.0f}: the limits add ${delta:,.0f} ({delta / free.cost_usd:+.2%})"
+            if free.cost_usd else f"With the limits the plan costs ${cost:,.0f}; without them ${free.cost_usd:,.0f}")
+    if hi - lo < 1.0:
+        text += ". Both plans are proven optimal, so that is the price of the limits."
+    else:
+        text += (f". Each figure is a plan within its own proven gap, so the true price of the limits (the "
+                 f"difference of the two optima) is between ${lo:,.0f} and ${hi:,.0f}.")
+    text += (" A limit the plan without limits already obeys (binds: no) costs nothing beyond that "
+             "plan's gap on its own.")
+    if op.alone:
+        def more(x: float) -> str:
+            return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"
+        each = "; ".join(f"`{a.key}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
+        text += (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
+                 f"the limits together cost what the first sentence says, which need not be the sum.")
+    return tuple(rows), text
+
+
+def build(plan: Plan) -> OperabilityView:
+    h = plan.horizon_months
+    services = sorted((w for w in plan.workloads if w.kind == "inference"), key=lambda w: w.name)
+    limits, cost = _limits(plan)
+    return OperabilityView(
+        services=tuple(_spread(w, h) for w in services),
+        availability=tuple(availability_line(w, h) for w in services if w.availability >= N_PLUS_ONE),
+        limits=limits, cost=cost)

@@ -1,0 +1,312 @@
+"""The policy's operability limits (docs/spec-reference.md, "Operability limits"): plans compiled
+with each limit obey it, judged by an oracle of this file's own that reads plan.json and the spec
+only (not the optimizer, the audit or compiler/operability.py); the plan records what the limits
+cost against the same candidates solved without them (and, where two bind, each alone), and the
+report says it; the audit flags a plan that breaks a limit; the reductions a limit's argument does
+not cover are off under it; the greedy start obeys the limits; a limit that makes a spec
+infeasible is named.
+
+Measured here (the test asserts the bound): multi-region-inference with two instance types a
+service and site costs $1,622,405 against $1,616,687 without the limit (+0.35%)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import audit_fixtures as F
+from compiler.audit import codes
+from compiler.pipeline import compile_spec, estimate
+from examples_cache import ROOT
+
+MRI = "multi-region-inference"
+
+
+def _variant(tmp_path: Path, example: str, **policy) -> Path:
+    doc = copy.deepcopy(yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text()))
+    doc.setdefault("policy", {}).update(policy)
+    out = tmp_path / f"{example}-limited.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+# --- the oracle: plan.json alone ----------------------------------------------------------
+
+def types_per_site(plan: dict) -> dict[tuple[str, str], set[str]]:
+    """(service, site) -> the instances of the placements that run a replica in some month."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for w in plan["workloads"]:
+        if w["kind"] != "inference":
+            continue
+        for p in w["placements"]:
+            if any(r > 0 for r in p["monthly_replicas"]):
+                out.setdefault((w["name"], p["site"]), set()).add(p["instance"])
+    return out
+
+
+def mix_change_months(plan: dict, w: dict) -> list[int]:
+    """Months (after the start) whose set of candidates with a replica differs from the month before."""
+    H = plan["horizon_months"]
+    mixes = [{p["candidate"] for p in w["placements"] if p["monthly_replicas"][m] > 0} for m in range(H)]
+    return [m for m in range(w["start_month"] + 1, H) if mixes[m] != mixes[m - 1]]
+
+
+def spot_hours(w: dict) -> float:
+    return sum(sum(h["monthly_node_hours"]) for p in w["placements"] for h in p["holdings"]
+               if h["pricing"] == "spot")
+
+
+@pytest.fixture(scope="module")
+def mri_two_types(tmp_path_factory):
+    path = _variant(tmp_path_factory.mktemp("mri"), MRI, max_instance_types_per_site=2)
+    result = compile_spec(path)
+    return json.loads(result.artifacts["plan.json"]), result.artifacts["report.md"], result.artifacts["report.html"]
+
+
+def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_types):
+    plan, report, html = mri_two_types
+    assert all(len(v) <= 2 for v in types_per_site(plan).values()), types_per_site(plan)
+    free = plan["operability"]["unlimited"]
+    # the plan without the limit is the shipped example's own (same candidates, same budget)
+    golden = json.loads((ROOT / "tests" / "golden" / "examples" / MRI / "plan.json").read_text())
+    assert free["cost_usd"] == pytest.approx(golden["total_cost_usd"], abs=0.01)
+    assert max(len(v) for v in types_per_site(golden).values()) == free["most_instance_types"] > 2
+    assert plan["total_cost_usd"] <= 1.03 * free["cost_usd"], (plan["total_cost_usd"], free["cost_usd"])
+    assert plan["total_cost_usd"] >= plan["solver"]["best_bound_usd"] - 0.01
+    # the report states both costs and the difference, as plan.json has them
+    delta = plan["total_cost_usd"] - free["cost_usd"]
+    line = next(line for line in report.splitlines() if line.startswith("With the limits"))
+    assert f"${plan['total_cost_usd']:,.0f}" in line and f"${free['cost_usd']:,.0f}" in line
+    assert f"${delta:,.0f} ({delta / free['cost_usd']:+.2%})" in line
+    assert re.search(r"\| `max_instance_types_per_site` \| 2 \| at most 2 a service and site \| at most "
+                     rf"{free['most_instance_types']} \| yes \|", report)
+    assert ("<tr><td><code>max_instance_types_per_site</code></td><td>2</td><td>at most 2 a service and site</td>"
+            f"<td>at most {free['most_instance_types']}</td><td>yes</td></tr>") in html
+
+
+def test_the_report_says_where_availability_multiplies_replicas(mri_two_types):
+    """Every N+1 service gets one line: its peak month's replicas per site, and N / (N - 1)."""
+    plan, report, _html = mri_two_types
+    spec = yaml.safe_load((ROOT / "examples" / f"{MRI}.yaml").read_text())
+    for w in spec["workloads"]:
+        if w["kind"] != "inference" or w["slo"].get("availability", 0.99) < 0.999:
+            continue
+        pw = next(x for x in plan["workloads"] if x["name"] == w["name"])
+        H = plan["horizon_months"]
+        total = [sum(p["monthly_replicas"][m] for p in pw["placements"]) for m in range(H)]
+        peak = max(range(H), key=lambda m: (total[m], -m))
+        at: dict[str, int] = {}
+        for p in pw["placements"]:
+            if p["monthly_replicas"][peak]:
+                at[p["site"]] = at.get(p["site"], 0) + p["monthly_replicas"][peak]
+        n = len(at)
+        line = next(line for line in report.splitlines() if line.startswith(f"- {w['name']}: availability"))
+        assert f"in its peak month {peak} its {total[peak]} replicas run on {n} sites" in line
+        assert ", ".join(f"{r} at {s}" for s, r in sorted(at.items())) in line
+        assert f"{n}/{n - 1} = {n / (n - 1):.2f} times" in line
+
+
+def test_a_mix_hold_and_no_spot_on_the_hybrid_platform(tmp_path):
+    path = _variant(tmp_path, "hybrid-llm-platform", min_months_per_mix=3, max_spot_share=0)
+    result = compile_spec(path)
+    plan = json.loads(result.artifacts["plan.json"])
+    seen_changes = 0
+    for w in plan["workloads"]:
+        if w["kind"] == "inference":
+            changes = [w["start_month"]] + mix_change_months(plan, w)
+            assert all(b - a >= 3 for a, b in zip(changes, changes[1:])), (w["name"], changes)
+            seen_changes += len(changes) - 1
+        else:
+            assert spot_hours(w) == 0, w["name"]
+    assert seen_changes > 0        # the hold was tested on a service whose mix does change
+    free = plan["operability"]["unlimited"]
+    assert free["shortest_mix_hold"] is not None and free["shortest_mix_hold"] < 3   # it binds
+    assert plan["total_cost_usd"] >= free["best_bound_usd"] - 0.01
+
+
+def test_a_spot_cap_of_zero_gives_no_spot(tmp_path):
+    path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=0)
+    result = compile_spec(path)
+    plan = json.loads(result.artifacts["plan.json"])
+    golden = json.loads((ROOT / "tests" / "golden" / "examples" / "llm-pretrain-aws" / "plan.json").read_text())
+    assert any(spot_hours(w) > 0 for w in golden["workloads"])     # the example without the cap uses spot
+    assert all(spot_hours(w) == 0 for w in plan["workloads"] if w["kind"] == "training")
+    free = plan["operability"]["unlimited"]
+    assert free["cost_usd"] == pytest.approx(golden["total_cost_usd"], abs=0.01)
+    assert free["most_spot_share"] == 1.0 and plan["total_cost_usd"] > free["cost_usd"]
+    assert "| `max_spot_share` | 0 | 0% at the most | 100% at the most | yes |" in result.artifacts["report.md"]
+    assert _schema_errors(plan) == []
+
+
+def _schema_errors(plan: dict) -> list[str]:
+    import jsonschema
+
+    from compiler.resources import schema
+
+    validator = jsonschema.Draft202012Validator(schema("plan.schema.json"))
+    return sorted(e.message for e in validator.iter_errors(plan))
+
+
+def test_a_spec_without_limits_has_no_operability_record():
+    golden = json.loads((ROOT / "tests" / "golden" / "examples" / MRI / "plan.json").read_text())
+    assert "operability" not in golden
+
+
+# --- the audit flags a plan that breaks a limit --------------------------------------------
+
+def _policy(spec, **changes):
+    from dataclasses import replace
+    return replace(spec, policy=replace(spec.policy, **changes))
+
+
+def test_the_audit_flags_too_many_instance_types():
+    cands, plan = F.compiled(MRI)
+    findings = F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=2))
+    assert codes.INSTANCE_TYPES in F.codes_of(findings)
+    assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=5))) == set()
+
+
+def test_the_audit_flags_a_mix_changed_too_soon():
+    cands, plan = F.compiled(MRI)
+    findings = F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=3))
+    assert codes.MIX_HOLD in F.codes_of(findings)
+    assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=1))) == set()
+
+
+def test_the_audit_flags_spot_over_the_cap():
+    cands, plan = F.compiled("llm-pretrain-aws")
+    findings = F.run_audit(cands, plan, _policy(cands.spec, max_spot_share=0.5))
+    assert codes.SPOT_SHARE in F.codes_of(findings)
+    assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_spot_share=1.0))) == set()
+
+
+# --- the model: rows where a limit can bind, reductions off where their argument fails ---------
+
+def test_the_limits_switch_off_mixes_and_replica_caps_and_write_their_rows(tmp_path):
+    from compiler.optimize.formulate import formulate, replicas_needed
+
+    def capped(problem) -> int:
+        """y variables bounded below what carries their month alone (reductions.replica_caps)."""
+        by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
+        return sum(1 for v in problem.variables if v.family == "y" and v.ub < replicas_needed(
+            problem.demand[v.workload][v.month], by_id[v.candidate].estimate.tokens_per_s))
+
+    hybrid = "hybrid-llm-platform"
+    base = formulate(estimate(ROOT / "examples" / f"{hybrid}.yaml")[0])
+    held = formulate(estimate(_variant(tmp_path, hybrid, min_months_per_mix=3))[0])
+    assert base.mixes and capped(base) > 0
+    assert not held.mixes and capped(held) == 0
+    assert {c.family for c in held.constraints} >= {"in_mix", "in_mix_some", "mix_change", "mix_hold"}
+    typed = formulate(estimate(_variant(tmp_path, MRI, max_instance_types_per_site=2))[0])
+    rows = {(c.workload, c.site): c for c in typed.constraints if c.family == "max_types"}
+    many = {(w, c.site) for w, cs in typed.chosen_from.items() for c in cs
+            if len({d.instance for d in cs if d.site == c.site}) > 2}
+    assert set(rows) == many and rows
+    assert all(c.rhs == 2 for c in rows.values())
+
+
+# --- infeasible under a limit: explained in the limit's terms --------------------------------
+
+def test_an_instance_type_limit_that_makes_the_spec_infeasible_is_named():
+    """One p5 node (H100 quota 8) and one 4-GPU L40S node (quota 4) carry 600 tokens/s each; the
+    service needs 1,000: two instance types at aws-use1, one allowed."""
+    from compiler.diagnostics import CompileError
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.spec import Policy
+    from optimize_fixtures import candidates, cloud, infer_cand, inference, spec
+
+    aws = cloud(quotas={"H100": 8, "L40S": 4})
+    svc = inference("svc")
+    cands = [infer_cand(svc, aws, "p5.48xlarge", 8, 600.0), infer_cand(svc, aws, "g6e.12xlarge", 4, 600.0)]
+    free = candidates(spec([aws], [svc], horizon=2), cands)
+    assert optimize(free, SolveOptions(gap=1e-9)).total_cost_usd > 0
+    limited = candidates(spec([aws], [svc], horizon=2, policy=Policy(max_instance_types_per_site=1)), cands)
+    with pytest.raises(CompileError) as err:
+        optimize(limited, SolveOptions(gap=1e-9))
+    assert err.value.exit_code == 3
+    assert [d.message for d in err.value.diagnostics] == [
+        "svc needs 2 instance types at aws-use1, policy.max_instance_types_per_site allows 1"]
+
+
+def test_the_greedy_start_obeys_the_limits(tmp_path):
+    """The start sets the indicators its replicas imply, and those replicas obey every limit: held
+    at its integers, the model (rows (15) included) has a solution, and the oracle reads one
+    instance type a site and no mix change from its replica values."""
+    from compiler.optimize.formulate import formulate
+    from compiler.optimize.solve import HighsModel
+    from compiler.optimize.start import greedy_start
+
+    path = _variant(tmp_path, MRI, max_instance_types_per_site=1, min_months_per_mix=12)
+    problem = formulate(estimate(path)[0])
+    start = greedy_start(problem)
+    assert start is not None
+    assert HighsModel(problem).solve(fixed=start).has_solution
+    by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
+    used: dict[tuple[str, str], set[str]] = {}
+    months: dict[str, dict[int, set[str]]] = {}
+    for v in problem.variables:
+        if v.family == "y" and start.get(v.name, 0.0) >= 0.5:
+            c = by_id[v.candidate]
+            used.setdefault((v.workload, c.site), set()).add(c.instance)
+            months.setdefault(v.workload, {}).setdefault(v.month, set()).add(c.id)
+    assert used and all(len(v) == 1 for v in used.values())
+    assert all(len({frozenset(s) for s in by_month.values()}) == 1 for by_month in months.values())
+
+
+def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
+    """A spot share of 1 and a one-month hold set nothing the model must meet: the plan records
+    them, and the plan without them is this plan (no second solve)."""
+    path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=1, min_months_per_mix=1)
+    from compiler.pipeline import CompileOptions
+
+    said: list[str] = []
+    result = compile_spec(path, CompileOptions(progress=said.append))
+    plan = json.loads(result.artifacts["plan.json"])
+    op = plan["operability"]
+    assert (op["max_spot_share"], op["min_months_per_mix"], op["max_instance_types_per_site"]) == (1, 1, None)
+    assert op["unlimited"]["cost_usd"] == plan["total_cost_usd"]
+    assert said and not any("without the operability limits" in s for s in said)
+    assert "None of these limits can bind" in result.artifacts["report.md"]
+
+
+def test_two_binding_limits_are_each_priced_alone():
+    """A job that is cheapest on spot, and a service that is cheapest on one p5 node plus one
+    1-GPU L40S node (its L40S quota is 1 GPU; two p5 nodes also carry it): the spot cap and one
+    instance type a site both bind, and each alone costs exactly its own swap, priced here from
+    the catalog: the job's 100 node-hours on demand instead of spot, and a month of a p5 node
+    instead of a g6e.xlarge node."""
+    from compiler.operability import with_unlimited
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.spec import Policy
+    from optimize_fixtures import CATALOG, candidates, cloud, infer_cand, inference, spec, train_cand, training
+    from compiler.report.operability import build
+
+    aws = cloud(quotas={"L40S": 1})
+    job, svc = training("job"), inference("svc", index=1, start=1)
+    cands = [train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=True),
+             train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=False),
+             infer_cand(svc, aws, "p5.48xlarge", 8, 900.0), infer_cand(svc, aws, "g6e.xlarge", 1, 150.0)]
+    both = Policy(max_instance_types_per_site=1, max_spot_share=0.0)
+    cs = candidates(spec([aws], [job, svc], horizon=2, policy=both), cands)
+    exact = SolveOptions(gap=1e-9)
+    plan = with_unlimited(cs, optimize(cs, exact), exact)
+    op = plan.operability
+    alone = {a.key: a.cost_usd for a in op.alone}
+    assert set(alone) == {"max_instance_types_per_site", "max_spot_share"}
+    p5, g6e = CATALOG.instances["p5.48xlarge"], CATALOG.instances["g6e.xlarge"]
+    spot_swap = 100.0 * (p5.price("us-east-1", "on_demand") - p5.price("us-east-1", "spot"))
+    type_swap = 730.0 * (p5.price("us-east-1", "on_demand") - g6e.price("us-east-1", "on_demand"))
+    free = op.unlimited.cost_usd
+    assert alone["max_spot_share"] - free == pytest.approx(spot_swap, rel=1e-6)
+    assert alone["max_instance_types_per_site"] - free == pytest.approx(type_swap, rel=1e-6)
+    assert plan.total_cost_usd - free == pytest.approx(spot_swap + type_swap, rel=1e-6)
+    cost = build(plan).cost
+    assert f"`max_spot_share` ${alone['max_spot_share']:,.0f} (+${spot_swap:,.0f})" in cost
+    from compiler.plan import to_dict
+    doc = to_dict(plan)
+    assert len(doc["operability"]["alone"]) == 2 and _schema_errors(doc) == []
