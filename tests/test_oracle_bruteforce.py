@@ -258,7 +258,8 @@ def test_milp_equals_brute_force_under_the_operability_limits(seed):
         return
     assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
                             + _platform_text(sp, cs)
-    assert got == pytest.approx(best.cost, rel=REL), (
+    # the plan states its total to the cent: half a cent either way is rounding
+    assert got == pytest.approx(best.cost, rel=REL, abs=0.005 + 1e-9), (
         f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
 
 
