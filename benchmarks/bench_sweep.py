@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def files(root: Path) -> dict[str, str]:
+    """Every file under `root` by relative path; plan.json with the solver's wall seconds taken
+    out, the one figure that differs between two runs of a compile (as --check compares them)."""
     out = {}
     for p in sorted(root.rglob("*")):
         if p.is_file():

@@ -83,18 +83,10 @@ def _cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProce
 
 
 def _files(root: Path) -> dict[str, str]:
-    """Every file under `root`; plan.json with the solver's wall seconds taken out, the one
-    figure that differs between two runs of a compile (as --check compares them)."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            text = p.read_text(encoding="utf-8")
-            if p.name == "plan.json":
-                doc = json.loads(text)
-                doc["solver"].pop("seconds")
-                text = json.dumps(doc, sort_keys=True)
-            out[str(p.relative_to(root))] = text
-    return out
+    """Every file under `root`, plan.json without its solver seconds (benchmarks/bench_sweep.py)."""
+    from bench_sweep import files
+
+    return files(root)
 
 
 @pytest.fixture(scope="module")
