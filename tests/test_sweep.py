@@ -84,6 +84,9 @@ def _cli(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProce
 
 def _files(root: Path) -> dict[str, str]:
     """Every file under `root`, plan.json without its solver seconds (benchmarks/bench_sweep.py)."""
+    benchmarks = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    if benchmarks not in sys.path:
+        sys.path.insert(0, benchmarks)
     from bench_sweep import files
 
     return files(root)
