@@ -106,6 +106,8 @@ def _local(jobs: Sequence[Job], workers: int, on_done: Callable[[Outcome], None]
             by_name[futures[fut]] = out = fut.result()
             on_done(out)
     except BaseException:
+        # shutdown(cancel_futures=True) drops the queued jobs but waits out the running ones (a
+        # compile can take minutes); the executor has no public way to stop its workers
         for proc in list(getattr(pool, "_processes", {}).values()):
             proc.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
