@@ -65,9 +65,8 @@ def _platform_text(sp, cs) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_milp_equals_brute_force(seed):
-    sp, cs, best = case(seed)
+def _assert_milp_is_the_brute_force(seed, sp, cs, best) -> None:
+    """The MILP's optimum equals the brute force's, or both find no plan."""
     got = milp_cost(cs)
     if best is None:
         assert got is None, f"seed {seed}: the MILP found a plan ({got:,.2f}) the brute force did not\n" \
@@ -75,9 +74,14 @@ def test_milp_equals_brute_force(seed):
         return
     assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
                             + _platform_text(sp, cs)
-    # plan.json states the total to the cent
+    # plan.json states the total to the cent: half a cent either way is rounding
     assert got == pytest.approx(best.cost, rel=REL, abs=0.005 + 1e-9), (
         f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_milp_equals_brute_force(seed):
+    _assert_milp_is_the_brute_force(seed, *case(seed))
 
 
 def test_the_seeds_exercise_the_model():
@@ -250,17 +254,7 @@ def limited_case(seed: int):
 
 @pytest.mark.parametrize("seed", LIMIT_SEEDS)
 def test_milp_equals_brute_force_under_the_operability_limits(seed):
-    sp, cs, best = limited_case(seed)
-    got = milp_cost(cs)
-    if best is None:
-        assert got is None, f"seed {seed}: the MILP found a plan ({got:,.2f}) the brute force did not\n" \
-                            + _platform_text(sp, cs)
-        return
-    assert got is not None, f"seed {seed}: the MILP says infeasible, the brute force found {best.describe()}\n" \
-                            + _platform_text(sp, cs)
-    # the plan states its total to the cent: half a cent either way is rounding
-    assert got == pytest.approx(best.cost, rel=REL, abs=0.005 + 1e-9), (
-        f"seed {seed}: MILP {got:,.2f} vs brute force {best.describe()}\n" + _platform_text(sp, cs))
+    _assert_milp_is_the_brute_force(seed, *limited_case(seed))
 
 
 def test_the_operability_limits_bind_on_some_seeds():
