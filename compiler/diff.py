@@ -407,10 +407,16 @@ def _pct(d: Delta) -> str:
     return f"{d.delta / d.a * 100:+.1f}%"
 
 
-def _value(v: Any) -> str:
+def value_text(v: Any) -> str:
+    """A changed field's value as the diff writes it (text, JSON aside)."""
     if isinstance(v, float):
         return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
     return "-" if v is None else str(v)
+
+
+def changes_text(changes: tuple[Change, ...]) -> str:
+    """A workload's changed fields in one line: 'replicas 32 -> 64; site a -> b'."""
+    return "; ".join(f"{c.field} {value_text(c.a)} -> {value_text(c.b)}" for c in changes)
 
 
 def _hours(v: float | None) -> str:
@@ -462,7 +468,7 @@ def render_diff(d: PlanDiff, console) -> None:
         for col in ("workload", "status", "what changed", "cost A", "cost B", "delta", ""):
             t.add_column(col, justify="right" if col.startswith("cost") or col in ("delta", "") else "left")
         for w in changed:
-            what = "; ".join(f"{c.field} {_value(c.a)} -> {_value(c.b)}" for c in w.changes)
+            what = changes_text(w.changes)
             status = "moved" if w.moved else w.status
             t.add_row(w.name, status, what or "-", _money(w.cost.a), _money(w.cost.b),
                       _money(w.cost.delta, True), _pct(w.cost))
@@ -494,7 +500,7 @@ def render_diff(d: PlanDiff, console) -> None:
             for col in ("workload", "metric", "A", "B", "delta", ""):
                 t.add_column(col, justify="left" if col in ("workload", "metric") else "right")
             for name, e in rows:
-                t.add_row(name, e.key, _value(e.a), _value(e.b),
+                t.add_row(name, e.key, value_text(e.a), value_text(e.b),
                           "-" if e.delta is None else f"{e.delta:+,.6g}", _pct(e))
             console.print(t)
     unchanged = len(d.workloads) - len(changed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.diff import Delta, PlanDiff, PlanInfo, cautions
+from compiler.diff import Delta, PlanDiff, PlanInfo, cautions, changes_text
 from compiler.render.environment import money, percent, render_template
 
 
@@ -99,12 +99,6 @@ def _side(label: str, info: PlanInfo | None, spec: str) -> Side:
                 info.catalog_version, info.spec_sha256[:12])
 
 
-def _value(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
-    return "-" if v is None else str(v)
-
-
 def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:
     title = d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}"
     over = over_threshold(d, threshold)
@@ -117,7 +111,7 @@ def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:
     workloads = []
     for w in changed:
         cost = _row(w.name, w.cost)
-        what = "; ".join(f"{c.field} {_value(c.a)} -> {_value(c.b)}" for c in w.changes)
+        what = changes_text(w.changes)
         workloads.append(WorkloadRow(w.name, "moved" if w.moved else w.status, what or "-",
                                      cost.a, cost.b, cost.delta, cost.ratio))
     pools = tuple(

@@ -38,7 +38,7 @@ def prepare(spec_path: str | Path, scenarios_path: str | Path, *, solver: str = 
     """Every scenario's compile inputs, each validated; or CompileError (exit 2) with every
     problem, in the spec (the base spec is invalid) or in the scenarios file (E70x)."""
     from compiler import pipeline
-    from compiler.diagnostics import CompileError, Diagnostic
+    from compiler.diagnostics import CompileError, Diagnostic, format_path
     from compiler.sweep.apply import scenario_overlay, scenario_spec
     from compiler.sweep.scenarios import load_scenarios
 
@@ -63,19 +63,13 @@ def prepare(spec_path: str | Path, scenarios_path: str | Path, *, solver: str = 
                     "E704", f"scenario '{s.name}' makes the spec invalid: error[{first.code}] "
                     f"{first.message}" + (f" (and {more} more)" if more else ""),
                     s.path, loaded.doc.position(s.path),
-                    f"in the scenario's spec at {_path_text(first.path)}" if first.path else None))
+                    f"in the scenario's spec at {format_path(first.path)}" if first.path else None))
                 continue
             jobs.append(Job(s.name, spec_text, overlay_text, solver, max_nodes, gap, time_limit,
                             allow_unpriced_regions))
     if problems:
         raise CompileError(problems, source=loaded.doc.source)
     return Prepared(spec.name, catalog.version, loaded.items, tuple(jobs))
-
-
-def _path_text(path) -> str:
-    from compiler.diagnostics import format_path
-
-    return format_path(path)
 
 
 def sweep(prepared: Prepared, workers: int | None = None, scheduler: str | None = None,

@@ -133,8 +133,7 @@ def page(table: Sequence[Row], spec_name: str, catalog_version: str) -> str:
             total="" if r.total_usd is None else money(r.total_usd),
             cloud="" if r.cloud_share is None else percent(r.cloud_share, digits=0),
             workloads=tuple(money(wl[w]) if w in wl else "-" for w in workloads) if r.ok else ("",) * len(workloads),
-            fleet=", ".join(f"{n} {g}" for g, n in r.gpus_by_type),
-            sites=", ".join(f"{site} {n}" for site, n in r.gpus_by_site), message=r.message))
+            fleet=r.fleet_text, sites=r.sites_text, message=r.message))
     charts: list[str] = []
     if any(r.ok for r in table):
         charts = [_cost_chart(table), *_curves(table), _share_chart(table)]

@@ -40,6 +40,16 @@ class Row:
     def ok(self) -> bool:
         return self.total_usd is not None
 
+    @property
+    def fleet_text(self) -> str:
+        """GPUs by type: '8 H100, 8 L40S'."""
+        return ", ".join(f"{n} {g}" for g, n in self.gpus_by_type)
+
+    @property
+    def sites_text(self) -> str:
+        """GPUs by site: 'aws-use1 8, lab-dc1 9'."""
+        return ", ".join(f"{site} {n}" for site, n in self.gpus_by_site)
+
 
 def row(outcome: Outcome, swept: str = "", point: float | None = None) -> Row:
     if not outcome.ok:
@@ -132,9 +142,7 @@ def render_table(table: Sequence[Row], console) -> None:
             t.add_row(r.scenario, r.status, "", "", "", *[""] * len(workloads), r.message[:60], "")
             continue
         wl = dict(r.by_workload)
-        fleet = ", ".join(f"{n} {g}" for g, n in r.gpus_by_type)
-        sites = ", ".join(f"{s} {n}" for s, n in r.gpus_by_site)
         t.add_row(r.scenario, r.status, percent(r.gap, digits=2), money(r.total_usd),
                   percent(r.cloud_share, digits=0), *[money(wl[w]) if w in wl else "-" for w in workloads],
-                  fleet or "-", sites or "-")
+                  r.fleet_text or "-", r.sites_text or "-")
     console.print(t)
