@@ -12,7 +12,7 @@ The cut
 The horizon is cut into blocks B of BLOCK_MONTHS consecutive months. Let V_B be the variables of
 B's months (Variable.month in B), R_B the rows whose month variables all lie in B together with
 the rows over spanning variables only that reach B (a job's one-candidate row: split() says
-which), and L_B the spanning variables in R_B. For any weights pi_l >= 0 on l in L_B,
+which), and L_B the spanning variables in R_B. For any weights pi_l on l in L_B,
 
     F_B = min  sum_{v in V_B} cost_v v + sum_{l in L_B} pi_l l
           s.t. the rows R_B, every variable's bounds and integrality
@@ -27,9 +27,14 @@ stops it first), so the cut stays valid whether or not the block is solved to th
 
 The weights split each spanning variable's cost evenly over the months it reaches (a reserved node
 of a 1-year term bought in month a: its price for each month it covers; a job's candidate: its
-cost over the job's window). Then the left sides summed over the blocks are at most the
-objective, so the LP's bound is at least sum_B F_B: every block of months solved in whole nodes
-and replicas, with reserved nodes priced per month as if each block could buy its own.
+cost over the job's window). A cloud job's node-hours are paid through its pool's month variables
+(on demand, or reserved nodes), not through its candidate, so each candidate's weights also carry
+a shift that cancels over the blocks (_hours_shift): credited its node-hours in the months it runs
+them, at the least rate a node-hour of the pool can cost, and charged the same sum spread over its
+window. Without it a block would run the job in another block's months and pay nothing for it.
+Then the left sides summed over the blocks are at most the objective, so the LP's bound is at
+least sum_B F_B: every block of months solved in whole nodes and replicas, with reserved nodes
+priced per month as if each block could buy its own.
 
 Where the floors are built
 --------------------------
@@ -76,8 +81,9 @@ def split(problem: Problem, size: int) -> Split:
     the months M_r its variables are held in by local rows. A spanning variable's months M*_l are
     those of its local rows and of the spanning rows that hold it (a job's every candidate
     spans its whole window, whichever months that candidate runs in), and its cost is split
-    evenly over them: pi_{l,B} = cost_l |M*_l & B| / |M*_l|. Summed over the blocks the weights
-    are at most the cost, which is what makes sum_B F_B a bound on the objective."""
+    evenly over them: pi_{l,B} = cost_l |M*_l & B| / |M*_l|, plus a cloud job's node-hour shift
+    (_hours_shift), which sums to zero over the blocks. Summed over the blocks the weights are at
+    most the cost, which is what makes sum_B F_B a bound on the objective."""
     month = {v.name: v.month for v in problem.variables}
     cuts = blocks(problem, size)
     block_of = {m: b for b in cuts for m in b}
@@ -106,7 +112,58 @@ def split(problem: Problem, size: int) -> Split:
     cost = {v.name: max(0.0, v.cost) for v in problem.variables}
     weights = {(n, b): cost[n] * len(ms & b) / len(ms) for n, ms in months_of.items() if ms
                for b in cuts if ms & b}
+    for (n, b), usd in _hours_shift(problem, months_of, cuts).items():
+        weights[(n, b)] = weights.get((n, b), 0.0) + usd
     return Split(rows, weights)
+
+
+def _hours_shift(problem: Problem, months_of: Mapping[str, set[int]],
+                 cuts: tuple[frozenset[int], ...]) -> dict[tuple[str, frozenset[int]], float]:
+    """A zero-sum shift of each cloud training candidate's node-hour cost between the blocks.
+
+    A job's on-demand and reserved node-hours are paid through its pool's month variables (rows
+    (12)), not its candidate x, whose own cost is nearly nil. Left so, a block would choose for
+    the job a candidate that runs in other blocks' months and pay nothing for it, and the floors
+    would say little wherever training is much of the cost. So each candidate x is credited, in
+    the block of each month m it runs in, kappa_{x,m} = its node-hours there at the least rate a
+    node-hour of the pool can cost that month (on demand or an active reserved term), and charged
+    the sum K_x of those credits spread over the blocks as its cost is (the months of its window,
+    evenly). Charges and credits cancel over the blocks, so the weights summed over the blocks
+    are still at most each variable's cost; and any weights give valid floors."""
+    from compiler.spec import HOURS_PER_MONTH
+
+    by_name = {v.name: v for v in problem.variables}
+    rate_of_term = {r.var: by_name[r.var].cost / (HOURS_PER_MONTH * len(r.months))
+                    for r in problem.reservations if len(r.months)}
+    block_of = {m: b for b in cuts for m in b}
+    credit: dict[str, dict[int, float]] = defaultdict(dict)
+    for c in problem.constraints:
+        if c.family != "ondemand":
+            continue
+        rates = [by_name[n].cost for n, _ in c.terms
+                 if by_name[n].family == "ondemand" and by_name[n].ub != 0.0]
+        rates += [rate_of_term[n] for n, a in c.terms if n in rate_of_term and a > 0]
+        if not rates:
+            continue
+        rate = min(rates)
+        for n, a in c.terms:
+            v = by_name[n]
+            if v.family == "x" and a < 0 and v.month is None:
+                month = next(m for n2, _ in c.terms if (m := by_name[n2].month) is not None)
+                credit[n][month] = credit[n].get(month, 0.0) - a * rate
+    shift: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
+    for n, by_month in credit.items():
+        inside = {m: k for m, k in by_month.items() if m in block_of}
+        spread = set(months_of.get(n, ())) & set(block_of)
+        if not inside or not spread or not set(inside) <= spread:
+            continue
+        total = sum(inside.values())
+        for b in cuts:
+            share = total * len(spread & b) / len(spread)
+            own = sum(k for m, k in inside.items() if m in b)
+            if share or own:
+                shift[(n, b)] += share - own
+    return shift
 
 
 def serving_months(problem: Problem) -> set[int]:
