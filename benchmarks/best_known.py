@@ -27,7 +27,10 @@ A best known plan belongs to one optimization problem: the spec and every estima
 makes of it. The record keeps a fingerprint of the candidates the model is built from (ids and
 estimates, as `infra-compile estimate --format json` prints them, after the exact reductions);
 a change to the performance model or the catalog changes it, and `check` then says the record
-is stale instead of comparing.
+is stale instead of comparing. Catalog figures the candidates do not carry (storage tiers,
+reserved terms, capex) can change without it; `check` also calls a record stale where the
+compile's plan is below the record's proven bound or its bound above the record's plan, which
+only another problem allows.
 """
 
 from __future__ import annotations
@@ -206,6 +209,23 @@ def keep(point: Point, fp: str, plan: dict, method: str, seconds: float) -> None
     RECORDS.write_text(json.dumps(data, indent=2) + "\n")
 
 
+# relative slack for comparing two solvers' figures of one problem (their rounding, not the model)
+TOLERANCE = 1e-6
+
+
+def contradiction(record: dict, cost: float, bound: float) -> str | None:
+    """Why `record` cannot be of the problem a compile priced at `cost` with a proven `bound`
+    (None where it can): a plan below the record's proven bound, or a bound above the record's
+    plan. The fingerprint covers the candidates, not every catalog figure the model prices
+    (storage tiers, reserved terms, capex), so a catalog change can leave it equal; these two
+    can only happen where the problems differ."""
+    if cost < record["best_bound_usd"] * (1 - TOLERANCE):
+        return f"this plan (${cost:,.2f}) is below the record's proven bound (${record['best_bound_usd']:,.2f})"
+    if bound > record["cost_usd"] * (1 + TOLERANCE):
+        return f"this compile's proven bound (${bound:,.2f}) is above the record's plan (${record['cost_usd']:,.2f})"
+    return None
+
+
 def check(point: Point) -> None:
     data = load()
     best = data["platforms"].get(point.key)
@@ -220,6 +240,8 @@ def check(point: Point) -> None:
         print(line + "; no best known plan recorded")
     elif best["fingerprint"] != fp:
         print(line + f"; the best known plan (${best['cost_usd']:,.2f}) was made for other estimates: re-record")
+    elif why := contradiction(best, plan["total_cost_usd"], s["best_bound_usd"]):
+        print(line + f"; the best known plan was made for another problem ({why}): re-record")
     else:
         print(line + f"; best known ${best['cost_usd']:,.2f} (bound ${best['best_bound_usd']:,.2f}): "
               f"ratio {plan['total_cost_usd'] / best['cost_usd']:.4f}")

@@ -142,6 +142,12 @@ def best_known() -> dict:
     return json.loads(BEST_KNOWN.read_text(encoding="utf-8")) if BEST_KNOWN.is_file() else {}
 
 
+def contradiction(record: dict, cost: float, bound: float) -> str | None:
+    from best_known import contradiction as why
+
+    return why(record, cost, bound)
+
+
 def _fingerprint(path: Path) -> str:
     from best_known import fingerprint   # benchmarks/ is on the path: this script's folder
 
@@ -159,7 +165,8 @@ def search_best(paths: list[Path], limit: float) -> None:
         row = compile_one(p, limit + 120, args)   # the compile stops itself at `limit`; time to write
         fp = _fingerprint(p)
         old = records.get(p.stem)
-        kept = row["exit"] == 0 and (old is None or old["fingerprint"] != fp or row["cost"] < old["cost_usd"] - 0.005)
+        kept = row["exit"] == 0 and (old is None or old["fingerprint"] != fp or row["cost"] < old["cost_usd"] - 0.005
+                                     or contradiction(old, row["cost"], row["bound"]) is not None)
         if kept:
             records[p.stem] = {"fingerprint": fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
                                "status": row["status"], "method": " ".join(["infra-compile", *args]),
@@ -200,7 +207,11 @@ def main() -> None:
             row = compile_one(p, a.limit or 120.0)
             known = records.get(p.stem)
             if row["exit"] == 0 and known and known["fingerprint"] == _fingerprint(p):
-                row["ratio_to_best_known"] = round(row["cost"] / known["cost_usd"], 4)
+                why = contradiction(known, row["cost"], row["bound"])
+                if why:
+                    row["stale_best_known"] = why
+                else:
+                    row["ratio_to_best_known"] = round(row["cost"] / known["cost_usd"], 4)
             rows.append(row)
             print(json.dumps(row), flush=True)
         done = [r for r in rows if r["exit"] == 0]

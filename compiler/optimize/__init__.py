@@ -44,6 +44,10 @@ SETTLE_NODES = 5000
 SETTLE_STALL = 200
 SETTLE_GAP = 0.01
 SETTLE_MAX_INTEGERS = 10000
+# The pruned search keeps a small pool of cuts (HiGHS's soft limit, 10,000 by default): its nodes'
+# LPs stay small, and with them pruned at 1% the search needs many cheap nodes rather than a
+# few strong ones (docs/optimizer.md, "A search settled at 1%").
+SETTLE_CUT_POOL = 100
 
 # The month windows' plan is the compile's answer, with no branch-and-bound search after it, where
 # it is proven within this of the optimum (the LP bound with the month floors); otherwise the
@@ -198,7 +202,8 @@ def _settled(model, first):
     the two, the bound the higher, and the plan is reported feasible with that gap."""
     from compiler.optimize.solve import relative_gap
 
-    more = model.solve(start=first.values, max_nodes=SETTLE_NODES, gap=SETTLE_GAP, stall=SETTLE_STALL)
+    more = model.solve(start=first.values, max_nodes=SETTLE_NODES, gap=SETTLE_GAP, stall=SETTLE_STALL,
+                       cut_pool=SETTLE_CUT_POOL)
     if not more.has_solution:
         return first
     plan = more if more.objective < first.objective else first
