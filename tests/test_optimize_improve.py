@@ -250,6 +250,25 @@ def test_a_fewer_nodes_round_frees_just_enough_for_one_node_fewer(problem):
                 assert n[2:].split("@")[0].rstrip("]") in ours, n
 
 
+def test_a_two_nodes_fewer_round_holds_the_pool_two_below_and_frees_enough_for_it(problem):
+    # Oracle as for one node fewer: with every freed choice at zero and the pool held two nodes
+    # below the plan, every capacity row of the pool holds; pools under `least` nodes get none.
+    start = greedy_start(problem)
+    bought = {n: v for n, v in start.items() if n.startswith("buy[") and v > 0.5}
+    rounds = improve_mod.fewer_nodes(problem, start, by=2)
+    assert rounds and {r.name.split(" ")[2] for r in rounds} <= {n[4:-1] for n, v in bought.items() if v >= 2}
+    for r in rounds:
+        pool = r.name.split(" ")[2]
+        assert r.name.endswith(" by 2") and dict(r.moved) == {f"buy[{pool}]": start[f"buy[{pool}]"] - 2}
+        plan = {**{n: (0.0 if n in r.free else v) for n, v in start.items()}, **dict(r.moved)}
+        for row in (c for c in problem.constraints if c.name.startswith(f"capacity[{pool}@")):
+            assert sum(a * plan.get(n, 0.0) for n, a in row.terms) <= row.rhs + 1e-9, row.name
+    most = max(bought.values())
+    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most) + 1) == ()
+    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most)) == tuple(
+        r for r in rounds if bought[f"buy[{r.name.split(' ')[2]}]"] >= most)
+
+
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
     start = greedy_start(problem)
     assert improve_mod.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
@@ -413,9 +432,11 @@ def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_ch
 def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, monkeypatch, large):
     """search_plan: below SEARCH_MAX integers, CYCLES cycles of lp-guided, training, the windows
     and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
-    restart, and a tail of RINS with lp-rounded together, training, then the small fewer-nodes
-    rounds one at a time until one finds a cheaper plan. A round's node budget is ROUND_NODES,
-    or the user's if smaller."""
+    restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
+    plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
+    rounds one at a time until one finds a cheaper plan, two nodes fewer in pools of
+    TWO_FEWER_NODES nodes and then one. A round's node budget is ROUND_NODES, or the user's if
+    smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
@@ -433,7 +454,11 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         both, again = plan.tail[0].batches
         assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
         assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
-        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, by=2,
+                                                least=improve_mod.TWO_FEWER_NODES)
+        assert plan.tail[2].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+        monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
+        assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:
         assert plan.tail == ()
     assert search_plan(problem, max_nodes=10**6).nodes == improve_mod.ROUND_NODES

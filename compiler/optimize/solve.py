@@ -436,7 +436,8 @@ class HighsModel:
 
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
-              time_limit: float | None = None, restart: bool = True, stall: int | None = None) -> Solution:
+              time_limit: float | None = None, restart: bool = True, stall: int | None = None,
+              improving: int | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
@@ -455,7 +456,8 @@ class HighsModel:
         options = {"threads": 1, "random_seed": SEED, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
-                   "mip_allow_restart": bool(restart)}
+                   "mip_allow_restart": bool(restart),
+                   "mip_max_improving_sols": int(improving) if improving else 2**31 - 1}
         for key, value in options.items():
             h.setOptionValue(key, value)
         if start and not relax:
