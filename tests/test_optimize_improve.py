@@ -188,6 +188,25 @@ def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch
     assert restarts and set(restarts) == {not large}
 
 
+def test_a_round_stopped_at_its_first_cheaper_plan_stops_there_and_the_next_solve_does_not(problem):
+    # Round.improving reaches HiGHS as mip_max_improving_sols for that solve only: the model is
+    # reused by the next round, which must search its whole root.
+    model, start = HighsModel(problem), greedy_start(problem)
+    training = dict(choice_groups(problem))["training"]
+    choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
+    held = {n: v for n, v in start.items() if n in choices - training}
+    def option():
+        value = model.h.getOptionValue("mip_max_improving_sols")
+        return value[1] if isinstance(value, tuple) else value     # highspy: (status, value)
+
+    first = model.solve(fixed=held, start=start, max_nodes=1, restart=False, improving=1)
+    assert option() == 1
+    whole = model.solve(fixed=held, start=start, max_nodes=1, restart=False)
+    assert option() == 2**31 - 1
+    # the whole root walks the same path past the first cheaper plan (one thread, a fixed seed)
+    assert first.has_solution and whole.objective <= first.objective + 1e-6
+
+
 def test_rounds_solved_together_give_what_each_gives_alone(problem, monkeypatch):
     # The windows run WORKERS at a time on threads: each solve is the one it would be alone.
     model_a, model_b = HighsModel(problem), HighsModel(problem)

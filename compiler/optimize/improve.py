@@ -29,9 +29,11 @@ Everything shared (nodes bought, rented and reserved, fabric, storage) is free i
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
-together, then the training round: on the plan the windows leave they move on-prem pools no
+together, then the training round (stopped at its first cheaper plan where the jobs have
+FIRST_PLAN_CANDIDATES candidates each): on the plan the windows leave they move on-prem pools no
 window can; then the fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP
-rule, one at a time, cheapest node first, until one finds a cheaper plan). A round is not run
+rule, one at a time, cheapest node first, until one finds a cheaper plan: two nodes fewer in
+pools of TWO_FEWER_NODES nodes or more, then one node fewer). A round is not run
 again on the plan it left behind itself (no other round has moved it since). All of this is
 declared before the first round runs: search_plan builds a frozen SearchPlan (the cycle's and
 the tail's steps, each a batch of Round records or a FewerNodes rule, and the cycle count, node
