@@ -188,6 +188,25 @@ def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch
     assert restarts and set(restarts) == {not large}
 
 
+def test_a_round_stopped_at_its_first_cheaper_plan_stops_there_and_the_next_solve_does_not(problem):
+    # Round.improving reaches HiGHS as mip_max_improving_sols for that solve only: the model is
+    # reused by the next round, which must search its whole root.
+    model, start = HighsModel(problem), greedy_start(problem)
+    training = dict(choice_groups(problem))["training"]
+    choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
+    held = {n: v for n, v in start.items() if n in choices - training}
+    def option():
+        value = model.h.getOptionValue("mip_max_improving_sols")
+        return value[1] if isinstance(value, tuple) else value     # highspy: (status, value)
+
+    first = model.solve(fixed=held, start=start, max_nodes=1, restart=False, improving=1)
+    assert option() == 1
+    whole = model.solve(fixed=held, start=start, max_nodes=1, restart=False)
+    assert option() == 2**31 - 1
+    # the whole root walks the same path past the first cheaper plan (one thread, a fixed seed)
+    assert first.has_solution and whole.objective <= first.objective + 1e-6
+
+
 def test_rounds_solved_together_give_what_each_gives_alone(problem, monkeypatch):
     # The windows run WORKERS at a time on threads: each solve is the one it would be alone.
     model_a, model_b = HighsModel(problem), HighsModel(problem)
@@ -248,6 +267,25 @@ def test_a_fewer_nodes_round_frees_just_enough_for_one_node_fewer(problem):
                 assert n[4:].split("@")[0] in owners, n
             else:
                 assert n[2:].split("@")[0].rstrip("]") in ours, n
+
+
+def test_a_two_nodes_fewer_round_holds_the_pool_two_below_and_frees_enough_for_it(problem):
+    # Oracle as for one node fewer: with every freed choice at zero and the pool held two nodes
+    # below the plan, every capacity row of the pool holds; pools under `least` nodes get none.
+    start = greedy_start(problem)
+    bought = {n: v for n, v in start.items() if n.startswith("buy[") and v > 0.5}
+    rounds = improve_mod.fewer_nodes(problem, start, by=2)
+    assert rounds and {r.name.split(" ")[2] for r in rounds} <= {n[4:-1] for n, v in bought.items() if v >= 2}
+    for r in rounds:
+        pool = r.name.split(" ")[2]
+        assert r.name.endswith(" by 2") and dict(r.moved) == {f"buy[{pool}]": start[f"buy[{pool}]"] - 2}
+        plan = {**{n: (0.0 if n in r.free else v) for n, v in start.items()}, **dict(r.moved)}
+        for row in (c for c in problem.constraints if c.name.startswith(f"capacity[{pool}@")):
+            assert sum(a * plan.get(n, 0.0) for n, a in row.terms) <= row.rhs + 1e-9, row.name
+    most = max(bought.values())
+    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most) + 1) == ()
+    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most)) == tuple(
+        r for r in rounds if bought[f"buy[{r.name.split(' ')[2]}]"] >= most)
 
 
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
@@ -413,9 +451,11 @@ def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_ch
 def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, monkeypatch, large):
     """search_plan: below SEARCH_MAX integers, CYCLES cycles of lp-guided, training, the windows
     and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
-    restart, and a tail of RINS with lp-rounded together, training, then the small fewer-nodes
-    rounds one at a time until one finds a cheaper plan. A round's node budget is ROUND_NODES,
-    or the user's if smaller."""
+    restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
+    plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
+    rounds one at a time until one finds a cheaper plan, two nodes fewer in pools of
+    TWO_FEWER_NODES nodes and then one. A round's node budget is ROUND_NODES, or the user's if
+    smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
@@ -433,7 +473,11 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         both, again = plan.tail[0].batches
         assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
         assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
-        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, by=2,
+                                                least=improve_mod.TWO_FEWER_NODES)
+        assert plan.tail[2].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+        monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
+        assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:
         assert plan.tail == ()
     assert search_plan(problem, max_nodes=10**6).nodes == improve_mod.ROUND_NODES

@@ -29,9 +29,11 @@ Everything shared (nodes bought, rented and reserved, fabric, storage) is free i
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
-together, then the training round: on the plan the windows leave they move on-prem pools no
+together, then the training round (stopped at its first cheaper plan where the jobs have
+FIRST_PLAN_CANDIDATES candidates each): on the plan the windows leave they move on-prem pools no
 window can; then the fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP
-rule, one at a time, cheapest node first, until one finds a cheaper plan). A round is not run
+rule, one at a time, cheapest node first, until one finds a cheaper plan: two nodes fewer in
+pools of TWO_FEWER_NODES nodes or more, then one node fewer). A round is not run
 again on the plan it left behind itself (no other round has moved it since). All of this is
 declared before the first round runs: search_plan builds a frozen SearchPlan (the cycle's and
 the tail's steps, each a batch of Round records or a FewerNodes rule, and the cycle count, node
@@ -57,7 +59,7 @@ hybrid-llm-platform has 7,683 and gets them).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 from compiler.optimize import formulate as F
@@ -89,19 +91,29 @@ TAIL_FEWER_NODES_INTEGERS = 7000
 # lp-guided (RINS) only where they are equal; lp-rounded, the large platforms' tail round, also
 # where the LP's value rounds to the incumbent's (improve() says why).
 LP_HELD_WITHIN = {"lp-guided": 1e-6, "lp-rounded": 0.5}
+# The tail's training round stops at its first cheaper plan where the training jobs have at
+# least this many candidates each on average (long training windows: many node counts per job):
+# there its root is long, and spent mostly on sub-MIPs after that plan (search_plan says why).
+FIRST_PLAN_CANDIDATES = 150
+# Pools where the plan buys at least this many nodes also get, in the tail, a round two nodes
+# fewer: one node of many moves the plan by too little for HiGHS's root to find the repacking.
+TWO_FEWER_NODES = 20
 MERGE_NODES = 500      # the pools' re-plan after a merge: a small MIP (1,763 integers at 100 workloads)
 
 
 @dataclass(frozen=True)
 class Round:
     """One neighbourhood of the incumbent: the integers it frees (every other choice held at
-    the incumbent's value), and those it holds at new values instead (`moved`: a pool held one
-    node fewer). An LP-guided round (`lp_within` set) frees instead the integers whose LP value is
-    not within `lp_within` of the incumbent's, whatever their kind (lp_held)."""
+    the incumbent's value), and those it holds at new values instead (`moved`: a pool held
+    nodes fewer). An LP-guided round (`lp_within` set) frees instead the integers whose LP value is
+    not within `lp_within` of the incumbent's, whatever their kind (lp_held). `improving`: the
+    round stops at that many plans cheaper than its start, at its root (HiGHS's
+    mip_max_improving_sols: a count, so the same on every run)."""
     name: str
     free: frozenset[str] = frozenset()
     moved: tuple[tuple[str, float], ...] = ()
     lp_within: float | None = None
+    improving: int | None = None
 
 
 @dataclass(frozen=True)
@@ -109,10 +121,13 @@ class FewerNodes:
     """Fewer-nodes rounds, made from the incumbent when their step begins (fewer_nodes): pools
     whose round frees at most `most` integers; `lp_rule`: not where the LP relaxation buys as
     many nodes as the plan; `until_cheaper`: one at a time, the cheapest node first, until one
-    finds a cheaper plan (otherwise `workers` at a time, every one)."""
+    finds a cheaper plan (otherwise `workers` at a time, every one); `by` nodes fewer, in pools of
+    at least `least` nodes."""
     most: int
     lp_rule: bool
     until_cheaper: bool
+    by: int = 1
+    least: int = 1
 
 
 @dataclass(frozen=True)
@@ -170,7 +185,7 @@ def _serving_by_service_month(problem: F.Problem, names: set[str]) -> dict[tuple
 
 
 def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, float] | None = None,
-                most: int | None = None) -> tuple[Round, ...]:
+                most: int | None = None, by: int = 1, least: int = 1) -> tuple[Round, ...]:
     """Rounds that buy one node fewer in an on-prem pool.
     The windows cannot: a bought node is used in many months, and a window holds all but a
     few, so the plan keeps every node some held month fills. Such a round holds the pool at one
@@ -179,7 +194,8 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
     anywhere); everything else is held. Pools whose round would free more than
     `most` (by default FEWER_NODES_INTEGERS) integers are left out, and, given the LP relaxation's values `lp`, pools
     where it buys as many nodes as the plan, rounded up (there a round found nothing cheaper on
-    the benchmarks, and one took 54 s doing so)."""
+    the benchmarks, and one took 54 s doing so). `by`: the pool is held at that many nodes fewer
+    instead of one (then its name says so), in pools where the plan buys at least `least`."""
     var = {v.name: v for v in problem.variables}
     names = set(var)
     service_months = _serving_by_service_month(problem, names)
@@ -192,21 +208,22 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
     for s, i in sorted(rows, key=lambda pool: F.buy_name(*pool)):     # in the order of the pools' names
         buy = F.buy_name(s, i)
         nodes = round(plan.get(buy, 0.0))
-        if nodes <= 0 or (lp is not None and math.ceil(lp.get(buy, 0.0) - 1e-6) >= nodes):
+        if nodes < max(by, least) or (lp is not None and math.ceil(lp.get(buy, 0.0) - 1e-6) >= nodes):
             continue
         free: set[str] = set()
         for row in rows[(s, i)]:
             terms = dict(row.terms)
-            gpus = -terms[buy]
+            gpus = -terms[buy] * by
             if row.rhs - sum(a * plan.get(n, 0.0) for n, a in row.terms) >= gpus - 1e-9:
-                continue      # one node fewer still holds this month's work
+                continue      # `by` nodes fewer still hold this month's work
             for n in terms:
                 if n != buy and plan.get(n, 0.0) > 0.5:
                     v = var[n]                  # a job's x, or a service's y of the row's month
                     free |= (service_months.get((v.workload, row.month), frozenset()) if v.family == "y"
                              else training[v.workload])
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
-            rounds.append(Round(f"fewer nodes {s}/{i}", frozenset(free), ((buy, float(nodes - 1)),)))
+            rounds.append(Round(f"fewer nodes {s}/{i}" + (f" by {by}" if by > 1 else ""), frozenset(free),
+                                ((buy, float(nodes - by)),)))
     return tuple(rounds)
 
 
@@ -290,8 +307,18 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
         # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
         # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
+        # Where the training jobs have many candidates each (FIRST_PLAN_CANDIDATES), the training
+        # round stops at its first cheaper plan: the rest of its root is sub-MIPs that seldom find
+        # more, at the cost of a long root. Pools of many nodes (TWO_FEWER_NODES) get a round two
+        # nodes fewer before the one-node rounds: one node of many at a time leaves HiGHS's root
+        # too little room to repack the work (docs/optimizer.md has the measurements).
         lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
+        jobs = sum(1 for w in problem.spec.workloads if not isinstance(w, InferenceWorkload))
+        if len(training.free) >= FIRST_PLAN_CANDIDATES * max(1, jobs):
+            training = replace(training, improving=1)
         tail = (Step(((lp_guided, lp_rounded), (training,))),
+                Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
+                                      least=TWO_FEWER_NODES)),
                 Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True)))
     return SearchPlan(cycle=cycle, cycles=(LARGE_CYCLES if large else CYCLES) if cycles is None else cycles,
                       tail=tail, nodes=min(ROUND_NODES, max_nodes or ROUND_NODES), restart=not large,
@@ -365,7 +392,8 @@ class _Search:
         batches = step.batches
         if step.fewer is not None:
             f = step.fewer
-            rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most)
+            rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most,
+                                 f.by, f.least)
             if f.until_cheaper:
                 price = {v.name: v.cost for v in self.problem.variables}
                 rounds = tuple(sorted(rounds, key=lambda r: (sum(price[b] for b, _n in r.moved), r.name)))
@@ -398,7 +426,8 @@ class _Search:
             return False     # no other round has moved the plan since these last ran
         kwargs = dict(gap=self.gap, max_nodes=self.plan.nodes, restart=self.plan.restart)
         # a fewer-nodes round holds a pool below the incumbent's: the incumbent is no start there
-        jobs = [(self.solver(k), {**kwargs, "fixed": self.held(r), "start": None if r.moved else self.incumbent})
+        jobs = [(self.solver(k), {**kwargs, "fixed": self.held(r), "start": None if r.moved else self.incumbent,
+                                  "improving": r.improving})
                 for k, r in enumerate(todo)]
         sols = _solve_all(jobs, self.left)
         plans = [(sol.objective, self.rounded(sol), (r.name,)) for r, sol in zip(todo, sols) if sol.has_solution]

@@ -440,14 +440,16 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              cut_pool: int = CUT_POOL) -> Solution:
+              cut_pool: int = CUT_POOL, improving: int | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
         with the bound it proved) once neither plan nor bound has moved in that many nodes, a
         budget that ends a search whose bound has stopped rising before its node limit does;
-        `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit; set on every
-        solve, since options persist on the model between solves)."""
+        `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit); `improving`:
+        the search stops at its `improving`-th improving plan (mip_max_improving_sols, a count, so
+        where it stops is the same on every machine). Both are set on every solve, since options
+        persist on the model between solves."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -461,7 +463,8 @@ class HighsModel:
         options = {"threads": 1, "random_seed": SEED, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
-                   "mip_allow_restart": bool(restart), "mip_pool_soft_limit": int(cut_pool)}
+                   "mip_allow_restart": bool(restart), "mip_pool_soft_limit": int(cut_pool),
+                   "mip_max_improving_sols": int(improving) if improving else 2**31 - 1}
         for key, value in options.items():
             h.setOptionValue(key, value)
         if start and not relax:
