@@ -196,8 +196,9 @@ def keep(point: Point, fp: str, plan: dict, method: str, seconds: float) -> None
     data = load()
     name = point.key
     old = data["platforms"].get(name)
-    keep_old = old and old["fingerprint"] == fp and old["cost_usd"] <= entry["cost_usd"]
-    if old and old["fingerprint"] == fp:
+    same = old and old["fingerprint"] == fp and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"])
+    keep_old = same and old["cost_usd"] <= entry["cost_usd"]
+    if same:
         entry["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])  # the best bound seen
     if keep_old:
         old["best_bound_usd"] = entry["best_bound_usd"]
