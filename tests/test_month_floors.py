@@ -101,9 +101,9 @@ def _job_on_demand() -> Problem:
          Constraint("demand[s@000]", "demand", (("y[s@000]", 1.0),), ">=", 1.0),
          Constraint("demand[s@001]", "demand", (("y[s@001]", 1.0),), ">=", 1.0),
          Constraint("ondemand[p@000]", "cloud_capacity", (("ondemand[p@000]", 1.0), ("x[a]", -1.0)), ">=", 0.0,
-                    family="ondemand"),
+                    family="ondemand", month=0),
          Constraint("ondemand[p@001]", "cloud_capacity", (("ondemand[p@001]", 1.0), ("x[b]", -2.0)), ">=", 0.0,
-                    family="ondemand")]
+                    family="ondemand", month=1)]
     return Problem(spec=SimpleNamespace(horizon_months=2), candidates=None, chosen_from={},
                    variables=tuple(v), constraints=tuple(c))
 

@@ -147,10 +147,8 @@ def _hours_shift(problem: Problem, months_of: Mapping[str, set[int]],
             continue
         rate = min(rates)
         for n, a in c.terms:
-            v = by_name[n]
-            if v.family == "x" and a < 0 and v.month is None:
-                month = next(m for n2, _ in c.terms if (m := by_name[n2].month) is not None)
-                credit[n][month] = credit[n].get(month, 0.0) - a * rate
+            if by_name[n].family == "x" and a < 0:
+                credit[n][c.month] = credit[n].get(c.month, 0.0) - a * rate
     shift: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
     for n, by_month in credit.items():
         inside = {m: k for m, k in by_month.items() if m in block_of}
