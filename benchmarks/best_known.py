@@ -25,12 +25,13 @@ hand on the same generated spec).
 
 A best known plan belongs to one optimization problem: the spec and every estimate the compiler
 makes of it. The record keeps a fingerprint of the candidates the model is built from (ids and
-estimates, as `infra-compile estimate --format json` prints them, after the exact reductions);
-a change to the performance model or the catalog changes it, and `check` then says the record
-is stale instead of comparing. Catalog figures the candidates do not carry (storage tiers,
-reserved terms, capex) can change without it; `check` also calls a record stale where the
-compile's plan is below the record's proven bound or its bound above the record's plan, which
-only another problem allows.
+estimates, as `infra-compile estimate --format json` prints them, after the exact reductions)
+and one of the catalog's figures (the storage tiers, egress, fabrics and on-prem figures the
+model prices beyond the candidates); a change to the performance model or the catalog changes
+one of them, and `check` then says the record is stale instead of comparing. `check` also calls
+a record stale where the compile's plan is below the record's proven bound or its bound above
+the record's plan, which only another problem allows (records made before the catalog was
+fingerprinted have only the candidates' fingerprint).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -89,13 +91,16 @@ class Point:
         return write_spec(self.n, self.seed, directory, self.horizon, self.sites, self.two_dcs, self.long_jobs)
 
 
-def fingerprint(spec: Path) -> str:
-    """The fingerprint (`candidates_fingerprint`) of the candidates the compiler makes of the
-    spec, computed by the checkout's own code in a fresh process."""
-    code = ("import sys; sys.path.insert(0, 'benchmarks'); import best_known as b; "
-            "from compiler.pipeline import estimate; print(b.candidates_fingerprint(estimate(sys.argv[1])[0]))")
-    return subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True, check=True,
-                          cwd=ROOT).stdout.strip()
+def fingerprint(spec: Path) -> dict[str, str]:
+    """The problem's fingerprints, as a record keeps them: "fingerprint", of the candidates the
+    compiler makes of the spec (`candidates_fingerprint`), and "catalog", of the catalog figures
+    the model prices beyond them (`catalog_fingerprint`); computed by the checkout's own code in
+    a fresh process."""
+    code = ("import sys, json; sys.path.insert(0, 'benchmarks'); import best_known as b; "
+            "from compiler.pipeline import estimate; c = estimate(sys.argv[1])[0]; "
+            "print(json.dumps({'fingerprint': b.candidates_fingerprint(c), 'catalog': b.catalog_fingerprint(c.catalog)}))")
+    return json.loads(subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True,
+                                     check=True, cwd=ROOT).stdout)
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -114,6 +119,37 @@ def candidates_fingerprint(candidates) -> str:
     data = to_json(kept)
     data.pop("catalog", None)   # its version string; the estimates themselves are what count
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def catalog_fingerprint(catalog) -> str:
+    """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
+    storage tiers, egress, models, factors), without its version and provenance (sources, notes):
+    the model prices storage tiers, egress, fabrics and on-prem figures that no candidate carries,
+    so a catalog change can change the problem and leave the candidates' fingerprint equal."""
+    from dataclasses import fields, is_dataclass
+
+    def plain(x):
+        if is_dataclass(x):
+            return {f.name: plain(getattr(x, f.name)) for f in fields(x) if f.name not in ("source", "note")}
+        if isinstance(x, Mapping):
+            return {str(k): plain(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        return x
+
+    figures = {f.name: plain(getattr(catalog, f.name)) for f in fields(catalog) if f.name not in ("version", "sources")}
+    return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def other_problem(record: dict, fp: dict[str, str]) -> str | None:
+    """Why `record` was made for another problem than the one fingerprinted `fp` (None where it
+    was not, as far as its fingerprints tell: a record made before the catalog was fingerprinted
+    has none of it, and contradiction() is then all that can tell)."""
+    if record["fingerprint"] != fp["fingerprint"]:
+        return "was made for other estimates"
+    if record.get("catalog", fp["catalog"]) != fp["catalog"]:
+        return "was made on another catalog"
+    return None
 
 
 def compile_plan(spec: Path, args: list[str]) -> tuple[dict, float]:
@@ -187,21 +223,23 @@ def adopt(point: Point, plan_path: Path, method: str, seconds: float) -> None:
     keep(point, fp, json.loads(plan_path.read_text()), method, seconds)
 
 
-def keep(point: Point, fp: str, plan: dict, method: str, seconds: float) -> None:
+def keep(point: Point, fp: dict[str, str], plan: dict, method: str, seconds: float) -> None:
     s = plan["solver"]
-    entry = {"spec": point.described, "fingerprint": fp,
+    entry = {"spec": point.described, **fp,
              "cost_usd": plan["total_cost_usd"], "best_bound_usd": s["best_bound_usd"], "method": method,
              "status": s["status"], "seconds": round(seconds, 1), "recorded": dt.date.today().isoformat(),
              "commit": commit()}
     data = load()
     name = point.key
     old = data["platforms"].get(name)
-    same = old and old["fingerprint"] == fp and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"])
+    same = (old and not other_problem(old, fp)
+            and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"]))
     keep_old = same and old["cost_usd"] <= entry["cost_usd"]
-    if same:
-        entry["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])  # the best bound seen
+    if same and old.get("catalog") == fp["catalog"]:
+        # the best bound seen, where both bounds are of this problem (a record without the
+        # catalog's fingerprint may be of another catalog: its bound is not carried over)
+        entry["best_bound_usd"] = old["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])
     if keep_old:
-        old["best_bound_usd"] = entry["best_bound_usd"]
         print(f"{name}: kept ${old['cost_usd']:,.2f} (this run: ${entry['cost_usd']:,.2f})")
     else:
         data["platforms"][name] = entry
@@ -217,9 +255,9 @@ TOLERANCE = 1e-6
 def contradiction(record: dict, cost: float, bound: float) -> str | None:
     """Why `record` cannot be of the problem a compile priced at `cost` with a proven `bound`
     (None where it can): a plan below the record's proven bound, or a bound above the record's
-    plan. The fingerprint covers the candidates, not every catalog figure the model prices
-    (storage tiers, reserved terms, capex), so a catalog change can leave it equal; these two
-    can only happen where the problems differ."""
+    plan. Records made before the catalog was fingerprinted (no "catalog") carry the candidates'
+    fingerprint only, which a catalog change can leave equal; these two can only happen where
+    the problems differ."""
     if cost < record["best_bound_usd"] * (1 - TOLERANCE):
         return f"this plan (${cost:,.2f}) is below the record's proven bound (${record['best_bound_usd']:,.2f})"
     if bound > record["cost_usd"] * (1 + TOLERANCE):
@@ -239,8 +277,8 @@ def check(point: Point) -> None:
             f"{s['status']}, reported gap {s['gap']:.2%}")
     if best is None:
         print(line + "; no best known plan recorded")
-    elif best["fingerprint"] != fp:
-        print(line + f"; the best known plan (${best['cost_usd']:,.2f}) was made for other estimates: re-record")
+    elif why := other_problem(best, fp):
+        print(line + f"; the best known plan (${best['cost_usd']:,.2f}) {why}: re-record")
     elif why := contradiction(best, plan["total_cost_usd"], s["best_bound_usd"]):
         print(line + f"; the best known plan was made for another problem ({why}): re-record")
     else:

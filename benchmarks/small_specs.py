@@ -17,8 +17,9 @@ plan, then the worst time and worst gap over the set. Results: benchmarks/README
 
 `best` searches the given seeds' specs long (HiGHS, no node limit, `--limit` seconds) and keeps
 each plan in small_best_known.json if it is cheaper than the one there, or if that one was made
-for other estimates (best_known.candidates_fingerprint): the reference the default compile's plan
-and bound are judged against (tests/test_small_specs.py reads it too).
+for another problem (best_known.other_problem: other estimates or another catalog): the
+reference the default compile's plan and bound are judged against (tests/test_small_specs.py
+reads it too).
 """
 
 from __future__ import annotations
@@ -148,15 +149,21 @@ def contradiction(record: dict, cost: float, bound: float) -> str | None:
     return why(record, cost, bound)
 
 
-def _fingerprint(path: Path) -> str:
+def _fingerprint(path: Path) -> dict[str, str]:
     from best_known import fingerprint   # benchmarks/ is on the path: this script's folder
 
     return fingerprint(path)
 
 
+def _other_problem(record: dict, fp: dict[str, str]) -> str | None:
+    from best_known import other_problem
+
+    return other_problem(record, fp)
+
+
 def search_best(paths: list[Path], limit: float) -> None:
     """The long search of `best`: each spec's record replaced where the new plan is cheaper or the
-    record's fingerprint is not the spec's today."""
+    record was made for another problem (its fingerprints are not the spec's today)."""
     import datetime as dt
 
     records = best_known()
@@ -165,10 +172,10 @@ def search_best(paths: list[Path], limit: float) -> None:
         row = compile_one(p, limit + 120, args)   # the compile stops itself at `limit`; time to write
         fp = _fingerprint(p)
         old = records.get(p.stem)
-        kept = row["exit"] == 0 and (old is None or old["fingerprint"] != fp or row["cost"] < old["cost_usd"] - 0.005
+        kept = row["exit"] == 0 and (old is None or _other_problem(old, fp) or row["cost"] < old["cost_usd"] - 0.005
                                      or contradiction(old, row["cost"], row["bound"]) is not None)
         if kept:
-            records[p.stem] = {"fingerprint": fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
+            records[p.stem] = {**fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
                                "status": row["status"], "method": " ".join(["infra-compile", *args]),
                                "seconds": row["seconds"], "recorded": dt.date.today().isoformat()}
         print(json.dumps({**row, "kept": kept}), flush=True)
@@ -206,7 +213,7 @@ def main() -> None:
         for p in paths:
             row = compile_one(p, a.limit or 120.0)
             known = records.get(p.stem)
-            if row["exit"] == 0 and known and known["fingerprint"] == _fingerprint(p):
+            if row["exit"] == 0 and known and not _other_problem(known, _fingerprint(p)):
                 why = contradiction(known, row["cost"], row["bound"])
                 if why:
                     row["stale_best_known"] = why

@@ -93,3 +93,36 @@ def test_the_long_jobs_platform_has_the_sizes_and_windows_teams_run():
     assert point.key == "workloads-100-s0-h36-2dc-long"
     assert point.key in best_known.load()["platforms"]
     assert point.described == "bench_pipeline.platform_spec(100, seed=0, horizon=36, two_dcs=True, long_jobs=True)"
+
+
+def test_a_catalog_figure_no_candidate_carries_makes_the_records_stale():
+    """The records' catalog fingerprint changes with a figure the model prices beyond the
+    candidates (a storage tier's capex: the on-prem NFS tier once changed every data centre's
+    problem and left the candidates' fingerprint equal), and not with provenance (version,
+    sources, as_of dates, notes), which changes no problem."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    import best_known
+
+    from compiler.pipeline import load_catalog
+
+    catalog = load_catalog()
+    fp = best_known.catalog_fingerprint(catalog)
+    nfs = catalog.storage["onprem-nfs"]
+    dearer = replace(catalog, storage=MappingProxyType({**catalog.storage,
+                                                       "onprem-nfs": replace(nfs, capex_usd_per_tb=nfs.capex_usd_per_tb + 1)}))
+    assert best_known.catalog_fingerprint(dearer) != fp
+    without = replace(catalog, storage=MappingProxyType({k: v for k, v in catalog.storage.items() if k != "onprem-nfs"}))
+    assert best_known.catalog_fingerprint(without) != fp
+    renamed = replace(catalog, version="9999.1", sources=MappingProxyType({
+        k: replace(s, as_of="2031-01-01", note="read again") for k, s in catalog.sources.items()}),
+        storage=MappingProxyType({**catalog.storage, "onprem-nfs": replace(nfs, source="another-source")}))
+    assert best_known.catalog_fingerprint(renamed) == fp
+
+    record = {"fingerprint": "c0ffee", "catalog": fp}
+    assert best_known.other_problem(record, {"fingerprint": "c0ffee", "catalog": fp}) is None
+    assert "another catalog" in best_known.other_problem(record, {"fingerprint": "c0ffee", "catalog": "other"})
+    assert "other estimates" in best_known.other_problem(record, {"fingerprint": "beef", "catalog": fp})
+    # a record made before the catalog was fingerprinted: only the candidates' fingerprint tells
+    assert best_known.other_problem({"fingerprint": "c0ffee"}, {"fingerprint": "c0ffee", "catalog": "other"}) is None
