@@ -234,7 +234,9 @@ def keep(point: Point, fp: dict[str, str], plan: dict, method: str, seconds: flo
     old = data["platforms"].get(name)
     same = (old and not other_problem(old, fp)
             and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"]))
-    keep_old = same and old["cost_usd"] <= entry["cost_usd"]
+    # a record without the catalog's fingerprint gives way to a run as cheap that has it
+    keep_old = same and (old["cost_usd"] <= entry["cost_usd"] if "catalog" in old
+                         else old["cost_usd"] < entry["cost_usd"])
     if same and old.get("catalog") == fp["catalog"]:
         # the best bound seen, where both bounds are of this problem (a record without the
         # catalog's fingerprint may be of another catalog: its bound is not carried over)

@@ -126,3 +126,36 @@ def test_a_catalog_figure_no_candidate_carries_makes_the_records_stale():
     assert "other estimates" in best_known.other_problem(record, {"fingerprint": "beef", "catalog": fp})
     # a record made before the catalog was fingerprinted: only the candidates' fingerprint tells
     assert best_known.other_problem({"fingerprint": "c0ffee"}, {"fingerprint": "c0ffee", "catalog": "other"}) is None
+
+
+def test_a_record_keeps_the_cheapest_plan_of_its_own_problem(tmp_path, monkeypatch):
+    """best_known.keep: a run replaces the record where it is cheaper or of another problem; a
+    record without the catalog's fingerprint gives way to a run as cheap that has it, and lends it
+    no bound (its bound may be of another catalog); between runs of one catalog the best bound
+    seen is kept."""
+    import json
+
+    import best_known
+
+    records = tmp_path / "best_known.json"
+    monkeypatch.setattr(best_known, "RECORDS", records)
+    monkeypatch.setattr(best_known, "commit", lambda: "abc")
+    point = best_known.Point(10)
+
+    def run(cost, bound, catalog="A"):
+        best_known.keep(point, {"fingerprint": "f", "catalog": catalog},
+                        {"total_cost_usd": cost, "solver": {"best_bound_usd": bound, "status": "feasible"}}, "m", 1.0)
+        return json.loads(records.read_text())["platforms"][point.key]
+
+    records.write_text(json.dumps({"platforms": {point.key: {"fingerprint": "f", "cost_usd": 100.0,
+                                                             "best_bound_usd": 90.0}}}))
+    legacy = run(110.0, 80.0)
+    assert (legacy["cost_usd"], legacy["best_bound_usd"], "catalog" in legacy) == (100.0, 90.0, False)
+    upgraded = run(100.0, 80.0)
+    assert (upgraded["cost_usd"], upgraded["best_bound_usd"], upgraded["catalog"]) == (100.0, 80.0, "A")
+    kept = run(105.0, 85.0)
+    assert (kept["cost_usd"], kept["best_bound_usd"]) == (100.0, 85.0)
+    cheaper = run(95.0, 82.0)
+    assert (cheaper["cost_usd"], cheaper["best_bound_usd"]) == (95.0, 85.0)
+    other = run(120.0, 60.0, catalog="B")
+    assert (other["cost_usd"], other["best_bound_usd"], other["catalog"]) == (120.0, 60.0, "B")
