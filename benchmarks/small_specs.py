@@ -172,7 +172,9 @@ def search_best(paths: list[Path], limit: float) -> None:
         row = compile_one(p, limit + 120, args)   # the compile stops itself at `limit`; time to write
         fp = _fingerprint(p)
         old = records.get(p.stem)
+        # a record without the catalog's fingerprint gives way to a run as cheap that has it
         kept = row["exit"] == 0 and (old is None or _other_problem(old, fp) or row["cost"] < old["cost_usd"] - 0.005
+                                     or ("catalog" not in old and row["cost"] <= old["cost_usd"] + 0.005)
                                      or contradiction(old, row["cost"], row["bound"]) is not None)
         if kept:
             records[p.stem] = {**fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
