@@ -152,6 +152,17 @@ def other_problem(record: dict, fp: dict[str, str]) -> str | None:
     return None
 
 
+def replaces(record: dict, fp: dict[str, str], cost: float, bound: float) -> bool:
+    """Whether a run of the problem fingerprinted `fp`, its plan at `cost` with a proven `bound`,
+    replaces `record`: where the record is of another problem, or the plan is cheaper; a record
+    without the catalog's fingerprint also gives way to a plan as cheap (which has it)."""
+    if other_problem(record, fp) or contradiction(record, cost, bound):
+        return True
+    if "catalog" not in record:
+        return cost <= record["cost_usd"] * (1 + TOLERANCE)
+    return cost < record["cost_usd"] * (1 - TOLERANCE)
+
+
 def compile_plan(spec: Path, args: list[str]) -> tuple[dict, float]:
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
@@ -234,9 +245,7 @@ def keep(point: Point, fp: dict[str, str], plan: dict, method: str, seconds: flo
     old = data["platforms"].get(name)
     same = (old and not other_problem(old, fp)
             and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"]))
-    # a record without the catalog's fingerprint gives way to a run as cheap that has it
-    keep_old = same and (old["cost_usd"] <= entry["cost_usd"] if "catalog" in old
-                         else old["cost_usd"] < entry["cost_usd"])
+    keep_old = old is not None and not replaces(old, fp, entry["cost_usd"], entry["best_bound_usd"])
     if same and old.get("catalog") == fp["catalog"]:
         # the best bound seen, where both bounds are of this problem (a record without the
         # catalog's fingerprint may be of another catalog: its bound is not carried over)

@@ -161,6 +161,12 @@ def _other_problem(record: dict, fp: dict[str, str]) -> str | None:
     return other_problem(record, fp)
 
 
+def _replaces(record: dict, fp: dict[str, str], cost: float, bound: float) -> bool:
+    from best_known import replaces
+
+    return replaces(record, fp, cost, bound)
+
+
 def search_best(paths: list[Path], limit: float) -> None:
     """The long search of `best`: each spec's record replaced where the new plan is cheaper or the
     record was made for another problem (its fingerprints are not the spec's today)."""
@@ -172,10 +178,7 @@ def search_best(paths: list[Path], limit: float) -> None:
         row = compile_one(p, limit + 120, args)   # the compile stops itself at `limit`; time to write
         fp = _fingerprint(p)
         old = records.get(p.stem)
-        # a record without the catalog's fingerprint gives way to a run as cheap that has it
-        kept = row["exit"] == 0 and (old is None or _other_problem(old, fp) or row["cost"] < old["cost_usd"] - 0.005
-                                     or ("catalog" not in old and row["cost"] <= old["cost_usd"] + 0.005)
-                                     or contradiction(old, row["cost"], row["bound"]) is not None)
+        kept = row["exit"] == 0 and (old is None or _replaces(old, fp, row["cost"], row["bound"]))
         if kept:
             records[p.stem] = {**fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
                                "status": row["status"], "method": " ".join(["infra-compile", *args]),
