@@ -97,10 +97,14 @@ def fingerprint(spec: Path) -> dict[str, str]:
     the model prices beyond them (`catalog_fingerprint`); computed by the checkout's own code in
     a fresh process."""
     code = ("import sys, json; sys.path.insert(0, 'benchmarks'); import best_known as b; "
-            "from compiler.pipeline import estimate; c = estimate(sys.argv[1])[0]; "
-            "print(json.dumps({'fingerprint': b.candidates_fingerprint(c), 'catalog': b.catalog_fingerprint(c.catalog)}))")
+            "from compiler.pipeline import estimate; print(json.dumps(b.problem_fingerprint(estimate(sys.argv[1])[0])))")
     return json.loads(subprocess.run([sys.executable, "-c", code, str(spec)], capture_output=True, text=True,
                                      check=True, cwd=ROOT).stdout)
+
+
+def problem_fingerprint(candidates) -> dict[str, str]:
+    """The fingerprints a record keeps of the problem `candidates` are of (fingerprint())."""
+    return {"fingerprint": candidates_fingerprint(candidates), "catalog": catalog_fingerprint(candidates.catalog)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -243,12 +247,11 @@ def keep(point: Point, fp: dict[str, str], plan: dict, method: str, seconds: flo
     data = load()
     name = point.key
     old = data["platforms"].get(name)
-    same = (old and not other_problem(old, fp)
-            and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"]))
     keep_old = old is not None and not replaces(old, fp, entry["cost_usd"], entry["best_bound_usd"])
-    if same and old.get("catalog") == fp["catalog"]:
-        # the best bound seen, where both bounds are of this problem (a record without the
-        # catalog's fingerprint may be of another catalog: its bound is not carried over)
+    # the best bound seen, where both bounds are of this problem (a record without the catalog's
+    # fingerprint may be of another catalog: its bound is not carried over)
+    if (old is not None and old.get("catalog") == fp["catalog"] and not other_problem(old, fp)
+            and not contradiction(old, entry["cost_usd"], entry["best_bound_usd"])):
         entry["best_bound_usd"] = old["best_bound_usd"] = max(entry["best_bound_usd"], old["best_bound_usd"])
     if keep_old:
         print(f"{name}: kept ${old['cost_usd']:,.2f} (this run: ${entry['cost_usd']:,.2f})")

@@ -33,6 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 
+# this script's folder is on the path (run as a script, or from tests/ that put it there)
+from best_known import contradiction, fingerprint, other_problem, replaces
+
 ROOT = Path(__file__).resolve().parents[1]
 BEST_KNOWN = Path(__file__).resolve().parent / "small_best_known.json"
 
@@ -143,30 +146,6 @@ def best_known() -> dict:
     return json.loads(BEST_KNOWN.read_text(encoding="utf-8")) if BEST_KNOWN.is_file() else {}
 
 
-def contradiction(record: dict, cost: float, bound: float) -> str | None:
-    from best_known import contradiction as why
-
-    return why(record, cost, bound)
-
-
-def _fingerprint(path: Path) -> dict[str, str]:
-    from best_known import fingerprint   # benchmarks/ is on the path: this script's folder
-
-    return fingerprint(path)
-
-
-def _other_problem(record: dict, fp: dict[str, str]) -> str | None:
-    from best_known import other_problem
-
-    return other_problem(record, fp)
-
-
-def _replaces(record: dict, fp: dict[str, str], cost: float, bound: float) -> bool:
-    from best_known import replaces
-
-    return replaces(record, fp, cost, bound)
-
-
 def search_best(paths: list[Path], limit: float) -> None:
     """The long search of `best`: each spec's record replaced where the new plan is cheaper or the
     record was made for another problem (its fingerprints are not the spec's today)."""
@@ -176,9 +155,9 @@ def search_best(paths: list[Path], limit: float) -> None:
     args = ("--solver", "highs", "--max-nodes", "0", "--time-limit", f"{limit:g}")
     for p in paths:
         row = compile_one(p, limit + 120, args)   # the compile stops itself at `limit`; time to write
-        fp = _fingerprint(p)
+        fp = fingerprint(p)
         old = records.get(p.stem)
-        kept = row["exit"] == 0 and (old is None or _replaces(old, fp, row["cost"], row["bound"]))
+        kept = row["exit"] == 0 and (old is None or replaces(old, fp, row["cost"], row["bound"]))
         if kept:
             records[p.stem] = {**fp, "cost_usd": row["cost"], "best_bound_usd": row["bound"],
                                "status": row["status"], "method": " ".join(["infra-compile", *args]),
@@ -218,7 +197,7 @@ def main() -> None:
         for p in paths:
             row = compile_one(p, a.limit or 120.0)
             known = records.get(p.stem)
-            if row["exit"] == 0 and known and not _other_problem(known, _fingerprint(p)):
+            if row["exit"] == 0 and known and not other_problem(known, fingerprint(p)):
                 why = contradiction(known, row["cost"], row["bound"])
                 if why:
                     row["stale_best_known"] = why

@@ -45,7 +45,7 @@ def test_a_seeded_sample_compiles_within_one_percent_and_its_claims_hold(seed, t
     against a long search's plan (benchmarks/small_best_known.json: HiGHS without a node limit),
     which shares none of the default's month floors, windows or rounds: the compile's bound is no
     higher than that plan's cost, and its plan no cheaper than that search's proven bound."""
-    from best_known import candidates_fingerprint, catalog_fingerprint, contradiction, other_problem
+    from best_known import contradiction, other_problem, problem_fingerprint
     from small_specs import best_known
 
     from compiler import pipeline
@@ -54,9 +54,7 @@ def test_a_seeded_sample_compiles_within_one_percent_and_its_claims_hold(seed, t
     path = tmp_path / f"{name}.yaml"
     path.write_text(small_spec(seed), encoding="utf-8")
     known = best_known()[name]
-    candidates = pipeline.estimate(path)[0]
-    why = other_problem(known, {"fingerprint": candidates_fingerprint(candidates),
-                                "catalog": catalog_fingerprint(candidates.catalog)})
+    why = other_problem(known, problem_fingerprint(pipeline.estimate(path)[0]))
     assert why is None, f"{name}'s best known plan {why}: `small_specs.py best {seed}` re-records it"
     solver = pipeline.compile_spec(path).plan.solver
     assert solver.gap <= 0.01
