@@ -117,7 +117,8 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
     tail = rounds.index("lp-guided round 2")
     assert rounds[tail:tail + 3] == ["lp-guided round 2", "lp-rounded round 2", "training round 2"]
-    # then the small fewer-nodes rounds, one at a time, until one finds a cheaper plan
+    # then the small fewer-nodes rounds, one at a time, until one finds a cheaper plan, and
+    # the narrowed ones
     assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 3:])
     cycle = rounds[2:tail]
     assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
@@ -288,6 +289,87 @@ def test_a_two_nodes_fewer_round_holds_the_pool_two_below_and_frees_enough_for_i
         r for r in rounds if bought[f"buy[{r.name.split(' ')[2]}]"] >= most)
 
 
+def test_a_narrowed_round_frees_the_work_only_where_it_can_go_near_and_keeps_only_cheaper_plans(problem):
+    # Oracle, from the candidates themselves: a narrowed round frees a subset of the full
+    # round's choices: every mix, and of the displaced workloads' candidates only those on an
+    # on-prem site, in a cloud pool (site and instance) the plan rents, or used by the plan;
+    # the capacity oracle still holds (the work on the pool is all freed); and HiGHS is told
+    # the incumbent's cost (Round.cutoff).
+    from compiler.spec import OnPremSite
+
+    start = greedy_start(problem)
+    var = {v.name: v for v in problem.variables}
+    cands = {c.id: c for cs in problem.chosen_from.values() for c in cs}
+    on_prem = {s.name for s in problem.spec.sites if isinstance(s, OnPremSite)}
+    rented = {(cands[var[n].candidate].site, cands[var[n].candidate].instance) for n, x in start.items()
+              if x > 0.5 and var[n].family in ("x", "y")}
+    full = {r.name: r for r in improve_mod.fewer_nodes(problem, start, most=10**9)}
+    narrowed = improve_mod.fewer_nodes(problem, start, most=10**9, narrow=True)
+    assert narrowed and all(r.name.endswith(" (narrowed)") and r.cutoff for r in narrowed)
+    assert not any(r.cutoff for r in full.values())
+    held_out = 0
+    for r in narrowed:
+        whole = full[r.name.removesuffix(" (narrowed)")]
+        assert r.free <= whole.free and r.moved == whole.moved
+        for n in whole.free - r.free:
+            c = cands[var[n].candidate]
+            assert c.site not in on_prem and (c.site, c.instance) not in rented and start.get(n, 0.0) < 0.5, n
+            held_out += 1
+        assert all(var[n].candidate is None or n in r.free for n in whole.free
+                   if var[n].candidate is None or start.get(n, 0.0) > 0.5
+                   or cands[var[n].candidate].site in on_prem)
+        pool = r.name.split(" ")[2]
+        plan = {**{n: (0.0 if n in r.free else v) for n, v in start.items()}, **dict(r.moved)}
+        for row in (c for c in problem.constraints if c.name.startswith(f"capacity[{pool}@")):
+            assert sum(a * plan.get(n, 0.0) for n, a in row.terms) <= row.rhs + 1e-9, row.name
+    assert held_out      # the narrowing holds some cloud candidates out on this platform
+
+
+def test_a_cutoff_prunes_every_plan_that_is_not_cheaper(problem):
+    # HighsModel.solve(cutoff=): the cheapest completion of the greedy start's choices costs C;
+    # told C + 1 it finds C, told C - 1 it finds no plan; the option does not persist.
+    model, start = HighsModel(problem), greedy_start(problem)
+    cost = model.solve(fixed=start).objective
+    assert model.solve(fixed=start, cutoff=cost + 1.0).objective == pytest.approx(cost, rel=1e-9)
+    assert not model.solve(fixed=start, cutoff=cost - 1.0).has_solution
+    assert model.solve(fixed=start).objective == pytest.approx(cost, rel=1e-9)
+
+
+def test_a_fewer_nodes_step_again_takes_the_cheapest_untried_node_and_ends_at_the_first_failure(problem,
+                                                                                             monkeypatch):
+    # _Search.again with the rounds and their outcomes stubbed: rounds made again from each
+    # cheaper plan, the cheapest node first, a round not run again on the plan it left, and the
+    # step ends at the first round that finds nothing.
+    from compiler.optimize.improve import FewerNodes, Round, _Search
+
+    price = {v.name: v.cost for v in problem.variables}
+    pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
+    assert len(pools) == 3 and price[pools[0]] <= price[pools[1]] <= price[pools[2]]
+    rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
+    monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
+    search = _Search.__new__(_Search)
+    search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
+    finds = {pools[0]: [True, False], pools[1]: [True], pools[2]: [False]}
+    ran = []
+
+    def batch(batch_rounds, cycle):
+        (r,) = batch_rounds
+        pool = r.moved[0][0]
+        ran.append(pool)
+        if finds[pool].pop(0):
+            search.incumbent = {"plan": search.incumbent["plan"] + 1}
+            search.left_at[r.name] = search.incumbent
+            return True
+        search.left_at[r.name] = search.incumbent
+        return False
+
+    search.batch = batch
+    assert search.again(FewerNodes(10, False, True, narrow=True, again=True), 1) == (True, True)
+    # plan 0: the cheapest finds; plan 1: it left that plan, so the next (finds); plan 2: the
+    # cheapest again, which finds nothing: the end (the dearest is never run)
+    assert ran == [pools[0], pools[1], pools[0]]
+
+
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
     start = greedy_start(problem)
     assert improve_mod.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
@@ -435,7 +517,8 @@ def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_ch
     monkeypatch.setattr(improve_mod, "TAIL_FEWER_NODES_INTEGERS", 10**9)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append)
-    tail = [m for m in messages if m.startswith("improving the start: fewer nodes") and " round 2: " in m]
+    tail = [m for m in messages if m.startswith("improving the start: fewer nodes") and " round 2: " in m
+            and "(narrowed)" not in m]     # the narrowed step's rounds follow (tested on their own)
     price = {v.name: v.cost for v in problem.variables}
     assert len(tail) >= 2          # two data centres' HGX H100 pools, neither round cheaper here
     pools = [m.split("fewer nodes ")[1].split(" round")[0] for m in tail]
@@ -443,8 +526,8 @@ def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_ch
     assert costs == sorted(costs)
     dollars = [float(m.rsplit("$", 1)[1].replace(",", "")) for m in messages]
     # every tail round but the last found nothing cheaper than the plan before it
-    first = messages.index(tail[0])
-    assert all(d == dollars[first - 1] for d in dollars[first:-1])
+    first, last = messages.index(tail[0]), messages.index(tail[-1])
+    assert all(d == dollars[first - 1] for d in dollars[first:last])
 
 
 @pytest.mark.parametrize("large", [False, True])
@@ -454,8 +537,8 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
     plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
     rounds one at a time until one finds a cheaper plan, two nodes fewer in pools of
-    TWO_FEWER_NODES nodes and then one. A round's node budget is ROUND_NODES, or the user's if
-    smaller."""
+    TWO_FEWER_NODES nodes and then one, then the narrowed ones again and again until one finds
+    nothing. A round's node budget is ROUND_NODES, or the user's if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
@@ -476,6 +559,8 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, by=2,
                                                 least=improve_mod.TWO_FEWER_NODES)
         assert plan.tail[2].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
+        assert plan.tail[3].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, narrow=True,
+                                                again=True)
         monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
         assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:

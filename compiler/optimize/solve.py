@@ -440,7 +440,7 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              cut_pool: int = CUT_POOL, improving: int | None = None) -> Solution:
+              cut_pool: int = CUT_POOL, improving: int | None = None, cutoff: float | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
@@ -448,8 +448,9 @@ class HighsModel:
         budget that ends a search whose bound has stopped rising before its node limit does;
         `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit); `improving`:
         the search stops at its `improving`-th improving plan (mip_max_improving_sols, a count, so
-        where it stops is the same on every machine). Both are set on every solve, since options
-        persist on the model between solves."""
+        where it stops is the same on every machine); `cutoff`: only plans cheaper than it are
+        of use (objective_bound: HiGHS prunes the rest). All are set on every solve, since
+        options persist on the model between solves."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -464,7 +465,8 @@ class HighsModel:
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
                    "mip_allow_restart": bool(restart), "mip_pool_soft_limit": int(cut_pool),
-                   "mip_max_improving_sols": int(improving) if improving else 2**31 - 1}
+                   "mip_max_improving_sols": int(improving) if improving else 2**31 - 1,
+                   "objective_bound": math.inf if cutoff is None else float(cutoff)}
         for key, value in options.items():
             h.setOptionValue(key, value)
         if start and not relax:
