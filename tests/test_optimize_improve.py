@@ -335,11 +335,11 @@ def test_a_cutoff_prunes_every_plan_that_is_not_cheaper(problem):
     assert model.solve(fixed=start).objective == pytest.approx(cost, rel=1e-9)
 
 
-def test_a_fewer_nodes_step_again_takes_the_cheapest_untried_node_and_ends_at_the_first_failure(problem,
-                                                                                             monkeypatch):
-    # _Search.again with the rounds and their outcomes stubbed: rounds made again from each
-    # cheaper plan, the cheapest node first, a round not run again on the plan it left, and the
-    # step ends at the first round that finds nothing.
+def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_finds_one(problem,
+                                                                                         monkeypatch):
+    # _Search.again with the rounds and their outcomes stubbed: the cheapest node first, rounds
+    # made again from each cheaper plan, a round not run again on the plan it left, and the
+    # step ends when no round finds a cheaper plan.
     from compiler.optimize.improve import FewerNodes, Round, _Search
 
     price = {v.name: v.cost for v in problem.variables}
@@ -366,8 +366,8 @@ def test_a_fewer_nodes_step_again_takes_the_cheapest_untried_node_and_ends_at_th
     search.batch = batch
     assert search.again(FewerNodes(10, False, True, narrow=True, again=True), 1) == (True, True)
     # plan 0: the cheapest finds; plan 1: it left that plan, so the next (finds); plan 2: the
-    # cheapest again, which finds nothing: the end (the dearest is never run)
-    assert ran == [pools[0], pools[1], pools[0]]
+    # cheapest again, then the dearest, neither finds: the end
+    assert ran == [pools[0], pools[1], pools[0], pools[2]]
 
 
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
@@ -537,8 +537,8 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
     plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
     rounds one at a time until one finds a cheaper plan, two nodes fewer in pools of
-    TWO_FEWER_NODES nodes and then one, then the narrowed ones again and again until one finds
-    nothing. A round's node budget is ROUND_NODES, or the user's if smaller."""
+    TWO_FEWER_NODES nodes and then one, then the narrowed ones (at most NARROWED_INTEGERS), made
+    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
@@ -559,8 +559,7 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, by=2,
                                                 least=improve_mod.TWO_FEWER_NODES)
         assert plan.tail[2].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
-        assert plan.tail[3].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, narrow=True,
-                                                again=True)
+        assert plan.tail[3].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True)
         monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
         assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:
