@@ -117,8 +117,7 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     assert rounds[:2] == ["lp-guided round 1", "training round 1"]
     tail = rounds.index("lp-guided round 2")
     assert rounds[tail:tail + 3] == ["lp-guided round 2", "lp-rounded round 2", "training round 2"]
-    # then the small fewer-nodes rounds, one at a time, until one finds a cheaper plan, and
-    # the narrowed ones
+    # then the narrowed fewer-nodes rounds, one at a time
     assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 3:])
     cycle = rounds[2:tail]
     assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
@@ -380,7 +379,7 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
     assert [r.name for r in improve_mod.fewer_nodes(problem, start, lp)] == [r.name for r in rounds[1:]]
-    # `most` bounds the integers a round frees (the tail's rounds: TAIL_FEWER_NODES_INTEGERS)
+    # `most` bounds the integers a round frees (the tail's rounds: NARROWED_INTEGERS)
     sizes = sorted(len(r.free) for r in rounds)
     assert improve_mod.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
     assert [len(r.free) for r in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
@@ -511,23 +510,34 @@ def test_lp_guided_holds_where_the_lp_agrees_and_lp_rounded_where_it_rounds_to_t
     assert improve_mod.lp_held(names, plan, lp, within["lp-rounded"]) == {"a": 2.0, "b": 0.0, "d": 3.0}
 
 
-def test_the_tail_takes_fewer_nodes_rounds_cheapest_node_first_and_stops_at_a_cheaper_plan(problem, monkeypatch):
+def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_starts_over_at_a_cheaper_plan(
+        problem, monkeypatch):
     monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
-    monkeypatch.setattr(improve_mod, "TAIL_FEWER_NODES_INTEGERS", 10**9)
+    monkeypatch.setattr(improve_mod, "NARROWED_INTEGERS", 10**9)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append)
-    tail = [m for m in messages if m.startswith("improving the start: fewer nodes") and " round 2: " in m
-            and "(narrowed)" not in m]     # the narrowed step's rounds follow (tested on their own)
+    first = next(k for k, m in enumerate(messages) if m.startswith("improving the start: training round 2"))
+    tail = messages[first + 1:]
+    assert len(tail) >= 2 and all(m.startswith("improving the start: fewer nodes") and "(narrowed) round 2: $" in m
+                                  for m in tail)
     price = {v.name: v.cost for v in problem.variables}
-    assert len(tail) >= 2          # two data centres' HGX H100 pools, neither round cheaper here
-    pools = [m.split("fewer nodes ")[1].split(" round")[0] for m in tail]
-    costs = [price[F.buy_name(*p.split("/", 1))] for p in pools]
-    assert costs == sorted(costs)
     dollars = [float(m.rsplit("$", 1)[1].replace(",", "")) for m in messages]
-    # every tail round but the last found nothing cheaper than the plan before it
-    first, last = messages.index(tail[0]), messages.index(tail[-1])
-    assert all(d == dollars[first - 1] for d in dollars[first:last])
+    # passes: a pass ends at a round that found a cheaper plan, or where the step changes (two
+    # nodes fewer, then one); within each the pools go cheapest node first
+    passes, current = [], []
+    for k, m in enumerate(tail, first + 1):
+        pool = m.split("fewer nodes ")[1].split(" ")[0]
+        if current and ("by 2" in m) != current[-1][1]:
+            passes.append(current)
+            current = []
+        current.append((price[F.buy_name(*pool.split("/", 1))], "by 2" in m))
+        if dollars[k] < dollars[k - 1]:
+            passes.append(current)
+            current = []
+    passes.append(current)
+    for costs in passes:
+        assert [c for c, _by in costs] == sorted(c for c, _by in costs)
 
 
 @pytest.mark.parametrize("large", [False, True])
@@ -536,9 +546,9 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
     restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
     plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
-    rounds one at a time until one finds a cheaper plan, two nodes fewer in pools of
-    TWO_FEWER_NODES nodes and then one, then the narrowed ones (at most NARROWED_INTEGERS), made
-    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's if smaller."""
+    rounds, narrowed (at most NARROWED_INTEGERS), one at a time: two nodes fewer in pools of
+    TWO_FEWER_NODES nodes until one finds a cheaper plan, then one node fewer, made again from
+    each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
@@ -556,10 +566,10 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         both, again = plan.tail[0].batches
         assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
         assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
-        assert plan.tail[1].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True, by=2,
-                                                least=improve_mod.TWO_FEWER_NODES)
-        assert plan.tail[2].fewer == FewerNodes(improve_mod.TAIL_FEWER_NODES_INTEGERS, False, True)
-        assert plan.tail[3].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True)
+        assert plan.tail[1].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, by=2,
+                                                least=improve_mod.TWO_FEWER_NODES, narrow=True)
+        assert plan.tail[2].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True)
+        assert len(plan.tail) == 3
         monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
         assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:

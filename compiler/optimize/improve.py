@@ -31,12 +31,11 @@ A cycle is the rounds in that order; cycles repeat until one finds nothing cheap
 cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
 together, then the training round (stopped at its first cheaper plan where the jobs have
 FIRST_PLAN_CANDIDATES candidates each): on the plan the windows leave they move on-prem pools no
-window can; then the fewer-nodes rounds of at most TAIL_FEWER_NODES_INTEGERS, without the LP
-rule, one at a time, cheapest node first, until one finds a cheaper plan: two nodes fewer in
-pools of TWO_FEWER_NODES nodes or more, then one node fewer; last, narrowed fewer-nodes rounds,
-which free a displaced workload only on the data centres and the cloud pools the plan rents,
-of at most NARROWED_INTEGERS, made again from each cheaper plan until none finds one). A round is not run
-again on the plan it left behind itself (no other round has moved it since). All of this is
+window can; then narrowed fewer-nodes rounds (a displaced workload freed only on the data
+centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS, without the LP
+rule, one at a time, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes or
+more until one finds a cheaper plan, then one node fewer, made again from each cheaper plan
+until none finds one). A round is not run again on the plan it left behind itself (no other round has moved it since). All of this is
 declared before the first round runs: search_plan builds a frozen SearchPlan (the cycle's and
 the tail's steps, each a batch of Round records or a FewerNodes rule, and the cycle count, node
 budget and workers) from the problem's size and the user's options, and improve runs it.
@@ -86,11 +85,8 @@ PAIRED_WINDOWS = 8
 # took 4-15 s (one saved $199k); one of 11,908 took 38 s and found nothing cheaper. At 300
 # workloads every pool's round but one is over it (the one under found nothing).
 FEWER_NODES_INTEGERS = 8000
-# The fewer-nodes rounds that follow the lp-rounded and training rounds on large platforms free
-# at most this many integers (improve() says why).
-TAIL_FEWER_NODES_INTEGERS = 7000
-# Integers a narrowed fewer-nodes round (the tail's last step) may free at most: long jobs' HGX
-# H100 round at fra-dc1 frees 8,030 and takes $229k off the plan in 7 s.
+# Integers a narrowed fewer-nodes round (the large platforms' tail) may free at most: the
+# long-jobs platform's HGX H100 round at fra-dc1 frees 8,030 and takes $240k off the plan in 9 s.
 NARROWED_INTEGERS = 9000
 # The LP-guided rounds hold an integer where its LP value is within this of the incumbent's:
 # lp-guided (RINS) only where they are equal; lp-rounded, the large platforms' tail round, also
@@ -335,28 +331,25 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # which of them finds more depends on the platform. From the greedy start RINS is the
         # better, so the cycle keeps it alone (docs/optimizer.md, "The lp-rounded and training
         # rounds", has the measurements).
-        # Then the small fewer-nodes rounds once more, on that plan and without the LP rule (on
-        # 100 workloads one L40S server fewer saves $26,923 there in 5 s, though the LP buys
-        # 2.23 of them), one at a time, the cheapest node first, until one finds a cheaper
-        # plan: there the HGX H100 pool's round (6,510 integers) took 14 s and found nothing,
-        # and two at a time it held the compile 11 s past the L40S round's end (91.6 s in all).
         # Where the training jobs have many candidates each (FIRST_PLAN_CANDIDATES), the training
         # round stops at its first cheaper plan: the rest of its root is sub-MIPs that seldom find
-        # more, at the cost of a long root. Pools of many nodes (TWO_FEWER_NODES) get a round two
-        # nodes fewer before the one-node rounds: one node of many at a time leaves HiGHS's root
-        # too little room to repack the work (docs/optimizer.md has the measurements).
-        # Last, the narrowed fewer-nodes rounds (a displaced workload freed only on the data
-        # centres and the pools the plan rents): about half the integers, so pools shared by
-        # many services qualify, and each cheaper plan is tried again for the next node
+        # more, at the cost of a long root.
+        # Then fewer-nodes rounds once more, on that plan and without the LP rule (on 100
+        # workloads one L40S server fewer saves $41,665 there, though the LP buys 2.23 of them),
+        # one at a time, the cheapest node first. They are narrowed (a displaced workload freed
+        # only on the data centres and the pools the plan rents): half the integers, so pools
+        # shared by many services qualify, and each round's root is short. Pools of many nodes
+        # (TWO_FEWER_NODES) first get a round two nodes fewer, until one finds a cheaper plan:
+        # one node of many at a time leaves HiGHS's root too little room to repack the work.
+        # Then the one-node rounds, made again from each cheaper plan until none finds one
         # (docs/optimizer.md, "Narrowed fewer-nodes rounds", has the measurements).
         lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
         jobs = sum(1 for w in problem.spec.workloads if not isinstance(w, InferenceWorkload))
         if len(training.free) >= FIRST_PLAN_CANDIDATES * max(1, jobs):
             training = replace(training, improving=1)
         tail = (Step(((lp_guided, lp_rounded), (training,))),
-                Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
-                                      least=TWO_FEWER_NODES)),
-                Step(fewer=FewerNodes(TAIL_FEWER_NODES_INTEGERS, lp_rule=False, until_cheaper=True)),
+                Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
+                                      least=TWO_FEWER_NODES, narrow=True)),
                 Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, narrow=True,
                                       again=True)))
     return SearchPlan(cycle=cycle, cycles=(LARGE_CYCLES if large else CYCLES) if cycles is None else cycles,
