@@ -35,10 +35,11 @@ window can; then narrowed fewer-nodes rounds (a displaced workload freed only on
 centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS, without the LP
 rule, one at a time, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes or
 more until one finds a cheaper plan, then one node fewer, made again from each cheaper plan
-until none finds one). A round is not run again on the plan it left behind itself (no other round has moved it since). All of this is
-declared before the first round runs: search_plan builds a frozen SearchPlan (the cycle's and
-the tail's steps, each a batch of Round records or a FewerNodes rule, and the cycle count, node
-budget and workers) from the problem's size and the user's options, and improve runs it.
+until none finds one). A round is not run again on the plan it left behind itself (no other
+round has moved it since). All of this is declared before the first round runs: search_plan
+builds a frozen SearchPlan (the cycle's and the tail's steps, each a batch of Round records or a
+FewerNodes rule, and the cycle count, node budget and workers) from the problem's size and the
+user's options, and improve runs it.
 
 The cycle's fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
@@ -239,8 +240,8 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
         if near is not None:
             free = {n for n in free if var[n].candidate is None or var[n].candidate in near or plan.get(n, 0.0) > 0.5}
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
-            rounds.append(Round(f"fewer nodes {s}/{i}" + (f" by {by}" if by > 1 else "") + (" (narrowed)" if narrow else ""),
-                                frozenset(free), ((buy, float(nodes - by)),), cutoff=narrow))
+            name = f"fewer nodes {s}/{i}" + (f" by {by}" if by > 1 else "") + (" (narrowed)" if narrow else "")
+            rounds.append(Round(name, frozenset(free), ((buy, float(nodes - by)),), cutoff=narrow))
     return tuple(rounds)
 
 
@@ -425,15 +426,9 @@ class _Search:
         if step.fewer is not None and step.fewer.again:
             return self.again(step.fewer, cycle)
         if step.fewer is not None:
-            f = step.fewer
-            rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most,
-                                 f.by, f.least, f.narrow)
-            if f.until_cheaper:
-                price = {v.name: v.cost for v in self.problem.variables}
-                rounds = tuple(sorted(rounds, key=lambda r: (sum(price[b] for b, _n in r.moved), r.name)))
-                batches = tuple((r,) for r in rounds)
-            else:
-                batches = _batched(rounds, self.plan.workers)
+            rounds = self.fewer_rounds(step.fewer)
+            batches = (tuple((r,) for r in rounds) if step.fewer.until_cheaper
+                       else _batched(rounds, self.plan.workers))
         improved = False
         for batch in batches:
             if self.spent():
@@ -444,18 +439,23 @@ class _Search:
                 break
         return True, improved
 
+    def fewer_rounds(self, f: FewerNodes) -> tuple[Round, ...]:
+        """The rounds `f` makes from the incumbent; the cheapest node first where they run one at
+        a time (`until_cheaper`), in the order of the pools' names otherwise."""
+        rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most,
+                             f.by, f.least, f.narrow)
+        if not f.until_cheaper:
+            return rounds
+        price = {v.name: v.cost for v in self.problem.variables}
+        return tuple(sorted(rounds, key=lambda r: (sum(price[b] for b, _n in r.moved), r.name)))
+
     def again(self, f: FewerNodes, cycle: int) -> tuple[bool, bool]:
         """A FewerNodes step with `again`: the rounds not yet run on the incumbent, one at a time,
         the cheapest node first, until one finds a cheaper plan; then the rounds are made again
         from it. The step ends when none finds one."""
-        price = {v.name: v.cost for v in self.problem.variables}
         improved = False
         while True:
-            rounds = fewer_nodes(self.problem, self.incumbent, self.lp.values if f.lp_rule else None, f.most,
-                                 f.by, f.least, f.narrow)
-            todo = sorted((r for r in rounds if self.left_at.get(r.name) != self.incumbent),
-                          key=lambda r: (sum(price[b] for b, _n in r.moved), r.name))
-            for r in todo:
+            for r in (r for r in self.fewer_rounds(f) if self.left_at.get(r.name) != self.incumbent):
                 if self.spent():
                     return False, improved
                 if self.batch((r,), cycle):
