@@ -238,7 +238,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
                     free |= (service_months.get((v.workload, row.month), frozenset()) if v.family == "y"
                              else training[v.workload])
         if near is not None:
-            free = {n for n in free if var[n].candidate is None or var[n].candidate in near or plan.get(n, 0.0) > 0.5}
+            free = {n for n in free if var[n].candidate is None or var[n].candidate in near}
         if free and len(free) <= (FEWER_NODES_INTEGERS if most is None else most):
             name = f"fewer nodes {s}/{i}" + (f" by {by}" if by > 1 else "") + (" (narrowed)" if narrow else "")
             rounds.append(Round(name, frozenset(free), ((buy, float(nodes - by)),), cutoff=narrow))
@@ -247,7 +247,8 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
 
 def _near_candidates(problem: F.Problem, plan: Mapping[str, float], var: Mapping[str, F.Variable]) -> frozenset[str]:
     """The candidates a narrowed fewer-nodes round may move work to: those on an on-prem site,
-    and those in a cloud pool (site and instance) the plan already rents for some workload."""
+    and those in a cloud pool (site and instance) the plan already rents for some workload (so
+    every candidate the plan uses is among them)."""
     from compiler.spec import OnPremSite
 
     on_prem = {s.name for s in problem.spec.sites if isinstance(s, OnPremSite)}
