@@ -542,8 +542,9 @@ def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_star
 def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, monkeypatch, large):
     """search_plan: below SEARCH_MAX integers, CYCLES cycles of lp-guided, training, the windows
     and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
-    restart, and a tail of RINS with lp-rounded together, training (stopped at its first cheaper
-    plan where the jobs have FIRST_PLAN_CANDIDATES candidates each), then the small fewer-nodes
+    restart, the training round stopped at its first cheaper plan where the jobs have
+    FIRST_PLAN_CANDIDATES candidates each (in the cycle and the tail), and a tail of RINS with
+    lp-rounded together, training, then the small fewer-nodes
     rounds, narrowed (at most NARROWED_INTEGERS), one at a time: two nodes fewer in pools of
     TWO_FEWER_NODES nodes until one finds a cheaper plan, then one node fewer, made again from
     each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's
@@ -569,9 +570,13 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
                                                 least=improve_mod.TWO_FEWER_NODES, narrow=True)
         assert plan.tail[2].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True)
         assert len(plan.tail) == 3
-        monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
-        assert search_plan(problem).tail[0].batches[1] == (Round("training", training, improving=1),)
     else:
         assert plan.tail == ()
+    monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
+    first = search_plan(problem)
+    stopped = Round("training", training, improving=1) if large else Round("training", training)
+    assert first.cycle[0].batches[1] == (stopped,)
+    if large:
+        assert first.tail[0].batches[1] == (stopped,)
     assert search_plan(problem, max_nodes=10**6).nodes == improve_mod.ROUND_NODES
     assert search_plan(problem, cycles=7, workers=3).cycles == 7

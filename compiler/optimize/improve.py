@@ -28,9 +28,9 @@ other variables held (solve.HighsModel):
 Everything shared (nodes bought, rented and reserved, fabric, storage) is free in every round, so
 a round can move a job or a month's replicas and re-plan the pools and reserved terms around them.
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
-cycles (LARGE_CYCLES from SEARCH_MAX integers, followed there by lp-guided and lp-rounded
-together, then the training round (stopped at its first cheaper plan where the jobs have
-FIRST_PLAN_CANDIDATES candidates each): on the plan the windows leave they move on-prem pools no
+cycles (LARGE_CYCLES from SEARCH_MAX integers, where the training round stops at its first
+cheaper plan if the jobs have FIRST_PLAN_CANDIDATES candidates each; followed there by
+lp-guided and lp-rounded together, then the training round: on the plan the windows leave they move on-prem pools no
 window can; then narrowed fewer-nodes rounds (a displaced workload freed only on the data
 centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS, without the LP
 rule, one at a time, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes or
@@ -93,9 +93,10 @@ NARROWED_INTEGERS = 9000
 # lp-guided (RINS) only where they are equal; lp-rounded, the large platforms' tail round, also
 # where the LP's value rounds to the incumbent's (improve() says why).
 LP_HELD_WITHIN = {"lp-guided": 1e-6, "lp-rounded": 0.5}
-# The tail's training round stops at its first cheaper plan where the training jobs have at
-# least this many candidates each on average (long training windows: many node counts per job):
-# there its root is long, and spent mostly on sub-MIPs after that plan (search_plan says why).
+# From SEARCH_MAX integers the training round (cycle and tail) stops at its first cheaper plan
+# where the training jobs have at least this many candidates each on average (long training
+# windows: many node counts per job): there its root is long, and spent mostly on sub-MIPs
+# after that plan (search_plan says why).
 FIRST_PLAN_CANDIDATES = 150
 # Pools where the plan buys at least this many nodes also get, in the tail, a round two nodes
 # fewer: one node of many moves the plan by too little for HiGHS's root to find the repacking.
@@ -321,6 +322,12 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
     # PAIRED_WINDOWS or more: their choices are disjoint), then the fewer-nodes rounds (made
     # from the plan the windows leave) `workers` at a time
     paired = len(windows) >= PAIRED_WINDOWS
+    jobs = sum(1 for w in problem.spec.workloads if not isinstance(w, InferenceWorkload))
+    if large and len(training.free) >= FIRST_PLAN_CANDIDATES * max(1, jobs):
+        # The training jobs have many candidates each: the training round stops at its first
+        # cheaper plan, in the cycle and the tail. The rest of its root is sub-MIPs that seldom
+        # find more, at the cost of a long root; the rounds after it find more sooner.
+        training = replace(training, improving=1)
     cycle = (Step(((lp_guided,), (training,),
                    *(_batched(windows, workers) if paired else [(w,) for w in windows]))),
              Step(fewer=FewerNodes(FEWER_NODES_INTEGERS, lp_rule=True, until_cheaper=False)))
@@ -333,9 +340,6 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # which of them finds more depends on the platform. From the greedy start RINS is the
         # better, so the cycle keeps it alone (docs/optimizer.md, "The lp-rounded and training
         # rounds", has the measurements).
-        # Where the training jobs have many candidates each (FIRST_PLAN_CANDIDATES), the training
-        # round stops at its first cheaper plan: the rest of its root is sub-MIPs that seldom find
-        # more, at the cost of a long root.
         # Then fewer-nodes rounds once more, on that plan and without the LP rule (on 100
         # workloads one L40S server fewer saves $41,665 there, though the LP buys 2.23 of them),
         # one at a time, the cheapest node first. They are narrowed (a displaced workload freed
@@ -346,9 +350,6 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # Then the one-node rounds, made again from each cheaper plan until none finds one
         # (docs/optimizer.md, "Narrowed fewer-nodes rounds", has the measurements).
         lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
-        jobs = sum(1 for w in problem.spec.workloads if not isinstance(w, InferenceWorkload))
-        if len(training.free) >= FIRST_PLAN_CANDIDATES * max(1, jobs):
-            training = replace(training, improving=1)
         tail = (Step(((lp_guided, lp_rounded), (training,))),
                 Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
                                       least=TWO_FEWER_NODES, narrow=True)),
