@@ -230,6 +230,45 @@ def test_month_windows_never_end_dearer_than_their_start(short_problem):
     assert after.objective >= optimum - 1e-6 * optimum          # a plan, never below the optimum
 
 
+def _hybrid(tmp_path: Path, months: int) -> Path:
+    """examples/multi-region-inference.yaml with a data centre of our own beside the clouds
+    (nodes bought, as examples/scenarios/multi-region-inference.yaml's hybrid scenario), over its
+    first `months` months."""
+    doc = yaml.safe_load((ROOT / "examples/multi-region-inference.yaml").read_text())
+    doc["horizon_months"] = months
+    doc["policy"]["placement"] = "hybrid"
+    doc["sites"].append({"name": "dc-east", "type": "on_prem", "power_kw": 400, "electricity_usd_per_kwh": 0.10,
+                         "pue": 1.3, "max_racks": 20})
+    out = tmp_path / f"hybrid-{months}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
+    """A bought node serves every month, and a window holds all but two of them, so the windows
+    keep every node some held month fills. On the hybrid platform over 6 months they end with two
+    HGX H100 bought; the fewer-nodes rounds after them (one node fewer in a pool, the work on it
+    freed in the months that are then short) let one go and end cheaper. The oracles: the plan is
+    one of the whole model (priced with every integer held), and the LP bound with the floors is
+    below it."""
+    candidates, _doc = estimate(_hybrid(tmp_path, 6))
+    p = formulate(candidates)
+    floors = month_floors(p)
+    q = with_month_floors(p, floors=floors)
+    model = HighsModel(q)
+    start = greedy_start(q)
+    windows_only = month_search(q, start, model, search_plan(q, fewer_passes=0))
+    said: list[str] = []
+    both = month_search(q, start, model, search_plan(q), say=said.append)
+    buy = "buy[dc-east/hgx-h100]"
+    assert windows_only[buy] == 2.0 and both[buy] == 1.0
+    assert any(m.startswith("month windows: fewer nodes dc-east/hgx-h100") for m in said)
+    before, after = model.solve(fixed=windows_only), model.solve(fixed=both)
+    assert before.has_solution and after.has_solution
+    assert after.objective < before.objective * (1 - 0.01)
+    assert after.objective >= HighsModel(q).solve(relax=True).objective * (1 - 1e-6)
+
+
 def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_problem):
     floors = month_floors(short_problem)
     q = with_month_floors(short_problem, floors=floors)

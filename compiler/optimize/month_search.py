@@ -9,6 +9,15 @@ from the incumbent; the round's plan replaces the incumbent only if it is cheape
 overlap and run from the last months to the first, round-robin, until each has run on the plan it
 last left behind and found nothing cheaper (or CYCLES passes).
 
+A window cannot let a bought on-prem node go: the node serves every month, and a window holds
+all but two of them at the incumbent, so the plan keeps every node some held month fills. So
+once the windows find nothing, fewer-nodes rounds follow (improve.fewer_nodes): one per on-prem
+pool the plan buys nodes in, the pool held one node lower and the work on it freed in the months
+where the remaining nodes are too few (every spanning variable free, the other months held).
+The incumbent is no start there (it has the node), so HiGHS is told its cost as a cutoff. The
+first round that finds a cheaper plan replaces the incumbent and the windows run again from it;
+at most FEWER_PASSES times.
+
 Large-neighbourhood search (as improve.py's rounds on large platforms, whose windows are sized by
 integers, not months): it only finds plans, and proves nothing. The compile's bound is the LP
 relaxation's with the month floors (month_floors.py), or the search's where one follows from the
@@ -36,21 +45,23 @@ class Window:
 
 @dataclass(frozen=True)
 class Plan:
-    """The search, declared: its windows in the order they run, each round's node budget, and the
-    most cycles over them."""
+    """The search, declared: its windows in the order they run, each round's node budget, the
+    most cycles over them, and the most times a fewer-nodes round may restart them."""
     windows: tuple[Window, ...]
     nodes: int
     cycles: int
+    fewer_passes: int = 0
 
 
 WIDTH = 2           # months a window frees
 STEP = 1            # months between the starts of two windows
 ROUND_NODES = 200   # branch-and-bound nodes of one round
 CYCLES = 4          # passes over the windows at most
+FEWER_PASSES = 4    # cheaper plans the fewer-nodes rounds may find, each followed by the windows
 
 
 def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: int = ROUND_NODES,
-                cycles: int = CYCLES) -> Plan:
+                cycles: int = CYCLES, fewer_passes: int = FEWER_PASSES) -> Plan:
     """Windows of `width` months every `step` months over the months that hold integers, the
     latest first: demand grows, so the last months hold the most nodes, and the reserved terms
     that cover them are best re-planned before the earlier months settle around them."""
@@ -64,7 +75,7 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
         windows.append(Window(a, min(last, a + width - 1)))
         if a + width - 1 >= last:
             break
-    return Plan(tuple(reversed(windows)), nodes, cycles)
+    return Plan(tuple(reversed(windows)), nodes, cycles, fewer_passes)
 
 
 def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = ROUND_NODES,
@@ -85,7 +96,7 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
                  enough: float = 0.0, seconds: float | None = None) -> dict[str, float]:
     """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`).
     With a lower `bound` on every plan, the search stops once its plan is within `enough` of it
-    (relative to the plan): no window could make it more than that cheaper. `seconds`: the
+    (relative to the plan): no round could make it more than that cheaper. `seconds`: the
     search's time limit, where the user gave one (--time-limit); nodes bound it otherwise."""
     left = time_left(seconds)
     integers = [v for v in problem.variables if v.kind != "continuous"]
@@ -94,12 +105,30 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
     if not first.has_solution:
         return incumbent
     best = first.objective
-    # Round-robin over the windows until every window has run once on the incumbent it left
-    # behind: a window that last found nothing on this very plan would find nothing again.
+
+    def close(cost: float) -> bool:
+        """Whether a plan of `cost` ends the search: within `enough` of the bound, or no time left."""
+        return (bound is not None and cost - bound <= enough * abs(cost)) or left() == 0.0
+
+    for passes in range(plan.fewer_passes + 1):
+        incumbent, best = _windows(integers, incumbent, best, model, plan, say, close, left)
+        if passes == plan.fewer_passes or close(best):
+            break
+        found = _fewer_nodes(problem, integers, incumbent, best, model, plan, say, left)
+        if found is None:
+            break
+        incumbent, best = found
+    return incumbent
+
+
+def _windows(integers, incumbent, best, model, plan: Plan, say, close, left):
+    """The windows, round-robin from the last months, until every window has run once on the
+    incumbent it left behind (a window that found nothing on this very plan would find nothing
+    again), or `plan.cycles` passes: (the incumbent, its cost)."""
     failed_on: dict[Window, int] = {}
     version, rounds = 0, 0
     while rounds < plan.cycles * len(plan.windows):
-        if (bound is not None and best - bound <= enough * abs(best)) or left() == 0.0:
+        if close(best):
             break
         w = plan.windows[rounds % len(plan.windows)]
         rounds += 1
@@ -116,4 +145,23 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
         else:
             failed_on[w] = version
         say(f"month windows: {w} round {(rounds - 1) // len(plan.windows) + 1}: ${best:,.0f}")
-    return incumbent
+    return incumbent, best
+
+
+def _fewer_nodes(problem, integers, incumbent, best, model, plan: Plan, say, left):
+    """The first fewer-nodes round (improve.fewer_nodes: the pools in the order of their names)
+    that finds a plan cheaper than the incumbent: (that plan, its cost), or None."""
+    from compiler.optimize.improve import fewer_nodes
+
+    cutoff = best - 1e-6 * max(1.0, abs(best))
+    for r in fewer_nodes(problem, incumbent, most=len(integers)):
+        held = {**{v.name: incumbent[v.name] for v in integers if v.month is not None and v.name not in r.free},
+                **dict(r.moved)}
+        sol = model.solve(fixed=held, max_nodes=plan.nodes, time_limit=left(), cutoff=cutoff)
+        found = sol.has_solution and sol.objective < cutoff
+        say(f"month windows: {r.name}: ${sol.objective if found else best:,.0f}")
+        if found:
+            return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}, sol.objective
+        if left() == 0.0:
+            break
+    return None
