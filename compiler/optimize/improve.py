@@ -30,10 +30,10 @@ a round can move a job or a month's replicas and re-plan the pools and reserved 
 A cycle is the rounds in that order; cycles repeat until one finds nothing cheaper, or CYCLES
 cycles (LARGE_CYCLES from SEARCH_MAX integers, where the training round stops at its first
 cheaper plan if the jobs have FIRST_PLAN_CANDIDATES candidates each; followed there by
-lp-guided and lp-rounded together, then the training round: on the plan the windows leave they move on-prem pools no
-window can; then narrowed fewer-nodes rounds (a displaced workload freed only on the data
-centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS, without the LP
-rule, one at a time, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes or
+lp-guided and lp-rounded together, then the training round: on the plan the windows leave they
+move on-prem pools no window can; then narrowed fewer-nodes rounds (a displaced workload freed
+only on the data centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS,
+without the LP rule, one at a time, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes or
 more until one finds a cheaper plan, then one node fewer, made again from each cheaper plan
 until none finds one). A round is not run again on the plan it left behind itself (no other
 round has moved it since). All of this is declared before the first round runs: search_plan
