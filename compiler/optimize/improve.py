@@ -35,11 +35,11 @@ move on-prem pools no window can; then narrowed fewer-nodes rounds (a displaced 
 only on the data centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS,
 without the LP rule, one at a time, cheapest node first: two nodes fewer in pools of
 TWO_FEWER_NODES nodes or more until one finds a cheaper plan, then one node fewer, made again
-from each cheaper plan until none finds one). A round is not run again on the plan it left behind itself (no other
-round has moved it since). All of this is declared before the first round runs: search_plan
-builds a frozen SearchPlan (the cycle's and the tail's steps, each a batch of Round records or a
-FewerNodes rule, and the cycle count, node budget and workers) from the problem's size and the
-user's options, and improve runs it.
+from each cheaper plan until none finds one). A round is not run again on the plan it left
+behind itself (no other round has moved it since). All of this is declared before the first
+round runs: search_plan builds a frozen SearchPlan (the cycle's and the tail's steps, each a
+batch of Round records or a FewerNodes rule, and the cycle count, node budget and workers) from
+the problem's size and the user's options, and improve runs it.
 
 The cycle's fewer-nodes rounds, and the windows where there are PAIRED_WINDOWS or more, run WORKERS at
 a time on threads, from the same plan (HiGHS releases the GIL while it solves). Where two find
