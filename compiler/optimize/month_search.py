@@ -50,7 +50,7 @@ class Plan:
     windows: tuple[Window, ...]
     nodes: int
     cycles: int
-    fewer_passes: int = 0
+    fewer_passes: int
 
 
 WIDTH = 2           # months a window frees
@@ -68,7 +68,7 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
     serving = sorted({v.month for v in problem.variables
                       if v.month is not None and v.kind != "continuous"})
     if len(serving) < 2:
-        return Plan((), nodes, 0)
+        return Plan((), nodes, 0, 0)
     first, last = serving[0], serving[-1]
     windows = []
     for a in range(first, last + 1, step):
