@@ -38,7 +38,10 @@ HIGHS_NODES = 100
 # SETTLE_STALL nodes: where the bound has stopped rising, more nodes rarely prove the gap, and
 # their cost is unbounded (a node of a large serving platform takes 0.2 s). Larger problems'
 # nodes cost too much for any of it (docs/optimizer.md, "A search settled at 1%", has the
-# measurements).
+# measurements). Nor does it settle where the first SETTLE_AFTER nodes (root cuts included) left
+# the bound at the LP relaxation's: there the month floors are the bound, no cut or branch of
+# those nodes lifted it, and on the platforms measured the settled search then moved neither plan
+# nor bound before its stall (docs/optimizer.md, "Not settled where the first nodes lift nothing").
 SETTLE_AFTER = 25
 SETTLE_NODES = 5000
 SETTLE_STALL = 200
@@ -148,7 +151,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
             if options.gap is None and integer_count(problem) < SETTLE_MAX_INTEGERS:
                 max_nodes, settle = SETTLE_AFTER, True
         sol = highs().solve(start=start, max_nodes=max_nodes, gap=options.gap, time_limit=time_limit)
-        if settle and sol.has_solution and sol.gap > SETTLE_GAP:
+        if settle and sol.has_solution and sol.gap > SETTLE_GAP and _lifted(sol, bound):
             sol = _settled(highs(), sol)
         if settle and sol.has_solution and sol.gap <= PROVEN_GAP:
             sol = replace(sol, status="optimal")    # settled where the proof ends anyway
@@ -192,6 +195,11 @@ def greedy_plan(candidates: Candidates) -> Plan | None:
     if not sol.has_solution:
         return None
     return decode(problem, replace(sol, status="feasible", best_bound=0.0, gap=1.0, searched=False))
+
+
+def _lifted(sol, bound: float) -> bool:
+    """Whether a search's proven bound is above the LP relaxation's `bound` (beyond rounding)."""
+    return sol.best_bound > bound + 1e-6 * max(1.0, abs(bound))
 
 
 def _settled(model, first):
