@@ -39,9 +39,10 @@ HIGHS_NODES = 100
 # their cost is unbounded (a node of a large serving platform takes 0.2 s). Larger problems'
 # nodes cost too much for any of it (docs/optimizer.md, "A search settled at 1%", has the
 # measurements). Nor does it settle where the first SETTLE_AFTER nodes (root cuts included) left
-# the bound at the LP relaxation's: there the month floors are the bound, no cut or branch of
-# those nodes lifted it, and on the platforms measured the settled search then moved neither plan
-# nor bound before its stall (docs/optimizer.md, "Not settled where the first nodes lift nothing").
+# the bound at the LP relaxation's (with the month floors, where they are added): no cut or
+# branch of those nodes lifted it, and on the platforms measured the settled search then moved
+# neither plan nor bound before its stall (docs/optimizer.md, "Not settled where the first nodes
+# lift nothing").
 SETTLE_AFTER = 25
 SETTLE_NODES = 5000
 SETTLE_STALL = 200
