@@ -88,7 +88,7 @@ def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: i
     sol = model.solve(fixed=held, max_nodes=nodes, time_limit=time_limit)
     if not sol.has_solution:
         return None
-    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
+    return _rounded(sol, integers)
 
 
 def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
@@ -141,7 +141,7 @@ def _windows(integers, incumbent, best, model, plan: Plan, say, close, left):
         sol = model.solve(fixed=held, start=incumbent, max_nodes=plan.nodes, time_limit=left())
         if sol.has_solution and sol.objective < best - 1e-6 * max(1.0, abs(best)):
             best, version = sol.objective, version + 1
-            incumbent = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
+            incumbent = _rounded(sol, integers)
         else:
             failed_on[w] = version
         say(f"month windows: {w} round {(rounds - 1) // len(plan.windows) + 1}: ${best:,.0f}")
@@ -161,7 +161,12 @@ def _fewer_nodes(problem, integers, incumbent, best, model, plan: Plan, say, lef
         found = sol.has_solution and sol.objective < cutoff
         say(f"month windows: {r.name}: ${sol.objective if found else best:,.0f}")
         if found:
-            return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}, sol.objective
+            return _rounded(sol, integers), sol.objective
         if left() == 0.0:
             break
     return None
+
+
+def _rounded(sol, integers) -> dict[str, float]:
+    """A solution's `integers` at whole values: the plan a round hands on."""
+    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
