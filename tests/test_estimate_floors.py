@@ -110,3 +110,60 @@ def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path, mon
         outcomes.append((err.value.exit_code, [(d.code, d.message) for d in err.value.diagnostics]))
     assert outcomes[0] == outcomes[1] and outcomes[0][0] == 3
     assert any(code == "E303" and "without aws" in msg for code, msg in outcomes[0][1]), outcomes[0]
+
+
+def test_the_node_hours_floor_bounds_every_larger_count(tmp_path):
+    """build.node_hours_floor at n0 nodes bounds the node-hours of every count n >= n0 from below:
+    the count scan skips, without estimating it, a count the floor already puts past the deadline,
+    so a count the floor wrongly skipped would be a plan lost. Oracle: the estimate itself, count
+    by count, on every hardware option of the spec's pretraining job."""
+    from compiler.catalog.model import Model
+    from compiler.estimate import build
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+
+    spec, cat, _ = pipeline.validate(_write(tmp_path))
+    job = spec.workloads[0]
+    model = resolve_model(job.model, cat)
+    assert isinstance(model, Model)
+    memo, checked = build.Memo(), 0
+    for hw in hardware_options(spec, job, cat):
+        for n0 in (1, 2, 4, 8, 32):
+            floor = build.node_hours_floor(job, model, hw, n0, cat, memo)
+            assert floor is not None
+            base, loss = floor
+            for n in range(n0, n0 + 12):
+                est, _layout, _why = build.llm_training_estimate(job, model, hw, n * hw.gpus_per_node, False, cat, memo)
+                if est is not None:
+                    assert n * est.duration_hours >= base * (1 + loss * n) * (1 - 1e-9), (hw.label, n0, n)
+                    checked += 1
+    assert checked > 100, checked
+
+
+@pytest.mark.parametrize("days", [1, 3])
+def test_a_pool_whose_every_count_is_late_names_the_last_count_tried(tmp_path, days):
+    """Where no count of a pool finishes by the deadline, the rejection names the last count the
+    scan estimated and its duration (counts the floor puts past the deadline are not estimated,
+    and so never named). Oracle: the estimate of that count, made directly."""
+    import re
+
+    from compiler.estimate import build
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+
+    path = tmp_path / "late.yaml"
+    path.write_text(SPEC.replace("PIN\n", "").replace("deadline_days: 330", f"deadline_days: {days}"),
+                    encoding="utf-8")
+    spec, cat, _ = pipeline.validate(str(path))
+    job = spec.workloads[0]
+    model = resolve_model(job.model, cat)
+    hws = {(hw.site, hw.label): hw for hw in hardware_options(spec, job, cat)}
+    late = [r for r in estimate(spec, cat).rejected["pretrain"] if r.reason.startswith(f"misses the {days}-day deadline:")]
+    assert late, "no pool of the spec misses the deadline on every count"
+    for r in late:
+        hw = hws[(r.site, r.instance)]
+        spot = r.reason.endswith("(spot)")
+        est, _layout, _why = build.llm_training_estimate(job, model, hw, r.gpus, spot, cat)
+        assert est is not None and est.duration_hours > days * 24
+        days_said = float(re.search(r": ([0-9.]+) days on", r.reason).group(1))
+        assert days_said == round(est.duration_hours / 24, 1) and f"on {r.gpus} GPUs" in r.reason, r.reason

@@ -313,6 +313,10 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         break   # the floor only grows with the count
                 if totals is not None and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
                     continue
+                if floor is not None and floor[0] * (1 + floor[1] * nodes) / nodes > limit_h * (1 + 1e-6) + 1e-3:
+                    # finishes too late whatever its layout: not estimated. Never the last count
+                    # tried where none is in time: at the cap this floor would have ended the scan.
+                    continue
                 tried = gpus
                 if gpus < fit * (1 - 1e-9):
                     reason = None   # does not fit: estimate_fn says how much memory it needs
