@@ -367,6 +367,39 @@ def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_
     assert ran == [pools[0], pools[1], pools[0], pools[2]]
 
 
+def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkeypatch):
+    # As above, `paired`: the rounds go to batch() the plan's workers at a time, the cheapest
+    # nodes first; a cheaper plan makes them again, less the round that made it.
+    from types import SimpleNamespace
+
+    from compiler.optimize.improve import FewerNodes, Round, _Search
+
+    price = {v.name: v.cost for v in problem.variables}
+    pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
+    rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
+    monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
+    search = _Search.__new__(_Search)
+    search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
+    search.plan = SimpleNamespace(workers=2)
+    finds = {pools[0]: [True], pools[1]: [False, False], pools[2]: [False]}
+    ran = []
+
+    def batch(batch_rounds, cycle):
+        ran.append(tuple(r.moved[0][0] for r in batch_rounds))
+        found = [r for r in batch_rounds if finds[r.moved[0][0]].pop(0)]
+        if found:
+            search.incumbent = {"plan": search.incumbent["plan"] + 1}
+            search.left_at[found[0].name] = search.incumbent
+            return True
+        search.left_at.update({r.name: search.incumbent for r in batch_rounds})
+        return False
+
+    search.batch = batch
+    assert search.again(FewerNodes(10, False, True, narrow=True, again=True, paired=True), 1) == (True, True)
+    # plan 0: the two cheapest together, the cheapest finds; plan 1: the other two together
+    assert ran == [(pools[0], pools[1]), (pools[1], pools[2])]
+
+
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
     start = greedy_start(problem)
     assert improve_mod.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
@@ -579,8 +612,8 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     FIRST_PLAN_CANDIDATES candidates each (in the cycle and the tail), and a tail of RINS with
     lp-rounded together, training, then the small fewer-nodes
     rounds, narrowed (at most NARROWED_INTEGERS), one at a time: two nodes fewer in pools of
-    TWO_FEWER_NODES nodes until one finds a cheaper plan, then one node fewer, made again from
-    each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's
+    TWO_FEWER_NODES nodes until one finds a cheaper plan, then one node fewer, two at a time, made
+    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's
     if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
@@ -601,7 +634,8 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
         assert plan.tail[1].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, by=2,
                                                 least=improve_mod.TWO_FEWER_NODES, narrow=True)
-        assert plan.tail[2].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True)
+        assert plan.tail[2].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True,
+                                                paired=True)
         assert len(plan.tail) == 3
     else:
         assert plan.tail == ()

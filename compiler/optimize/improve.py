@@ -33,9 +33,9 @@ cheaper plan if the jobs have FIRST_PLAN_CANDIDATES candidates each; followed th
 lp-guided and lp-rounded together, then the training round: on the plan the windows leave they
 move on-prem pools no window can; then narrowed fewer-nodes rounds (a displaced workload freed
 only on the data centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS,
-without the LP rule, one at a time, cheapest node first: two nodes fewer in pools of
-TWO_FEWER_NODES nodes or more until one finds a cheaper plan, then one node fewer, made again
-from each cheaper plan until none finds one). A round is not run again on the plan it left
+without the LP rule, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes
+or more, one at a time until one finds a cheaper plan, then one node fewer, WORKERS at a time,
+made again from each cheaper plan until none finds one). A round is not run again on the plan it left
 behind itself (no other round has moved it since). All of this is declared before the first
 round runs: search_plan builds a frozen SearchPlan (the cycle's and the tail's steps, each a
 batch of Round records or a FewerNodes rule, and the cycle count, node budget and workers) from
@@ -131,7 +131,8 @@ class FewerNodes:
     at least `least` nodes; `narrow`: a displaced workload is freed only on the data centres and
     the cloud pools the plan rents (fewer_nodes), and the rounds are told the incumbent's cost
     (Round.cutoff); `again`: as `until_cheaper`, then the rounds are made again from the cheaper
-    plan, until none finds one."""
+    plan, until none finds one; `paired`: with `again`, the rounds run the plan's workers at a
+    time, from the same plan (the cheapest plan found, or the merge of two, is taken)."""
     most: int
     lp_rule: bool
     until_cheaper: bool
@@ -139,6 +140,7 @@ class FewerNodes:
     least: int = 1
     narrow: bool = False
     again: bool = False
+    paired: bool = False
 
 
 @dataclass(frozen=True)
@@ -342,19 +344,23 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # rounds", has the measurements).
         # Then fewer-nodes rounds once more, on that plan and without the LP rule (on 100
         # workloads one L40S server fewer saves $41,665 there, though the LP buys 2.23 of them),
-        # one at a time, the cheapest node first. They are narrowed (a displaced workload freed
+        # the cheapest node first. They are narrowed (a displaced workload freed
         # only on the data centres and the pools the plan rents): half the integers, so pools
         # shared by many services qualify, and each round's root is short. Pools of many nodes
         # (TWO_FEWER_NODES) first get a round two nodes fewer, until one finds a cheaper plan:
         # one node of many at a time leaves HiGHS's root too little room to repack the work.
-        # Then the one-node rounds, made again from each cheaper plan until none finds one
-        # (docs/optimizer.md, "Narrowed fewer-nodes rounds", has the measurements).
+        # Then the one-node rounds, two at a time (two pools' rounds from the same plan: the
+        # cheaper plan, or both merged, is taken), made again from each cheaper plan until none
+        # finds one. Pairs find more than one round at a time: where both find a plan, the
+        # cheaper is taken (not the first) and their merge, both pools a node fewer, is tried
+        # (docs/optimizer.md, "Narrowed fewer-nodes rounds" and "The one-node rounds two at a
+        # time", has the measurements).
         lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
         tail = (Step(((lp_guided, lp_rounded), (training,))),
                 Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
                                       least=TWO_FEWER_NODES, narrow=True)),
                 Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, narrow=True,
-                                      again=True)))
+                                      again=True, paired=True)))
     return SearchPlan(cycle=cycle, cycles=(LARGE_CYCLES if large else CYCLES) if cycles is None else cycles,
                       tail=tail, nodes=min(ROUND_NODES, max_nodes or ROUND_NODES), restart=not large,
                       workers=workers, choices=groups["training"] | groups["serving"])
@@ -457,10 +463,11 @@ class _Search:
         from it. The step ends when none finds one."""
         improved = False
         while True:
-            for r in (r for r in self.fewer_rounds(f) if self.left_at.get(r.name) != self.incumbent):
+            todo = tuple(r for r in self.fewer_rounds(f) if self.left_at.get(r.name) != self.incumbent)
+            for batch in _batched(todo, self.plan.workers if f.paired else 1):
                 if self.spent():
                     return False, improved
-                if self.batch((r,), cycle):
+                if self.batch(batch, cycle):
                     improved = True
                     break
             else:
