@@ -141,7 +141,7 @@ def test_the_node_hours_floor_bounds_every_larger_count(tmp_path):
 
 
 @pytest.mark.parametrize("days", [1, 3])
-def test_a_pool_whose_every_count_is_late_names_the_last_count_tried(tmp_path, days):
+def test_a_pool_whose_every_count_is_late_names_the_last_count_estimated(tmp_path, days):
     """Where no count of a pool finishes by the deadline, the rejection names the last count the
     scan estimated and its duration (counts the floor puts past the deadline are not estimated,
     and so never named). Oracle: the estimate of that count, made directly."""

@@ -611,10 +611,10 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     restart, the training round stopped at its first cheaper plan where the jobs have
     FIRST_PLAN_CANDIDATES candidates each (in the cycle and the tail), and a tail of RINS with
     lp-rounded together, training, then the small fewer-nodes
-    rounds, narrowed (at most NARROWED_INTEGERS), one at a time: two nodes fewer in pools of
-    TWO_FEWER_NODES nodes until one finds a cheaper plan, then one node fewer, two at a time, made
-    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or the user's
-    if smaller."""
+    rounds, narrowed (at most NARROWED_INTEGERS): two nodes fewer in pools of TWO_FEWER_NODES
+    nodes, one at a time until one finds a cheaper plan, then one node fewer, two at a time, made
+    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or
+    the user's if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
     monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)

@@ -35,8 +35,8 @@ move on-prem pools no window can; then narrowed fewer-nodes rounds (a displaced 
 only on the data centres and in the cloud pools the plan rents) of at most NARROWED_INTEGERS,
 without the LP rule, cheapest node first: two nodes fewer in pools of TWO_FEWER_NODES nodes
 or more, one at a time until one finds a cheaper plan, then one node fewer, WORKERS at a time,
-made again from each cheaper plan until none finds one). A round is not run again on the plan it left
-behind itself (no other round has moved it since). All of this is declared before the first
+made again from each cheaper plan until none finds one). A round is not run again on the plan
+it left behind itself (no other round has moved it since). All of this is declared before the first
 round runs: search_plan builds a frozen SearchPlan (the cycle's and the tail's steps, each a
 batch of Round records or a FewerNodes rule, and the cycle count, node budget and workers) from
 the problem's size and the user's options, and improve runs it.
@@ -349,12 +349,11 @@ def search_plan(problem: F.Problem, max_nodes: int | None = None, *, cycles: int
         # shared by many services qualify, and each round's root is short. Pools of many nodes
         # (TWO_FEWER_NODES) first get a round two nodes fewer, until one finds a cheaper plan:
         # one node of many at a time leaves HiGHS's root too little room to repack the work.
-        # Then the one-node rounds, two at a time (two pools' rounds from the same plan: the
-        # cheaper plan, or both merged, is taken), made again from each cheaper plan until none
-        # finds one. Pairs find more than one round at a time: where both find a plan, the
-        # cheaper is taken (not the first) and their merge, both pools a node fewer, is tried
-        # (docs/optimizer.md, "Narrowed fewer-nodes rounds" and "The one-node rounds two at a
-        # time", has the measurements).
+        # Then the one-node rounds, two pools' at a time from the same plan, made again from
+        # each cheaper plan until none finds one. Pairs find more than one round at a time:
+        # where both find a plan, the cheaper is taken (not the first) and their merge, both
+        # pools a node fewer, is tried (docs/optimizer.md, "Narrowed fewer-nodes rounds" and
+        # "The one-node rounds two at a time", has the measurements).
         lp_rounded = Round("lp-rounded", lp_within=LP_HELD_WITHIN["lp-rounded"])
         tail = (Step(((lp_guided, lp_rounded), (training,))),
                 Step(fewer=FewerNodes(NARROWED_INTEGERS, lp_rule=False, until_cheaper=True, by=2,
