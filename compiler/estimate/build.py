@@ -305,18 +305,20 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
-                if ceiling is not None and floor is not None:
-                    least = rate * min(floor[0] * (1 + floor[1] * nodes), HOURS_PER_MONTH * visible * nodes) + away
-                    if least > ceiling:
-                        reason = (f"costs at least ${least:,.0f} from {nodes * hw.gpus_per_node} GPUs up, over "
-                                  f"${ceiling:,.0f}: {OVER_CEILING}")
-                        break   # the floor only grows with the count
-                if totals is not None and floor is not None and totals.dominate(nodes, floor[0] * (1 + floor[1] * nodes), visible):
-                    continue
-                if floor is not None and floor[0] * (1 + floor[1] * nodes) / nodes > limit_h * (1 + 1e-6) + 1e-3:
-                    # finishes too late whatever its layout: not estimated. Never the last count
-                    # tried where none is in time: at the cap this floor would have ended the scan.
-                    continue
+                if floor is not None:
+                    node_hours = floor[0] * (1 + floor[1] * nodes)     # this count runs at least these
+                    if ceiling is not None:
+                        least = rate * min(node_hours, HOURS_PER_MONTH * visible * nodes) + away
+                        if least > ceiling:
+                            reason = (f"costs at least ${least:,.0f} from {nodes * hw.gpus_per_node} GPUs up, over "
+                                      f"${ceiling:,.0f}: {OVER_CEILING}")
+                            break   # the floor only grows with the count
+                    if totals is not None and totals.dominate(nodes, node_hours, visible):
+                        continue
+                    if node_hours / nodes > limit_h * (1 + 1e-6) + 1e-3:
+                        # finishes too late whatever its layout: not estimated. Never the last count
+                        # tried where none is in time: at the cap this floor would have ended the scan.
+                        continue
                 tried = gpus
                 if gpus < fit * (1 - 1e-9):
                     reason = None   # does not fit: estimate_fn says how much memory it needs
