@@ -208,6 +208,34 @@ class OperabilityPlan:
 
 
 @dataclass(frozen=True)
+class Commitment:
+    """What one pool commits to after the horizon (docs/optimizer.md, "Commitments that outlive
+    the horizon"): reserved terms that end after it, or bought nodes whose useful life does."""
+    site: str
+    instance: str
+    pricing: str                  # reserved_1y | reserved_3y | purchase
+    nodes: int                    # reserved nodes whose term ends after the horizon; nodes bought
+    node_months: float            # node-months after the horizon (bought: of useful life, from month 0)
+    committed_usd: float          # what those months cost: the term's rate; capex straight line
+    charged_usd: float            # what the plan pays for them: all (full); the idle ones (continues)
+
+
+@dataclass(frozen=True)
+class AfterHorizon:
+    """policy.after_horizon and every commitment that outlives the horizon, by pool and pricing."""
+    rule: str = "full"            # full | continues
+    commitments: tuple[Commitment, ...] = ()
+
+    @property
+    def committed_usd(self) -> float:
+        return sum(c.committed_usd for c in self.commitments)
+
+    @property
+    def charged_usd(self) -> float:
+        return sum(c.charged_usd for c in self.commitments)
+
+
+@dataclass(frozen=True)
 class Plan:
     spec_name: str
     spec_sha256: str
@@ -226,6 +254,7 @@ class Plan:
     # owned on-prem nodes the plan leaves idle and why (compiler/optimize/idle.py)
     idle_owned: tuple[dict[str, Any], ...] = field(default=())
     operability: OperabilityPlan | None = None
+    after_horizon: AfterHorizon = AfterHorizon()
 
 
 def month_range(first: int, last: int) -> str:
@@ -284,6 +313,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     d = asdict(plan)
     if d["operability"] is None:
         del d["operability"]      # a spec without operability limits: no key
+    d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
+                              charged_usd=plan.after_horizon.charged_usd)
     out = {
         "spec": {"name": d.pop("spec_name"), "sha256": d.pop("spec_sha256")},
         "catalog": {"version": d.pop("catalog_version")},
@@ -326,7 +357,14 @@ def from_dict(d: dict[str, Any]) -> Plan:
         breakeven=tuple(d.get("breakeven", ())),
         idle_owned=tuple(d.get("idle_owned", ())),
         operability=_operability(d.get("operability")),
+        after_horizon=_after_horizon(d.get("after_horizon")),
     )
+
+
+def _after_horizon(d: dict[str, Any] | None) -> AfterHorizon:
+    if d is None:                 # a plan written before commitments were listed
+        return AfterHorizon()
+    return AfterHorizon(d["rule"], tuple(Commitment(**c) for c in d.get("commitments", ())))
 
 
 def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:

@@ -102,6 +102,10 @@ class Policy:
     max_instance_types_per_site: int | None = None   # instance types one service runs at one site
     min_months_per_mix: int | None = None            # months a service keeps one replica mix
     max_spot_share: float | None = None              # share of a training job run on spot
+    # How a commitment that outlives the horizon is priced (docs/optimizer.md, "Commitments that
+    # outlive the horizon"): full, or continues (its later months free where the last month's
+    # load would keep them busy).
+    after_horizon: Literal["full", "continues"] = "full"
 
     @property
     def limits_types(self) -> bool:

@@ -236,11 +236,21 @@ def test_constraints_traced_to_spec_paths():
     assert by_group["placement"].path == "$.workloads[0]"
 
 
-def test_capex_credit_and_fabric_unit_costs():
+def test_capex_by_the_after_horizon_rule_and_fabric_unit_costs():
     node = CATALOG.onprem_nodes["hgx-h100"]
-    # 36 of 60 months of useful life: 60% of $290k
-    assert costs.capex_credit(node, 36) == pytest.approx(0.6 * 290000)
-    assert costs.capex_credit(node, 120) == pytest.approx(290000)
+    # 36 of 60 months of useful life: 60% of $290k inside the horizon, 40% after it
+    assert costs.capex_in_horizon(node, 36) == pytest.approx(0.6 * 290000)
+    assert costs.capex_after_horizon(node, 36) == pytest.approx(0.4 * 290000)
+    assert costs.capex_in_horizon(node, 120) == pytest.approx(290000)
+    assert costs.capex_after_horizon(node, 120) == 0
+    # full: the whole price; continues: the horizon's share (the rest per idle node, rows (16))
+    assert costs.capex_charged(node, 36, "full") == pytest.approx(290000)
+    assert costs.capex_charged(node, 36, "continues") == pytest.approx(0.6 * 290000)
+    # a 3-year term bought in month 23 of 24 runs 35 months past the horizon; full pays all 36
+    assert costs.term_months_after("reserved_3y", 23, 24) == 35
+    assert costs.term_months_charged("reserved_3y", 23, 24, "full") == 36
+    assert costs.term_months_charged("reserved_3y", 23, 24, "continues") == 1
+    assert costs.term_months_after("reserved_1y", 0, 24) == 0
     ib = CATALOG.fabrics["infiniband-ndr"]
     # 8 ports x $4k + 3 x 8/64 switches x $40k = $32k + $15k
     assert costs.fabric_cost_per_node(ib) == pytest.approx(32000 + 15000)

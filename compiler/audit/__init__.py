@@ -45,6 +45,7 @@ CHECKS: tuple[Callable[[Context], Iterable[Finding]], ...] = (
     storage.check_storage,
     costs.check_costs,
     costs.check_cloud_share,
+    costs.check_commitments,
 )
 
 

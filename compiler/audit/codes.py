@@ -58,3 +58,4 @@ OBJECTIVE = "A603"             # the solver's objective differs from the total
 STORAGE_COST = "A604"          # a storage entry's cost_usd differs from its re-pricing
 ATTRIBUTION = "A605"           # workload costs or monthly costs do not add up to the total
 PRICE_MISSING = "A606"         # a pricing used where the catalog sells no such price
+COMMITMENTS = "A607"           # after_horizon misstates a commitment that outlives the horizon

@@ -1,5 +1,6 @@
 """Costs: every line of cost_breakdown_usd re-priced from the plan's choices with the audit's own
-unit costs (rules.py), the total, the solver's objective, and policy.max_cloud_share."""
+unit costs (rules.py), the total, the solver's objective, policy.max_cloud_share, and the
+commitments the plan lists after the horizon."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class Priced:
         self.storage_slack: dict[tuple[str, str], float] = {}   # rounding allowance per entry
         self.cloud_storage = 0.0
         self.missing: list[Finding] = []
+        # (site, instance, pricing) -> [node-months, committed USD, charged USD] after the horizon
+        self.after: dict[tuple[str, str, str], list[float]] = {}
 
     @property
     def total(self) -> float:
@@ -30,13 +33,20 @@ def price(ctx: Context) -> Priced:
         return ctx._priced
     out = ctx._priced = Priced()
     H, cat = ctx.H, ctx.catalog
-    # Bought on-prem nodes: capex credited for the horizon, support, the fabric they are wired with.
+    full = ctx.spec.policy.after_horizon == "full"
+    # Bought on-prem nodes: capex (policy.after_horizon), support, the fabric they are wired with.
     for p in ctx.plan.pools:
         site = ctx.sites.get(p.site)
         if site is None or is_cloud(site) or p.pricing != "purchase" or p.instance not in cat.onprem_nodes:
             continue
         node = cat.onprem_nodes[p.instance]
-        out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H)
+        after = node.capex_usd - rules.capex_for_horizon(node, H)
+        idle = p.nodes if full else max(0.0, p.nodes + rules.owned_nodes(site, p.instance)
+                                         - ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus)
+        out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
+        if after > 0 and p.nodes:
+            out.after[(p.site, p.instance, p.pricing)] = [p.nodes * rules.life_after_horizon(node, H),
+                                                          p.nodes * after, idle * after]
         out.lines["support"] += p.nodes * rules.support_for_horizon(node, H)
         fab = cat.fabrics.get(p.fabric)
         if fab is not None:
@@ -53,6 +63,12 @@ def price(ctx: Context) -> Priced:
         if p.pricing in rules.TERM_MONTHS:
             amount = sum(r.nodes * rules.HOURS * len(rules.term_months(p.pricing, r.start_month, H))
                          for r in p.reservations)
+            late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in p.reservations)
+            if late:
+                idle = late if full else _idle_term_months(ctx, p)
+                out.after[(p.site, p.instance, p.pricing)] = [
+                    float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
+                amount += rules.HOURS * idle
         else:
             amount = sum(p.monthly_node_hours[:H])
         if rate is None:
@@ -84,6 +100,52 @@ def price(ctx: Context) -> Priced:
         if c.site != w.data.home and w.data.home in ctx.sites:
             out.lines["egress"] += w.data.dataset_tb * rules.egress_per_tb(cat, ctx.sites[w.data.home])
     return out
+
+
+def _idle_term_months(ctx: Context, pool) -> float:
+    """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
+    last month's work leaves idle. Month by month after the horizon: the reserved nodes of both
+    terms then active, less the node-months the pool's jobs (hours) and replicas (GPUs) ran in
+    the horizon's last month; the idle ones are the cheaper term's first."""
+    H, cat, site = ctx.H, ctx.catalog, ctx.sites[pool.site]
+    inst = cat.instances[pool.instance]
+    busy = (ctx.usage.train_hours.get((pool.site, pool.instance, H - 1), 0.0) / rules.HOURS
+            + ctx.usage.infer_gpus.get((pool.site, pool.instance, H - 1), 0.0) / inst.gpus)
+    terms = {t: ctx.pools.get((pool.site, pool.instance, t)) for t in rules.TERM_MONTHS}
+    rate = {t: rules.cloud_rate(cat, site, pool.instance, t) or 0.0 for t in terms}
+    cheap_first = sorted((t for t, p in terms.items() if p is not None), key=lambda t: (rate[t], t))
+    last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations)
+    idle_months = 0.0
+    for j in range(H, last):
+        active = {t: sum(r.nodes for r in terms[t].reservations
+                         if r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
+        idle = max(0.0, sum(active.values()) - busy)
+        for t in cheap_first:
+            mine = min(idle, active[t])
+            idle -= mine
+            if t == pool.pricing:
+                idle_months += mine
+    return idle_months
+
+
+def check_commitments(ctx: Context) -> Iterator[Finding]:
+    """plan.json's after_horizon: the rule the spec sets, and every pool's commitment after the
+    horizon, committed and charged, as re-derived from its reservations and bought nodes."""
+    plan = ctx.plan.after_horizon
+    if plan.rule != ctx.spec.policy.after_horizon:
+        yield Finding(codes.COMMITMENTS, f"after_horizon.rule is {plan.rule}, the spec's policy.after_horizon is "
+                      f"{ctx.spec.policy.after_horizon}", "$.policy.after_horizon")
+    mine = price(ctx).after
+    stated = {(c.site, c.instance, c.pricing): c for c in plan.commitments}
+    for key in sorted(set(mine) | set(stated)):
+        node_months, committed, charged = mine.get(key, (0.0, 0.0, 0.0))
+        c = stated.get(key)
+        theirs = (c.node_months, c.committed_usd, c.charged_usd) if c else (0.0, 0.0, 0.0)
+        if not (close(node_months, theirs[0], 1e-6) and close(committed, theirs[1]) and close(charged, theirs[2])):
+            yield Finding(codes.COMMITMENTS, f"{'/'.join(key)} after the horizon: the plan states "
+                          f"{theirs[0]:,.1f} node-months, {usd(theirs[1])} committed, {usd(theirs[2])} charged; "
+                          f"its reservations and bought nodes give {node_months:,.1f}, {usd(committed)}, "
+                          f"{usd(charged)}")
 
 
 def check_costs(ctx: Context) -> Iterator[Finding]:

@@ -3,14 +3,21 @@ DESIGN.md (section 4) and docs/optimizer.md ("The model in prose"), never from t
 
 All money is USD over the planning horizon; a month is 730 hours.
 
-- A bought on-prem node: capex credited for the horizon, capex * min(1, horizon / useful life),
-  plus support per year for the horizon, plus fabric: ports * cost per port + 3 * ports / radix
+- Commitments that outlive the horizon (policy.after_horizon, docs/optimizer.md): `full` pays a
+  reserved term's every month and a bought node's whole capex; `continues` pays the months
+  inside the horizon (a bought node: capex * min(1, horizon / useful life), its life counted from
+  month 0) and, for each month after it, the nodes the last month's work leaves idle: a cloud
+  pool's reserved nodes of that month beyond the node-months its jobs and replicas' GPUs ran in
+  the last month (the dearer term's nodes counted busy first), a pool's bought nodes beyond the
+  GPUs in use in the last month (owned nodes first), at the term's rate or the capex per month of
+  life.
+- A bought on-prem node: capex by that rule, plus support per year for the horizon, plus fabric: ports * cost per port + 3 * ports / radix
   switches (a two-tier leaf/spine tree) at the switch price, for the fabric its pool is wired
   with. Owned nodes cost power only.
 - Power: node-hours run * kW per node * PUE * $/kWh, owned and bought alike. An inference
   replica of t GPUs on a G-GPU node runs t/G of a node for 730 hours a month.
 - Cloud: node-hours * the instance's price in the site's region for the pricing option;
-  reserved: nodes * 730 * months of the term inside the horizon * the term's price.
+  reserved: nodes * 730 * months of the term (by the rule above) * the term's price.
 - Storage: $/TB-month for every TB provisioned in a month, plus capex per TB of the peak
   (on-prem tiers).
 - Egress: a training job away from its data's home moves the dataset once:
@@ -56,6 +63,16 @@ def whole_nodes(gpus: float, gpus_per_node: int) -> int:
 
 def capex_for_horizon(node: OnPremNode, horizon: int) -> float:
     return node.capex_usd * min(1.0, horizon / (node.useful_life_years * 12.0))
+
+
+def life_after_horizon(node: OnPremNode, horizon: int) -> float:
+    """Months of a node's useful life after the horizon, bought in month 0."""
+    return max(0.0, node.useful_life_years * 12.0 - horizon)
+
+
+def months_after(pricing: str, start: int, horizon: int) -> int:
+    """Months of a reservation starting in `start` that fall after the horizon."""
+    return max(0, start + TERM_MONTHS[pricing] - horizon)
 
 
 def support_for_horizon(node: OnPremNode, horizon: int) -> float:

@@ -9,11 +9,12 @@ the months and hours it runs, with no other workload sharing its nodes, terms or
   cloud     at the instance's prices in the site's region: spot for a spot candidate; else the
             cheapest of the pricings the spec allows there (the one a pin names, if any): on
             demand for its node-hours, or a reserved term for its peak nodes, reserved for whole
-            terms from the first month it runs until its last (each term charged for its months
-            inside the horizon, as the plan charges terms).
+            terms from the first month it runs until its last (each term charged as the plan
+            charges terms, policy.after_horizon: in full; under `continues`, its months after the
+            horizon only where the option does not run in the horizon's last month).
   on-prem   node-hours x power (kW x PUE x $/kWh). Nodes up to the site's owned ones of that model
-            are owned and cost nothing more; nodes beyond them are bought: capex credited for the
-            horizon, support and a fabric per node (costs.py), as the plan charges them. A
+            are owned and cost nothing more; nodes beyond them are bought: capex by the same
+            rule, support and a fabric per node (costs.py), as the plan charges them. A
             multi-node job's bought nodes carry the fabric it was estimated on, other bought nodes
             the cheapest the node model offers. A pin to `owned` allows no bought node; a pin to
             `purchase` buys every node.
@@ -49,7 +50,7 @@ use with the lowest price per GPU-month (730 h), one GPU busy all month. Owned n
 the cloud price. Bought nodes (where the site admits a new one) cost capex and the cheapest fabric
 the model offers up front, power and support monthly:
   breakeven_months = capex per GPU / (cloud - power - support per GPU-month)
-  breakeven_utilization = (capex credited for the horizon + fabric + horizon x support)
+  breakeven_utilization = (capex charged (policy.after_horizon) + fabric + horizon x support)
                           / (horizon x (cloud - power)) per GPU: the share of the horizon a GPU
                           must be busy (power only while busy) for buying to cost less.
 """
@@ -85,12 +86,16 @@ class _Use:
 
 # --- pricing one part ----------------------------------------------------------------------
 
-def reserved_cost(price: float, nodes: int, first: int, last: int, term: str, horizon: int) -> float:
+def reserved_cost(price: float, nodes: int, first: int, last: int, term: str, horizon: int,
+                  rule: str = "full") -> float:
     """`nodes` reserved for whole terms from month `first` until `last` is covered, each term
-    charged for its months inside the horizon."""
+    charged by policy.after_horizon (`continues`: its months after the horizon are free where
+    the nodes still run in the horizon's last month)."""
     months, start = 0, first
+    busy_at_end = last >= horizon - 1
     while start <= last:
-        months += min(costs.TERM_MONTHS[term], horizon - start)
+        full = rule == "full" or not busy_at_end
+        months += costs.TERM_MONTHS[term] if full else min(costs.TERM_MONTHS[term], horizon - start)
         start += costs.TERM_MONTHS[term]
     return price * HOURS_PER_MONTH * months * nodes
 
@@ -110,7 +115,8 @@ def _cloud_part(problem: Problem, w, c: Candidate, use: _Use) -> tuple[str, floa
         if price is None:
             continue
         usd = (price * use.node_hours if option == "on_demand"
-               else reserved_cost(price, use.nodes, use.first, use.last, option, spec.horizon_months))
+               else reserved_cost(price, use.nodes, use.first, use.last, option, spec.horizon_months,
+                                  spec.policy.after_horizon))
         priced.append((usd, option))
     if not priced:
         return None
@@ -172,7 +178,8 @@ def _part(problem: Problem, w, c: Candidate, use: _Use, gpus: int, checked: bool
     if bought:
         multi_node = not isinstance(w, InferenceWorkload) and not fabric_free(c)
         fabric = c.fabric if multi_node and c.fabric in cat.fabrics else cheapest_fabric(problem, c.instance)
-    usd = (bought * costs.bought_node_cost(node, cat.fabrics.get(fabric), H)
+    usd = (bought * costs.bought_node_cost(node, cat.fabrics.get(fabric), H, problem.spec.policy.after_horizon,
+                                           use.last >= H - 1)
            + use.node_hours * costs.power_usd_per_node_hour(node, site) + egress)
     return OptionPart(c.site, c.instance, c.gpu, gpus, "purchase" if bought else "owned", use.nodes, owned,
                       use.node_hours, use.first, use.last, _r(usd), fabric, egress_tb)
@@ -362,7 +369,7 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
             fabric = cheapest_fabric(problem, i)
             wiring = costs.fabric_cost_per_node(cat.fabrics[fabric]) if fabric else 0.0
             capex = (node.capex_usd + wiring) / node.gpus
-            credited = (costs.capex_credit(node, H) + wiring) / node.gpus
+            credited = (costs.capex_charged(node, H, problem.spec.policy.after_horizon) + wiring) / node.gpus
             saving = cloud_gpu_month - power - support
             margin = H * (cloud_gpu_month - power)
             rows.append({**common, "on_prem_basis": "purchase", "on_prem_fabric": fabric,

@@ -3,8 +3,13 @@
 All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_MONTH).
 
 - Cloud node-hour: the instance's price in the site's region for a pricing option.
-- On-prem node, bought: capex credited for the horizon only,
-  capex * min(1, horizon / useful life), plus support for the horizon. Owned: neither.
+- Commitments that outlive the horizon (a reserved term, a bought node's useful life) are priced
+  by one rule, the spec's policy.after_horizon (docs/optimizer.md, "Commitments that outlive the
+  horizon"): `full` (the default) pays every month of the term and the whole purchase price;
+  `continues` pays the months inside the horizon here (a bought node's life counted from month
+  0) and the months after it only for the nodes the last month's load leaves idle (formulate's
+  rows (16)).
+- On-prem node, bought: its capex by that rule, plus support for the horizon. Owned: neither.
 - Power: node-hours run * kW per node * PUE * $/kWh (owned and bought alike).
 - Fabric, per bought on-prem node: ports * cost per port plus its share of a two-tier
   leaf/spine tree (each leaf spends half its radix on nodes and half on uplinks; spines
@@ -39,10 +44,34 @@ def cloud_price(catalog: Catalog, site: CloudSite, instance: str, option: str) -
     return None if inst is None else inst.price(site.region, option)
 
 
-def capex_credit(node: OnPremNode, horizon_months: int) -> float:
-    """The part of a node's purchase price the horizon uses up."""
+def capex_in_horizon(node: OnPremNode, horizon_months: int) -> float:
+    """The part of a node's purchase price its months inside the horizon use up (straight line
+    over its useful life, bought in month 0)."""
     life_months = node.useful_life_years * 12.0
     return node.capex_usd * min(1.0, horizon_months / life_months)
+
+
+def capex_after_horizon(node: OnPremNode, horizon_months: int) -> float:
+    """The part of a node's purchase price its life after the horizon uses up."""
+    return node.capex_usd - capex_in_horizon(node, horizon_months)
+
+
+def capex_charged(node: OnPremNode, horizon_months: int, rule: str) -> float:
+    """What a bought node's purchase costs the plan before any idle-tail charge: all of it under
+    `full`; under `continues` its months inside the horizon (the rest is charged per idle node)."""
+    return node.capex_usd if rule == "full" else capex_in_horizon(node, horizon_months)
+
+
+def term_months_after(term: str, start: int, horizon_months: int) -> int:
+    """Months of a reserved term starting in `start` that fall after the horizon."""
+    return max(0, start + TERM_MONTHS[term] - horizon_months)
+
+
+def term_months_charged(term: str, start: int, horizon_months: int, rule: str) -> int:
+    """Months of a reserved term its own variable pays for: the whole term under `full`; under
+    `continues` its months inside the horizon (the rest is charged per idle node)."""
+    months = TERM_MONTHS[term]
+    return months if rule == "full" else months - term_months_after(term, start, horizon_months)
 
 
 def support_cost(node: OnPremNode, horizon_months: int) -> float:
@@ -62,9 +91,12 @@ def fabric_cost_per_node(fabric: Fabric) -> float:
             + fabric_switches_per_node(fabric) * fabric.switch_cost_usd)
 
 
-def bought_node_cost(node: OnPremNode, fabric: Fabric | None, horizon_months: int) -> float:
-    """Capex credit + support + fabric share for one bought node over the horizon."""
-    return (capex_credit(node, horizon_months) + support_cost(node, horizon_months)
+def bought_node_cost(node: OnPremNode, fabric: Fabric | None, horizon_months: int, rule: str = "full",
+                     busy_at_end: bool = False) -> float:
+    """Capex + support + fabric share for one bought node over the horizon; under `continues`
+    its life after the horizon is paid unless the node is busy in the horizon's last month."""
+    tail = 0.0 if rule == "full" or busy_at_end else capex_after_horizon(node, horizon_months)
+    return (capex_charged(node, horizon_months, rule) + tail + support_cost(node, horizon_months)
             + (fabric_cost_per_node(fabric) if fabric else 0.0))
 
 

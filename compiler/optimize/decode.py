@@ -21,7 +21,7 @@ from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
 from compiler.optimize.idle import idle_owned
 from compiler.optimize.solve import Solution
-from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
@@ -133,14 +133,25 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         usd = v.cost * q
         month = v.month
         if v.family == "reserved":
-            # a term's months: a non-empty range within the horizon (formulate)
+            # a term's months: a non-empty range within the horizon (formulate); what it pays for
+            # months after the horizon is booked in the month it is bought, and goes to its holders
+            # as its months inside do
             r = reservation[v.name]
+            inside = usd * min(1.0, len(r.months) / costs.term_months_charged(
+                r.term, r.start, H, spec.policy.after_horizon))
             share = usd / len(r.months)
             for m in r.months:
                 spread(share, weights(r.site, r.instance, (r.term,), (m,)),
                        weights(r.site, r.instance, everything, (m,)),
                        weights(r.site, r.instance, everything, all_months))
-                monthly[m] += share
+                monthly[m] += inside / len(r.months)
+            monthly[r.start] += usd - inside
+            continue
+        if v.family == "idle_tail":
+            # decided by the last month's load: booked there, and to that month's users
+            s, i = v.site, v.instance
+            spread(usd, weights(s, i, everything, (H - 1,)), weights(s, i, everything, all_months))
+            monthly[H - 1] += usd
             continue
         if v.family in ("storage", "storage_peak"):
             storage_shared[v.site] += usd
@@ -190,8 +201,41 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         binding_constraints=_binding(problem, value),
         monthly_cost_usd=tuple(_r(x) for x in monthly),
         breakeven=breakeven(problem),
+        after_horizon=_after_horizon(problem, value, pools),
     )
     return replace(plan, idle_owned=idle_owned(problem, plan))
+
+
+def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
+    """Every pool's commitments after the horizon: reserved terms that end after it (at the
+    term's rate) and bought nodes' useful life after it (capex straight line, from month 0);
+    charged in full, or under `continues` for the idle nodes (the idle_tail variables)."""
+    spec, cat, H = problem.spec, problem.candidates.catalog, problem.spec.horizon_months
+    rule = spec.policy.after_horizon
+    idle: dict[tuple[str, str, str], float] = defaultdict(float)
+    for v in problem.variables:
+        if v.family == "idle_tail":
+            idle[(v.site, v.instance, v.pricing)] += v.cost * value(v.name)
+    out = []
+    for p in pools:
+        if p.pricing in costs.TERM_MONTHS:
+            rate = costs.cloud_price(cat, spec.site(p.site), p.instance, p.pricing) or 0.0
+            late = [(r.nodes, costs.term_months_after(p.pricing, r.start_month, H)) for r in p.reservations]
+            late = [(n, k) for n, k in late if n and k]
+            node_months = float(sum(n * k for n, k in late))
+            committed = rate * HOURS_PER_MONTH * node_months
+        elif p.pricing == "purchase" and p.nodes:
+            node = cat.onprem_nodes[p.instance]
+            node_months = p.nodes * max(0.0, node.useful_life_years * 12.0 - H)
+            committed = p.nodes * costs.capex_after_horizon(node, H)
+        else:
+            continue
+        if node_months <= 0:
+            continue
+        charged = committed if rule == "full" else idle[(p.site, p.instance, p.pricing)]
+        nodes = p.nodes if p.pricing == "purchase" else sum(n for n, _k in late)
+        out.append(Commitment(p.site, p.instance, p.pricing, nodes, node_months, _r(committed), _r(charged)))
+    return AfterHorizon(rule, tuple(out))
 
 
 @dataclass

@@ -32,13 +32,19 @@ Objective (USD over the horizon; costs.py documents every unit cost)
 ---------
   min  sum_c spot_c * n_c * sum_m h_{c,m} * x_c                      cloud spot
      + sum_{p,m} price_od(p) * u_{p,m}                               cloud on-demand
-     + sum_{p,k,a} price_k(p) * 730 * |term(k,a) & M| * r_{p,k,a}    cloud reserved
-     + sum_q (capex(q) * min(1, H / life) + support(q) * H/12) * b_q  capex + support
+     + sum_{p,k,a} price_k(p) * 730 * T_{k,a} * r_{p,k,a}            cloud reserved
+     + sum_q (capex_q * L_q + support(q) * H/12) * b_q                capex + support
+     + sum idle tails (16)                                           commitments after the horizon
      + sum_{q,phi} fabric(phi) * z_{q,phi}                           fabric
      + sum_c power(q) * n_c * sum_m h_{c,m} * x_c                    on-prem power (training)
      + sum_{c,m} power(q) * g_c/G_q * 730 * y_{c,m}                  on-prem power (inference)
      + sum_{s,t,m} $/TB-month * S_{s,t,m} + sum capex_t * K_{s,t}    storage
      + sum_c egress_c * x_c                                          egress (data away from home)
+
+  Commitments that outlive the horizon (policy.after_horizon; docs/optimizer.md): under
+  `full`, T_{k,a} = term_k months and L_q = 1 (every month of a term, the whole purchase price);
+  under `continues`, T_{k,a} = |term(k,a) & M| and L_q = min(1, H / life) (the months inside the
+  horizon, a node's life counted from month 0), and rows (16) charge the rest for idle nodes only.
 
 Constraints
 -----------
@@ -111,6 +117,16 @@ Constraints
   month could fill (the fabric big-M B_q); inodes are continuous when every replica in the pool
   fills whole nodes (then (13) makes them integral anyway).
 
+  (16) idle_tail (policy.after_horizon: continues only): the months of a commitment after the
+       horizon are paid for the nodes the last month's load leaves idle.
+       Cloud pool p, for each run J of months after H with the same terms active:
+         idle_tail[p@J]: sum_k t_{p,k,J} >= sum_{k,a active in J} r_{p,k,a} - L_p / 730,
+         idle_term[p/k@J]: t_{p,k,J} <= sum_{a active in J} r_{p,k,a} (where two terms are active),
+         t_{p,k,J} >= 0 at price_k(p) * 730 * |J| (the LP idles the cheaper term first: exact),
+         L_p = row (12)'s node-hours of month H-1 (jobs' hours and replicas' nodes).
+       On-prem pool q: idle_tail[q]: t_q >= b_q + O_q - (GPUs in use in month H-1) / G_q,
+         t_q >= 0 at capex_q * (1 - L_q).
+
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
 before the model is built; reductions.py removes only what provably no optimal plan needs
 (docs/optimizer.md, "Exact reductions").
@@ -156,7 +172,8 @@ class Variable:
     # read these, never the name, which stays what the solver and the plan's readers see.
     family: str = ""                 # the name's head: x, y, mix, buy, fab, fabnodes, reserved, ondemand,
                                      # inodes, res_free, res_taken, od_excess, storage, storage_open, storage_peak,
-                                     # uses_type, in_mix, mix_change (the operability limits, (15))
+                                     # uses_type, in_mix, mix_change (the operability limits, (15)),
+                                     # idle_tail (a commitment's idle months after the horizon, (16))
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
     candidate: str | None = None     # x, y, od_excess: the candidate's id
@@ -739,10 +756,12 @@ def _cloud_pools(st: "_State") -> None:
             tm = costs.TERM_MONTHS[term]
             for a in starts:
                 covered = min(H, a + tm) - a
+                paid = costs.term_months_charged(term, a, H, spec.policy.after_horizon)
                 rn = B.var(res_name(s, i, term, a), "integer", None, family="reserved", site=s, instance=i,
-                           pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * covered})
+                           pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * paid})
                 res_vars.append((rn, a, tm))
                 reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
+        last_load: dict[str, float] = {}
         for m in months:
             hours = dict(od_hours.get((s, i, m), {}))
             pack = packing.get((s, i, m))
@@ -759,6 +778,10 @@ def _cloud_pools(st: "_State") -> None:
                         _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
                 hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
                 add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
+            if m == H - 1:
+                # the GPUs busy, not the replicas' node count: that one may exceed what they fill
+                last_load = {**od_hours.get((s, i, m), {}),
+                             **{yn: HOURS_PER_MONTH * g / gpn for yn, g in (pack or {}).items()}}
             if not hours:
                 continue
             un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, family="ondemand",
@@ -817,6 +840,46 @@ def _cloud_pools(st: "_State") -> None:
                         B.con(pin_nodes_name(c.id, m), "placement", {**rows, xn: -float(c.nodes)}, ">=",
                               0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved",
                               family="pin_nodes", workload=c.workload, candidate=c.id, month=m)
+        if spec.policy.after_horizon == "continues":
+            _cloud_idle_tail(st, s, i, res_vars, last_load)
+
+
+def _cloud_idle_tail(st: "_State", s: str, i: str, res_vars: list[tuple[str, int, int]],
+                     last_load: Mapping[str, float]) -> None:
+    """(16) a cloud pool's reserved terms after the horizon, paid for the nodes the last month's
+    load (row (12)'s node-hours of month H-1, in nodes) leaves idle; one row per run of months
+    with the same terms active (the rows of its months are the same)."""
+    B, H = st.B, st.H
+    site = st.spec.site(s)
+    pool = dict(site=s, instance=i)
+    active = lambda j: tuple(rn for rn, a, tm in res_vars if a <= j < a + tm)   # noqa: E731
+    ends = sorted({a + tm for _rn, a, tm in res_vars if a + tm > H})
+    j = H
+    for end in ends:
+        run, sets = range(j, end), active(j)
+        j = end
+        if not sets:
+            continue
+        tails = {}
+        for term in TERMS:
+            mine = [rn for rn in sets if B.vars[rn].pricing == term]
+            if not mine:
+                continue
+            price = costs.cloud_price(st.cat, site, i, term) or 0.0
+            tn = B.var(f"idle_tail[{s}/{i}/{term}@{run.start:03d}]", "continuous", None, family="idle_tail",
+                       pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * len(run)}, **pool)
+            tails[tn] = 1.0
+            if len(mine) < len(sets):
+                B.con(f"idle_term[{s}/{i}/{term}@{run.start:03d}]", "after_horizon",
+                      {tn: 1.0, **{rn: -1.0 for rn in mine}}, "<=", 0.0, "$.policy.after_horizon",
+                      f"idle {term} nodes of {i} at {s} after the horizon are {term} nodes",
+                      family="idle_term", pricing=term, **pool)
+        row = {**tails, **{rn: -1.0 for rn in sets}}
+        for k, v in last_load.items():
+            row[k] = row.get(k, 0.0) + v / HOURS_PER_MONTH
+        B.con(f"idle_tail[{s}/{i}@{run.start:03d}]", "after_horizon", row, ">=", 0.0, "$.policy.after_horizon",
+              f"reserved {i} nodes at {s} in months {run.start}-{run.stop - 1} are paid where the last "
+              f"month's load leaves them idle", family="idle_tail", **pool)
 
 
 def _replica_nodes_most(B: "_Builder", pack: Mapping[str, float], gpn: int) -> int:
@@ -887,7 +950,8 @@ def _onprem_pools(st: "_State") -> None:
         base = costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
         pool = dict(site=s, instance=i)
         bn = B.var(buy_name(s, i), "integer", float(cap_nodes), family="buy", **pool,
-                   usd={"capex": costs.capex_credit(node, H), "support": costs.support_cost(node, H), "fabric": base})
+                   usd={"capex": costs.capex_charged(node, H, spec.policy.after_horizon),
+                        "support": costs.support_cost(node, H), "fabric": base})
         by_site.setdefault(s, []).append(i)
         fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
         if fabrics:
@@ -922,6 +986,8 @@ def _onprem_pools(st: "_State") -> None:
             for yn, g in sorted((terms or {}).items()):
                 if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
                     _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
+            if m == H - 1 and spec.policy.after_horizon == "continues":
+                _onprem_idle_tail(st, s, i, bn, terms or {})
             if terms:
                 B.con(capacity_name(s, i, m), "capacity",
                       {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
@@ -939,6 +1005,23 @@ def _onprem_pools(st: "_State") -> None:
                       -float(owned * node.gpus) if pricing == "owned" else 0.0, st.pin_path[who[0]],
                       f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}",
                       family="pin_pricing", pricing=pricing, month=m, **pool)
+
+
+def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str, float]) -> None:
+    """(16) a bought node's life after the horizon, paid where the last month's load (the GPUs in
+    use in month H-1, owned nodes first) leaves it idle."""
+    node = st.cat.onprem_nodes[i]
+    after = costs.capex_after_horizon(node, st.H)
+    if after <= 0:
+        return
+    B, pool = st.B, dict(site=s, instance=i)
+    tn = B.var(f"idle_tail[{s}/{i}]", "continuous", None, family="idle_tail", pricing="purchase",
+               usd={"capex": after}, **pool)
+    owned = owned_nodes(st.spec.site(s), i)
+    B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, **{k: v / node.gpus for k, v in in_use.items()}},
+          ">=", float(owned), "$.policy.after_horizon",
+          f"bought {i} nodes at {s} are paid for their life after the horizon where the last month's load "
+          f"leaves them idle", family="idle_tail", **pool)
 
 
 def _site_limits(st: "_State") -> None:

@@ -43,7 +43,8 @@ def _alone_cost(problem: F.Problem, c: Candidate) -> float | None:
         node = cat.onprem_nodes[c.instance]
         owned = F.owned_nodes(site, c.instance)
         buy = max(0, max(node_months) - owned)
-        return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
+        return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon,
+                                             busy_at_end=True)
                 + sum(node_months) * HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site))
     hours = sum(h for _, h in c.usage)
     egress = 0.0
@@ -55,7 +56,8 @@ def _alone_cost(problem: F.Problem, c: Candidate) -> float | None:
     node = cat.onprem_nodes[c.instance]
     owned = F.owned_nodes(site, c.instance)
     buy = max(0, c.nodes - owned)
-    return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H)
+    busy_at_end = any(m == H - 1 and h > 0 for m, h in c.usage)
+    return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon, busy_at_end)
             + c.nodes * hours * costs.power_usd_per_node_hour(node, site) + egress)
 
 

@@ -1,0 +1,196 @@
+"""Commitments that outlive the horizon (policy.after_horizon; docs/optimizer.md, "Commitments that
+outlive the horizon").
+
+The oracle re-prices every commitment from plan.json and the catalog's prices alone: under `full`
+each reserved term costs all its months (12 or 36) at its rate, and each bought node its whole
+purchase price, whatever month it starts in. Nothing here reads the model's variables.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compiler.catalog import load_catalog
+from compiler.pipeline import compile_spec
+from compiler.plan import to_dict
+from examples_cache import EXAMPLES, example
+
+TERM = {"reserved_1y": 12, "reserved_3y": 36}
+HOURS = 730
+
+# A service on L40S in us-east-1 whose traffic grows 8% a month and runs to the end of a 24-month
+# horizon: the terms that cover its later months outlive the horizon.
+LATE_TERMS = """\
+apiVersion: infra-compile/v1
+name: late-terms
+horizon_months: 24
+sites:
+  - name: aws-use1
+    type: cloud
+    provider: aws
+    region: us-east-1
+    pricing: [on_demand, reserved_1y, reserved_3y]
+policy:
+  placement: cloud
+  allowed_gpus: [L40S]{extra}
+workloads:
+  - name: chat-8b
+    kind: inference
+    model: llama-3-8b
+    quantization: bf16
+    traffic: {{peak_rps: 20, input_tokens: 600, output_tokens: 150, growth_per_month: 0.08}}
+    slo: {{ttft_p99_ms: 800, tpot_p99_ms: 60}}
+"""
+
+# A data centre with no owned nodes and room to buy, 24 months against a 5-year useful life.
+BUY = """\
+apiVersion: infra-compile/v1
+name: buy-short
+horizon_months: 24
+sites:
+  - name: dc
+    type: on_prem
+    power_kw: 200
+    electricity_usd_per_kwh: 0.12
+    pue: 1.3
+    max_racks: 4
+policy:
+  placement: on_prem{extra}
+workloads:
+  - name: chat-8b
+    kind: inference
+    model: llama-3-8b
+    quantization: bf16
+    traffic: {{peak_rps: 20, input_tokens: 600, output_tokens: 150}}
+    slo: {{ttft_p99_ms: 800, tpot_p99_ms: 60}}
+"""
+
+
+def _plan(tmp_path: Path, text: str, rule: str | None) -> dict:
+    extra = f"\n  after_horizon: {rule}" if rule else ""
+    path = tmp_path / f"spec-{rule or 'default'}.yaml"
+    path.write_text(text.format(extra=extra), encoding="utf-8")
+    return json.loads(json.dumps(to_dict(compile_spec(path).plan)))
+
+
+def _full_commitments(plan: dict, catalog, spec_sites: dict) -> tuple[float, float, float]:
+    """(cloud compute, capex, committed after the horizon) of a plan.json, every term and
+    purchase priced in full from the catalog."""
+    H = plan["horizon_months"]
+    cloud = capex = after = 0.0
+    for p in plan["pools"]:
+        region = spec_sites[p["site"]]
+        if p["pricing"] in TERM:
+            rate = catalog.instances[p["instance"]].price(region, p["pricing"])
+            for r in p["reservations"]:
+                cloud += r["nodes"] * rate * HOURS * TERM[p["pricing"]]
+                after += r["nodes"] * rate * HOURS * max(0, r["start_month"] + TERM[p["pricing"]] - H)
+        elif p["pricing"] in ("on_demand", "spot"):
+            cloud += catalog.instances[p["instance"]].price(region, p["pricing"]) * sum(p["monthly_node_hours"])
+        elif p["pricing"] == "purchase":
+            node = catalog.onprem_nodes[p["instance"]]
+            life = node.useful_life_years * 12
+            capex += p["nodes"] * node.capex_usd
+            after += p["nodes"] * node.capex_usd * max(0.0, life - H) / life
+    return cloud, capex, after
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_commitment_of_the_examples_is_priced_in_full(name):
+    candidates, result = example(name)
+    plan = json.loads(json.dumps(to_dict(result.plan)))
+    sites = {s.name: getattr(s, "region", None) for s in candidates.spec.sites}
+    cloud, capex, after = _full_commitments(plan, candidates.catalog, sites)
+    lines = plan["cost_breakdown_usd"]
+    assert lines.get("cloud_compute", 0.0) == pytest.approx(cloud, abs=0.05 * max(1, len(plan["pools"])))
+    assert lines.get("capex", 0.0) == pytest.approx(capex, abs=0.05)
+    ah = plan["after_horizon"]
+    assert ah["rule"] == "full"
+    assert ah["committed_usd"] == pytest.approx(after, abs=0.05 * max(1, len(ah["commitments"])))
+    assert ah["charged_usd"] == pytest.approx(ah["committed_usd"])
+    assert sum(plan["monthly_cost_usd"]) == pytest.approx(plan["total_cost_usd"], abs=0.01 * plan["horizon_months"])
+
+
+def test_late_terms_are_paid_in_full_and_one_year_terms_are_chosen_near_the_end(tmp_path):
+    plan = _plan(tmp_path, LATE_TERMS, None)
+    catalog = load_catalog()
+    cloud, _capex, after = _full_commitments(plan, catalog, {"aws-use1": "us-east-1"})
+    assert plan["cost_breakdown_usd"]["cloud_compute"] == pytest.approx(cloud, abs=0.5)
+    starts = [(p["pricing"], r["start_month"]) for p in plan["pools"] if p["pricing"] in TERM
+              for r in p["reservations"]]
+    # a 3-year term bought in the second year pays 36 months for at most 12 of use: the plan buys
+    # 1-year terms there, and some of them do run past the horizon
+    assert not [s for s in starts if s[0] == "reserved_3y" and s[1] >= 12], starts
+    assert [s for s in starts if s[0] == "reserved_1y" and s[1] >= 12], starts
+    assert after > 0
+    ah = plan["after_horizon"]
+    assert ah["committed_usd"] == pytest.approx(after, abs=0.05)
+    assert ah["charged_usd"] == pytest.approx(ah["committed_usd"])
+    # the runs of months after the horizon are the late terms' own
+    late = {(c["pricing"], c["node_months"]) for c in ah["commitments"]}
+    want = {}
+    for p in plan["pools"]:
+        for r in p.get("reservations", ()):
+            k = max(0, r["start_month"] + TERM[p["pricing"]] - 24)
+            if k:
+                want[p["pricing"]] = want.get(p["pricing"], 0) + r["nodes"] * k
+    assert late == {(t, float(n)) for t, n in want.items()}
+
+
+def test_continues_is_never_dearer_and_charges_only_idle_tails(tmp_path):
+    """Every plan costs no more under `continues` than under `full` (its tails cost at most all
+    their months), so neither does the optimum; a service that runs to the end keeps its late
+    terms busy, so they are committed but not charged."""
+    full = _plan(tmp_path, LATE_TERMS, "full")
+    cont = _plan(tmp_path, LATE_TERMS, "continues")
+    assert full["solver"]["status"] == cont["solver"]["status"] == "optimal"
+    assert cont["total_cost_usd"] <= full["total_cost_usd"] + 0.01
+    ah = cont["after_horizon"]
+    assert ah["rule"] == "continues"
+    assert ah["committed_usd"] > 0
+    assert ah["charged_usd"] <= ah["committed_usd"] + 0.01
+    # the last month's load fills every reserved node active in it: no tail is idle
+    last = {p["pricing"]: p["monthly_nodes"][-1] for p in cont["pools"]}
+    reserved_last = sum(n for k, n in last.items() if k in TERM)
+    if reserved_last <= sum(last.values()):
+        assert ah["charged_usd"] == pytest.approx(0.0, abs=0.01)
+
+
+def test_a_bought_node_costs_its_whole_price_under_full(tmp_path):
+    full = _plan(tmp_path, BUY, None)
+    cont = _plan(tmp_path, BUY, "continues")
+    catalog = load_catalog()
+    bought = [p for p in full["pools"] if p["pricing"] == "purchase"]
+    assert bought, full["pools"]
+    _cloud, capex, after = _full_commitments(full, catalog, {})
+    assert full["cost_breakdown_usd"]["capex"] == pytest.approx(capex, abs=0.05)
+    assert after > 0 and full["after_horizon"]["committed_usd"] == pytest.approx(after, abs=0.05)
+    # continues: the service runs to the end on every bought node, so only the horizon's share
+    # of the price is charged (24 of 60 months)
+    for p in (q for q in cont["pools"] if q["pricing"] == "purchase"):
+        node = catalog.onprem_nodes[p["instance"]]
+        assert cont["cost_breakdown_usd"]["capex"] == pytest.approx(
+            p["nodes"] * node.capex_usd * 24 / (node.useful_life_years * 12), abs=0.05)
+    assert cont["total_cost_usd"] <= full["total_cost_usd"] + 0.01
+
+
+def test_the_audit_flags_a_misstated_commitment(tmp_path):
+    from dataclasses import replace
+
+    import audit_fixtures as F
+    from compiler.audit import codes
+
+    path = tmp_path / "late.yaml"
+    path.write_text(LATE_TERMS.format(extra=""), encoding="utf-8")
+    result = compile_spec(path)
+    plan = result.plan
+    assert plan.after_horizon.commitments
+    first = plan.after_horizon.commitments[0]
+    wrong = replace(plan, after_horizon=replace(plan.after_horizon, commitments=(
+        replace(first, committed_usd=first.committed_usd / 2),) + plan.after_horizon.commitments[1:]))
+    assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, wrong))
+    other = replace(plan, after_horizon=replace(plan.after_horizon, rule="continues"))
+    assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, other))
