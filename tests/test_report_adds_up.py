@@ -206,30 +206,32 @@ def _cheaper_alone(plan: Plan, site: str = "fra-dc1") -> Plan:
     return replace(plan, idle_owned=(row,))
 
 
-@pytest.mark.parametrize("binding, status, reason", [
-    ((), "optimal", "what it shares with other workloads"),
-    (("power[fra-dc1] at $.sites[1].power_kw: new nodes at fra-dc1 are limited by power_kw 1200",),
-     "optimal", "the binding constraint `power[fra-dc1]` keeps it elsewhere"),
-    ((), "feasible", "the solver stopped at a gap of 3.00%"),
+POWER = ("power[fra-dc1] at $.sites[1].power_kw: new nodes at fra-dc1 are limited by power_kw 1200",)
+SHARES = "what it shares with other workloads"
+
+
+@pytest.mark.parametrize("binding, status, unlimited_usd, reason", [
+    ((), "optimal", None, SHARES),
+    # a site's power budget binds new nodes only: it is no reason to leave owned ones idle
+    (POWER, "optimal", None, SHARES),
+    ((), "feasible", None, "the solver stopped at a gap of 3.00%"),
+    ((), "optimal", 0.25, "the spec's operability limits keep it elsewhere: the plan without them costs $0.75 less"),
 ])
-def test_an_idle_row_cheaper_alone_gives_one_reason_the_plan_bears_out(binding, status, reason):
-    plan = aws_plan()
-    plan = _cheaper_alone(replace(plan, binding_constraints=binding,
+def test_an_idle_row_cheaper_alone_gives_one_reason_the_plan_bears_out(binding, status, unlimited_usd, reason):
+    from compiler.plan import OperabilityPlan, UnlimitedPlan
+
+    plan = aws_plan()          # total $1.00
+    op = None if unlimited_usd is None else OperabilityPlan(
+        max_instance_types_per_site=1,
+        unlimited=UnlimitedPlan(unlimited_usd, unlimited_usd, "optimal", 2, None, 0.0))
+    plan = _cheaper_alone(replace(plan, binding_constraints=binding, operability=op,
                                   solver=replace(plan.solver, status=status, gap=0.03)))
     md = render_report(plan, load_catalog())["report.md"]
     [line] = _idle_lines(md)
-    reasons = ("what it shares with other workloads", "the binding constraint", "the solver stopped")
+    reasons = (SHARES, "binding", "the solver stopped", "operability limits")
     assert reason in line
     assert sum(r in line for r in reasons) == 1, line
     _agree(md)
-
-
-def test_a_constraint_of_another_site_is_not_given_as_the_reason():
-    plan = aws_plan()
-    plan = _cheaper_alone(replace(plan, binding_constraints=(
-        "power[ams-dc2] at $.sites[2].power_kw: new nodes at ams-dc2 are limited by power_kw 300",)))
-    [line] = _idle_lines(render_report(plan, load_catalog())["report.md"])
-    assert "ams-dc2" not in line and "what it shares with other workloads" in line
 
 
 # --- repeated workloads fold ------------------------------------------------------------------

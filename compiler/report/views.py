@@ -456,8 +456,8 @@ class IdleOwnedRow:
 
 
 def _idle_why(r: dict[str, Any], plan: Plan) -> str:
-    """One idle_owned row's reason in words, every figure from the row: one reason, and only one
-    the rest of the report bears out (a binding constraint is named only where the plan lists it)."""
+    """One idle_owned row's reason in words, every figure from the row: one reason, and one the
+    rest of the report bears out (no binding constraint is claimed: none limits owned nodes)."""
     reason, site = r["reason"], r["site"]
     if reason == "no_workload":
         return ("every workload that runs then already runs wholly on these nodes" if r["detail"]
@@ -479,21 +479,24 @@ def _idle_why(r: dict[str, Any], plan: Plan) -> str:
         with_ = f" with {', '.join(others)}" if others else ""
         return f"{lead}; alone on owned nodes {_money(r['owned_option_usd'])}{with_}, {against}"
     return (f"cheaper alone on owned nodes: {_money(r['owned_option_usd'])} "
-            f"({', '.join(v for v in items.values() if v)}), {against}; {_kept_elsewhere(site, plan)}")
+            f"({', '.join(v for v in items.values() if v)}), {against}; {_kept_elsewhere(plan)}")
 
 
-def _kept_elsewhere(site: str, plan: Plan) -> str:
-    """What keeps a workload that is cheaper alone on a site's idle owned nodes elsewhere: a
-    binding constraint of that site where the plan lists one, else a solver that stopped short of
-    optimal, else what the workload shares with others (the plan is optimal, so moving it alone
-    cannot lower the total)."""
-    here = [b for b in plan.binding_constraints if _constraint(b).name.split(" at ")[0].startswith(
-        tuple(f"{f}[{site}" for f in ("power", "racks", "max_gpus")))]
-    if here:
-        return f"the binding constraint `{_constraint(here[0]).name.split(' at ')[0]}` keeps it elsewhere"
+def _kept_elsewhere(plan: Plan) -> str:
+    """What keeps a workload that is cheaper alone on idle owned nodes elsewhere, as one reason.
+    Not a site's power, racks or max_gpus, even where they bind: they limit new nodes only
+    (formulate (7)-(9)), never the use of owned ones. A solver that stopped short of optimal may
+    simply not have found the move; the spec's operability limits, where they cost the plan
+    something, are the one rule that can forbid it; else the plan is optimal without them, so
+    moving the workload alone cannot lower the total: what it shares would still be paid."""
     if plan.solver.status != "optimal":
         return (f"the solver stopped at a gap of {plan.solver.gap * 100:.2f}%, so a plan that runs it "
                 "here may be cheaper")
+    op = plan.operability
+    free = op.unlimited if op is not None else None
+    if free is not None and free.cost_usd < plan.total_cost_usd - 0.5:
+        return (f"the spec's operability limits keep it elsewhere: the plan without them costs "
+                f"{_money(plan.total_cost_usd - free.cost_usd)} less")
     return ("moving it alone would not make the plan cheaper: what it shares with other workloads "
             "(on-demand hours, reserved terms, bought nodes, storage) would still be paid")
 
