@@ -880,12 +880,8 @@ def workload_groups(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Worklo
         m = _SUFFIX.match(w.name)
         key = (m.group(1).rstrip("-_."), _shape(w)) if m else (w.name, None)
         groups.setdefault(key, []).append(by_name[w.name])
-    out = []
-    for (stem, shape), members in groups.items():
-        if len(members) > 1:
-            out.append(WorkloadGroup(stem, tuple(members)))
-        else:
-            out.append(WorkloadGroup(members[0].name, tuple(members)))
+    out = [WorkloadGroup(stem if len(members) > 1 else members[0].name, tuple(members))
+           for (stem, _shape_key), members in groups.items()]
     return tuple(sorted(out, key=lambda g: g.first.name))
 
 
