@@ -250,6 +250,9 @@ class Plan:
     storage: tuple[StoragePlan, ...] = ()
     binding_constraints: tuple[str, ...] = ()
     monthly_cost_usd: tuple[float, ...] = ()
+    # site -> breakdown category -> USD: what each site bills (its pools, storage, and the egress
+    # of data leaving it); the sites add up to total_cost_usd. Empty in a plan that does not say.
+    cost_by_site_usd: dict[str, dict[str, float]] = field(default_factory=dict)
     breakeven: tuple[dict[str, Any], ...] = field(default=())
     # owned on-prem nodes the plan leaves idle and why (compiler/optimize/idle.py)
     idle_owned: tuple[dict[str, Any], ...] = field(default=())
@@ -354,6 +357,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
                       for s in d.get("storage", ())),
         binding_constraints=tuple(d.get("binding_constraints", ())),
         monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
+        cost_by_site_usd={s: dict(c) for s, c in d.get("cost_by_site_usd", {}).items()},
         breakeven=tuple(d.get("breakeven", ())),
         idle_owned=tuple(d.get("idle_owned", ())),
         operability=_operability(d.get("operability")),

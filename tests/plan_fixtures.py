@@ -202,13 +202,19 @@ def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...])
         "support": round(38_000 * 8 * 3, 2),                  # DGX support on the owned nodes
     }
     total = round(sum(breakdown.values()), 2)
+    # what each site bills: the cloud and its storage and the egress of data leaving it at AWS;
+    # power, support (of the owned DGX) and storage at the data centre
+    by_site = {"aws-use1": {"cloud_compute": breakdown["cloud_compute"], "egress": breakdown["egress"],
+                            "storage": storage[0].cost_usd},
+               "fra-dc1": {"power": breakdown["power"], "storage": storage[1].cost_usd,
+                           "support": breakdown["support"]}}
     monthly = tuple(round(total / HORIZON, 2) for _ in range(HORIZON))
     return Plan(
         spec_name="acme-ml-platform", spec_sha256=sha, catalog_version="2026.11",
         horizon_months=HORIZON,
         solver=SolverInfo(name="cbc", status="optimal", objective_usd=total,
                           best_bound_usd=round(total * 0.9995, 2), gap=0.0005, seconds=3.42),
-        total_cost_usd=total, cost_breakdown_usd=breakdown, sites=_sites(),
+        total_cost_usd=total, cost_breakdown_usd=breakdown, cost_by_site_usd=by_site, sites=_sites(),
         pools=_pools(replicas, resnet_moved), workloads=workloads, storage=storage,
         binding_constraints=binding, monthly_cost_usd=monthly,
         breakeven=({

@@ -49,6 +49,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
         for cat_name, usd in v.costs:
             breakdown[cat_name] = breakdown.get(cat_name, 0.0) + usd * q
     total = sum(breakdown.values())
+    by_site = _site_bills(problem, value)
 
     # --- what was chosen ---------------------------------------------------------------
     train: dict[str, Candidate] = {}
@@ -196,6 +197,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
                           round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol)),
         total_cost_usd=_r(total),
         cost_breakdown_usd={k: _r(v) for k, v in sorted(breakdown.items())},
+        cost_by_site_usd=by_site,
         sites=tuple(sites), pools=pools, workloads=workloads,
         storage=_storage(problem, value),
         binding_constraints=_binding(problem, value),
@@ -471,6 +473,29 @@ def _storage(problem, value) -> tuple[StoragePlan, ...]:
             agg[(v.site, v.tier)][1] += v.cost * value(v.name)
     return tuple(StoragePlan(s, t, round(tb, 3), _r(usd), tuple(round(x, 3) for x in monthly))
                  for (s, t), (tb, usd, monthly) in sorted(agg.items()) if tb > 1e-9)
+
+
+def _site_bills(problem, value) -> dict[str, dict[str, float]]:
+    """What each site bills, per breakdown category: the same variables and costs as the
+    breakdown, each charged to the site it is paid to (a pool's or a storage tier's site; a
+    candidate's site for its direct costs; the data's home for the egress of its dataset, which
+    the provider there charges). Nothing is split by use, so the sites add up to the total."""
+    site_of = {c.id: c.site for cs in problem.chosen_from.values() for c in cs}
+    bills: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for v in problem.variables:
+        if not v.costs:
+            continue
+        q = value(v.name)
+        if not q:
+            continue
+        site = v.site if v.site is not None else site_of[v.candidate]
+        for cat_name, usd in v.costs:
+            at = site
+            if cat_name == "egress":
+                w = problem.spec.workload(v.workload)
+                at = w.data.home if w.data and w.data.home else site
+            bills[at][cat_name] += usd * q
+    return {s: {k: _r(x) for k, x in sorted(cats.items()) if _r(x)} for s, cats in sorted(bills.items())}
 
 
 def _binding(problem, value) -> tuple[str, ...]:

@@ -17,8 +17,12 @@ demand then) and that holds none of these owned nodes in the plan. Its reason, b
                 beyond the site's storage.existing_tb, in the cheapest on-prem tier for it, at
                 least that tier's minimum: capex x TB + $/TB-month x TB x months), costs more than
                 the workload costs in the plan (WorkloadPlan.cost_usd).
+  availability  a service that must survive the loss of any one site (slo.availability >= 0.999,
+                formulate's rows (3)): its load is carried without this site whatever runs here, so
+                the rule, not a price, keeps it off these nodes (checked before any price: wholly
+                on one site is not a design the rule allows, so pricing it would compare nothing).
   cheaper_alone that option costs no more than the plan's figure: what the plan shares between
-                workloads or its binding limits keep the workload elsewhere.
+                workloads (terms, bought nodes, storage) keeps the workload elsewhere.
 
 A run in which no workload could be running, or every one that could runs wholly on these
 nodes already, gets one row with reason no_workload (detail "all here" in the second case).
@@ -29,7 +33,7 @@ its reason although some of its replicas could move.
 from __future__ import annotations
 
 from compiler.optimize import costs
-from compiler.optimize.alternatives import _part, _service_use, _training_use
+from compiler.optimize.alternatives import SURVIVES_SITE_LOSS, _part, _service_use, _training_use
 from compiler.optimize.formulate import Problem, _filter
 from compiler.plan import Plan, month_range
 from compiler.spec import InferenceWorkload, OnPremSite
@@ -146,6 +150,9 @@ def _row(problem: Problem, plan: Plan, w, s: str, i: str, owned: int) -> dict:
     rule = _spec_rule(problem, w, s, i)
     if rule or not ok:
         return {**row, "reason": "not_allowed", "detail": rule or _why_not(problem, w, s, i)}
+    if isinstance(w, InferenceWorkload) and w.slo.availability >= SURVIVES_SITE_LOSS:
+        return {**row, "reason": "availability",
+                "detail": f"slo.availability {w.slo.availability:g} (its load must be carried without {s})"}
     priced = [p for p in (_price(problem, w, c, owned) for c in ok) if p is not None]
     if not priced:
         fewest = min(c.nodes if not isinstance(w, InferenceWorkload) else 1 for c in ok)

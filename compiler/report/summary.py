@@ -35,8 +35,10 @@ def print_summary(plan: Plan, console: Console) -> None:
     work = Table(title="Workloads", title_justify="left", box=None, pad_edge=False)
     for col in ("workload", "kind", "GPU", "GPUs", "site", "duration / capacity", "cost"):
         work.add_column(col, justify="right" if col in ("GPUs", "cost") else "left")
-    for w in view.workloads:
-        work.add_row(w.name, w.kind, w.gpu, str(w.gpus), w.sites, w.headline, money(w.cost_usd))
+    for g in view.workload_groups:     # repeats of one job fold into one row
+        w = g.first
+        work.add_row(g.label, w.kind, w.gpu, str(w.gpus), g.sites,
+                     f"months {g.months}" if g.folded else w.headline, money(g.cost_usd))
 
     grid = Table.grid(padding=(0, 4))
     grid.add_row(costs, pools)

@@ -15,7 +15,7 @@ from typing import Any
 
 from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, add_into,
-                           month_range, site_replicas)
+                           month_range, months_text, site_replicas)
 from compiler.report import operability
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
@@ -66,7 +66,7 @@ class SiteView:
     where: str                    # "aws us-east-1" or "on-prem"
     orchestrators: str
     pools: tuple[PoolRow, ...]
-    gpus: int                     # peak GPUs provided by its pools
+    gpus: int                     # the most GPUs its pools provide in one month, all together
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,28 @@ class FleetView:
     sites: tuple[str, ...]
     monthly_gpus: tuple[tuple[int, ...], ...]   # per site: GPUs in use, month by month
     spans: tuple[FleetSpan, ...]
+
+    @property
+    def totals(self) -> tuple[int, ...]:
+        """GPUs in use at all sites together, month by month."""
+        return tuple(sum(col) for col in zip(*self.monthly_gpus))
+
+    @property
+    def peak_month(self) -> int:
+        """The busiest month (the first of equals); 0 for an empty fleet."""
+        totals = self.totals
+        return max(range(len(totals)), key=lambda m: (totals[m], -m)) if totals else 0
+
+    @property
+    def peak_gpus(self) -> int:
+        """The most GPUs in use at once: the busiest month's sum over every pool, not the sum of
+        each pool's own peak (pools peak in different months)."""
+        totals = self.totals
+        return totals[self.peak_month] if totals else 0
+
+    def site_peak(self, site: str) -> int:
+        series = self.monthly_gpus[self.sites.index(site)] if site in self.sites else ()
+        return max(series, default=0)
 
 
 @dataclass(frozen=True)
@@ -327,6 +349,57 @@ class RiskView:
 
 
 @dataclass(frozen=True)
+class WorkloadGroup:
+    """Workloads that repeat one job: same kind and shape (GPU type, GPUs, layout, memory per GPU,
+    and for a service its weights), names differing only in a numeric or date suffix
+    ("ft-2027-01", "ft-2027-02"). A workload with no twin is a group of one."""
+    stem: str                     # the name without its suffix ("ft"); a group of one: the name
+    members: tuple[WorkloadView, ...]   # by name
+
+    @property
+    def folded(self) -> bool:
+        return len(self.members) > 1
+
+    @property
+    def first(self) -> WorkloadView:
+        return self.members[0]
+
+    @property
+    def label(self) -> str:
+        """'ft-2027-01 .. ft-2027-12 (12 runs)'; a group of one: its name."""
+        if not self.folded:
+            return self.first.name
+        return f"{self.first.name} .. {self.members[-1].name} ({len(self.members)} runs)"
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(w.cost_usd for w in self.members)
+
+    @property
+    def months(self) -> str:
+        """The members' start months, as runs: '0-11'."""
+        return months_text(sorted({w.start_month for w in self.members}))
+
+    @property
+    def sites(self) -> str:
+        return ", ".join(sorted({s for w in self.members for s in w.sites.split(", ")}))
+
+    @property
+    def pricing(self) -> str:
+        return ", ".join(sorted({q for w in self.members for q in w.pricing.split(", ")}))
+
+    @property
+    def line(self) -> str:
+        """The summary's line: a group of one says why it was chosen; repeats fold into one."""
+        if not self.folded:
+            return self.first.why
+        w = self.first
+        return (f"{len(self.members)} runs of {self.stem} ({self.first.name} to {self.members[-1].name}): "
+                f"{w.kind}, {w.gpus_label} at {self.sites} ({self.pricing.replace('_', ' ')}), "
+                f"months {self.months}, {_money(self.cost_usd)} in all.")
+
+
+@dataclass(frozen=True)
 class ReportView:
     spec_name: str
     spec_sha256: str
@@ -352,9 +425,22 @@ class ReportView:
     risk: RiskView | None = None
     idle_owned: tuple["IdleOwnedRow", ...] = ()
     operability: OperabilityView | None = None
+    workload_groups: tuple[WorkloadGroup, ...] = ()   # the workloads with repeats folded, by name
+    by_site_rule: str = ""        # how the by-site rows are drawn up, one sentence
+    by_workload_rule: str = ""    # how the by-workload rows are drawn up, one sentence
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
+SITE_UNRECORDED = "all sites (this plan does not record what each site bills)"
+# How the by-site and by-workload rows are drawn up, in the report's words.
+SITE_RULE = ("Each site is charged what it bills: the compute of its cloud pools at their pricing, "
+             "the capex, support, fabric and power of its on-prem nodes, its storage, and the egress "
+             "of datasets that leave it; nothing is split by use, so the sites add up to the total.")
+SITE_RULE_UNRECORDED = ("This plan does not record what each site bills, so no split by site is "
+                        "guessed; a compile by this version records it.")
+WORKLOAD_RULE = ("Each workload is charged what it alone incurs (its spot hours, its power, the egress "
+                 "of its data) and, by use (node-hours, TB-months), a share of what it shares with "
+                 "others: a pool's on-demand hours, reserved terms, bought nodes and storage.")
 
 
 @dataclass(frozen=True)
@@ -369,8 +455,9 @@ class IdleOwnedRow:
     why: str
 
 
-def _idle_why(r: dict[str, Any]) -> str:
-    """One idle_owned row's reason in words, every figure from the row."""
+def _idle_why(r: dict[str, Any], plan: Plan) -> str:
+    """One idle_owned row's reason in words, every figure from the row: one reason, and one the
+    rest of the report bears out (no binding constraint is claimed: none limits owned nodes)."""
     reason, site = r["reason"], r["site"]
     if reason == "no_workload":
         return ("every workload that runs then already runs wholly on these nodes" if r["detail"]
@@ -379,6 +466,8 @@ def _idle_why(r: dict[str, Any]) -> str:
         return f"cannot run on these nodes: {r['detail']}"
     if reason == "too_big":
         return f"too big for the owned nodes: {r['detail']}"
+    if reason == "availability":
+        return f"the availability rule, {r['detail']}, keeps it from running wholly on these nodes"
     items = {"storage": (f"storage at {site} {_money(r['storage_usd'])} ({r['storage_tier']}, {r['storage_tb']:g} TB "
                          f"bought for {r['data_tb']:g} TB of data and checkpoints)") if r["storage_usd"] else "",
              "power": f"power {_money(r['power_usd'])}",
@@ -390,14 +479,32 @@ def _idle_why(r: dict[str, Any]) -> str:
         with_ = f" with {', '.join(others)}" if others else ""
         return f"{lead}; alone on owned nodes {_money(r['owned_option_usd'])}{with_}, {against}"
     return (f"cheaper alone on owned nodes: {_money(r['owned_option_usd'])} "
-            f"({', '.join(v for v in items.values() if v)}), {against}; what the plan shares between "
-            "workloads or a binding constraint keeps it elsewhere")
+            f"({', '.join(v for v in items.values() if v)}), {against}; {_kept_elsewhere(plan)}")
+
+
+def _kept_elsewhere(plan: Plan) -> str:
+    """What keeps a workload that is cheaper alone on idle owned nodes elsewhere, as one reason.
+    Not a site's power, racks or max_gpus, even where they bind: they limit new nodes only
+    (formulate (7)-(9)), never the use of owned ones. A solver that stopped short of optimal may
+    simply not have found the move; the spec's operability limits, where they cost the plan
+    something, are the one rule that can forbid it; else the plan is optimal without them, so
+    moving the workload alone cannot lower the total: what it shares would still be paid."""
+    if plan.solver.status != "optimal":
+        return (f"the solver stopped at a gap of {plan.solver.gap * 100:.2f}%, so a plan that runs it "
+                "here may be cheaper")
+    op = plan.operability
+    free = op.unlimited if op is not None else None
+    if free is not None and free.cost_usd < plan.total_cost_usd - 0.5:
+        return (f"the spec's operability limits keep it elsewhere: the plan without them costs "
+                f"{_money(plan.total_cost_usd - free.cost_usd)} less")
+    return ("moving it alone would not make the plan cheaper: what it shares with other workloads "
+            "(on-demand hours, reserved terms, bought nodes, storage) would still be paid")
 
 
 def idle_owned(plan: Plan) -> tuple[IdleOwnedRow, ...]:
     return tuple(IdleOwnedRow(r["site"], f"{r['site']} {r['instance']} (owned)",
                               f"{r['idle_nodes']} of {r['owned_nodes']}", r["months"], r["workload"],
-                              _idle_why(r))
+                              _idle_why(r, plan))
                  for r in plan.idle_owned)
 
 
@@ -419,16 +526,6 @@ def _with_remainder(amounts: dict[str, float], total: float) -> tuple[CostRow, .
     return rows
 
 
-def _placement_costs(w: WorkloadPlan) -> dict[str, float]:
-    """A workload's cost split over its sites in proportion to the GPUs placed there."""
-    gpus = sum(p.gpus for p in w.placements)
-    out: dict[str, float] = {}
-    for p in w.placements:
-        share = p.gpus / gpus if gpus else 1 / len(w.placements)
-        out[p.site] = out.get(p.site, 0.0) + w.cost_usd * share
-    return out
-
-
 def _workloads_carry_everything(plan: Plan) -> bool:
     """The optimizer charges every cost (storage, fabric, support...) to some workload, so
     workload costs add up to the total; a plan from elsewhere may leave storage apart.
@@ -438,13 +535,15 @@ def _workloads_carry_everything(plan: Plan) -> bool:
 
 
 def cost_by_site(plan: Plan) -> tuple[CostRow, ...]:
+    """What each site bills (plan.json's cost_by_site_usd: its pools, its storage, the egress of
+    data leaving it), nothing split by use; a site of the plan that bills nothing is a $0 row.
+    A plan that does not record the bills puts the whole total in one row that says so, rather
+    than guess a split."""
     amounts: dict[str, float] = {s.name: 0.0 for s in plan.sites}
-    for w in plan.workloads:
-        for site, usd in _placement_costs(w).items():
-            amounts[site] = amounts.get(site, 0.0) + usd
-    if not _workloads_carry_everything(plan):
-        for s in plan.storage:
-            amounts[s.site] = amounts.get(s.site, 0.0) + s.cost_usd
+    if not plan.cost_by_site_usd:
+        return _rows({SITE_UNRECORDED: plan.total_cost_usd}, plan.total_cost_usd)
+    for site, lines in plan.cost_by_site_usd.items():
+        amounts[site] = amounts.get(site, 0.0) + sum(lines.values())
     return _with_remainder(amounts, plan.total_cost_usd)
 
 
@@ -746,39 +845,85 @@ def _constraint(text: str) -> ConstraintRow:
     return ConstraintRow(name, meaning) if sep else ConstraintRow(text, "")
 
 
-def _site_view(plan: Plan, s, catalog: Catalog | None) -> SiteView:
+def _site_view(plan: Plan, s, catalog: Catalog | None, fleet_view: FleetView) -> SiteView:
     gpus = catalog.gpus if catalog is not None else {}
     pools = tuple(PoolRow(p.site, p.instance, p.gpu, p.gpus_per_node, p.nodes, p.nodes * p.gpus_per_node,
                           p.pricing, p.fabric, gpus[p.gpu].memory_gb if p.gpu in gpus else None)
                   for p in plan.pools if p.site == s.name)
     where = f"{s.provider} {s.region}" if s.type == "cloud" else "on-prem"
     return SiteView(s.name, s.type, where, ", ".join(s.orchestrators) or "-", pools,
-                    sum(p.gpus for p in pools))
+                    fleet_view.site_peak(s.name))
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-def _summary(plan: Plan, workloads: tuple[WorkloadView, ...], by_category: tuple[CostRow, ...],
-             solver: SolverView, binding: tuple[ConstraintRow, ...]) -> tuple[str, ...]:
+# A name's numeric or date suffix: "-01", "_7", "-2027-01", ".3" (after a letter, so a model
+# size such as "llama-3-8b" keeps its digits).
+_SUFFIX = re.compile(r"^(.*[A-Za-z])[-_.]?\d+(?:[-_.]\d+)*$")
+
+
+def _shape(w: WorkloadPlan) -> tuple:
+    """What repeats of one job share. plan.json names no model: at one layout, the memory per GPU
+    (and a service's weights) stands for it, so two models of one shape are not taken for one."""
+    e = w.estimate
+    return (w.kind, w.gpu, w.gpus, w.layout, w.orchestrator, round(float(e.get("memory_gb_per_gpu") or 0.0), 1),
+            round(float(e.get("weights_gb") or 0.0), 1))
+
+
+def workload_groups(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[WorkloadGroup, ...]:
+    """The workloads with repeats folded (WorkloadGroup), ordered by their first member's name."""
+    by_name = {w.name: w for w in views}
+    groups: dict[tuple, list[WorkloadView]] = {}
+    for w in sorted(plan.workloads, key=lambda w: w.name):
+        m = _SUFFIX.match(w.name)
+        key = (m.group(1).rstrip("-_."), _shape(w)) if m else (w.name, None)
+        groups.setdefault(key, []).append(by_name[w.name])
+    out = [WorkloadGroup(stem if len(members) > 1 else members[0].name, tuple(members))
+           for (stem, _shape_key), members in groups.items()]
+    return tuple(sorted(out, key=lambda g: g.first.name))
+
+
+def _by_kind(plan: Plan) -> list[str]:
+    """One line per kind: how many workloads, what they cost, and at which sites (a workload at
+    several sites counts at each; its cost is not split, so no per-site share is claimed)."""
+    lines = []
+    for kind, noun in (("training", "job"), ("inference", "service")):
+        ws = [w for w in plan.workloads if w.kind == kind]
+        if not ws:
+            continue
+        at: dict[str, int] = {}
+        for w in ws:
+            for site in sorted({p.site for p in w.placements}):
+                at[site] = at.get(site, 0) + 1
+        where = ", ".join(f"{s} {n}" for s, n in sorted(at.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"{kind.capitalize()}: {_count(len(ws), noun)}, {_money(sum(w.cost_usd for w in ws))} in all"
+                     + (f"; {noun}s per site: {where}" if where else "") + ".")
+    return lines
+
+
+def _summary(plan: Plan, by_category: tuple[CostRow, ...],
+             solver: SolverView, binding: tuple[ConstraintRow, ...], fleet_view: FleetView,
+             groups: tuple[WorkloadGroup, ...]) -> tuple[str, ...]:
     lines = []
     cloud_sites = [s.name for s in plan.sites if s.type == "cloud"]
     onprem_sites = [s.name for s in plan.sites if s.type == "on_prem"]
     used = {p.site for w in plan.workloads for p in w.placements}
     mix = ("hybrid" if used & set(cloud_sites) and used & set(onprem_sites)
            else "cloud-only" if used & set(cloud_sites) else "on-prem-only")
-    gpus = sum(p.nodes * p.gpus_per_node for p in plan.pools)
     top = by_category[0] if by_category else None
     n_sites = len({p.site for p in plan.pools})
-    text = (f"{'An' if mix[0] in 'aeiou' else 'A'} {mix} design: {gpus:,} GPUs at peak in "
+    text = (f"{'An' if mix[0] in 'aeiou' else 'A'} {mix} design: {fleet_view.peak_gpus:,} GPUs in use at the "
+            f"peak (month {fleet_view.peak_month}) in "
             f"{_count(len(plan.pools), 'pool')} across {_count(n_sites, 'site')}, "
             f"{_money(plan.total_cost_usd)} over "
             f"{plan.horizon_months} months")
     if top and top.usd > 0:
         text += f"; {top.label.replace('_', ' ')} is the largest cost ({top.share * 100:.0f}%)"
     lines.append(text + ".")
-    lines.extend(w.why for w in workloads)
+    lines.extend(_by_kind(plan))
+    lines.extend(g.line for g in groups)
     name = SOLVER_NAMES.get(solver.name, solver.name)
     if solver.optimal:
         lines.append(f"The solver ({name}) found this plan {solver.status} within a gap of "
@@ -907,13 +1052,15 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     workloads = tuple(workload_view(w, plan.pools) for w in sorted(plan.workloads, key=lambda w: w.name))
     binding = tuple(_constraint(b) for b in plan.binding_constraints)
     monthly = sum(plan.monthly_cost_usd) / len(plan.monthly_cost_usd) if plan.monthly_cost_usd else total / h
+    fleet_view = fleet(plan)
+    groups = workload_groups(plan, workloads)
     return ReportView(
         spec_name=plan.spec_name, spec_sha256=plan.spec_sha256, catalog_version=plan.catalog_version,
         horizon_months=h, total_cost_usd=total, monthly_average_usd=monthly, solver=solver,
-        summary=_summary(plan, workloads, by_category, solver, binding),
+        summary=_summary(plan, by_category, solver, binding, fleet_view, groups),
         by_category=by_category, by_site=cost_by_site(plan), by_workload=cost_by_workload(plan),
-        sites=tuple(_site_view(plan, s, catalog) for s in plan.sites),
-        fleet=fleet(plan),
+        sites=tuple(_site_view(plan, s, catalog, fleet_view) for s in plan.sites),
+        fleet=fleet_view,
         utilization=tuple(utilization_row(p, h) for p in plan.pools),
         binding=binding, workloads=workloads,
         breakeven=tuple(_breakeven_row(b) for b in plan.breakeven),
@@ -924,4 +1071,7 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         risk=risk(plan, catalog),
         idle_owned=idle_owned(plan),
         operability=operability.build(plan),
+        workload_groups=groups,
+        by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
+        by_workload_rule=WORKLOAD_RULE,
     )
