@@ -1997,6 +1997,32 @@ def check_bom(ctx: Context) -> list[str]:
                     what = "owned" if pricing == "owned" else "bought"
                     out.append(f"{where}: {listed.get(inst, 0):g} {what} {inst} nodes listed, the plan's "
                                f"{pricing} pool has {by_inst.get(inst, 0)}")
+        # the month each bought node lands: the first month an orchestrator holds it (Slurm
+        # 1..s[m], Kubernetes N-k[m]+1..N); a node no month holds lands with the first
+        if any(p.pricing == "purchase" for p in pools):
+            if "month" not in cols:
+                out.append(f"{where}: no month column: bought nodes do not say the month they are first needed")
+            else:
+                for p in pools:
+                    b = ctx.blocks.get((site, slug(p.instance), "purchase"))
+                    if p.pricing != "purchase" or b is None:
+                        continue
+                    firsts = [next((m for m in range(ctx.months) if i <= b.s[m] or i > b.nodes - b.k[m]), None)
+                              for i in range(1, b.nodes + 1)]
+                    earliest = min((m for m in firsts if m is not None), default=0)
+                    want: dict[int, int] = {}
+                    for m in firsts:
+                        want[earliest if m is None else m] = want.get(earliest if m is None else m, 0) + 1
+                    got: dict[int | None, float] = {}
+                    for r in rows:
+                        if (r.get("category") or "").strip().lower() in ("node", "nodes", "server", "servers") and \
+                                (r.get("item") or "").strip() == p.instance and "owned" not in (r.get("description") or "").lower():
+                            month = _as_int(r.get("month"))
+                            got[month] = got.get(month, 0) + (_money(r.get(qcol)) or 0)
+                    if {m: float(n) for m, n in want.items()} != got:
+                        out.append(f"{where}: bought {p.instance} nodes land in months "
+                                   f"{ {m: int(n) for m, n in sorted(got.items(), key=lambda x: (x[0] is None, x[0] or 0))} }, "
+                                   f"first needed in months {dict(sorted(want.items()))}")
         # fabric
         want_fabric: dict[str, float] = {}
         for p in pools:

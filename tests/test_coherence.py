@@ -216,6 +216,17 @@ def node_group_up_from_the_first_apply(out: Path) -> None:
     _month_value(out, "000", key, lambda n: peak)
 
 
+def bom_bought_early(out: Path) -> None:
+    """Every bought node lands one month before it is first needed (month -1: before the plan)."""
+    path = out / "onprem/dc-a/bom.csv"
+    fields, rows = _csv_rows(path)
+    bought = [r for r in rows if r["category"] == "node" and "owned" not in r["description"]]
+    assert bought, "the fixture's BOM buys no node"
+    for r in bought:
+        r["month"] = str(int(r["month"]) - 1)
+    _csv_write(path, fields, rows)
+
+
 def reservation_unlimited(out: Path) -> None:
     _tf_sub(out / "terraform/aws-use1/main.tf", "aws_ec2_capacity_reservation", lambda b: True,
             r'end_date_type(\s*)=(\s*)"limited"', lambda m: f'end_date_type{m[1]}={m[2]}"unlimited"')
@@ -379,6 +390,8 @@ BROKEN = {
         node_group_up_from_the_first_apply, r"^terraform: aws-use1: block aws-use1/\S+/spot month 0: the node group "
                                             r"runs (\d+) nodes, the plan (\d+)",
         lambda m: int(m[1]) > int(m[2]) == 0),
+    "bought nodes before they are needed": (
+        bom_bought_early, r"^bom: dc-a: bom\.csv: bought \S+ nodes land in months \{-?\d+.*first needed in months", None),
     "a reservation that outlives its terms": (
         reservation_unlimited, r"^terraform: aws-use1: \S+: aws_ec2_capacity_reservation\.\S+: end_date_type "
                                r"'unlimited': the reservation outlives its terms", None),

@@ -167,10 +167,12 @@ def test_example_aws_terraform_fmt_init_validate(name, site, compiled, tmp_path)
     prefix = f"terraform/{site}/"
     folder = tmp_path / site
     write({p[len(prefix):]: t for p, t in compiled[name].items() if p.startswith(prefix)}, folder)
+    # the folder and the month files it is applied with (months/000.tfvars at least)
     assert sorted(q.name for q in folder.iterdir()) == [
-        "main.tf", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"]
+        "main.tf", "months", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"]
+    assert (folder / "months" / "000.tfvars").is_file()
     env = _terraform_env(tmp_path)
-    for args in (["fmt", "-check", "-diff"], ["init", "-backend=false", "-input=false", "-no-color"],
+    for args in (["fmt", "-check", "-diff", "-recursive"], ["init", "-backend=false", "-input=false", "-no-color"],
                  ["validate", "-no-color"]):
         out = subprocess.run(["terraform", *args], cwd=folder, capture_output=True, text=True,
                              timeout=180, env=env)
