@@ -167,10 +167,11 @@ def test_example_aws_terraform_fmt_init_validate(name, site, compiled, tmp_path)
     prefix = f"terraform/{site}/"
     folder = tmp_path / site
     write({p[len(prefix):]: t for p, t in compiled[name].items() if p.startswith(prefix)}, folder)
-    # the folder and the month files it is applied with (months/000.tfvars at least)
-    assert sorted(q.name for q in folder.iterdir()) == [
-        "main.tf", "months", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"]
-    assert (folder / "months" / "000.tfvars").is_file()
+    # the folder, and the month files it is applied with wherever a count is a month variable
+    monthly = re.search(r"var\.(nodes|reserved_nodes)\[", (folder / "main.tf").read_text()) is not None
+    assert sorted(q.name for q in folder.iterdir()) == sorted(
+        ["main.tf", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"] + (["months"] if monthly else []))
+    assert (folder / "months" / "000.tfvars").is_file() == monthly
     env = _terraform_env(tmp_path)
     for args in (["fmt", "-check", "-diff", "-recursive"], ["init", "-backend=false", "-input=false", "-no-color"],
                  ["validate", "-no-color"]):
