@@ -64,6 +64,7 @@ Readings of the contract where it leaves room (what a demanding ops engineer exp
 
 from __future__ import annotations
 
+import ast
 import csv
 import functools
 import io
@@ -647,6 +648,42 @@ class Context:
             return out
         return self._cached(("tf", site), make)
 
+    def tf_months(self, site: str) -> list[dict[str, Any]]:
+        """The Terraform variables in force in each month: variables.tf's defaults, overlaid with
+        the last terraform/<site>/months/NNN.tfvars at or before the month (NNN: the month)."""
+        def make():
+            folder = self.out / "terraform" / site
+            defaults: dict[str, Any] = {}
+            text = self.text(f"terraform/{site}/variables.tf")
+            if text is not None:
+                try:
+                    for entry in parse_hcl(text).get("variable") or ():
+                        for name, body in entry.items():
+                            if isinstance(body, dict) and "default" in body:
+                                defaults[_unquote(name)] = _unquote_keys(body["default"])
+                except Exception:  # noqa: BLE001 - reported by the terraform() parse
+                    pass
+            files: dict[int, dict[str, Any]] = {}
+            for path in sorted((folder / "months").glob("*.tfvars")) if (folder / "months").is_dir() else ():
+                rel = str(path.relative_to(self.out))
+                if not re.fullmatch(r"\d+", path.stem):
+                    self.problems.append(f"terraform: {rel}: a month file is named by its month (NNN.tfvars)")
+                    continue
+                try:
+                    files[int(path.stem)] = {_unquote(k): _unquote_keys(v)
+                                             for k, v in parse_hcl(path.read_text(encoding="utf-8")).items()}
+                except Exception as exc:  # noqa: BLE001 - a parse error is a finding
+                    self.problems.append(f"terraform: {rel} does not parse: {exc}")
+            if files and 0 not in files:
+                self.problems.append(f"terraform: {site}: no months/000.tfvars: the first apply has no month file")
+            out, current = [], dict(defaults)
+            for m in range(self.months):
+                if m in files:
+                    current = {**defaults, **files[m]}
+                out.append(current)
+            return out
+        return self._cached(("tf_months", site), make)
+
     def schedule_map(self, site: str):
         """(kind, orchestrator, domain, pricing or object) -> {month: (count, nodes text)} and the
         problems found reading the rows."""
@@ -691,6 +728,75 @@ class Context:
                                              f"is one row")
             return out
         return self._cached(("schedule_map", site), make)
+
+
+def _unquote(text: Any) -> Any:
+    if isinstance(text, str) and len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1]
+    return text
+
+
+def _unquote_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_unquote(k): _unquote_keys(v) for k, v in value.items() if k != "__is_block__"}
+    if isinstance(value, list):
+        return [_unquote_keys(v) for v in value]
+    return _unquote(value)
+
+
+_VAR_REF = re.compile(r'var\.(\w+)(?:\["([^"]*)"\]|\.(\w+))?')
+_TERNARY = re.compile(r"^(.*?)\?(.*):(.*)$", re.S)
+_SAFE_NODES = (ast.Expression, ast.Constant, ast.Compare, ast.IfExp, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+               ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq, ast.Add, ast.Sub, ast.Mult, ast.USub,
+               ast.And, ast.Or)
+
+
+def tf_number(value: Any, variables: dict[str, Any]) -> int | None:
+    """A count or size as Terraform would evaluate it with the month's variables: a number, or an
+    arithmetic expression of `var.x`, `var.m["k"]`, `var.m.k`, comparisons and `c ? a : b`.
+    None: anything else (an unknown variable or key among them)."""
+    n = _as_int(value)
+    if n is not None or not isinstance(value, str):
+        return n
+    m = re.fullmatch(r"\$\{(.*)\}", value.strip(), re.S)
+    if not m:
+        return None
+    expr = m.group(1)
+    missing = False
+
+    def sub(ref: re.Match) -> str:
+        nonlocal missing
+        v = variables.get(ref.group(1))
+        key = ref.group(2) if ref.group(2) is not None else ref.group(3)
+        if key is not None:
+            v = v.get(key) if isinstance(v, dict) else None
+        if _as_int(v) is None:
+            missing = True
+            return "0"
+        return str(_as_int(v))
+
+    expr = _VAR_REF.sub(sub, expr)
+    if missing:
+        return None
+    t = _TERNARY.match(expr)
+    if t:
+        expr = f"({t.group(2)}) if ({t.group(1)}) else ({t.group(3)})"
+    try:
+        tree = ast.parse(expr.replace("&&", " and ").replace("||", " or "), mode="eval")
+    except SyntaxError:
+        return None
+    if not all(isinstance(node, _SAFE_NODES) for node in ast.walk(tree)):
+        return None
+    result = eval(compile(tree, "<terraform>", "eval"), {"__builtins__": {}}, {})  # noqa: S307 - checked nodes
+    return _as_int(int(result) if isinstance(result, bool) else result)
+
+
+def _var_key(value: Any, variable: str) -> str | None:
+    """The map key an expression reads from `var.<variable>` (None: it reads none)."""
+    for ref in _VAR_REF.finditer(str(value)):
+        if ref.group(1) == variable:
+            return ref.group(2) if ref.group(2) is not None else ref.group(3)
+    return None
 
 
 # --- Terraform resources -----------------------------------------------------------------
@@ -1068,7 +1174,9 @@ def check_capacity(ctx: Context) -> list[str]:
                 if sp.type == "cloud":
                     groups = [r for r in ctx.terraform(site) if r.type in NODE_GROUPS and
                               r.labels().get(POOL_LABEL) == b.domain and r.labels().get(PRICING_LABEL) == b.pricing]
-                    top = sum(_as_int(r.size()[1]) or 0 for r in groups)
+                    # the most nodes the groups reach in a month, with that month's variables
+                    top = max((sum((tf_number(r.body.get("count", 1), v) or 0) * (tf_number(r.size()[1], v) or 0)
+                                   for r in groups) for v in ctx.tf_months(site)), default=0)
                     if top < b.k_peak:
                         out.append(f"capacity: {b.label}: Terraform node groups labelled {b.domain}/{b.pricing} "
                                    f"reach {top} nodes, Kubernetes holds {b.k_peak} at its peak")
@@ -1239,7 +1347,10 @@ def _backing(ctx: Context, site: str) -> dict[str, list[tuple[str | None, int, i
                 continue
             inst = r.own_instance_type() or ctx.domain_instance.get((site, pool), "")
             gpus = ctx.gpus_of(inst) or 0
-            out.setdefault(pool, []).append((labels.get(PRICING_LABEL), _as_int(r.size()[1]) or 0, gpus, r.address))
+            # the most nodes it reaches in a month, with that month's variables
+            most = max(((tf_number(r.body.get("count", 1), v) or 0) * (tf_number(r.size()[1], v) or 0)
+                        for v in ctx.tf_months(site)), default=0)
+            out.setdefault(pool, []).append((labels.get(PRICING_LABEL), most, gpus, r.address))
     else:
         for f, d in ctx.k8s_kind(site, "Node"):
             labels = _labels(d)
@@ -1631,16 +1742,6 @@ def check_terraform(ctx: Context) -> list[str]:
                            f"it must be spot iff the pricing is spot")
             if not _tainted(r):
                 out.append(f"{where}: node group lacks the taint nvidia.com/gpu=present:NoSchedule")
-            if b is None or not b.k_peak:
-                continue
-            lo, hi = (_as_int(v) for v in r.size())
-            fixed = b.size(b.k8s_range)
-            want = ((0 if b.handover else b.k_min, b.k_peak) if b.elastic else (fixed, fixed))
-            if (lo, hi) != want:
-                kind = (f"static, fixed at {'N (Kubernetes alone)' if fixed > b.k_peak else 'max k'}" if not b.elastic else
-                        "changes hands: from 0 to max k" if b.handover else "elastic: min k..max k")
-                out.append(f"{where}: node group {pool}/{pricing} sized min {lo} max {hi}; block {b.label} is {kind}: "
-                           f"min {want[0]} max {want[1]}")
         for key, rs in ng_by_block.items():
             if len(rs) > 1:
                 out.append(f"terraform: {site}: {len(rs)} node groups for block {key[0]}/{key[1]}: "
@@ -1663,12 +1764,6 @@ def check_terraform(ctx: Context) -> list[str]:
                 if b.elastic:
                     out.append(f"{where}: fixed instances for block {b.label}, whose Slurm share is elastic "
                                f"(State=CLOUD: started by the Resume program)")
-                else:
-                    lo, hi = (_as_int(v) for v in r.size())
-                    fixed = b.size(b.slurm_range)
-                    if (lo, hi) != (fixed, fixed):
-                        out.append(f"{where}: Slurm's static instances of {b.label} sized {lo}..{hi}, Slurm's nodes "
-                                   f"are {fixed} ({'N: Slurm alone' if fixed > b.s_peak else 'max s'})")
             elif not b.elastic:
                 out.append(f"{where}: a template for block {b.label}, whose Slurm share is static (fixed instances)")
         for b in blocks:
@@ -1705,16 +1800,7 @@ def check_terraform(ctx: Context) -> list[str]:
             inst = r.own_instance_type()
             if inst is not None and inst != b.instance:
                 out.append(f"{where}: reserves {inst}, block {b.label} is {b.instance}")
-        for b in blocks:
-            if b.pricing not in RESERVED or b.nodes <= 0:
-                continue
-            rs = res_by_block.get((b.domain, b.pricing), [])
-            counts = [_as_int(r.reservation_count()) for r in rs]
-            if not rs:
-                out.append(f"terraform: {site}: reserved block {b.label} of {b.nodes} nodes has no reservation")
-            elif sum(c or 0 for c in counts) != b.nodes:
-                out.append(f"terraform: {site}: reservation {', '.join(r.address for r in rs)} counts "
-                           f"{'+'.join(str(c) for c in counts)} nodes, the reserved pool {b.label} has {b.nodes}")
+        out += _check_months(ctx, site, blocks, ng_by_block, instances, res_by_block)
         # nothing else runs GPU instances
         known = NODE_GROUPS | INSTANCES | TEMPLATES | RESERVATIONS
         for r in resources:
@@ -1724,6 +1810,110 @@ def check_terraform(ctx: Context) -> list[str]:
             if hits:
                 out.append(f"terraform: {site}: {r.address} names GPU instance type {hits[0]}; only node groups, "
                            f"Slurm instances/templates and reservations may provision GPU nodes")
+    return out
+
+
+def month_run(b: Block, m: int) -> tuple[int, int]:
+    """(Slurm's fixed instances, Kubernetes' node group) Terraform runs for a block in month m
+    (docs/artifacts.md, "terraform/<site>/"): elastic shares, Kubernetes' holding k[m] and no
+    Slurm instances (the Resume program starts them); static ones, of the R nodes the block has
+    that month, Slurm min(its range, R - k[m]) and Kubernetes min(its range, R - Slurm's)."""
+    if b.elastic:
+        return 0, (b.k[m] if b.k_peak else 0)
+    have = b.pool_monthly[m]
+    slurm = max(0, min(b.size(b.slurm_range), have - b.k[m])) if b.s_peak else 0
+    k8s = max(0, min(b.size(b.k8s_range), have - slurm)) if b.k_peak else 0
+    return slurm, k8s
+
+
+def _terms(ctx: Context, b: Block) -> list[tuple[int, int]]:
+    """A reserved block's terms as (first month, month after the last), from plan.json."""
+    length = {"reserved_1y": 12, "reserved_3y": 36}[b.pricing]
+    pool = next((p for p in ctx.plan.pools if (p.site, slug(p.instance), p.pricing) == (b.site, b.domain, b.pricing)),
+                None)
+    return [(r.start_month, r.start_month + length) for r in (pool.reservations if pool else ()) if r.nodes > 0]
+
+
+def _check_months(ctx: Context, site: str, blocks: list[Block], groups: dict, instances: list[TfResource],
+                  reservations: dict) -> list[str]:
+    """Month by month, what the folder runs with that month's variables (months/NNN.tfvars)
+    equals what plan.json holds: per block, the reserved nodes R[m] (reserved pricings; none
+    otherwise), Kubernetes' node group and Slurm's fixed instances as month_run says, and never
+    more than the pool has that month. AWS reservations end on a date (`limited`), the end of the
+    latest term running that month."""
+    out: list[str] = []
+    months = ctx.tf_months(site)
+    by_block: dict[tuple[str, str], list[TfResource]] = {}
+    for r in instances:
+        b = _flavor_of(ctx, site, r, blocks)
+        if b is not None:
+            by_block.setdefault((b.domain, b.pricing), []).append(r)
+    seen: set[str] = set()
+
+    def once(line: str) -> None:
+        key = re.sub(r"month \d+", "month", line)
+        if key not in seen:
+            seen.add(key)
+            out.append(line)
+
+    for b in blocks:
+        key = (b.domain, b.pricing)
+        rs = reservations.get(key, [])
+        if b.pricing in RESERVED and any(b.pool_monthly) and not rs:
+            out.append(f"terraform: {site}: reserved block {b.label} reserves up to {max(b.pool_monthly)} nodes "
+                       f"but has no reservation")
+        for m in range(ctx.months):
+            v = months[m] if m < len(months) else {}
+            want_s, want_k = month_run(b, m)
+
+            def running(res: list[TfResource], size) -> int | None:
+                total = 0
+                for r in res:
+                    count = tf_number(r.body.get("count", 1), v)
+                    n = size(r)
+                    if count is None or n is None:
+                        once(f"terraform: {site}: {r.address}: month {m}: its count or size cannot be evaluated "
+                             f"with the month's variables (count {r.body.get('count', 1)!r})")
+                        return None
+                    total += count * n
+                return total
+
+            def group_size(r: TfResource) -> int | None:
+                lo, hi = (tf_number(x, v) for x in r.size())
+                if lo is not None and hi is not None and lo != hi:
+                    once(f"terraform: {site}: {r.address}: month {m}: node group sized {lo}..{hi}; each month's "
+                         f"size is fixed")
+                return hi
+
+            k_run = running(groups.get(key, []), group_size) if b.k_peak or groups.get(key) else 0
+            s_run = running(by_block.get(key, []), lambda r: tf_number(r.size()[1], v)) \
+                if b.s_peak or by_block.get(key) else 0
+            if k_run is not None and k_run != want_k:
+                once(f"terraform: {site}: block {b.label} month {m}: the node group runs {k_run} nodes, the plan "
+                     f"{want_k}")
+            if s_run is not None and s_run != want_s:
+                once(f"terraform: {site}: block {b.label} month {m}: Slurm's fixed instances are {s_run}, the plan "
+                     f"{want_s}")
+            if k_run is not None and s_run is not None and k_run + s_run > b.pool_monthly[m]:
+                once(f"terraform: {site}: block {b.label} month {m}: runs {k_run + s_run} nodes, more than the "
+                     f"{b.pool_monthly[m]} the plan holds")
+            want_r = b.pool_monthly[m] if b.pricing in RESERVED else 0
+            got_r = running(rs, lambda r: tf_number(r.reservation_count(), v)) if rs else 0
+            if got_r is not None and got_r != want_r:
+                once(f"terraform: {site}: block {b.label} month {m}: reservations hold {got_r} nodes, the plan "
+                     f"reserves {want_r}")
+            if b.provider == "aws" and want_r:
+                ends = [end for first, end in _terms(ctx, b) if first <= m < end]
+                for r in rs:
+                    if r.body.get("end_date_type") != "limited":
+                        once(f"terraform: {site}: {r.address}: end_date_type {r.body.get('end_date_type')!r}: the "
+                             f"reservation outlives its terms; it must be limited to their end")
+                        continue
+                    k = _var_key(r.body.get("instance_count"), "reserved_nodes")
+                    end = _as_int((v.get("reservation_end_month") or {}).get(k)) if k else None
+                    if ends and end != max(ends):
+                        once(f"terraform: {site}: {r.address} month {m}: ends in plan month {end}, the latest term "
+                             f"running then ends in month {max(ends)}")
     return out
 
 
@@ -1807,6 +1997,32 @@ def check_bom(ctx: Context) -> list[str]:
                     what = "owned" if pricing == "owned" else "bought"
                     out.append(f"{where}: {listed.get(inst, 0):g} {what} {inst} nodes listed, the plan's "
                                f"{pricing} pool has {by_inst.get(inst, 0)}")
+        # the month each bought node lands: the first month an orchestrator holds it (Slurm
+        # 1..s[m], Kubernetes N-k[m]+1..N); a node no month holds lands with the first
+        if any(p.pricing == "purchase" for p in pools):
+            if "month" not in cols:
+                out.append(f"{where}: no month column: bought nodes do not say the month they are first needed")
+            else:
+                for p in pools:
+                    b = ctx.blocks.get((site, slug(p.instance), "purchase"))
+                    if p.pricing != "purchase" or b is None:
+                        continue
+                    firsts = [next((m for m in range(ctx.months) if i <= b.s[m] or i > b.nodes - b.k[m]), None)
+                              for i in range(1, b.nodes + 1)]
+                    earliest = min((m for m in firsts if m is not None), default=0)
+                    want: dict[int, int] = {}
+                    for m in firsts:
+                        want[earliest if m is None else m] = want.get(earliest if m is None else m, 0) + 1
+                    got: dict[int | None, float] = {}
+                    for r in rows:
+                        if (r.get("category") or "").strip().lower() in ("node", "nodes", "server", "servers") and \
+                                (r.get("item") or "").strip() == p.instance and "owned" not in (r.get("description") or "").lower():
+                            month = _as_int(r.get("month"))
+                            got[month] = got.get(month, 0) + (_money(r.get(qcol)) or 0)
+                    if {m: float(n) for m, n in want.items()} != got:
+                        out.append(f"{where}: bought {p.instance} nodes land in months "
+                                   f"{ {m: int(n) for m, n in sorted(got.items(), key=lambda x: (x[0] is None, x[0] or 0))} }, "
+                                   f"first needed in months {dict(sorted(want.items()))}")
         # fabric
         want_fabric: dict[str, float] = {}
         for p in pools:

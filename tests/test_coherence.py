@@ -188,9 +188,48 @@ def _spot_group(block: str) -> bool:
     return bool(re.search(r'"infra-compile\.io/pricing"\s*=\s*"spot"', block))
 
 
+def _month_value(out: Path, month: str, key_pattern: str, change) -> None:
+    """Change one value of terraform/aws-use1/months/<month>.tfvars (the entry whose key matches)."""
+    path = out / f"terraform/aws-use1/months/{month}.tfvars"
+    text, n = re.subn(rf'^(\s*"{key_pattern}"\s*=\s*)(\d+)$', lambda m: f"{m[1]}{change(int(m[2]))}",
+                      path.read_text(encoding="utf-8"), count=1, flags=re.M)
+    assert n == 1, f"{path}: no {key_pattern}"
+    path.write_text(text, encoding="utf-8")
+
+
+def _peak_month_file(out: Path, key_pattern: str) -> str:
+    """The month file that gives the key its largest value."""
+    best = max(sorted(out.glob("terraform/aws-use1/months/*.tfvars")),
+               key=lambda p: int(re.search(rf'"{key_pattern}"\s*=\s*(\d+)', p.read_text())[1]))
+    return best.stem
+
+
 def node_group_below_peak(out: Path) -> None:
-    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_eks_node_group", _spot_group,
-            r"max_size(\s*)=(\s*)(\d+)", lambda m: f"max_size{m[1]}={m[2]}{int(m[3]) - 1}")
+    _month_value(out, _peak_month_file(out, r"\w+_spot_kubernetes"), r"\w+_spot_kubernetes", lambda n: n - 1)
+
+
+def node_group_up_from_the_first_apply(out: Path) -> None:
+    """The spot node group runs its peak from month 0, before the plan rents any."""
+    key = r"\w+_spot_kubernetes"
+    peak_file = out / "terraform/aws-use1/months" / f"{_peak_month_file(out, key)}.tfvars"
+    peak = int(re.search(rf'"{key}"\s*=\s*(\d+)', peak_file.read_text())[1])
+    _month_value(out, "000", key, lambda n: peak)
+
+
+def bom_bought_early(out: Path) -> None:
+    """Every bought node lands one month before it is first needed (month -1: before the plan)."""
+    path = out / "onprem/dc-a/bom.csv"
+    fields, rows = _csv_rows(path)
+    bought = [r for r in rows if r["category"] == "node" and "owned" not in r["description"]]
+    assert bought, "the fixture's BOM buys no node"
+    for r in bought:
+        r["month"] = str(int(r["month"]) - 1)
+    _csv_write(path, fields, rows)
+
+
+def reservation_unlimited(out: Path) -> None:
+    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_ec2_capacity_reservation", lambda b: True,
+            r'end_date_type(\s*)=(\s*)"limited"', lambda m: f'end_date_type{m[1]}={m[2]}"unlimited"')
 
 
 def spot_group_on_demand(out: Path) -> None:
@@ -199,8 +238,7 @@ def spot_group_on_demand(out: Path) -> None:
 
 
 def reservation_off_by_one(out: Path) -> None:
-    _tf_sub(out / "terraform/aws-use1/main.tf", "aws_ec2_capacity_reservation", lambda b: True,
-            r"instance_count(\s*)=(\s*)(\d+)", lambda m: f"instance_count{m[1]}={m[2]}{int(m[3]) + 1}")
+    _month_value(out, "000", r"\w+_reserved_1y", lambda n: n + 1)
 
 
 def node_to_both(out: Path) -> None:
@@ -345,9 +383,18 @@ BROKEN = {
         spot_group_on_demand, r"^terraform: aws-use1: \S+: aws_eks_node_group\.\S+: node group for \S+/spot is not spot",
         None),
     "reservation off by one": (
-        reservation_off_by_one, r"^terraform: aws-use1: reservation .* counts (\d+) nodes, the reserved pool "
-                                r"aws-use1/\S+/reserved_1y has (\d+)",
+        reservation_off_by_one, r"^terraform: aws-use1: block aws-use1/\S+/reserved_1y month 0: reservations hold "
+                                r"(\d+) nodes, the plan reserves (\d+)",
         lambda m: int(m[1]) == int(m[2]) + 1),
+    "a node group up from the first apply": (
+        node_group_up_from_the_first_apply, r"^terraform: aws-use1: block aws-use1/\S+/spot month 0: the node group "
+                                            r"runs (\d+) nodes, the plan (\d+)",
+        lambda m: int(m[1]) > int(m[2]) == 0),
+    "bought nodes before they are needed": (
+        bom_bought_early, r"^bom: dc-a: bom\.csv: bought \S+ nodes land in months \{-?\d+.*first needed in months", None),
+    "a reservation that outlives its terms": (
+        reservation_unlimited, r"^terraform: aws-use1: \S+: aws_ec2_capacity_reservation\.\S+: end_date_type "
+                               r"'unlimited': the reservation outlives its terms", None),
     "a node to both orchestrators": (
         node_to_both, r"^schedule: \S+ month \d+: nodes \S+ go to both Slurm and Kubernetes", None),
     "BOM with an extra optics line": (

@@ -167,10 +167,13 @@ def test_example_aws_terraform_fmt_init_validate(name, site, compiled, tmp_path)
     prefix = f"terraform/{site}/"
     folder = tmp_path / site
     write({p[len(prefix):]: t for p, t in compiled[name].items() if p.startswith(prefix)}, folder)
-    assert sorted(q.name for q in folder.iterdir()) == [
-        "main.tf", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"]
+    # the folder, and the month files it is applied with wherever a count is a month variable
+    monthly = re.search(r"var\.(nodes|reserved_nodes)\[", (folder / "main.tf").read_text()) is not None
+    assert sorted(q.name for q in folder.iterdir()) == sorted(
+        ["main.tf", "outputs.tf", "providers.tf", "variables.tf", "versions.tf"] + (["months"] if monthly else []))
+    assert (folder / "months" / "000.tfvars").is_file() == monthly
     env = _terraform_env(tmp_path)
-    for args in (["fmt", "-check", "-diff"], ["init", "-backend=false", "-input=false", "-no-color"],
+    for args in (["fmt", "-check", "-diff", "-recursive"], ["init", "-backend=false", "-input=false", "-no-color"],
                  ["validate", "-no-color"]):
         out = subprocess.run(["terraform", *args], cwd=folder, capture_output=True, text=True,
                              timeout=180, env=env)

@@ -25,9 +25,10 @@ def test_layout_follows_the_contract():
     # DESIGN.md section 5: terraform per cloud site, slurm/kubernetes per orchestrator,
     # onprem BOM per on-prem site.
     files = rendered("onprem")
+    # and the month files Terraform is applied with (month 0 only: nothing changes after it)
     assert {f for f in files if f.startswith("terraform/")} == {
         f"terraform/aws-use1/{n}" for n in ("versions.tf", "providers.tf", "variables.tf",
-                                            "main.tf", "outputs.tf")}
+                                            "main.tf", "outputs.tf", "months/000.tfvars")}
     assert "onprem/fra-dc1/bom.csv" in files
     # a schedule per site, the script that applies a month where services run, and a CronJob
     # that runs it where no node changes hands (the CI workflow runs every site's)

@@ -144,6 +144,32 @@ def _outputs(case: str, site: str) -> dict:
     return out
 
 
+_REF = re.compile(r'^\$\{var\.(\w+)\["([^"]+)"\](\s*>\s*0\s*\?\s*1\s*:\s*0)?\}$')
+
+
+def dynamic(body: dict, name: str) -> dict:
+    """The `dynamic "name"` block of a resource body."""
+    return next(d[name] for d in body.get("dynamic", []) if name in d)
+
+
+def month_vars(case: str, site: str, month: int) -> dict:
+    """The month variables in force in `month`: the last months/NNN.tfvars at or before it."""
+    files = sorted(p for p in tree(case) if p.startswith(f"terraform/{site}/months/"))
+    chosen = [p for p in files if int(p.rsplit("/", 1)[1].split(".")[0]) <= month][-1]
+    return plain(hcl2.loads(tree(case)[chosen]))
+
+
+def at(value, variables: dict):
+    """A count or size as Terraform evaluates it with the month's variables: a number, or
+    `${var.X["k"]}` / `${var.X["k"] > 0 ? 1 : 0}`."""
+    if isinstance(value, int):
+        return value
+    m = _REF.match(value)
+    assert m, f"not a month variable: {value!r}"
+    n = variables[m.group(1)][m.group(2)]
+    return (1 if n > 0 else 0) if m.group(3) else n
+
+
 def _block(case: str, site: str, flavor: str):
     """The scheduling block `flavor` of a site, as domains.py computes it from the plan."""
     from compiler.catalog import load_catalog
@@ -180,10 +206,11 @@ def test_no_secrets_or_account_ids_in_terraform():
 
 def test_aws_instances_match_the_plan():
     main = _main("aws", "aws-use1")
+    v = month_vars("aws", "aws-use1", 0)
     # Reserved, Slurm only: 16 static nodes in a fixed-size group; spot is elastic: no group.
     asgs = _resources(main, "aws_autoscaling_group")
-    assert {n: (a["min_size"], a["max_size"], a["desired_capacity"]) for n, a in asgs.items()} == {
-        "p5_48xlarge_reserved_1y_slurm": (16, 16, 16)}
+    assert {n: tuple(at(a[k], v) for k in ("min_size", "max_size", "desired_capacity"))
+            for n, a in asgs.items()} == {"p5_48xlarge_reserved_1y_slurm": (16, 16, 16)}
     tags = {t["key"]: t["value"] for t in asgs["p5_48xlarge_reserved_1y_slurm"]["tag"]}
     assert tags == {"slurm-partition": "p5-48xlarge", "slurm-node-prefix": "p5-48xlarge-r1y"}
     lts = _resources(main, "aws_launch_template")
@@ -196,17 +223,21 @@ def test_aws_instances_match_the_plan():
     assert spot["instance_market_options"][0]["market_type"] == "spot"
     assert spot["tag_specifications"][0]["tags"]["slurm-partition"] == "p5-48xlarge"
     res = _resources(main, "aws_ec2_capacity_reservation")
-    assert {n: r["instance_count"] for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 16}
-    target = lts["p5_48xlarge_reserved_1y_slurm"]["capacity_reservation_specification"][0]
-    assert target["capacity_reservation_target"][0]["capacity_reservation_id"] == \
-        "${aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id}"
+    assert {n: at(r["instance_count"], v) for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 16}
+    # The term runs months 0-11: the reservation ends with it, on a date counted from plan_start.
+    assert res["p5_48xlarge_reserved_1y"]["end_date_type"] == "limited"
+    assert v["reservation_end_month"] == {"p5_48xlarge_reserved_1y": 12}
+    target = dynamic(lts["p5_48xlarge_reserved_1y_slurm"], "capacity_reservation_specification")
+    assert target["for_each"] == "${aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y}"
+    assert target["content"][0]["capacity_reservation_target"][0]["capacity_reservation_id"] == \
+        "${capacity_reservation_specification.value.id}"
     assert _resources(main, "aws_placement_group")["gpu"]["strategy"] == "cluster"
     assert "resume.sh" in tree("aws")["terraform/aws-use1/main.tf"]
     outputs = _outputs("aws", "aws-use1")
     assert outputs["p5_48xlarge_spot_slurm_template"]["value"] == \
         "${aws_launch_template.p5_48xlarge_spot_slurm.name}"
     assert outputs["p5_48xlarge_reserved_1y_reservation"]["value"] == \
-        "${aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id}"
+        "${one(aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y[*].id)}"
     assert "p5_48xlarge_reserved_1y_slurm_group" in outputs
     # 52 TB = 48,429 GiB -> the next PERSISTENT_2 step of 2,400 GiB is 50,400 (21 steps).
     fsx = _resources(main, "aws_fsx_lustre_file_system")["shared"]
@@ -218,11 +249,13 @@ def test_aws_instances_match_the_plan():
 
 def test_aws_kubernetes_site_uses_eks_node_groups():
     groups = _resources(_main("aws", "aws-usw2"), "aws_eks_node_group")
-    sizes = {n: g["scaling_config"][0] for n, g in groups.items()}
-    # On demand is elastic: from the plan's least nodes in a month to its most (every month here).
+    v = month_vars("aws", "aws-usw2", 0)
+    sizes = {n: {k: at(x, v) for k, x in g["scaling_config"][0].items()} for n, g in groups.items()}
+    # On demand is elastic: each month's size is what the plan rents that month.
     assert sizes == {
         "g6e_48xlarge_on_demand_kubernetes": {"desired_size": 3, "min_size": 3, "max_size": 3},
         "p4de_24xlarge_on_demand_kubernetes": {"desired_size": 4, "min_size": 4, "max_size": 4}}
+    assert all(at(g["count"], v) == 1 for g in groups.values())
     group = groups["p4de_24xlarge_on_demand_kubernetes"]
     assert group["labels"] == {"infra-compile.io/pool": "p4de-24xlarge",
                                "infra-compile.io/pricing": "on_demand"}
@@ -253,19 +286,19 @@ def test_gcp_machines_accelerators_and_storage():
     euw4 = _main("gcp", "gcp-euw4")
     gke = _resources(euw4, "google_container_node_pool")
     reserved = gke["a3_highgpu_8g_reserved_1y_kubernetes"]
+    v = month_vars("gcp", "gcp-euw4", 0)
     assert reserved["placement_policy"][0]["type"] == "COMPACT"
     # Static and not shared with Slurm: a fixed node count, inside the block's reservation.
-    assert reserved["node_count"] == 2 and "autoscaling" not in reserved
+    assert at(reserved["node_count"], v) == 2 and "autoscaling" not in reserved
     assert reserved["node_config"][0]["labels"] == {"infra-compile.io/pool": "a3-highgpu-8g",
                                                     "infra-compile.io/pricing": "reserved_1y"}
     assert reserved["node_config"][0]["reservation_affinity"][0]["values"] == \
-        ["${google_compute_reservation.a3_highgpu_8g_reserved_1y.name}"]
-    assert _resources(euw4, "google_compute_reservation")["a3_highgpu_8g_reserved_1y"][
-        "specific_reservation"][0]["count"] == 2
-    # On demand: autoscaled between the plan's months (2 all year).
+        "${google_compute_reservation.a3_highgpu_8g_reserved_1y[*].name}"
+    assert at(_resources(euw4, "google_compute_reservation")["a3_highgpu_8g_reserved_1y"][
+        "specific_reservation"][0]["count"], v) == 2
+    # On demand: the month's nodes (2 all year).
     l4 = gke["g2_standard_96_on_demand_kubernetes"]
-    assert l4["autoscaling"][0] == {"min_node_count": 2, "max_node_count": 2}
-    assert l4["initial_node_count"] == 2 and "node_count" not in l4
+    assert at(l4["node_count"], v) == 2 and "autoscaling" not in l4
     assert l4["node_config"][0]["spot"] is False
     assert _resources(euw4, "google_filestore_instance")["shared"]
 
@@ -281,8 +314,8 @@ def test_azure_scale_sets_node_pools_and_lustre():
     pool = aks["standard_nd96amsr_a100_v4_spot_kubernetes"]
     assert pool["priority"] == "Spot" and len(pool["name"]) <= 12
     assert re.fullmatch(r"[a-z][a-z0-9]{0,11}", pool["name"])
-    assert pool["auto_scaling_enabled"] is True
-    assert (pool["min_count"], pool["max_count"]) == (2, 2) and "node_count" not in pool
+    assert at(pool["node_count"], month_vars("azure", "azure-eastus", 0)) == 2
+    assert "auto_scaling_enabled" not in pool
     assert pool["node_labels"] == {"infra-compile.io/pool": "standard-nd96amsr-a100-v4",
                                    "infra-compile.io/pricing": "spot"}
     assert pool["node_taints"] == ["nvidia.com/gpu=present:NoSchedule"]
@@ -299,11 +332,12 @@ def test_pools_are_sized_by_where_the_nodes_are():
     # reserved node (burst rides its idle hours in month 10, which adds no node), a fixed group
     # of 1; the on-demand block the 32, elastic: a launch template, no group.
     main = _main("split", "aws-use1")
+    v = month_vars("split", "aws-use1", 0)
     asgs = _resources(main, "aws_autoscaling_group")
-    assert {n: a["desired_capacity"] for n, a in asgs.items()} == {"p5_48xlarge_reserved_1y_slurm": 1}
+    assert {n: at(a["desired_capacity"], v) for n, a in asgs.items()} == {"p5_48xlarge_reserved_1y_slurm": 1}
     assert _block("split", "aws-use1", "p5-48xlarge-reserved-1y").nodes == 1
     res = _resources(main, "aws_ec2_capacity_reservation")
-    assert {n: r["instance_count"] for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 1}
+    assert {n: at(r["instance_count"], v) for n, r in res.items()} == {"p5_48xlarge_reserved_1y": 1}
     od = _block("split", "aws-use1", "p5-48xlarge-on-demand")
     assert od.slurm.count == 32 and od.slurm.elastic
     assert "p5-48xlarge-od[01-32] in State=CLOUD" in tree("split")["terraform/aws-use1/main.tf"]
@@ -339,49 +373,54 @@ def test_reserved_block_has_one_reservation_of_its_nodes(provider):
     assert (handover.nodes, side_by_side.nodes) == (4, 6)
     assert handover.slurm.elastic and handover.kubernetes.elastic
     assert not side_by_side.slurm.elastic and not side_by_side.kubernetes.elastic
+    v = month_vars(case, site, 0)
+    late = month_vars(case, site, 6)
     if provider == "aws":
         res = _resources(main, "aws_ec2_capacity_reservation")
-        assert {n: r["instance_count"] for n, r in res.items()} == {r1y: 4, r3y: 6}
+        assert {n: at(r["instance_count"], v) for n, r in res.items()} == {r1y: 4, r3y: 6}
+        assert {n: at(r["count"], v) for n, r in res.items()} == {r1y: 1, r3y: 1}
         lts = _resources(main, "aws_launch_template")
         for rid in (r1y, r3y):
             for orch in ("slurm", "kubernetes"):
-                spec = lts[f"{rid}_{orch}"]["capacity_reservation_specification"][0]
-                assert spec["capacity_reservation_target"][0]["capacity_reservation_id"] == \
-                    f"${{aws_ec2_capacity_reservation.{rid}.id}}"
+                spec = dynamic(lts[f"{rid}_{orch}"], "capacity_reservation_specification")
+                assert spec["for_each"] == f"${{aws_ec2_capacity_reservation.{rid}}}"
         # Nodes that change hands: Slurm's are CLOUD nodes (a launch template, no group), the
-        # node group scales from 0 to the 4 Kubernetes holds in months 6-11.
+        # node group holds the 4 Kubernetes holds in months 6-11 and does not exist before.
         assert lts[f"{r1y}_slurm"]["name"] == f"${{var.name_prefix}}-{big.replace('_', '-')}-reserved-1y"
         asgs = _resources(main, "aws_autoscaling_group")
-        assert {n: a["desired_capacity"] for n, a in asgs.items()} == {f"{r3y}_slurm": 2}
+        assert {n: at(a["desired_capacity"], v) for n, a in asgs.items()} == {f"{r3y}_slurm": 2}
         groups = _resources(main, "aws_eks_node_group")
-        assert groups[f"{r1y}_kubernetes"]["scaling_config"][0] == {
-            "desired_size": 0, "min_size": 0, "max_size": 4}
-        assert groups[f"{r3y}_kubernetes"]["scaling_config"][0] == {
+        assert at(groups[f"{r1y}_kubernetes"]["count"], v) == 0
+        assert at(groups[f"{r1y}_kubernetes"]["count"], late) == 1
+        assert {k: at(x, late) for k, x in groups[f"{r1y}_kubernetes"]["scaling_config"][0].items()} == {
+            "desired_size": 4, "min_size": 4, "max_size": 4}
+        assert {k: at(x, v) for k, x in groups[f"{r3y}_kubernetes"]["scaling_config"][0].items()} == {
             "desired_size": 4, "min_size": 4, "max_size": 4}
     elif provider == "gcp":
         res = _resources(main, "google_compute_reservation")
-        assert {n: r["specific_reservation"][0]["count"] for n, r in res.items()} == {r1y: 4, r3y: 6}
-        assert _resources(main, "google_compute_instance_template")[f"{r1y}_slurm"][
-            "reservation_affinity"][0]["specific_reservation"][0]["values"] == \
-            [f"${{google_compute_reservation.{r1y}.name}}"]
+        assert {n: at(r["specific_reservation"][0]["count"], v) for n, r in res.items()} == {r1y: 4, r3y: 6}
+        assert dynamic(_resources(main, "google_compute_instance_template")[f"{r1y}_slurm"],
+                       "reservation_affinity")["for_each"] == f"${{google_compute_reservation.{r1y}}}"
         vms = _resources(main, "google_compute_instance")
-        assert set(vms) == {f"{r3y}_slurm"} and vms[f"{r3y}_slurm"]["count"] == 2
+        assert set(vms) == {f"{r3y}_slurm"} and at(vms[f"{r3y}_slurm"]["count"], v) == 2
         pools = _resources(main, "google_container_node_pool")
-        assert pools[f"{r1y}_kubernetes"]["autoscaling"][0] == {"min_node_count": 0, "max_node_count": 4}
-        assert pools[f"{r3y}_kubernetes"]["node_count"] == 4
+        assert at(pools[f"{r1y}_kubernetes"]["count"], v) == 0
+        assert at(pools[f"{r1y}_kubernetes"]["node_count"], late) == 4
+        assert at(pools[f"{r3y}_kubernetes"]["node_count"], v) == 4
         for rid in (r1y, r3y):
             assert pools[f"{rid}_kubernetes"]["node_config"][0]["reservation_affinity"][0]["values"] == \
-                [f"${{google_compute_reservation.{rid}.name}}"]
+                f"${{google_compute_reservation.{rid}[*].name}}"
     else:
         res = _resources(main, "azurerm_capacity_reservation")
-        assert {n: r["sku"][0]["capacity"] for n, r in res.items()} == {r1y: 4, r3y: 6}
+        assert {n: at(r["sku"][0]["capacity"], v) for n, r in res.items()} == {r1y: 4, r3y: 6}
         vmss = _resources(main, "azurerm_linux_virtual_machine_scale_set")
-        assert set(vmss) == {f"{r3y}_slurm"} and vmss[f"{r3y}_slurm"]["instances"] == 2
+        assert set(vmss) == {f"{r3y}_slurm"} and at(vmss[f"{r3y}_slurm"]["instances"], v) == 2
         assert vmss[f"{r3y}_slurm"]["capacity_reservation_group_id"] == \
             f"${{azurerm_capacity_reservation_group.{r3y}.id}}"
         pools = _resources(main, "azurerm_kubernetes_cluster_node_pool")
-        assert (pools[f"{r1y}_kubernetes"]["min_count"], pools[f"{r1y}_kubernetes"]["max_count"]) == (0, 4)
-        assert pools[f"{r3y}_kubernetes"]["node_count"] == 4
+        assert at(pools[f"{r1y}_kubernetes"]["count"], v) == 0
+        assert at(pools[f"{r1y}_kubernetes"]["node_count"], late) == 4
+        assert at(pools[f"{r3y}_kubernetes"]["node_count"], v) == 4
         assert "auto_scaling_enabled" not in pools[f"{r3y}_kubernetes"]
         names = [p["name"] for p in pools.values()]
         assert len(set(names)) == len(names)
@@ -394,22 +433,24 @@ def test_spot_kubernetes_node_group_follows_the_months(provider):
     case, site = f"shared-{provider}", f"{provider}-shared"
     main = _main(case, site)
     pid = f"{slug_of(CLOUDS[provider][4])}_spot_kubernetes"
-    lo, hi = min(SPOT_MONTHS), max(SPOT_MONTHS)
+    kind = {"aws": "aws_eks_node_group", "gcp": "google_container_node_pool",
+            "azure": "azurerm_kubernetes_cluster_node_pool"}[provider]
+    group = _resources(main, kind)[pid]
+    for month, want in enumerate(SPOT_MONTHS):
+        v = month_vars(case, site, month)
+        if provider == "aws":
+            sizes = {k: at(x, v) for k, x in group["scaling_config"][0].items()}
+            assert sizes == {"desired_size": want, "min_size": want, "max_size": want}, month
+        else:
+            assert at(group["node_count"], v) == want, month
     if provider == "aws":
-        group = _resources(main, "aws_eks_node_group")[pid]
         assert group["capacity_type"] == "SPOT"
-        assert group["scaling_config"][0] == {"desired_size": lo, "min_size": lo, "max_size": hi}
         assert group["labels"]["infra-compile.io/pricing"] == "spot"
-        assert group["lifecycle"][0]["ignore_changes"] == ["${scaling_config[0].desired_size}"]
+        assert "lifecycle" not in group
     elif provider == "gcp":
-        pool = _resources(main, "google_container_node_pool")[pid]
-        assert pool["node_config"][0]["spot"] is True
-        assert pool["autoscaling"][0] == {"min_node_count": lo, "max_node_count": hi}
-        assert pool["initial_node_count"] == lo
+        assert group["node_config"][0]["spot"] is True
     else:
-        pool = _resources(main, "azurerm_kubernetes_cluster_node_pool")[pid]
-        assert pool["priority"] == "Spot" and pool["auto_scaling_enabled"] is True
-        assert (pool["min_count"], pool["max_count"]) == (lo, hi)
+        assert group["priority"] == "Spot"
 
 
 def test_gcp_static_slurm_vms_are_named_after_their_slurm_nodes():
@@ -420,7 +461,7 @@ def test_gcp_static_slurm_vms_are_named_after_their_slurm_nodes():
                        vms["name"])
     assert fmt, vms["name"]
     prefix, digits, first = fmt.group(1), int(fmt.group(2)), int(fmt.group(3))
-    names = tuple(f"{prefix}{i + first:0{digits}d}" for i in range(vms["count"]))
+    names = tuple(f"{prefix}{i + first:0{digits}d}" for i in range(at(vms["count"], month_vars(case, site, 0))))
     assert names == block.node_names(1, block.slurm.count) == ("a3-megagpu-8g-r3y01", "a3-megagpu-8g-r3y02")
     assert vms["labels"]["slurm-partition"] == "a3-megagpu-8g"
 
@@ -443,7 +484,7 @@ needs_terraform = pytest.mark.skipif(shutil.which("terraform") is None,
 @needs_terraform
 @pytest.mark.parametrize("case", CASES)
 def test_terraform_fmt_check(case, tmp_path):
-    write({p: t for p, t in tree(case).items() if p.endswith(".tf")}, tmp_path)
+    write({p: t for p, t in tree(case).items() if p.endswith((".tf", ".tfvars"))}, tmp_path)
     out = subprocess.run(["terraform", "fmt", "-check", "-diff", "-recursive", "terraform"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
                          env=_terraform_env(tmp_path))

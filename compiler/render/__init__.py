@@ -51,7 +51,7 @@ def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
             files.update(slurm.render_site(view, catalog))
         if view.uses("kubernetes"):
             files.update(kubernetes.render_site(view, catalog))
-        files.update(schedule.render_site(view))
+        files.update(schedule.render_site(view, catalog))
     files.update(runbook.workflow(plan, views, files))
     # Last: the runbook follows the files actually written.
     files.update(runbook.render(plan, catalog, views, files))

@@ -125,6 +125,7 @@ class StorageView:
     tier: str
     capacity_tb: float            # decimal TB, as the plan sized it
     mount: str
+    first_month: int = 0          # the first month the plan provisions any of it
 
     @property
     def capacity_gib(self) -> int:
@@ -142,7 +143,10 @@ def storage_view(plan: Plan, site: str) -> StorageView | None:
         return None
     s: StoragePlan = tiers[0]
     total = sum(t.capacity_tb for t in tiers if t.tier == s.tier)
-    return StorageView(tier=s.tier, capacity_tb=total, mount=STORAGE_MOUNTS.get(s.tier, DEFAULT_MOUNT))
+    first = min((next((m for m, tb in enumerate(t.monthly_tb) if tb > 0), 0) if t.monthly_tb else 0
+                 for t in tiers if t.tier == s.tier), default=0)
+    return StorageView(tier=s.tier, capacity_tb=total, mount=STORAGE_MOUNTS.get(s.tier, DEFAULT_MOUNT),
+                       first_month=first)
 
 
 def shared_mount(storage: StorageView | None) -> str:

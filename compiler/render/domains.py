@@ -33,6 +33,8 @@ from compiler.catalog.model import Catalog
 PRICING_TAGS = {"owned": "own", "purchase": "buy", "reserved_3y": "r3y", "reserved_1y": "r1y",
                 "on_demand": "od", "spot": "spot"}
 STATIC_PRICINGS = ("owned", "purchase", "reserved_3y", "reserved_1y")
+# Months a reserved term runs (compiler/plan.py, Reservation).
+TERMS = {"reserved_1y": 12, "reserved_3y": 36}
 ORCHESTRATORS = ("slurm", "kubernetes")
 
 
@@ -77,6 +79,8 @@ class Block:
     monthly_nodes: tuple[int, ...]
     slurm: Share
     kubernetes: Share
+    # Reserved blocks: the terms bought, (first month, nodes, months it runs), by first month.
+    terms: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def prefix(self) -> str:
@@ -127,6 +131,16 @@ class Block:
     def months_held(self, i: int, orchestrator: str) -> list[int]:
         return [m for m in range(len(self.monthly_nodes)) if self.owner(i, m) == orchestrator]
 
+    def first_needed(self, i: int) -> int | None:
+        """The first month an orchestrator holds static node i (None: no month does)."""
+        return next((m for m in range(len(self.monthly_nodes)) if self.owner(i, m) != "idle"), None)
+
+    def term_end(self, month: int) -> int:
+        """The month after the last of the terms running in `month` (0: none runs): the
+        reservation of that month must last until then."""
+        return max((first + length for first, _n, length in self.terms if first <= month < first + length),
+                   default=0)
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -159,6 +173,22 @@ def _held(placements: list[tuple[WorkloadPlan, Placement]], pricing: str, months
     return total
 
 
+def _terms(pool: Pool, pool_monthly: list[int]) -> tuple[tuple[int, int, int], ...]:
+    """A reserved pool's terms; a plan without them (made by hand) reserves each month's rise in
+    nodes from that month, for a term of its pricing."""
+    months = TERMS.get(pool.pricing)
+    if not months:
+        return ()
+    if pool.reservations:
+        return tuple(sorted((r.start_month, r.nodes, months) for r in pool.reservations if r.nodes > 0))
+    out, held = [], 0
+    for m, n in enumerate(pool_monthly):
+        if n > held:
+            out.append((m, n - held, months))
+        held = n
+    return tuple(out)
+
+
 def _block(plan: Plan, pool: Pool, domain: str, cloud: bool,
            placed: list[tuple[WorkloadPlan, Placement]]) -> Block:
     months = plan.horizon_months
@@ -189,7 +219,8 @@ def _block(plan: Plan, pool: Pool, domain: str, cloud: bool,
         s_share = Share("slurm", tuple(slurm), 1 if s_peak else 0, s_peak if s_peak else -1, True)
         k_share = Share("kubernetes", tuple(k8s), 0, -1, True)
     return Block(domain=domain, site=pool.site, instance=pool.instance, pricing=pool.pricing,
-                 nodes=n, monthly_nodes=tuple(pool_monthly), slurm=s_share, kubernetes=k_share)
+                 nodes=n, monthly_nodes=tuple(pool_monthly), slurm=s_share, kubernetes=k_share,
+                 terms=_terms(pool, pool_monthly))
 
 
 def site_domains(plan: Plan, catalog: Catalog, site: str, cloud: bool) -> tuple[Domain, ...]:

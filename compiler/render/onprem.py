@@ -57,6 +57,7 @@ class BomLine:
     description: str
     quantity: int
     unit_price_usd: float
+    month: int | None = None      # the first month of the horizon it is needed in (None: the total)
 
     @property
     def total_price_usd(self) -> float:
@@ -66,18 +67,29 @@ class BomLine:
 def bom_lines(site: SiteView, catalog: Catalog) -> tuple[BomLine, ...]:
     lines: list[BomLine] = []
     bought: dict[str, int] = {}
+    first_buy: dict[str, int] = {}          # fabric -> the first month a node on it is bought
     for d in site.domains:
         node = catalog.onprem_nodes.get(d.instance)
         for b in d.blocks:
             describe = (f"{d.shape.gpus}x {d.shape.gpu}, {d.shape.vcpus} vCPU, "
                         f"{d.shape.ram_gb:g} GB RAM")
             if b.pricing == "purchase":
-                lines.append(BomLine("node", d.instance, f"{describe}; to buy", b.nodes,
-                                     node.capex_usd if node else 0.0))
+                # One line per month in which nodes are first needed, so each is bought for its
+                # month, not all before month 0; a node no month holds lands with the first.
+                firsts = [b.first_needed(i) for i in range(1, b.nodes + 1)]
+                earliest = min((m for m in firsts if m is not None), default=0)
+                by_month: dict[int, int] = {}
+                for m in firsts:
+                    key = earliest if m is None else m
+                    by_month[key] = by_month.get(key, 0) + 1
+                for month, count in sorted(by_month.items()):
+                    lines.append(BomLine("node", d.instance, f"{describe}; to buy", count,
+                                         node.capex_usd if node else 0.0, month))
                 bought[d.fabric] = bought.get(d.fabric, 0) + b.nodes
+                first_buy[d.fabric] = min(first_buy.get(d.fabric, earliest), earliest)
             else:
                 lines.append(BomLine("node", d.instance, f"{describe}; already owned, on its "
-                                     "existing fabric (no capex)", b.nodes, 0.0))
+                                     "existing fabric (no capex)", b.nodes, 0.0, 0))
     for fabric_name in sorted(bought):
         fab = catalog.fabrics.get(fabric_name)
         if fab is None or not bought[fabric_name]:
@@ -87,21 +99,21 @@ def bom_lines(site: SiteView, catalog: Catalog) -> tuple[BomLine, ...]:
         ports = n * fab.ports_per_node
         lines.append(BomLine("optics", f"{fabric_name}-node-port",
                              f"NIC port, optic and cable share per node port ({fab.port_gbps:g}G)",
-                             ports, fab.cost_per_port_usd))
+                             ports, fab.cost_per_port_usd, first_buy.get(fabric_name, 0)))
         lines.append(BomLine("switch", f"{fabric_name}-switch-port",
                              f"{SWITCH_PORTS_PER_NODE_PORT} switch ports per node port at "
                              f"1/{fab.switch_radix} of a {fab.switch_radix}-port "
                              f"{fab.port_gbps:g}G switch; the tree for {n} nodes: "
                              f"{tree.leaf_switches} leaf and {tree.spine_switches} spine switches",
                              ports * SWITCH_PORTS_PER_NODE_PORT,
-                             fab.switch_cost_usd / fab.switch_radix))
+                             fab.switch_cost_usd / fab.switch_radix, first_buy.get(fabric_name, 0)))
     if site.storage is not None:
         tier = catalog.storage.get(site.storage.tier)
         lines.append(BomLine("storage", site.storage.tier,
                              f"{STORAGE_KINDS.get(site.storage.tier, 'shared file system')} capacity, TB "
                              f"(mounted at {site.storage.mount})",
                              math.ceil(site.storage.capacity_tb - 1e-9),
-                             tier.capex_usd_per_tb if tier else 0.0))
+                             tier.capex_usd_per_tb if tier else 0.0, site.storage.first_month))
     return tuple(lines)
 
 

@@ -20,6 +20,7 @@ import yaml
 from compiler.catalog.model import Catalog
 from compiler.plan import Plan
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
+from compiler.render.domains import TERMS
 from compiler.render.environment import render_template
 from compiler.render.schedule import CRON, configmap_name
 from compiler.render.site import SiteView
@@ -27,7 +28,6 @@ from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slu
 from compiler.render.terraform import terraform_site
 
 WORKFLOW = "ci/schedule.yml"
-TERMS = {"reserved_1y": 12, "reserved_3y": 36}
 # The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
 # that a custom metrics API name cannot hold; the adapter renames them).
 SERIES = {"vllm_num_requests_running": "vllm:num_requests_running"}
@@ -63,13 +63,25 @@ class BackendSetting:
 
 
 @dataclass(frozen=True)
+class MonthStep:
+    """A later month's Terraform step: the month file the schedule applies, and what it changes."""
+
+    month: int
+    file: str                         # relative to the site's folder: months/NNN.tfvars
+    changes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class TerraformStep:
     dir: str
     files: tuple[str, ...]
-    required: tuple[Variable, ...]    # variables without a default, as variables.tf declares them
-    resources: int                    # what `terraform plan` adds on a first apply
+    required: tuple[Variable, ...]    # variables without a default that the operator sets
+    resources: int                    # what `terraform plan` adds on a first apply (month 0)
     backend: str                      # s3 | gcs | azurerm
     backend_settings: tuple[BackendSetting, ...]
+    first: str = ""                   # months/NNN.tfvars of month 0 ("" : the folder has none)
+    month_vars: tuple[str, ...] = ()  # the variables the month files set
+    later: tuple[MonthStep, ...] = ()  # the months after 0 in which Terraform changes
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,7 @@ class NodeCheck:
     selector: str                     # kubectl -l
     low: int
     high: int                         # low == high: exactly
+    first_month: int = 0              # the first month it has nodes (low == high == 0 before)
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,7 @@ class ScheduleStep:
     namespace: str
     last_month: int
     handover: bool                    # nodes change hands between Slurm and Kubernetes
+    terraform: bool = False           # months apply the site's Terraform month files
 
 
 @dataclass(frozen=True)
@@ -178,7 +192,11 @@ class Runbook:
 _VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
 _DESCRIPTION = re.compile(r'^\s*description\s*=\s*"((?:[^"\\]|\\.)*)"', re.M)
 _RESOURCE = re.compile(r'^resource "[^"]+" "[^"]+" \{\n(.*?)^\}', re.M | re.S)
-_COUNT = re.compile(r"^  count\s*=\s*(\d+)\s*$", re.M)
+_COUNT = re.compile(r"^  count\s*=\s*(.+?)\s*$", re.M)
+# The count forms the month files drive: `var.nodes["id"]` and `var.nodes["id"] > 0 ? 1 : 0`.
+_COUNT_VAR = re.compile(r'^var\.(\w+)\["([^"]+)"\](\s*>\s*0\s*\?\s*1\s*:\s*0)?$')
+_TFVARS_MAP = re.compile(r'^(\w+) = \{\n(.*?)^\}', re.M | re.S)
+_TFVARS_ENTRY = re.compile(r'^\s*"([^"]+)"\s*=\s*(-?\d+)\s*$', re.M)
 
 
 def required_variables(variables_tf: str) -> tuple[Variable, ...]:
@@ -192,12 +210,29 @@ def required_variables(variables_tf: str) -> tuple[Variable, ...]:
     return tuple(out)
 
 
-def planned_resources(main_tf: str) -> int:
-    """Resources a first `terraform plan` adds: one per resource block, `count` for counted ones."""
+def tfvars_maps(text: str) -> dict[str, dict[str, int]]:
+    """The map variables a rendered months/NNN.tfvars sets: name -> key -> number."""
+    return {name: {k: int(v) for k, v in _TFVARS_ENTRY.findall(body)}
+            for name, body in _TFVARS_MAP.findall(text)}
+
+
+def planned_resources(main_tf: str, tfvars: str = "") -> int:
+    """Resources a first `terraform plan` adds with the month file `tfvars`: one per resource
+    block, `count` for counted ones (a number, or a month variable as the file sets it)."""
+    values = tfvars_maps(tfvars)
     total = 0
     for body in _RESOURCE.findall(main_tf):
         m = _COUNT.search(body)
-        total += int(m.group(1)) if m else 1
+        if not m:
+            total += 1
+        elif m.group(1).isdigit():
+            total += int(m.group(1))
+        else:
+            ref = _COUNT_VAR.match(m.group(1))
+            if ref is None:
+                raise ValueError(f"a count the runbook cannot evaluate: {m.group(1)}")
+            n = values.get(ref.group(1), {}).get(ref.group(2), 0)
+            total += (1 if n > 0 else 0) if ref.group(3) else n
     return total
 
 
@@ -205,19 +240,32 @@ def _hcl_value(value: object) -> str:
     return "true" if value is True else f'"{value}"'
 
 
-def _terraform(site: SiteView, files: dict[str, str]) -> TerraformStep | None:
+def _change_text(c) -> str:
+    if c.unit == "end":
+        return f"{c.what} ends in month {c.after} (was {c.before})"
+    return f"{c.what}: {c.before} -> {c.after} nodes"
+
+
+def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> TerraformStep | None:
     base = f"terraform/{site.name}"
-    mine = tuple(sorted(p for p in files if p.startswith(base + "/")))
+    mine = tuple(sorted(p for p in files if p.startswith(base + "/") and "/months/" not in p))
     if not mine:
         return None
     backend, settings = BACKENDS.get(site.provider or "", BACKENDS["aws"])
     fill = {"plan": site.plan_name, "site": site.name, "region": site.region or ""}
+    months = terraform_site(site, catalog).months
+    first = months[0].path if months else ""
+    first_text = files.get(f"{base}/{first}", "") if first else ""
+    month_vars = tuple(tfvars_maps(first_text))
     return TerraformStep(
         dir=base, files=tuple(p.rsplit("/", 1)[1] for p in mine),
-        required=required_variables(files.get(f"{base}/variables.tf", "")),
-        resources=planned_resources(files.get(f"{base}/main.tf", "")), backend=backend,
+        required=tuple(v for v in required_variables(files.get(f"{base}/variables.tf", ""))
+                       if v.name not in month_vars),
+        resources=planned_resources(files.get(f"{base}/main.tf", ""), first_text), backend=backend,
         backend_settings=tuple(BackendSetting(k, _hcl_value(v.format(**fill) if isinstance(v, str) else v))
-                               for k, v in settings))
+                               for k, v in settings),
+        first=first, month_vars=month_vars,
+        later=tuple(MonthStep(f.month, f.path, tuple(_change_text(c) for c in f.changes)) for f in months[1:]))
 
 
 def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) -> SlurmStep | None:
@@ -242,10 +290,13 @@ def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) 
 def _node_checks(site: SiteView, catalog: Catalog) -> tuple[NodeCheck, ...]:
     checks = []
     if site.cloud:
+        horizon = site.horizon_months
         for p in terraform_site(site, catalog).pools:
             if p.orchestrator == "kubernetes":
+                n = p.month_nodes(0)
+                first = next((m for m in range(horizon) if p.month_nodes(m)), 0)
                 checks.append(NodeCheck(f"{POOL_LABEL}={p.domain.name},{PRICING_LABEL}={p.block.pricing}",
-                                        p.min_nodes, p.nodes))
+                                        n, n, first))
     else:
         for d in site.kubernetes_domains:
             for b in d.blocks_for("kubernetes"):
@@ -293,7 +344,8 @@ def _schedule(site: SiteView, files: dict[str, str]) -> ScheduleStep | None:
     return ScheduleStep(script=script, csv=f"schedule/{site.name}.csv",
                         cronjob=cronjob if cronjob in files else "", configmap=configmap_name(site),
                         namespace=site.namespace, last_month=site.horizon_months - 1,
-                        handover=bool(site.handovers))
+                        handover=bool(site.handovers),
+                        terraform="terraform_month " in files.get(script, ""))
 
 
 def purchases(plan: Plan) -> tuple[Purchase, ...]:
@@ -317,7 +369,7 @@ def purchases(plan: Plan) -> tuple[Purchase, ...]:
 def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> Runbook:
     steps = tuple(SiteSteps(
         name=s.name, where=f"{s.provider} {s.region}" if s.cloud else "on-prem", cloud=s.cloud,
-        terraform=_terraform(s, files),
+        terraform=_terraform(s, files, catalog),
         bom=f"onprem/{s.name}/bom.csv" if f"onprem/{s.name}/bom.csv" in files else "",
         slurm=_slurm(plan, s, files, catalog), kubernetes=_kubernetes(s, files, catalog),
         schedule=_schedule(s, files)) for s in sites)
@@ -337,12 +389,31 @@ class WorkflowJob:
     last_month: int
     handover: bool                # the job drives Slurm too: it runs where scontrol can
     secret: str                   # the repository secret holding the cluster's kubeconfig
+    # The month applies the site's Terraform: the provider's credentials, as the environment
+    # variables its Terraform provider reads, each from the secret <variable>_<SITE>.
+    credentials: tuple[tuple[str, str], ...] = ()
+
+
+# The environment variables each provider's Terraform provider reads its credentials from.
+CLOUD_CREDENTIALS = {"aws": ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"),
+                     "gcp": ("GOOGLE_CREDENTIALS",),
+                     "azure": ("ARM_CLIENT_ID", "ARM_CLIENT_SECRET", "ARM_TENANT_ID", "ARM_SUBSCRIPTION_ID")}
+
+
+def _secret_suffix(site: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", site.upper())
+
+
+def _credentials(site: SiteView, files: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    if "terraform_month " not in files.get(f"schedule/{site.name}.sh", ""):
+        return ()
+    return tuple((v, f"{v}_{_secret_suffix(site.name)}") for v in CLOUD_CREDENTIALS.get(site.provider or "", ()))
 
 
 def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:
     """ci/schedule.yml: one job per site with a schedule script (none: no file)."""
     jobs = tuple(WorkflowJob(s.name, s.namespace, s.horizon_months - 1, bool(s.handovers),
-                             "KUBECONFIG_" + re.sub(r"[^A-Z0-9]", "_", s.name.upper()))
+                             "KUBECONFIG_" + _secret_suffix(s.name), _credentials(s, files))
                  for s in sites if f"schedule/{s.name}.sh" in files)
     if not jobs:
         return {}

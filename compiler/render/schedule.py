@@ -1,18 +1,22 @@
 """schedule/<site>.csv and schedule/<site>.sh: the plan's months made operational.
 
 The CSV lists, span by span, the nodes each orchestrator holds and each service's replicas
-(docs/artifacts.md). The script applies one month of it: `schedule/<site>.sh MONTH` scales every
-service to the plan's replicas and sets its HPA bounds, and hands the nodes that change owner
-between Slurm and Kubernetes (drain on one side, resume on the other). Every month's state is
-complete, so running a month twice, or after a missed one, converges on the plan.
+(docs/artifacts.md). The script applies one month of it: `schedule/<site>.sh MONTH` applies the
+site's Terraform with the month's variables file (terraform/<site>/months/NNN.tfvars: the
+reservations and node groups of that month), scales every service to the plan's replicas and
+sets its HPA bounds, and hands the nodes that change owner between Slurm and Kubernetes (drain
+on one side, resume on the other). Every month's state is complete, so running a month twice,
+or after a missed one, converges on the plan.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.catalog.model import Catalog
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
+from compiler.render.terraform import terraform_site
 
 # The month's state is applied on the first day of each month (the CronJob; ci/schedule.yml too).
 CRON = "0 6 1 * *"
@@ -24,6 +28,7 @@ class MonthState:
     last: int
     replicas: tuple[tuple[str, int], ...]     # (Deployment, replicas)
     owners: tuple[tuple[str, str], ...]       # (node, slurm | kubernetes | idle)
+    tfvars: str = ""                          # Terraform's month file in force ("": none to apply)
 
 
 def node_owners(site: SiteView, month: int) -> tuple[tuple[str, str], ...]:
@@ -41,16 +46,29 @@ def node_owners(site: SiteView, month: int) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def month_states(site: SiteView) -> tuple[MonthState, ...]:
+def terraform_months(site: SiteView, catalog: Catalog) -> tuple[str, ...]:
+    """The month file in force in each month, where the site's Terraform changes after month 0
+    (a folder that never changes is applied once, by the runbook); () otherwise."""
+    if not site.cloud:
+        return ()
+    tf = terraform_site(site, catalog)
+    if not tf.monthly:
+        return ()
+    return tuple(next(f.path for f in reversed(tf.months) if f.month <= m) for m in range(site.horizon_months))
+
+
+def month_states(site: SiteView, catalog: Catalog) -> tuple[MonthState, ...]:
+    files = terraform_months(site, catalog)
     states: list[MonthState] = []
     for m in range(site.horizon_months):
         replicas = tuple((svc.object_name, svc.monthly_replicas[m] if m < len(svc.monthly_replicas) else 0)
                          for svc in site.inference)
         owners = node_owners(site, m)
-        if states and (states[-1].replicas, states[-1].owners) == (replicas, owners):
-            states[-1] = MonthState(states[-1].first, m, replicas, owners)
+        tfvars = files[m] if files else ""
+        if states and (states[-1].replicas, states[-1].owners, states[-1].tfvars) == (replicas, owners, tfvars):
+            states[-1] = MonthState(states[-1].first, m, replicas, owners, tfvars)
         else:
-            states.append(MonthState(m, m, replicas, owners))
+            states.append(MonthState(m, m, replicas, owners, tfvars))
     return tuple(states)
 
 
@@ -59,14 +77,18 @@ def configmap_name(site: SiteView) -> str:
     return f"schedule-{site.name}"
 
 
-def render_site(site: SiteView) -> dict[str, str]:
+def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
     out = {f"schedule/{site.name}.csv": render_template("schedule/schedule.csv.j2", rows=site.schedule)}
-    states = month_states(site)
-    if any(s.replicas or s.owners for s in states):
-        out[f"schedule/{site.name}.sh"] = render_template("schedule/apply.sh.j2", site=site, states=states)
+    states = month_states(site, catalog)
+    if any(s.replicas or s.owners or s.tfvars for s in states):
+        out[f"schedule/{site.name}.sh"] = render_template(
+            "schedule/apply.sh.j2", site=site, states=states,
+            terraform=any(s.tfvars for s in states))
         # In the cluster only where the script drives Kubernetes alone: a node handover runs
-        # scontrol, which a pod cannot (the CI job runs those, on a host that can).
-        if not any(s.owners for s in states):
+        # scontrol, which a pod cannot, and a month's Terraform needs the site's cloud
+        # credentials and state backend, which belong to CI, not to a pod in the cluster it
+        # resizes (the CI job runs those).
+        if not any(s.owners or s.tfvars for s in states):
             out[f"schedule/{site.name}.cronjob.yaml"] = render_template(
                 "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON)
     return out

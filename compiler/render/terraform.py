@@ -1,22 +1,29 @@
-"""Terraform per cloud site: terraform/<site>/{versions,providers,variables,main,outputs}.tf.
+"""Terraform per cloud site: terraform/<site>/{versions,providers,variables,main,outputs}.tf and
+terraform/<site>/months/NNN.tfvars.
 
 What each scheduling domain's blocks become (docs/artifacts.md, "terraform/<site>/"):
-- a reserved block: one capacity reservation of the block's N nodes, whichever orchestrators
-  use it (their instances and node groups start inside it);
+- a reserved block: one capacity reservation, whichever orchestrators use it (their instances
+  and node groups start inside it), holding each month the nodes the plan reserves that month;
 - Slurm's static share: instances of fixed number (AWS Auto Scaling group, GCP instances with
   `count`, Azure scale set with `instances`);
 - Slurm's elastic share: what slurm/<site>/resume.sh launches from, named
   `<name_prefix>-<flavor>` (AWS launch template, GCP instance template; on Azure the Resume
   program creates the VMs and Terraform provisions nothing);
 - Kubernetes' share: a node group labelled with the domain and the pricing, spot where the
-  pricing is spot, autoscaled from the plan's least to its most nodes (fixed when static).
+  pricing is spot.
+
+The folder is applied month by month: every count that changes over the horizon (reserved
+nodes, fixed instances, node group sizes) is a variable, and months/NNN.tfvars sets all of them
+for month NNN and the months after it until the next file; there is one file for month 0 and
+one for every month in which a count changes. A reservation or node group exists only in the
+months it holds nodes, so the first apply creates only what month 0 needs.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler.catalog.model import Catalog
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, StorageView
@@ -64,6 +71,19 @@ class CloudReservation:
     @property
     def orchestrators(self) -> tuple[str, ...]:
         return self.block.orchestrators
+
+    def month_nodes(self, month: int) -> int:
+        """Nodes reserved in a month: the plan's (the sum of the terms that run then)."""
+        return self.block.monthly_nodes[month]
+
+    def month_end(self, month: int) -> int:
+        """The plan month its end date falls on while `month` is applied: the end of the
+        latest term running then (0 in a month it reserves nothing)."""
+        return self.block.term_end(month) if self.month_nodes(month) else 0
+
+    @property
+    def terms(self) -> tuple[tuple[int, int, int], ...]:
+        return self.block.terms
 
 
 @dataclass(frozen=True)
@@ -118,6 +138,24 @@ class CloudPool:
     def digits(self) -> int:
         return self.block.digits
 
+    @property
+    def counted(self) -> bool:
+        """Its size is a month's variable: fixed Slurm instances and node groups (an elastic
+        Slurm share is a template: the Resume program starts its nodes)."""
+        return self.orchestrator == "kubernetes" or not self.elastic
+
+    def month_nodes(self, month: int) -> int:
+        return month_nodes(self.block, self.orchestrator, month)
+
+    @property
+    def least(self) -> int:
+        """Its fewest nodes in a month of the horizon."""
+        return min((self.month_nodes(m) for m in range(len(self.block.monthly_nodes))), default=0)
+
+    @property
+    def most(self) -> int:
+        return max((self.month_nodes(m) for m in range(len(self.block.monthly_nodes))), default=0)
+
 
 @dataclass(frozen=True)
 class CloudStorage:
@@ -161,11 +199,54 @@ def cloud_storage(storage: StorageView | None, catalog: Catalog) -> CloudStorage
 
 
 @dataclass(frozen=True)
+class MonthValue:
+    key: str                      # the reservation's or pool's Terraform label
+    value: int
+
+
+@dataclass(frozen=True)
+class MonthChange:
+    what: str                     # e.g. "reservation p5-48xlarge-reserved-1y"
+    before: int
+    after: int
+    unit: str                     # nodes | end
+
+
+@dataclass(frozen=True)
+class MonthFile:
+    """months/NNN.tfvars: every month variable's value from `month` until the next file."""
+
+    month: int
+    path: str                     # relative to the site's folder: months/NNN.tfvars
+    reserved: tuple[MonthValue, ...]      # reserved_nodes
+    ends: tuple[MonthValue, ...]          # reservation_end_month (AWS)
+    nodes: tuple[MonthValue, ...]         # nodes
+    changes: tuple[MonthChange, ...]      # against the file before it (none for month 0)
+    last: int = 0                         # the last month it holds for
+
+
+@dataclass(frozen=True)
 class TerraformSite:
     site: SiteView
     pools: tuple[CloudPool, ...]
     reservations: tuple[CloudReservation, ...]
     storage: CloudStorage | None
+    months: tuple[MonthFile, ...] = ()
+
+    @property
+    def counted(self) -> tuple[CloudPool, ...]:
+        return tuple(p for p in self.pools if p.counted)
+
+    @property
+    def dated(self) -> bool:
+        """Reservations carry an end date (AWS: `end_date_type = "limited"`); elsewhere a
+        term ends by the month's file dropping its nodes."""
+        return bool(self.reservations) and self.site.provider == "aws"
+
+    @property
+    def monthly(self) -> bool:
+        """The folder changes after month 0: the schedule applies its month files."""
+        return len(self.months) > 1
 
     @property
     def has_slurm(self) -> bool:
@@ -181,11 +262,28 @@ class TerraformSite:
 
 
 def _sizes(share, orchestrator: str) -> tuple[int, int]:
-    """(nodes, min_nodes) of one orchestrator's share."""
+    """(nodes, min_nodes) of one orchestrator's share over the horizon: its most nodes in a
+    month, and its fewest (a Slurm static share's are fixed)."""
     if orchestrator == "slurm":
         nodes = share.count
         return nodes, 0 if share.elastic else nodes
-    return share.peak, share.floor if share.elastic else share.peak
+    return share.peak, min(share.monthly, default=0) if share.elastic else share.peak
+
+
+def month_nodes(block: Block, orchestrator: str, month: int) -> int:
+    """The nodes Terraform runs for one orchestrator's share of a block in a month
+    (docs/artifacts.md): an elastic share (on-demand, spot, a static block that changes hands)
+    what it holds that month; a static share, of the R nodes the block has that month (reserved:
+    reserved), Slurm min(its range, R - Kubernetes' holding) and Kubernetes min(its range,
+    R - Slurm's): all R for an orchestrator alone on the block, never more than R together."""
+    share = block.share(orchestrator)
+    if share.elastic:
+        return share.monthly[month]
+    have = block.monthly_nodes[month]
+    other = block.kubernetes if orchestrator == "slurm" else block.slurm
+    if orchestrator == "slurm":
+        return max(0, min(share.count, have - other.monthly[month]))
+    return max(0, min(share.count, have - month_nodes(block, "slurm", month)))
 
 
 def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
@@ -219,18 +317,60 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
                     short_name=f"gpu{index}{'k' if orch == 'kubernetes' else 's'}",
                     reservation=reservation,
                 ))
-    return TerraformSite(
-        site=site, pools=tuple(pools), reservations=tuple(reservations),
-        storage=cloud_storage(site.storage, catalog),
-    )
+    tf = TerraformSite(site=site, pools=tuple(pools), reservations=tuple(reservations),
+                       storage=cloud_storage(site.storage, catalog))
+    return replace(tf, months=month_files(tf))
+
+
+def _month_values(tf: TerraformSite, month: int) -> tuple[tuple[MonthValue, ...], ...]:
+    reserved = tuple(MonthValue(r.id, r.month_nodes(month)) for r in tf.reservations)
+    ends = tuple(MonthValue(r.id, r.month_end(month)) for r in tf.reservations) if tf.dated else ()
+    nodes = tuple(MonthValue(p.id, p.month_nodes(month)) for p in tf.counted)
+    return reserved, ends, nodes
+
+
+def _changes(tf: TerraformSite, before, after) -> tuple[MonthChange, ...]:
+    names = {r.id: f"reservation {r.name}" for r in tf.reservations}
+    names.update({p.id: f"{'node group' if p.orchestrator == 'kubernetes' else 'Slurm instances'} {p.name}"
+                  for p in tf.pools})
+    out = []
+    for unit, old, new in (("nodes", before[0], after[0]), ("end", before[1], after[1]),
+                           ("nodes", before[2], after[2])):
+        for a, b in zip(old, new):
+            if a.value != b.value:
+                out.append(MonthChange(names[b.key], a.value, b.value, unit))
+    return tuple(out)
+
+
+def month_files(tf: TerraformSite) -> tuple[MonthFile, ...]:
+    """One file for month 0 and one for each month whose values differ from the month before."""
+    horizon = tf.site.horizon_months
+    if not (tf.reservations or tf.counted) or horizon <= 0:
+        return ()
+    width = max(3, len(str(horizon - 1)))
+    files: list[MonthFile] = []
+    previous = None
+    for m in range(horizon):
+        values = _month_values(tf, m)
+        if values == previous:
+            continue
+        changes = _changes(tf, previous, values) if previous is not None else ()
+        files.append(MonthFile(m, f"months/{m:0{width}d}.tfvars", *values, changes=changes))
+        previous = values
+    return tuple(replace(f, last=(files[i + 1].month - 1 if i + 1 < len(files) else horizon - 1))
+                 for i, f in enumerate(files))
 
 
 def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
     tf = terraform_site(site, catalog)
     provider = site.provider or ""
-    return {
+    out = {
         f"terraform/{site.name}/{name}": render_template(
             f"terraform/{provider}/{name}.j2", tf=tf, site=site,
             pool_label=POOL_LABEL, pricing_label=PRICING_LABEL, gpu_taint=GPU_TAINT_KEY)
         for name in FILES
     }
+    for f in tf.months:
+        out[f"terraform/{site.name}/{f.path}"] = render_template(
+            "terraform/month.tfvars.j2", tf=tf, site=site, month=f)
+    return out

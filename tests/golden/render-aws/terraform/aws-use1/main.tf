@@ -2,6 +2,7 @@
 # 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -36,17 +37,32 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- reservation p5-48xlarge-reserved-1y: 16 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y[01-16],
-# used by slurm. This holds the capacity; the reserved_1y discount
-# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+# Month 0 as months since year 0, and each reservation's end date: 00:00 UTC on the first day of
+# the plan month var.reservation_end_month names (AWS cancels a reservation within the hour).
+locals {
+  month0 = tonumber(substr(var.plan_start, 0, 4)) * 12 + tonumber(substr(var.plan_start, 5, 2)) - 1
+  end_dates = {
+    for id, month in var.reservation_end_month :
+    id => format("%04d-%02d-01T00:00:00Z", floor((local.month0 + month) / 12), (local.month0 + month) % 12 + 1)
+  }
+}
+
+# ---- reservation p5-48xlarge-reserved-1y: up to 16 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y[01-16],
+# used by slurm. Terms: 16 nodes in months 0-11.
+# It exists in the months its terms run, holding their nodes, and ends with the latest of them
+# (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
+# Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
+  count = var.reserved_nodes["p5_48xlarge_reserved_1y"] > 0 ? 1 : 0
+
   instance_type           = "p5.48xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 16
+  instance_count          = var.reserved_nodes["p5_48xlarge_reserved_1y"]
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
-  end_date_type           = "unlimited"
+  end_date_type           = "limited"
+  end_date                = local.end_dates["p5_48xlarge_reserved_1y"]
 
   tags = {
     "Name"                     = "${var.name_prefix}-p5-48xlarge-reserved-1y"
@@ -56,7 +72,7 @@ resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
 }
 
 # ---- Slurm p5-48xlarge, reserved_1y: 16 static node(s) p5-48xlarge-r1y[01-16]
-# (p5.48xlarge, 8x H100); an Auto Scaling group of fixed size.
+# (p5.48xlarge, 8x H100); an Auto Scaling group of the month's fixed size.
 # The nodes start inside reservation p5-48xlarge-reserved-1y.
 resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-reserved-1y-"
@@ -82,9 +98,13 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
     }
   }
 
-  capacity_reservation_specification {
-    capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
+  # Inside the reservation in the months it exists.
+  dynamic "capacity_reservation_specification" {
+    for_each = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y
+    content {
+      capacity_reservation_target {
+        capacity_reservation_id = capacity_reservation_specification.value.id
+      }
     }
   }
 
@@ -104,9 +124,9 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_slurm" {
 
 resource "aws_autoscaling_group" "p5_48xlarge_reserved_1y_slurm" {
   name                = "${var.name_prefix}-p5-48xlarge-reserved-1y"
-  min_size            = 16
-  max_size            = 16
-  desired_capacity    = 16
+  min_size            = var.nodes["p5_48xlarge_reserved_1y_slurm"]
+  max_size            = var.nodes["p5_48xlarge_reserved_1y_slurm"]
+  desired_capacity    = var.nodes["p5_48xlarge_reserved_1y_slurm"]
   vpc_zone_identifier = [var.subnet_id]
   placement_group     = aws_placement_group.gpu.id
 

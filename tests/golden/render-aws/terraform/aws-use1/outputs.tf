@@ -4,8 +4,8 @@ output "placement_group" {
 }
 
 output "p5_48xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block p5-48xlarge-reserved-1y (16 x p5.48xlarge, reserved_1y)."
-  value       = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
+  description = "Capacity reservation of block p5-48xlarge-reserved-1y (up to 16 x p5.48xlarge, reserved_1y; null in months it holds none)."
+  value       = one(aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y[*].id)
 }
 
 output "p5_48xlarge_reserved_1y_slurm_group" {

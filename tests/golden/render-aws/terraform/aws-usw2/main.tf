@@ -2,6 +2,7 @@
 # 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-usw2.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -36,8 +37,9 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- Kubernetes g6e-48xlarge, on_demand: EKS node group of 3 to 3 node(s)
-# (g6e.48xlarge, 8x L40S), autoscaled.
+# ---- Kubernetes g6e-48xlarge, on_demand: EKS node group of 3 to 3 node(s) over the
+# horizon (g6e.48xlarge, 8x L40S), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "aws_launch_template" "g6e_48xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-48xlarge-on-demand-k8s-"
 
@@ -65,6 +67,8 @@ resource "aws_launch_template" "g6e_48xlarge_on_demand_kubernetes" {
 }
 
 resource "aws_eks_node_group" "g6e_48xlarge_on_demand_kubernetes" {
+  count = var.nodes["g6e_48xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-g6e-48xlarge-on-demand-k8s"
   node_role_arn   = var.node_role_arn
@@ -74,9 +78,9 @@ resource "aws_eks_node_group" "g6e_48xlarge_on_demand_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 3
-    min_size     = 3
-    max_size     = 3
+    desired_size = var.nodes["g6e_48xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["g6e_48xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["g6e_48xlarge_on_demand_kubernetes"]
   }
 
   launch_template {
@@ -94,15 +98,11 @@ resource "aws_eks_node_group" "g6e_48xlarge_on_demand_kubernetes" {
     value  = "present"
     effect = "NO_SCHEDULE"
   }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
-  }
 }
 
-# ---- Kubernetes p4de-24xlarge, on_demand: EKS node group of 4 to 4 node(s)
-# (p4de.24xlarge, 8x A100-80GB), autoscaled.
+# ---- Kubernetes p4de-24xlarge, on_demand: EKS node group of 4 to 4 node(s) over the
+# horizon (p4de.24xlarge, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "aws_launch_template" "p4de_24xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-p4de-24xlarge-on-demand-k8s-"
 
@@ -136,6 +136,8 @@ resource "aws_launch_template" "p4de_24xlarge_on_demand_kubernetes" {
 }
 
 resource "aws_eks_node_group" "p4de_24xlarge_on_demand_kubernetes" {
+  count = var.nodes["p4de_24xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-p4de-24xlarge-on-demand-k8s"
   node_role_arn   = var.node_role_arn
@@ -145,9 +147,9 @@ resource "aws_eks_node_group" "p4de_24xlarge_on_demand_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 4
-    min_size     = 4
-    max_size     = 4
+    desired_size = var.nodes["p4de_24xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["p4de_24xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["p4de_24xlarge_on_demand_kubernetes"]
   }
 
   launch_template {
@@ -164,11 +166,6 @@ resource "aws_eks_node_group" "p4de_24xlarge_on_demand_kubernetes" {
     key    = "nvidia.com/gpu"
     value  = "present"
     effect = "NO_SCHEDULE"
-  }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
   }
 }
 

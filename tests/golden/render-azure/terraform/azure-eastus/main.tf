@@ -3,6 +3,7 @@
 # ND-series VMs bring their InfiniBand HCAs with them; nodes of one scale set in a single
 # placement group share one InfiniBand fabric.
 # Nothing else here provisions GPU nodes; schedule/azure-eastus.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "azurerm_resource_group" "site" {
   name     = "${var.name_prefix}-rg"
@@ -16,19 +17,18 @@ resource "azurerm_proximity_placement_group" "gpu" {
   zone                = var.zone
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, spot: AKS node pool of 2 to 2 node(s)
-# (Standard_ND96amsr_A100_v4, 8x A100-80GB), autoscaled.
+# ---- Kubernetes standard-nd96amsr-a100-v4, spot: AKS node pool of 2 to 2 node(s) over the
+# horizon (Standard_ND96amsr_A100_v4, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_spot_kubernetes" {
+  count = var.nodes["standard_nd96amsr_a100_v4_spot_kubernetes"] > 0 ? 1 : 0
+
   name                  = "gpu1k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96amsr_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-
-  # The cluster autoscaler keeps the pool between min_count and max_count.
-  auto_scaling_enabled = true
-  min_count            = 2
-  max_count            = 2
+  node_count            = var.nodes["standard_nd96amsr_a100_v4_spot_kubernetes"]
 
   proximity_placement_group_id = azurerm_proximity_placement_group.gpu.id
 

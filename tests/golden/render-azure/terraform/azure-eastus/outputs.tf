@@ -9,8 +9,8 @@ output "proximity_placement_group" {
 }
 
 output "standard_nd96amsr_a100_v4_spot_kubernetes_group" {
-  description = "AKS node pool standard-nd96amsr-a100-v4-spot-k8s (2 to 2 x Standard_ND96amsr_A100_v4, spot)."
-  value       = azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_spot_kubernetes.name
+  description = "AKS node pool standard-nd96amsr-a100-v4-spot-k8s (2 to 2 x Standard_ND96amsr_A100_v4, spot; null in months it has no nodes)."
+  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_spot_kubernetes[*].name)
 }
 
 output "lustre_mgs_address" {

@@ -30,3 +30,8 @@ variable "aks_cluster_id" {
   description = "Resource id of the existing AKS cluster the GPU node pools join."
   type        = string
 }
+
+variable "nodes" {
+  description = "Nodes of each fixed instance set and node group in the month applied (set by months/NNN.tfvars; a node group with 0 does not exist)."
+  type        = map(number)
+}

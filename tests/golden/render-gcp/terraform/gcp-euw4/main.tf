@@ -1,6 +1,7 @@
 # GPU capacity for site gcp-euw4 as planned: 1 reservation(s),
 # 2 node set(s) (Slurm VMs or instance templates, GKE node pools).
 # Nothing else here provisions GPU nodes; schedule/gcp-euw4.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types.
@@ -29,17 +30,21 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- reservation a3-highgpu-8g-reserved-1y: 2 x a3-highgpu-8g, reserved_1y, nodes a3-highgpu-8g-r1y[01-02],
-# used by kubernetes. A specific reservation holds the capacity; the
+# ---- reservation a3-highgpu-8g-reserved-1y: up to 2 x a3-highgpu-8g, reserved_1y, nodes a3-highgpu-8g-r1y[01-02],
+# used by kubernetes. Terms: 2 nodes in months 0-11.
+# It exists in the months its terms run, holding their nodes: a term ends with the month's file
+# dropping its nodes (months/NNN.tfvars). A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
 resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y" {
+  count = var.reserved_nodes["a3_highgpu_8g_reserved_1y"] > 0 ? 1 : 0
+
   name = "${var.name_prefix}-a3-highgpu-8g-reserved-1y"
   zone = var.zone
 
   specific_reservation_required = true
 
   specific_reservation {
-    count = 2
+    count = var.reserved_nodes["a3_highgpu_8g_reserved_1y"]
     instance_properties {
       machine_type = "a3-highgpu-8g"
       guest_accelerators {
@@ -50,15 +55,19 @@ resource "google_compute_reservation" "a3_highgpu_8g_reserved_1y" {
   }
 }
 
-# ---- Kubernetes a3-highgpu-8g, reserved_1y: GKE node pool of 2 to 2 node(s)
-# (a3-highgpu-8g, 8x H100), fixed size.
+# ---- Kubernetes a3-highgpu-8g, reserved_1y: GKE node pool of 2 to 2 node(s) over the
+# horizon (a3-highgpu-8g, 8x H100), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation a3-highgpu-8g-reserved-1y.
 resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
+  count = var.nodes["a3_highgpu_8g_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-a3-highgpu-8g-reserved-1y-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 2
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["a3_highgpu_8g_reserved_1y_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -91,10 +100,11 @@ resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
       effect = "NO_SCHEDULE"
     }
 
+    # The pool exists only in months its reservation does.
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.a3_highgpu_8g_reserved_1y.name]
+      values                   = google_compute_reservation.a3_highgpu_8g_reserved_1y[*].name
     }
   }
 
@@ -109,20 +119,18 @@ resource "google_container_node_pool" "a3_highgpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 2 to 2 node(s)
-# (g2-standard-96, 8x L4), autoscaled.
+# ---- Kubernetes g2-standard-96, on_demand: GKE node pool of 2 to 2 node(s) over the
+# horizon (g2-standard-96, 8x L4), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
+  count = var.nodes["g2_standard_96_on_demand_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-g2-standard-96-on-demand-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 2
-  autoscaling {
-    min_node_count = 2
-    max_node_count = 2
-  }
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["g2_standard_96_on_demand_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -154,11 +162,6 @@ resource "google_container_node_pool" "g2_standard_96_on_demand_kubernetes" {
       value  = "present"
       effect = "NO_SCHEDULE"
     }
-  }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
   }
 }
 

@@ -29,3 +29,13 @@ variable "gke_cluster" {
   description = "Existing GKE cluster (name or id) the GPU node pools join."
   type        = string
 }
+
+variable "reserved_nodes" {
+  description = "Nodes each capacity reservation holds in the month applied (set by months/NNN.tfvars; 0: it does not exist)."
+  type        = map(number)
+}
+
+variable "nodes" {
+  description = "Nodes of each fixed instance set and node group in the month applied (set by months/NNN.tfvars; a node group with 0 does not exist)."
+  type        = map(number)
+}

@@ -2,6 +2,7 @@
 # 1 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -36,8 +37,9 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- Kubernetes p5-48xlarge, on_demand: EKS node group of 2 to 2 node(s)
-# (p5.48xlarge, 8x H100), autoscaled.
+# ---- Kubernetes p5-48xlarge, on_demand: EKS node group of 2 to 2 node(s) over the
+# horizon (p5.48xlarge, 8x H100), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "aws_launch_template" "p5_48xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-on-demand-k8s-"
 
@@ -71,6 +73,8 @@ resource "aws_launch_template" "p5_48xlarge_on_demand_kubernetes" {
 }
 
 resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
+  count = var.nodes["p5_48xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-p5-48xlarge-on-demand-k8s"
   node_role_arn   = var.node_role_arn
@@ -80,9 +84,9 @@ resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 2
-    min_size     = 2
-    max_size     = 2
+    desired_size = var.nodes["p5_48xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["p5_48xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["p5_48xlarge_on_demand_kubernetes"]
   }
 
   launch_template {
@@ -99,11 +103,6 @@ resource "aws_eks_node_group" "p5_48xlarge_on_demand_kubernetes" {
     key    = "nvidia.com/gpu"
     value  = "present"
     effect = "NO_SCHEDULE"
-  }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
   }
 }
 

@@ -4,8 +4,8 @@ output "placement_group" {
 }
 
 output "p5_48xlarge_on_demand_kubernetes_group" {
-  description = "EKS node group p5-48xlarge-on-demand-k8s (2 to 2 x p5.48xlarge, on_demand)."
-  value       = aws_eks_node_group.p5_48xlarge_on_demand_kubernetes.node_group_name
+  description = "EKS node group p5-48xlarge-on-demand-k8s (2 to 2 x p5.48xlarge, on_demand; null in months it has no nodes)."
+  value       = one(aws_eks_node_group.p5_48xlarge_on_demand_kubernetes[*].node_group_name)
 }
 
 output "fsx_dns_name" {

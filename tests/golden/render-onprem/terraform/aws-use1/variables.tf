@@ -29,3 +29,8 @@ variable "node_role_arn" {
   description = "IAM role ARN of the EKS worker nodes."
   type        = string
 }
+
+variable "nodes" {
+  description = "Nodes of each fixed instance set and node group in the month applied (set by months/NNN.tfvars; a node group with 0 does not exist)."
+  type        = map(number)
+}

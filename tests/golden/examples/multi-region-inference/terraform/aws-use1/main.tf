@@ -2,6 +2,7 @@
 # 5 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "aws_placement_group" "gpu" {
   name     = "${var.name_prefix}-gpu"
@@ -36,17 +37,32 @@ resource "aws_security_group" "efa" {
   }
 }
 
-# ---- reservation g6e-12xlarge-reserved-1y: 3 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y[01-03],
-# used by kubernetes. This holds the capacity; the reserved_1y discount
-# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+# Month 0 as months since year 0, and each reservation's end date: 00:00 UTC on the first day of
+# the plan month var.reservation_end_month names (AWS cancels a reservation within the hour).
+locals {
+  month0 = tonumber(substr(var.plan_start, 0, 4)) * 12 + tonumber(substr(var.plan_start, 5, 2)) - 1
+  end_dates = {
+    for id, month in var.reservation_end_month :
+    id => format("%04d-%02d-01T00:00:00Z", floor((local.month0 + month) / 12), (local.month0 + month) % 12 + 1)
+  }
+}
+
+# ---- reservation g6e-12xlarge-reserved-1y: up to 3 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y[01-03],
+# used by kubernetes. Terms: 1 node in months 4-15; 1 node in months 6-17; 1 node in months 10-21.
+# It exists in the months its terms run, holding their nodes, and ends with the latest of them
+# (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
+# Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
+  count = var.reserved_nodes["g6e_12xlarge_reserved_1y"] > 0 ? 1 : 0
+
   instance_type           = "g6e.12xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 3
+  instance_count          = var.reserved_nodes["g6e_12xlarge_reserved_1y"]
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
-  end_date_type           = "unlimited"
+  end_date_type           = "limited"
+  end_date                = local.end_dates["g6e_12xlarge_reserved_1y"]
 
   tags = {
     "Name"                     = "${var.name_prefix}-g6e-12xlarge-reserved-1y"
@@ -55,17 +71,22 @@ resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation g6e-xlarge-reserved-1y: 4 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-04],
-# used by kubernetes. This holds the capacity; the reserved_1y discount
-# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+# ---- reservation g6e-xlarge-reserved-1y: up to 4 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-04],
+# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 10-21; 2 nodes in months 11-22.
+# It exists in the months its terms run, holding their nodes, and ends with the latest of them
+# (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
+# Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
+  count = var.reserved_nodes["g6e_xlarge_reserved_1y"] > 0 ? 1 : 0
+
   instance_type           = "g6e.xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 4
+  instance_count          = var.reserved_nodes["g6e_xlarge_reserved_1y"]
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
-  end_date_type           = "unlimited"
+  end_date_type           = "limited"
+  end_date                = local.end_dates["g6e_xlarge_reserved_1y"]
 
   tags = {
     "Name"                     = "${var.name_prefix}-g6e-xlarge-reserved-1y"
@@ -74,17 +95,22 @@ resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation p5-48xlarge-reserved-1y: 1 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y01,
-# used by kubernetes. This holds the capacity; the reserved_1y discount
-# itself is a Savings Plan or Reserved Instance bought on the account, outside Terraform.
+# ---- reservation p5-48xlarge-reserved-1y: up to 1 x p5.48xlarge, reserved_1y, nodes p5-48xlarge-r1y01,
+# used by kubernetes. Terms: 1 node in months 1-12.
+# It exists in the months its terms run, holding their nodes, and ends with the latest of them
+# (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
+# Savings Plan or Reserved Instance bought on the account, outside Terraform.
 resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
+  count = var.reserved_nodes["p5_48xlarge_reserved_1y"] > 0 ? 1 : 0
+
   instance_type           = "p5.48xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = 1
+  instance_count          = var.reserved_nodes["p5_48xlarge_reserved_1y"]
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
-  end_date_type           = "unlimited"
+  end_date_type           = "limited"
+  end_date                = local.end_dates["p5_48xlarge_reserved_1y"]
 
   tags = {
     "Name"                     = "${var.name_prefix}-p5-48xlarge-reserved-1y"
@@ -93,8 +119,9 @@ resource "aws_ec2_capacity_reservation" "p5_48xlarge_reserved_1y" {
   }
 }
 
-# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 3 to 3 node(s)
-# (g6e.12xlarge, 4x L40S), fixed size.
+# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 0 to 3 node(s) over the
+# horizon (g6e.12xlarge, 4x L40S), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation g6e-12xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-12xlarge-reserved-1y-k8s-"
@@ -109,9 +136,13 @@ resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
     delete_on_termination = true
   }
 
-  capacity_reservation_specification {
-    capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y.id
+  # Inside the reservation in the months it exists.
+  dynamic "capacity_reservation_specification" {
+    for_each = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y
+    content {
+      capacity_reservation_target {
+        capacity_reservation_id = capacity_reservation_specification.value.id
+      }
     }
   }
 
@@ -129,6 +160,8 @@ resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
 }
 
 resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
+  count = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-g6e-12xlarge-reserved-1y-k8s"
   node_role_arn   = var.node_role_arn
@@ -138,9 +171,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 3
-    min_size     = 3
-    max_size     = 3
+    desired_size = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
+    min_size     = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
+    max_size     = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
   }
 
   launch_template {
@@ -160,8 +193,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-12xlarge, on_demand: EKS node group of 0 to 3 node(s)
-# (g6e.12xlarge, 4x L40S), autoscaled.
+# ---- Kubernetes g6e-12xlarge, on_demand: EKS node group of 0 to 3 node(s) over the
+# horizon (g6e.12xlarge, 4x L40S), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "aws_launch_template" "g6e_12xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-12xlarge-on-demand-k8s-"
 
@@ -189,6 +223,8 @@ resource "aws_launch_template" "g6e_12xlarge_on_demand_kubernetes" {
 }
 
 resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
+  count = var.nodes["g6e_12xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-g6e-12xlarge-on-demand-k8s"
   node_role_arn   = var.node_role_arn
@@ -198,9 +234,9 @@ resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 0
-    min_size     = 0
-    max_size     = 3
+    desired_size = var.nodes["g6e_12xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["g6e_12xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["g6e_12xlarge_on_demand_kubernetes"]
   }
 
   launch_template {
@@ -218,15 +254,11 @@ resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
     value  = "present"
     effect = "NO_SCHEDULE"
   }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
-  }
 }
 
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 4 to 4 node(s)
-# (g6e.xlarge, 1x L40S), fixed size.
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 4 node(s) over the
+# horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
 resource "aws_launch_template" "g6e_xlarge_reserved_1y_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-xlarge-reserved-1y-k8s-"
@@ -241,9 +273,13 @@ resource "aws_launch_template" "g6e_xlarge_reserved_1y_kubernetes" {
     delete_on_termination = true
   }
 
-  capacity_reservation_specification {
-    capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.g6e_xlarge_reserved_1y.id
+  # Inside the reservation in the months it exists.
+  dynamic "capacity_reservation_specification" {
+    for_each = aws_ec2_capacity_reservation.g6e_xlarge_reserved_1y
+    content {
+      capacity_reservation_target {
+        capacity_reservation_id = capacity_reservation_specification.value.id
+      }
     }
   }
 
@@ -261,6 +297,8 @@ resource "aws_launch_template" "g6e_xlarge_reserved_1y_kubernetes" {
 }
 
 resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
+  count = var.nodes["g6e_xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-g6e-xlarge-reserved-1y-k8s"
   node_role_arn   = var.node_role_arn
@@ -270,9 +308,9 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 4
-    min_size     = 4
-    max_size     = 4
+    desired_size = var.nodes["g6e_xlarge_reserved_1y_kubernetes"]
+    min_size     = var.nodes["g6e_xlarge_reserved_1y_kubernetes"]
+    max_size     = var.nodes["g6e_xlarge_reserved_1y_kubernetes"]
   }
 
   launch_template {
@@ -292,8 +330,9 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 5 node(s)
-# (g6e.xlarge, 1x L40S), autoscaled.
+# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 5 node(s) over the
+# horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "aws_launch_template" "g6e_xlarge_on_demand_kubernetes" {
   name_prefix = "${var.name_prefix}-g6e-xlarge-on-demand-k8s-"
 
@@ -321,6 +360,8 @@ resource "aws_launch_template" "g6e_xlarge_on_demand_kubernetes" {
 }
 
 resource "aws_eks_node_group" "g6e_xlarge_on_demand_kubernetes" {
+  count = var.nodes["g6e_xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-g6e-xlarge-on-demand-k8s"
   node_role_arn   = var.node_role_arn
@@ -330,9 +371,9 @@ resource "aws_eks_node_group" "g6e_xlarge_on_demand_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 0
-    min_size     = 0
-    max_size     = 5
+    desired_size = var.nodes["g6e_xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["g6e_xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["g6e_xlarge_on_demand_kubernetes"]
   }
 
   launch_template {
@@ -350,15 +391,11 @@ resource "aws_eks_node_group" "g6e_xlarge_on_demand_kubernetes" {
     value  = "present"
     effect = "NO_SCHEDULE"
   }
-
-  # The cluster autoscaler moves desired_size between min_size and max_size.
-  lifecycle {
-    ignore_changes = [scaling_config[0].desired_size]
-  }
 }
 
-# ---- Kubernetes p5-48xlarge, reserved_1y: EKS node group of 1 to 1 node(s)
-# (p5.48xlarge, 8x H100), fixed size.
+# ---- Kubernetes p5-48xlarge, reserved_1y: EKS node group of 0 to 1 node(s) over the
+# horizon (p5.48xlarge, 8x H100), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation p5-48xlarge-reserved-1y.
 resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
   name_prefix = "${var.name_prefix}-p5-48xlarge-reserved-1y-k8s-"
@@ -379,9 +416,13 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
     }
   }
 
-  capacity_reservation_specification {
-    capacity_reservation_target {
-      capacity_reservation_id = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y.id
+  # Inside the reservation in the months it exists.
+  dynamic "capacity_reservation_specification" {
+    for_each = aws_ec2_capacity_reservation.p5_48xlarge_reserved_1y
+    content {
+      capacity_reservation_target {
+        capacity_reservation_id = capacity_reservation_specification.value.id
+      }
     }
   }
 
@@ -399,6 +440,8 @@ resource "aws_launch_template" "p5_48xlarge_reserved_1y_kubernetes" {
 }
 
 resource "aws_eks_node_group" "p5_48xlarge_reserved_1y_kubernetes" {
+  count = var.nodes["p5_48xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   cluster_name    = var.eks_cluster_name
   node_group_name = "${var.name_prefix}-p5-48xlarge-reserved-1y-k8s"
   node_role_arn   = var.node_role_arn
@@ -408,9 +451,9 @@ resource "aws_eks_node_group" "p5_48xlarge_reserved_1y_kubernetes" {
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = 1
-    min_size     = 1
-    max_size     = 1
+    desired_size = var.nodes["p5_48xlarge_reserved_1y_kubernetes"]
+    min_size     = var.nodes["p5_48xlarge_reserved_1y_kubernetes"]
+    max_size     = var.nodes["p5_48xlarge_reserved_1y_kubernetes"]
   }
 
   launch_template {

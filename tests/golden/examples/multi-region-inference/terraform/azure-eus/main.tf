@@ -3,6 +3,7 @@
 # ND-series VMs bring their InfiniBand HCAs with them; nodes of one scale set in a single
 # placement group share one InfiniBand fabric.
 # Nothing else here provisions GPU nodes; schedule/azure-eus.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 resource "azurerm_resource_group" "site" {
   name     = "${var.name_prefix}-rg"
@@ -16,10 +17,13 @@ resource "azurerm_proximity_placement_group" "gpu" {
   zone                = var.zone
 }
 
-# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: 2 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y[01-02],
-# used by kubernetes. An on-demand capacity reservation holds the VMs (the
-# reservation discount is bought on the billing account). Reserved VMs cannot join a proximity
-# placement group; the scale set's single placement group keeps them on one fabric.
+# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: up to 2 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y[01-02],
+# used by kubernetes. Terms: 1 node in months 6-17; 1 node in months 11-22.
+# The reservation exists in the months its terms run, holding their nodes: a term ends with the
+# month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
+# An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
+# billing account). Reserved VMs cannot join a proximity placement group; the scale set's single
+# placement group keeps them on one fabric.
 resource "azurerm_capacity_reservation_group" "standard_nd96amsr_a100_v4_reserved_1y" {
   name                = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
   location            = azurerm_resource_group.site.location
@@ -28,20 +32,25 @@ resource "azurerm_capacity_reservation_group" "standard_nd96amsr_a100_v4_reserve
 }
 
 resource "azurerm_capacity_reservation" "standard_nd96amsr_a100_v4_reserved_1y" {
+  count = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"] > 0 ? 1 : 0
+
   name                          = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
   capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
   zone                          = var.zone
 
   sku {
     name     = "Standard_ND96amsr_A100_v4"
-    capacity = 2
+    capacity = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"]
   }
 }
 
-# ---- reservation standard-nd96isr-h100-v5-reserved-1y: 1 x Standard_ND96isr_H100_v5, reserved_1y, nodes standard-nd96isr-h100-v5-r1y01,
-# used by kubernetes. An on-demand capacity reservation holds the VMs (the
-# reservation discount is bought on the billing account). Reserved VMs cannot join a proximity
-# placement group; the scale set's single placement group keeps them on one fabric.
+# ---- reservation standard-nd96isr-h100-v5-reserved-1y: up to 1 x Standard_ND96isr_H100_v5, reserved_1y, nodes standard-nd96isr-h100-v5-r1y01,
+# used by kubernetes. Terms: 1 node in months 0-11.
+# The reservation exists in the months its terms run, holding their nodes: a term ends with the
+# month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
+# An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
+# billing account). Reserved VMs cannot join a proximity placement group; the scale set's single
+# placement group keeps them on one fabric.
 resource "azurerm_capacity_reservation_group" "standard_nd96isr_h100_v5_reserved_1y" {
   name                = "${var.name_prefix}-standard-nd96isr-h100-v5-reserved-1y"
   location            = azurerm_resource_group.site.location
@@ -50,26 +59,31 @@ resource "azurerm_capacity_reservation_group" "standard_nd96isr_h100_v5_reserved
 }
 
 resource "azurerm_capacity_reservation" "standard_nd96isr_h100_v5_reserved_1y" {
+  count = var.reserved_nodes["standard_nd96isr_h100_v5_reserved_1y"] > 0 ? 1 : 0
+
   name                          = "${var.name_prefix}-standard-nd96isr-h100-v5-reserved-1y"
   capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96isr_h100_v5_reserved_1y.id
   zone                          = var.zone
 
   sku {
     name     = "Standard_ND96isr_H100_v5"
-    capacity = 1
+    capacity = var.reserved_nodes["standard_nd96isr_h100_v5_reserved_1y"]
   }
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 2 to 2 node(s)
-# (Standard_ND96amsr_A100_v4, 8x A100-80GB), fixed size.
+# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 0 to 2 node(s) over the
+# horizon (Standard_ND96amsr_A100_v4, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation standard-nd96amsr-a100-v4-reserved-1y.
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reserved_1y_kubernetes" {
+  count = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   name                  = "gpu1k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96amsr_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = 2
+  node_count            = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"]
 
   capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
 
@@ -79,18 +93,24 @@ resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reser
   }
 
   node_taints = ["nvidia.com/gpu=present:NoSchedule"]
+
+  # Its VMs start inside the reservation, which must exist first.
+  depends_on = [azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y]
 }
 
-# ---- Kubernetes standard-nd96isr-h100-v5, reserved_1y: AKS node pool of 1 to 1 node(s)
-# (Standard_ND96isr_H100_v5, 8x H100), fixed size.
+# ---- Kubernetes standard-nd96isr-h100-v5, reserved_1y: AKS node pool of 1 to 1 node(s) over the
+# horizon (Standard_ND96isr_H100_v5, 8x H100), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation standard-nd96isr-h100-v5-reserved-1y.
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96isr_h100_v5_reserved_1y_kubernetes" {
+  count = var.nodes["standard_nd96isr_h100_v5_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   name                  = "gpu2k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96isr_H100_v5"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = 1
+  node_count            = var.nodes["standard_nd96isr_h100_v5_reserved_1y_kubernetes"]
 
   capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96isr_h100_v5_reserved_1y.id
 
@@ -100,4 +120,7 @@ resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96isr_h100_v5_reserv
   }
 
   node_taints = ["nvidia.com/gpu=present:NoSchedule"]
+
+  # Its VMs start inside the reservation, which must exist first.
+  depends_on = [azurerm_capacity_reservation.standard_nd96isr_h100_v5_reserved_1y]
 }

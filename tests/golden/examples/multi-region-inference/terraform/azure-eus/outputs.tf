@@ -9,8 +9,8 @@ output "proximity_placement_group" {
 }
 
 output "standard_nd96amsr_a100_v4_reserved_1y_reservation" {
-  description = "Capacity reservation of block standard-nd96amsr-a100-v4-reserved-1y (2 x Standard_ND96amsr_A100_v4, reserved_1y)."
-  value       = azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y.id
+  description = "Capacity reservation of block standard-nd96amsr-a100-v4-reserved-1y (up to 2 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it holds none)."
+  value       = one(azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y[*].id)
 }
 
 output "standard_nd96amsr_a100_v4_reserved_1y_reservation_group" {
@@ -19,8 +19,8 @@ output "standard_nd96amsr_a100_v4_reserved_1y_reservation_group" {
 }
 
 output "standard_nd96isr_h100_v5_reserved_1y_reservation" {
-  description = "Capacity reservation of block standard-nd96isr-h100-v5-reserved-1y (1 x Standard_ND96isr_H100_v5, reserved_1y)."
-  value       = azurerm_capacity_reservation.standard_nd96isr_h100_v5_reserved_1y.id
+  description = "Capacity reservation of block standard-nd96isr-h100-v5-reserved-1y (up to 1 x Standard_ND96isr_H100_v5, reserved_1y; null in months it holds none)."
+  value       = one(azurerm_capacity_reservation.standard_nd96isr_h100_v5_reserved_1y[*].id)
 }
 
 output "standard_nd96isr_h100_v5_reserved_1y_reservation_group" {
@@ -29,11 +29,11 @@ output "standard_nd96isr_h100_v5_reserved_1y_reservation_group" {
 }
 
 output "standard_nd96amsr_a100_v4_reserved_1y_kubernetes_group" {
-  description = "AKS node pool standard-nd96amsr-a100-v4-reserved-1y-k8s (2 to 2 x Standard_ND96amsr_A100_v4, reserved_1y)."
-  value       = azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_reserved_1y_kubernetes.name
+  description = "AKS node pool standard-nd96amsr-a100-v4-reserved-1y-k8s (0 to 2 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it has no nodes)."
+  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_reserved_1y_kubernetes[*].name)
 }
 
 output "standard_nd96isr_h100_v5_reserved_1y_kubernetes_group" {
-  description = "AKS node pool standard-nd96isr-h100-v5-reserved-1y-k8s (1 to 1 x Standard_ND96isr_H100_v5, reserved_1y)."
-  value       = azurerm_kubernetes_cluster_node_pool.standard_nd96isr_h100_v5_reserved_1y_kubernetes.name
+  description = "AKS node pool standard-nd96isr-h100-v5-reserved-1y-k8s (1 to 1 x Standard_ND96isr_H100_v5, reserved_1y; null in months it has no nodes)."
+  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96isr_h100_v5_reserved_1y_kubernetes[*].name)
 }

@@ -1,6 +1,7 @@
 # GPU capacity for site gcp-usc1 as planned: 2 reservation(s),
 # 4 node set(s) (Slurm VMs or instance templates, GKE node pools).
 # Nothing else here provisions GPU nodes; schedule/gcp-usc1.csv says who holds which, when.
+# Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
 # GPUDirect: each GPU NIC gets its own VPC and subnet (MTU 8244), as Google documents
 # for A3 machine types (RDMA NICs on a RoCE network profile for A3 Ultra).
@@ -30,17 +31,21 @@ resource "google_compute_resource_policy" "compact" {
   }
 }
 
-# ---- reservation a3-ultragpu-8g-reserved-1y: 1 x a3-ultragpu-8g, reserved_1y, nodes a3-ultragpu-8g-r1y01,
-# used by kubernetes. A specific reservation holds the capacity; the
+# ---- reservation a3-ultragpu-8g-reserved-1y: up to 1 x a3-ultragpu-8g, reserved_1y, nodes a3-ultragpu-8g-r1y01,
+# used by kubernetes. Terms: 1 node in months 0-11.
+# It exists in the months its terms run, holding their nodes: a term ends with the month's file
+# dropping its nodes (months/NNN.tfvars). A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
 resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
+  count = var.reserved_nodes["a3_ultragpu_8g_reserved_1y"] > 0 ? 1 : 0
+
   name = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y"
   zone = var.zone
 
   specific_reservation_required = true
 
   specific_reservation {
-    count = 1
+    count = var.reserved_nodes["a3_ultragpu_8g_reserved_1y"]
     instance_properties {
       machine_type = "a3-ultragpu-8g"
       guest_accelerators {
@@ -51,17 +56,21 @@ resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
   }
 }
 
-# ---- reservation g2-standard-96-reserved-1y: 5 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-05],
-# used by kubernetes. A specific reservation holds the capacity; the
+# ---- reservation g2-standard-96-reserved-1y: up to 5 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-05],
+# used by kubernetes. Terms: 1 node in months 4-15; 3 nodes in months 9-20; 1 node in months 10-21.
+# It exists in the months its terms run, holding their nodes: a term ends with the month's file
+# dropping its nodes (months/NNN.tfvars). A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
 resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
+  count = var.reserved_nodes["g2_standard_96_reserved_1y"] > 0 ? 1 : 0
+
   name = "${var.name_prefix}-g2-standard-96-reserved-1y"
   zone = var.zone
 
   specific_reservation_required = true
 
   specific_reservation {
-    count = 5
+    count = var.reserved_nodes["g2_standard_96_reserved_1y"]
     instance_properties {
       machine_type = "g2-standard-96"
       guest_accelerators {
@@ -72,20 +81,18 @@ resource "google_compute_reservation" "g2_standard_96_reserved_1y" {
   }
 }
 
-# ---- Kubernetes a2-ultragpu-1g, on_demand: GKE node pool of 0 to 1 node(s)
-# (a2-ultragpu-1g, 1x A100-80GB), autoscaled.
+# ---- Kubernetes a2-ultragpu-1g, on_demand: GKE node pool of 0 to 1 node(s) over the
+# horizon (a2-ultragpu-1g, 1x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "google_container_node_pool" "a2_ultragpu_1g_on_demand_kubernetes" {
+  count = var.nodes["a2_ultragpu_1g_on_demand_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-a2-ultragpu-1g-on-demand-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 0
-  autoscaling {
-    min_node_count = 0
-    max_node_count = 1
-  }
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["a2_ultragpu_1g_on_demand_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -118,22 +125,21 @@ resource "google_container_node_pool" "a2_ultragpu_1g_on_demand_kubernetes" {
       effect = "NO_SCHEDULE"
     }
   }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
-  }
 }
 
-# ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 1 to 1 node(s)
-# (a3-ultragpu-8g, 8x H200), fixed size.
+# ---- Kubernetes a3-ultragpu-8g, reserved_1y: GKE node pool of 1 to 1 node(s) over the
+# horizon (a3-ultragpu-8g, 8x H200), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation a3-ultragpu-8g-reserved-1y.
 resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
+  count = var.nodes["a3_ultragpu_8g_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-a3-ultragpu-8g-reserved-1y-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 1
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["a3_ultragpu_8g_reserved_1y_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -166,10 +172,11 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
       effect = "NO_SCHEDULE"
     }
 
+    # The pool exists only in months its reservation does.
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.a3_ultragpu_8g_reserved_1y.name]
+      values                   = google_compute_reservation.a3_ultragpu_8g_reserved_1y[*].name
     }
   }
 
@@ -184,20 +191,18 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g2-standard-48, on_demand: GKE node pool of 0 to 1 node(s)
-# (g2-standard-48, 4x L4), autoscaled.
+# ---- Kubernetes g2-standard-48, on_demand: GKE node pool of 0 to 1 node(s) over the
+# horizon (g2-standard-48, 4x L4), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 resource "google_container_node_pool" "g2_standard_48_on_demand_kubernetes" {
+  count = var.nodes["g2_standard_48_on_demand_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-g2-standard-48-on-demand-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-
-  # One zone (node_locations), so the per-zone bounds are the pool's bounds.
-  initial_node_count = 0
-  autoscaling {
-    min_node_count = 0
-    max_node_count = 1
-  }
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["g2_standard_48_on_demand_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -230,22 +235,21 @@ resource "google_container_node_pool" "g2_standard_48_on_demand_kubernetes" {
       effect = "NO_SCHEDULE"
     }
   }
-
-  # The cluster autoscaler changes the node count between the bounds.
-  lifecycle {
-    ignore_changes = [initial_node_count]
-  }
 }
 
-# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 5 to 5 node(s)
-# (g2-standard-96, 8x L4), fixed size.
+# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 0 to 5 node(s) over the
+# horizon (g2-standard-96, 8x L4), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
 # The nodes start inside reservation g2-standard-96-reserved-1y.
 resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
+  count = var.nodes["g2_standard_96_reserved_1y_kubernetes"] > 0 ? 1 : 0
+
   name           = "${var.name_prefix}-g2-standard-96-reserved-1y-k8s"
   cluster        = var.gke_cluster
   location       = var.region
   node_locations = [var.zone]
-  node_count     = 5
+  # One zone (node_locations), so the per-zone count is the pool's.
+  node_count = var.nodes["g2_standard_96_reserved_1y_kubernetes"]
 
   placement_policy {
     type = "COMPACT"
@@ -278,10 +282,11 @@ resource "google_container_node_pool" "g2_standard_96_reserved_1y_kubernetes" {
       effect = "NO_SCHEDULE"
     }
 
+    # The pool exists only in months its reservation does.
     reservation_affinity {
       consume_reservation_type = "SPECIFIC_RESERVATION"
       key                      = "compute.googleapis.com/reservation-name"
-      values                   = [google_compute_reservation.g2_standard_96_reserved_1y.name]
+      values                   = google_compute_reservation.g2_standard_96_reserved_1y[*].name
     }
   }
 }
