@@ -169,6 +169,7 @@ class Purchase:
     first_month: int
     last_month: int                   # of the term (may run past the horizon)
     discount: str                     # what to buy
+    months_after: int = 0             # of its months, those after the horizon (paid all the same)
 
 
 @dataclass(frozen=True)
@@ -362,7 +363,8 @@ def purchases(plan: Plan) -> tuple[Purchase, ...]:
                 out.append(Purchase(p.site, provider, (s.region if s else "") or "", p.instance, r.nodes,
                                     "1 year" if months == 12 else "3 years", r.start_month,
                                     r.start_month + months - 1,
-                                    DISCOUNTS.get(provider, "the provider's reservation")))
+                                    DISCOUNTS.get(provider, "the provider's reservation"),
+                                    max(0, r.start_month + months - plan.horizon_months)))
     return tuple(sorted(out, key=lambda b: (b.first_month, b.site, b.instance, b.term)))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, add_into,
                            month_range, months_text, site_replicas)
-from compiler.report import operability
+from compiler.report import commitments, operability
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
 
@@ -428,6 +428,7 @@ class ReportView:
     workload_groups: tuple[WorkloadGroup, ...] = ()   # the workloads with repeats folded, by name
     by_site_rule: str = ""        # how the by-site rows are drawn up, one sentence
     by_workload_rule: str = ""    # how the by-workload rows are drawn up, one sentence
+    commitments: commitments.CommitmentsView | None = None   # what outlives the horizon
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -1071,6 +1072,7 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         risk=risk(plan, catalog),
         idle_owned=idle_owned(plan),
         operability=operability.build(plan),
+        commitments=commitments.build(plan),
         workload_groups=groups,
         by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
         by_workload_rule=WORKLOAD_RULE,
