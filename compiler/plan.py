@@ -217,13 +217,14 @@ class Commitment:
     nodes: int                    # reserved nodes whose term ends after the horizon; nodes bought
     node_months: float            # node-months after the horizon (bought: of useful life, from month 0)
     committed_usd: float          # what those months cost: the term's rate; capex straight line
-    charged_usd: float            # what the plan pays for them: all (full); the idle ones (continues)
+    charged_usd: float            # what the plan pays for them: none (prorated); all (full); the idle
+                                  # ones (continues)
 
 
 @dataclass(frozen=True)
 class AfterHorizon:
     """policy.after_horizon and every commitment that outlives the horizon, by pool and pricing."""
-    rule: str = "full"            # full | continues
+    rule: str = "prorated"        # prorated | full | continues
     commitments: tuple[Commitment, ...] = ()
 
     @property

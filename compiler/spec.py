@@ -103,9 +103,9 @@ class Policy:
     min_months_per_mix: int | None = None            # months a service keeps one replica mix
     max_spot_share: float | None = None              # share of a training job run on spot
     # How a commitment that outlives the horizon is priced (docs/optimizer.md, "Commitments that
-    # outlive the horizon"): full, or continues (its later months free where the last month's
-    # load would keep them busy).
-    after_horizon: Literal["full", "continues"] = "full"
+    # outlive the horizon"): prorated (its months inside the horizon), full, or continues (its
+    # later months free where the last month's load would keep them busy).
+    after_horizon: Literal["prorated", "full", "continues"] = "prorated"
 
     @property
     def limits_types(self) -> bool:

@@ -251,7 +251,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
             max_instance_types_per_site=_int(policy.get("max_instance_types_per_site")),
             min_months_per_mix=_int(policy.get("min_months_per_mix")),
             max_spot_share=_float(policy.get("max_spot_share")),
-            after_horizon=policy.get("after_horizon", "full"),
+            after_horizon=policy.get("after_horizon", "prorated"),
         ),
         workloads=tuple(_workload(w, f"$.workloads[{i}]")
                         for i, w in enumerate(data["workloads"])),

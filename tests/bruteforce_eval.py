@@ -16,16 +16,15 @@ The semantics priced (docstring numbers in brackets):
   the whole nodes that carry replicas (4);
 - on-prem pools (site, node model): owned nodes plus whole bought nodes hold the GPUs in use in
   every month (6); new nodes' kW x PUE within power_kw (7); nodes within the racks (8); every
-  bought node pays its whole capex (policy.after_horizon's default, `full`: a commitment that
-  outlives the horizon is paid in full), support for the horizon and the fabric it is
+  bought node pays capex x min(1, H / useful life), support for the horizon and the fabric it is
   wired with: the cheapest fabric among the pool's candidates' labels, or the one fabric its
   multi-node training jobs assumed (5; one-node jobs and replicas run on any wiring); power for
   owned and bought nodes alike, per node-hour run (training) or per GPU share of a node-month
   (a replica of g GPUs on G-GPU nodes: g / G x 730 node-hours a month);
 - cloud pools (site, instance): replicas pack into whole nodes per month (13), each node 730
   node-hours; training on non-spot capacity adds its node-hours; reserved nodes of a term can
-  start in ANY month, cost their price x 730 h for every month of their term (12 or 36, inside
-  the horizon or after it: `full`) whether used or not, and give 730 node-hours a month to the pool, shared by node-hours within the
+  start in ANY month, cost their price x 730 h for every month of the horizon they cover whether
+  used or not, and give 730 node-hours a month to the pool, shared by node-hours within the
   month, except that a job runs on no more reserved nodes at once than the replicas leave free
   (12b); the rest is bought on demand (12); spot candidates pay the spot price per node-hour;
 - storage per site and month holds the datasets and checkpoints (keep x model-state bytes) of
@@ -235,7 +234,8 @@ def fabric_per_node(name: str) -> float:
 
 def bought_node_usd(instance: str, H: int, fabric: str) -> float:
     n = CATALOG.onprem_nodes[instance]
-    return n.capex_usd + n.support_usd_per_year * H / 12.0 + fabric_per_node(fabric)
+    capex = n.capex_usd * min(1.0, H / (n.useful_life_years * 12.0))
+    return capex + n.support_usd_per_year * H / 12.0 + fabric_per_node(fabric)
 
 
 def power_usd_per_node_hour(instance: str, site: OnPremSite) -> float:
@@ -293,7 +293,7 @@ def demand(w: InferenceWorkload, H: int) -> tuple[float, ...]:
 def pool_cost(need, od_price: float | None, terms: tuple[tuple[int, float], ...]) -> float:
     """Cheapest cost of a pool's months: need[m] = (node-hours, nodes carrying replicas, ((nodes,
     hours) of each training job)). Reserved nodes (term months, price per node-hour; a term may
-    start in any month, paid for every month of its term) give 730 node-hours a month
+    start in any month, paid for the months of the horizon it covers) give 730 node-hours a month
     each, but a job runs on no more reserved nodes at once than the replicas leave free; on demand
     for the rest (inf where on-demand is not allowed and need is left uncovered). A bare number
     is a month's node-hours with no job structure."""
@@ -332,7 +332,7 @@ def _pool_cost(need, od_price, terms) -> float:
             for (months, price), k in zip(terms, split):
                 if k:
                     end = min(H, m + months)
-                    cost += k * price * HOURS * months
+                    cost += k * price * HOURS * (end - m)
                     run.append((end, k))
             now = held + sum(split)
             out = min(out, cost + od(m, now) + best(m + 1, tuple(sorted(run))))

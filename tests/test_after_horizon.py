@@ -3,7 +3,9 @@ outlive the horizon").
 
 The oracle re-prices every commitment from plan.json and the catalog's prices alone: under `full`
 each reserved term costs all its months (12 or 36) at its rate, and each bought node its whole
-purchase price, whatever month it starts in. Nothing here reads the model's variables.
+purchase price, whatever month it starts in; under `prorated` (the default) the months inside the
+horizon, and the months after it are listed but not charged. Nothing here reads the model's
+variables.
 """
 
 from __future__ import annotations
@@ -69,53 +71,56 @@ workloads:
 """
 
 
-def _plan(tmp_path: Path, text: str, rule: str | None) -> dict:
+def _plan(tmp_path: Path, text: str, rule: str | None = "full") -> dict:
     extra = f"\n  after_horizon: {rule}" if rule else ""
     path = tmp_path / f"spec-{rule or 'default'}.yaml"
     path.write_text(text.format(extra=extra), encoding="utf-8")
     return json.loads(json.dumps(to_dict(compile_spec(path).plan)))
 
 
-def _full_commitments(plan: dict, catalog, spec_sites: dict) -> tuple[float, float, float]:
+def _full_commitments(plan: dict, catalog, spec_sites: dict, full: bool = True) -> tuple[float, float, float]:
     """(cloud compute, capex, committed after the horizon) of a plan.json, every term and
-    purchase priced in full from the catalog."""
+    purchase priced from the catalog: in full, or (full=False) for its months inside the horizon."""
     H = plan["horizon_months"]
     cloud = capex = after = 0.0
     for p in plan["pools"]:
-        region = spec_sites[p["site"]]
+        region = spec_sites.get(p["site"])
         if p["pricing"] in TERM:
             rate = catalog.instances[p["instance"]].price(region, p["pricing"])
             for r in p["reservations"]:
-                cloud += r["nodes"] * rate * HOURS * TERM[p["pricing"]]
+                months = TERM[p["pricing"]] if full else min(TERM[p["pricing"]], H - r["start_month"])
+                cloud += r["nodes"] * rate * HOURS * months
                 after += r["nodes"] * rate * HOURS * max(0, r["start_month"] + TERM[p["pricing"]] - H)
         elif p["pricing"] in ("on_demand", "spot"):
             cloud += catalog.instances[p["instance"]].price(region, p["pricing"]) * sum(p["monthly_node_hours"])
         elif p["pricing"] == "purchase":
             node = catalog.onprem_nodes[p["instance"]]
             life = node.useful_life_years * 12
-            capex += p["nodes"] * node.capex_usd
+            capex += p["nodes"] * node.capex_usd * (1.0 if full else min(1.0, H / life))
             after += p["nodes"] * node.capex_usd * max(0.0, life - H) / life
     return cloud, capex, after
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
-def test_every_commitment_of_the_examples_is_priced_in_full(name):
+def test_every_commitment_of_the_examples_is_priced_by_the_default_rule(name):
+    """The examples set no rule: `prorated` charges the months inside the horizon, and the months
+    after it are listed, not charged."""
     candidates, result = example(name)
     plan = json.loads(json.dumps(to_dict(result.plan)))
     sites = {s.name: getattr(s, "region", None) for s in candidates.spec.sites}
-    cloud, capex, after = _full_commitments(plan, candidates.catalog, sites)
+    cloud, capex, after = _full_commitments(plan, candidates.catalog, sites, full=False)
     lines = plan["cost_breakdown_usd"]
     assert lines.get("cloud_compute", 0.0) == pytest.approx(cloud, abs=0.05 * max(1, len(plan["pools"])))
     assert lines.get("capex", 0.0) == pytest.approx(capex, abs=0.05)
     ah = plan["after_horizon"]
-    assert ah["rule"] == "full"
+    assert ah["rule"] == "prorated"
     assert ah["committed_usd"] == pytest.approx(after, abs=0.05 * max(1, len(ah["commitments"])))
-    assert ah["charged_usd"] == pytest.approx(ah["committed_usd"])
+    assert ah["charged_usd"] == 0
     assert sum(plan["monthly_cost_usd"]) == pytest.approx(plan["total_cost_usd"], abs=0.01 * plan["horizon_months"])
 
 
 def test_late_terms_are_paid_in_full_and_one_year_terms_are_chosen_near_the_end(tmp_path):
-    plan = _plan(tmp_path, LATE_TERMS, None)
+    plan = _plan(tmp_path, LATE_TERMS)
     catalog = load_catalog()
     cloud, _capex, after = _full_commitments(plan, catalog, {"aws-use1": "us-east-1"})
     assert plan["cost_breakdown_usd"]["cloud_compute"] == pytest.approx(cloud, abs=0.5)
@@ -146,6 +151,9 @@ def test_continues_is_never_dearer_and_charges_only_idle_tails(tmp_path):
     terms busy, so they are committed but not charged."""
     full = _plan(tmp_path, LATE_TERMS, "full")
     cont = _plan(tmp_path, LATE_TERMS, "continues")
+    prorated = _plan(tmp_path, LATE_TERMS, None)
+    assert prorated["after_horizon"]["rule"] == "prorated" and prorated["after_horizon"]["charged_usd"] == 0
+    assert prorated["total_cost_usd"] <= cont["total_cost_usd"] + 0.01
     assert full["solver"]["status"] == cont["solver"]["status"] == "optimal"
     assert cont["total_cost_usd"] <= full["total_cost_usd"] + 0.01
     ah = cont["after_horizon"]
@@ -160,7 +168,7 @@ def test_continues_is_never_dearer_and_charges_only_idle_tails(tmp_path):
 
 
 def test_a_bought_node_costs_its_whole_price_under_full(tmp_path):
-    full = _plan(tmp_path, BUY, None)
+    full = _plan(tmp_path, BUY, "full")
     cont = _plan(tmp_path, BUY, "continues")
     catalog = load_catalog()
     bought = [p for p in full["pools"] if p["pricing"] == "purchase"]
@@ -168,12 +176,20 @@ def test_a_bought_node_costs_its_whole_price_under_full(tmp_path):
     _cloud, capex, after = _full_commitments(full, catalog, {})
     assert full["cost_breakdown_usd"]["capex"] == pytest.approx(capex, abs=0.05)
     assert after > 0 and full["after_horizon"]["committed_usd"] == pytest.approx(after, abs=0.05)
-    # continues: the service runs to the end on every bought node, so only the horizon's share
-    # of the price is charged (24 of 60 months)
+    # continues: the horizon's share of the price (24 of 60 months), and the rest for the GPUs
+    # the service leaves idle in the last month (its replicas' GPUs there, from plan.json)
+    busy = {}
+    for w in cont["workloads"]:
+        for pl in w["placements"]:
+            key = (pl["site"], pl["instance"])
+            busy[key] = busy.get(key, 0) + pl["monthly_replicas"][-1] * pl["gpus_per_replica"]
+    want = 0.0
     for p in (q for q in cont["pools"] if q["pricing"] == "purchase"):
         node = catalog.onprem_nodes[p["instance"]]
-        assert cont["cost_breakdown_usd"]["capex"] == pytest.approx(
-            p["nodes"] * node.capex_usd * 24 / (node.useful_life_years * 12), abs=0.05)
+        life = node.useful_life_years * 12
+        idle = max(0.0, p["nodes"] - busy.get((p["site"], p["instance"]), 0) / node.gpus)
+        want += p["nodes"] * node.capex_usd * 24 / life + idle * node.capex_usd * (life - 24) / life
+    assert cont["cost_breakdown_usd"]["capex"] == pytest.approx(want, abs=0.05)
     assert cont["total_cost_usd"] <= full["total_cost_usd"] + 0.01
 
 
@@ -184,7 +200,7 @@ def test_the_audit_flags_a_misstated_commitment(tmp_path):
     from compiler.audit import codes
 
     path = tmp_path / "late.yaml"
-    path.write_text(LATE_TERMS.format(extra=""), encoding="utf-8")
+    path.write_text(LATE_TERMS.format(extra="\n  after_horizon: full"), encoding="utf-8")
     result = compile_spec(path)
     plan = result.plan
     assert plan.after_horizon.commitments
@@ -192,5 +208,5 @@ def test_the_audit_flags_a_misstated_commitment(tmp_path):
     wrong = replace(plan, after_horizon=replace(plan.after_horizon, commitments=(
         replace(first, committed_usd=first.committed_usd / 2),) + plan.after_horizon.commitments[1:]))
     assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, wrong))
-    other = replace(plan, after_horizon=replace(plan.after_horizon, rule="continues"))
+    other = replace(plan, after_horizon=replace(plan.after_horizon, rule="prorated"))
     assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, other))

@@ -79,7 +79,7 @@ def brute_force(sp, cs) -> float | None:
             owned = sum(o.nodes for o in dc.owned if o.instance == inst)
             buy = max(0, peak - owned)
             kw += buy * node.power_kw * dc.pue
-            per_node = (node.capex_usd      # policy.after_horizon full: the whole price
+            per_node = (node.capex_usd * min(1.0, H / (node.useful_life_years * 12))
                         + node.support_usd_per_year * H / 12 + _fabric_per_node(fab_name))
             cost += buy * per_node
         if not feasible or kw > dc.power_kw + 1e-9:

@@ -30,12 +30,8 @@ def test_the_start_is_a_feasible_plan_and_no_cheaper_than_the_optimum(n, seed):
     assert start is not None
     at_start = solve(_fixed(problem, start), solver="highs")
     assert at_start.status == "optimal", "the start breaks a constraint"
-    # No plan is cheaper than a proven lower bound on the optimum; a node limit keeps the search
-    # deterministic and short (proving the optimum itself can take minutes on these platforms)
-    best = solve(problem, solver="highs", gap=1e-6, max_nodes=200)
-    assert best.best_bound > 0
-    assert at_start.objective >= best.best_bound * (1 - 1e-6)
-    assert at_start.objective >= best.objective * (1 - 1e-6) or best.status != "optimal"
+    best = solve(problem, solver="highs", gap=1e-6)
+    assert at_start.objective >= best.objective * (1 - 1e-6)
 
 
 def test_cbc_returns_the_start_or_better_when_its_node_limit_is_reached():

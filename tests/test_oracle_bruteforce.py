@@ -86,11 +86,8 @@ def test_milp_equals_brute_force(seed):
 
 def test_the_seeds_exercise_the_model():
     """The draws cover what the oracle is for: infeasible specs, N+1 services over two sites,
-    bought nodes, quotas, spot, and reserved terms offered. Every term is paid in full
-    (policy.after_horizon's default) and the one service runs only the horizon's last 1-4
-    months, so no 1-year term can pay for itself: the same platform without reserved_1y costs
-    the same on every seed (a term's months after the horizon left unpaid would make it cheaper
-    on many: 75 of them when they were)."""
+    bought nodes, quotas, spot, and reservations that change the optimum (the same platform
+    without reserved_1y costs more)."""
     import dataclasses
 
     feasible = [s for s in SEEDS if case(s)[2] is not None]
@@ -103,7 +100,7 @@ def test_the_seeds_exercise_the_model():
     assert sum(1 for s in feasible if case(s)[2].bought) >= 40    # 59
     assert sum(1 for s in feasible if case(s)[0].sites[0].quotas) >= 30                       # 47
     assert sum(1 for s in feasible if any("/spot/" in c for c in case(s)[2].training)) >= 15  # 24
-    pays, offered = 0, 0
+    pays = 0
     for s in feasible:
         sp, cs, best = case(s)
         if "reserved_1y" not in sp.sites[0].pricing:
@@ -111,10 +108,8 @@ def test_the_seeds_exercise_the_model():
         aws = dataclasses.replace(sp.sites[0], pricing=tuple(p for p in sp.sites[0].pricing if p != "reserved_1y"))
         sp2 = dataclasses.replace(sp, sites=(aws, *sp.sites[1:]))
         plain = brute_force(sp2, dataclasses.replace(cs, spec=sp2))
-        offered += 1
         pays += plain.cost > best.cost + 1e-6
-    assert offered >= 50                                          # 96
-    assert pays == 0
+    assert pays >= 50                                             # 75
 
 
 def test_the_evaluator_shares_no_code_with_the_model():
@@ -133,15 +128,11 @@ def test_the_evaluator_shares_no_code_with_the_model():
 def test_reservations_may_start_in_any_month():
     """The pool costing itself: a need that grows late in a 13-month horizon is cheapest with
     terms starting in the months it grows (not where any workload starts), and a term ending at
-    month 12 overlaps one starting in month 1. Every term is paid in full (policy.after_horizon's
-    default), also where it outlives the horizon."""
+    month 12 overlaps one starting in month 1."""
     od, res = 10.0, 6.0
     need = (0.0,) * 9 + (HOURS, 2 * HOURS, 3 * HOURS, 3 * HOURS)
-    # From month 9 a term is used 4 months at most and paid 12: on demand (72 > 4 x 10).
-    assert pool_cost(need, od, ((12, res),)) == pytest.approx(od * HOURS * (1 + 2 + 3 + 3))
-    # A 2-month term (12 for two months against 20 on demand): the first node takes two terms,
-    # the second one term and month 10 on demand, the third one term: 4 terms and one node-month.
-    assert pool_cost(need, od, ((2, res),)) == pytest.approx(res * HOURS * 2 * 4 + od * HOURS)
+    # From month 9: one node 4 months, one 3, one 2 (a term runs to the end of the horizon).
+    assert pool_cost(need, od, ((12, res),)) == pytest.approx(res * HOURS * (4 + 3 + 2))
     # Months 0-11 and 1-12 covered by two terms, month 0 and 12 one node each.
     need = (HOURS,) + (2 * HOURS,) * 11 + (HOURS,)
     assert pool_cost(need, od, ((12, res),)) == pytest.approx(res * HOURS * 24)
@@ -149,7 +140,7 @@ def test_reservations_may_start_in_any_month():
     need = (HOURS,) + (0.0,) * 12
     assert pool_cost(need, od, ((12, res),)) == pytest.approx(od * HOURS)
     # No on-demand: uncovered hours make the pool infeasible only where no term can cover them.
-    assert pool_cost((0.5 * HOURS, HOURS), None, ((12, res),)) == pytest.approx(res * HOURS * 12)
+    assert pool_cost((0.5 * HOURS, HOURS), None, ((12, res),)) == pytest.approx(res * HOURS * 2)
     assert pool_cost((HOURS,), None, ()) == float("inf")
 
 

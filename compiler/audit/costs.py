@@ -33,7 +33,8 @@ def price(ctx: Context) -> Priced:
         return ctx._priced
     out = ctx._priced = Priced()
     H, cat = ctx.H, ctx.catalog
-    full = ctx.spec.policy.after_horizon == "full"
+    rule = ctx.spec.policy.after_horizon
+    full = rule == "full"
     # Bought on-prem nodes: capex (policy.after_horizon), support, the fabric they are wired with.
     for p in ctx.plan.pools:
         site = ctx.sites.get(p.site)
@@ -41,8 +42,9 @@ def price(ctx: Context) -> Priced:
             continue
         node = cat.onprem_nodes[p.instance]
         after = node.capex_usd - rules.capex_for_horizon(node, H)
-        idle = p.nodes if full else max(0.0, p.nodes + rules.owned_nodes(site, p.instance)
-                                         - ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus)
+        idle = p.nodes if full else 0.0 if rule == "prorated" else max(
+            0.0, p.nodes + rules.owned_nodes(site, p.instance)
+            - ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
         if after > 0 and p.nodes:
             out.after[(p.site, p.instance, p.pricing)] = [p.nodes * rules.life_after_horizon(node, H),
@@ -65,7 +67,7 @@ def price(ctx: Context) -> Priced:
                          for r in p.reservations)
             late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in p.reservations)
             if late:
-                idle = late if full else _idle_term_months(ctx, p)
+                idle = late if full else 0.0 if rule == "prorated" else _idle_term_months(ctx, p)
                 out.after[(p.site, p.instance, p.pricing)] = [
                     float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
                 amount += rules.HOURS * idle

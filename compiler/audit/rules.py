@@ -3,8 +3,10 @@ DESIGN.md (section 4) and docs/optimizer.md ("The model in prose"), never from t
 
 All money is USD over the planning horizon; a month is 730 hours.
 
-- Commitments that outlive the horizon (policy.after_horizon, docs/optimizer.md): `full` pays a
-  reserved term's every month and a bought node's whole capex; `continues` pays the months
+- Commitments that outlive the horizon (policy.after_horizon, docs/optimizer.md): `prorated`
+  pays the months inside the horizon only (a bought node: capex * min(1, horizon / useful
+  life)); `full` pays a reserved term's every month and a bought node's whole capex; `continues`
+  pays the months
   inside the horizon (a bought node: capex * min(1, horizon / useful life), its life counted from
   month 0) and, for each month after it, the nodes the last month's work leaves idle: a cloud
   pool's reserved nodes of that month beyond the node-months its jobs and replicas' GPUs ran in

@@ -10,8 +10,9 @@ the months and hours it runs, with no other workload sharing its nodes, terms or
             cheapest of the pricings the spec allows there (the one a pin names, if any): on
             demand for its node-hours, or a reserved term for its peak nodes, reserved for whole
             terms from the first month it runs until its last (each term charged as the plan
-            charges terms, policy.after_horizon: in full; under `continues`, its months after the
-            horizon only where the option does not run in the horizon's last month).
+            charges terms, policy.after_horizon: its months inside the horizon; under `full` all
+            its months; under `continues`, its months after the horizon too where the option does
+            not run in the horizon's last month).
   on-prem   node-hours x power (kW x PUE x $/kWh). Nodes up to the site's owned ones of that model
             are owned and cost nothing more; nodes beyond them are bought: capex by the same
             rule, support and a fabric per node (costs.py), as the plan charges them. A
@@ -87,14 +88,14 @@ class _Use:
 # --- pricing one part ----------------------------------------------------------------------
 
 def reserved_cost(price: float, nodes: int, first: int, last: int, term: str, horizon: int,
-                  rule: str = "full") -> float:
+                  rule: str = "prorated") -> float:
     """`nodes` reserved for whole terms from month `first` until `last` is covered, each term
     charged by policy.after_horizon (`continues`: its months after the horizon are free where
     the nodes still run in the horizon's last month)."""
     months, start = 0, first
     busy_at_end = last >= horizon - 1
     while start <= last:
-        full = rule == "full" or not busy_at_end
+        full = rule == "full" or (rule == "continues" and not busy_at_end)
         months += costs.TERM_MONTHS[term] if full else min(costs.TERM_MONTHS[term], horizon - start)
         start += costs.TERM_MONTHS[term]
     return price * HOURS_PER_MONTH * months * nodes

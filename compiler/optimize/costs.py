@@ -5,10 +5,10 @@ All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_
 - Cloud node-hour: the instance's price in the site's region for a pricing option.
 - Commitments that outlive the horizon (a reserved term, a bought node's useful life) are priced
   by one rule, the spec's policy.after_horizon (docs/optimizer.md, "Commitments that outlive the
-  horizon"): `full` (the default) pays every month of the term and the whole purchase price;
-  `continues` pays the months inside the horizon here (a bought node's life counted from month
-  0) and the months after it only for the nodes the last month's load leaves idle (formulate's
-  rows (16)).
+  horizon"): `prorated` (the default) pays the months inside the horizon only (a bought node's
+  life counted from month 0); `full` pays every month of the term and the whole purchase price;
+  `continues` pays the months inside the horizon here and the months after it only for the
+  nodes the last month's load leaves idle (formulate's rows (16)).
 - On-prem node, bought: its capex by that rule, plus support for the horizon. Owned: neither.
 - Power: node-hours run * kW per node * PUE * $/kWh (owned and bought alike).
 - Fabric, per bought on-prem node: ports * cost per port plus its share of a two-tier
@@ -58,7 +58,7 @@ def capex_after_horizon(node: OnPremNode, horizon_months: int) -> float:
 
 def capex_charged(node: OnPremNode, horizon_months: int, rule: str) -> float:
     """What a bought node's purchase costs the plan before any idle-tail charge: all of it under
-    `full`; under `continues` its months inside the horizon (the rest is charged per idle node)."""
+    `full`; otherwise its months inside the horizon (`continues` charges the rest per idle node)."""
     return node.capex_usd if rule == "full" else capex_in_horizon(node, horizon_months)
 
 
@@ -69,7 +69,8 @@ def term_months_after(term: str, start: int, horizon_months: int) -> int:
 
 def term_months_charged(term: str, start: int, horizon_months: int, rule: str) -> int:
     """Months of a reserved term its own variable pays for: the whole term under `full`; under
-    `continues` its months inside the horizon (the rest is charged per idle node)."""
+    `prorated` and `continues` its months inside the horizon (`continues` charges the rest per
+    idle node)."""
     months = TERM_MONTHS[term]
     return months if rule == "full" else months - term_months_after(term, start, horizon_months)
 
@@ -91,11 +92,11 @@ def fabric_cost_per_node(fabric: Fabric) -> float:
             + fabric_switches_per_node(fabric) * fabric.switch_cost_usd)
 
 
-def bought_node_cost(node: OnPremNode, fabric: Fabric | None, horizon_months: int, rule: str = "full",
+def bought_node_cost(node: OnPremNode, fabric: Fabric | None, horizon_months: int, rule: str = "prorated",
                      busy_at_end: bool = False) -> float:
     """Capex + support + fabric share for one bought node over the horizon; under `continues`
     its life after the horizon is paid unless the node is busy in the horizon's last month."""
-    tail = 0.0 if rule == "full" or busy_at_end else capex_after_horizon(node, horizon_months)
+    tail = capex_after_horizon(node, horizon_months) if rule == "continues" and not busy_at_end else 0.0
     return (capex_charged(node, horizon_months, rule) + tail + support_cost(node, horizon_months)
             + (fabric_cost_per_node(fabric) if fabric else 0.0))
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass
 from compiler.plan import Plan
 
 RULES = {
+    "prorated": ("policy.after_horizon is `prorated` (the default): the total pays each commitment's "
+                 "months inside the horizon only; the months after it are committed all the same, "
+                 "and set `full` to count them."),
     "full": ("policy.after_horizon is `full`: every commitment is paid in full, so the total "
              "includes each term's months after the horizon and each bought node's whole price."),
     "continues": ("policy.after_horizon is `continues`: the months after the horizon are valued as if "

@@ -98,13 +98,13 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 3
   replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 1
+  replicas chat-70b-tp4-p5-48xlarge 0
   true
 fi
 if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
-  terraform_month months/000.tfvars
+  terraform_month months/001.tfvars
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
@@ -114,7 +114,7 @@ if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
   true
 fi
 if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
-  terraform_month months/000.tfvars
+  terraform_month months/004.tfvars
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 2
@@ -148,7 +148,7 @@ if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
   replicas assistant-8b-tp4 2
   replicas assistant-8b-tp1-g6e-xlarge 1
   replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 1
+  replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4-p5-48xlarge 2
   true
@@ -156,7 +156,7 @@ fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   terraform_month months/008.tfvars
   replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-g6e-xlarge 2
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -166,7 +166,7 @@ fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
   terraform_month months/009.tfvars
   replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp1-g6e-xlarge 2
+  replicas assistant-8b-tp1-g6e-xlarge 1
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas chat-70b-tp4-g6e-12xlarge 0
   replicas chat-70b-tp2 0
@@ -185,11 +185,11 @@ if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
-  replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 6
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 1
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp1-g6e-xlarge 4
+  replicas assistant-8b-tp1-p5-48xlarge 0
+  replicas chat-70b-tp4-g6e-12xlarge 1
+  replicas chat-70b-tp2 0
   replicas chat-70b-tp4-p5-48xlarge 2
   true
 fi

@@ -95,32 +95,50 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
+  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
   replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 0
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 2
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 7 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 5 ]; then
   terraform_month months/000.tfvars
+  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
   replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 2
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 2
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 1
   replicas chat-70b-tp4 1
   true
 fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 10 ]; then
-  terraform_month months/008.tfvars
+if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
+  terraform_month months/006.tfvars
+  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 1
+  replicas assistant-8b-tp2 3
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4 2
+  true
+fi
+if [ "${month}" -ge 7 ] && [ "${month}" -le 10 ]; then
+  terraform_month months/006.tfvars
+  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
   replicas assistant-8b-tp2 4
-  replicas assistant-8b-tp1 0
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp8 0
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 2
   true
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
-  replicas assistant-8b-tp2 0
-  replicas assistant-8b-tp1 0
+  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
+  replicas assistant-8b-tp2 4
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp8 1
   replicas chat-70b-tp2 0
   replicas chat-70b-tp4 2
   true

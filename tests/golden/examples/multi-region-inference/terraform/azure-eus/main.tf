@@ -1,4 +1,4 @@
-# GPU capacity for site azure-eus as planned: 1 capacity reservation(s),
+# GPU capacity for site azure-eus as planned: 2 capacity reservation(s),
 # 2 node set(s) (Slurm scale sets or Resume-created VMs, AKS node pools).
 # ND-series VMs bring their InfiniBand HCAs with them; nodes of one scale set in a single
 # placement group share one InfiniBand fabric.
@@ -15,6 +15,33 @@ resource "azurerm_proximity_placement_group" "gpu" {
   location            = azurerm_resource_group.site.location
   resource_group_name = azurerm_resource_group.site.name
   zone                = var.zone
+}
+
+# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: up to 2 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y[01-02],
+# used by kubernetes. Terms: 1 node in months 6-17; 1 node in months 11-22.
+# The reservation exists in the months its terms run, holding their nodes: a term ends with the
+# month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
+# An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
+# billing account). Reserved VMs cannot join a proximity placement group; the scale set's single
+# placement group keeps them on one fabric.
+resource "azurerm_capacity_reservation_group" "standard_nd96amsr_a100_v4_reserved_1y" {
+  name                = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
+  location            = azurerm_resource_group.site.location
+  resource_group_name = azurerm_resource_group.site.name
+  zones               = [var.zone]
+}
+
+resource "azurerm_capacity_reservation" "standard_nd96amsr_a100_v4_reserved_1y" {
+  count = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"] > 0 ? 1 : 0
+
+  name                          = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
+  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
+  zone                          = var.zone
+
+  sku {
+    name     = "Standard_ND96amsr_A100_v4"
+    capacity = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"]
+  }
 }
 
 # ---- reservation standard-nd96isr-h100-v5-reserved-1y: up to 1 x Standard_ND96isr_H100_v5, reserved_1y, nodes standard-nd96isr-h100-v5-r1y01,
@@ -44,27 +71,31 @@ resource "azurerm_capacity_reservation" "standard_nd96isr_h100_v5_reserved_1y" {
   }
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, on_demand: AKS node pool of 0 to 1 node(s) over the
+# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 0 to 2 node(s) over the
 # horizon (Standard_ND96amsr_A100_v4, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
-resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_on_demand_kubernetes" {
-  count = var.nodes["standard_nd96amsr_a100_v4_on_demand_kubernetes"] > 0 ? 1 : 0
+# The nodes start inside reservation standard-nd96amsr-a100-v4-reserved-1y.
+resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reserved_1y_kubernetes" {
+  count = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"] > 0 ? 1 : 0
 
   name                  = "gpu1k"
   kubernetes_cluster_id = var.aks_cluster_id
   vm_size               = "Standard_ND96amsr_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = var.nodes["standard_nd96amsr_a100_v4_on_demand_kubernetes"]
+  node_count            = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"]
 
-  proximity_placement_group_id = azurerm_proximity_placement_group.gpu.id
+  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
 
   node_labels = {
     "infra-compile.io/pool"    = "standard-nd96amsr-a100-v4"
-    "infra-compile.io/pricing" = "on_demand"
+    "infra-compile.io/pricing" = "reserved_1y"
   }
 
   node_taints = ["nvidia.com/gpu=present:NoSchedule"]
+
+  # Its VMs start inside the reservation, which must exist first.
+  depends_on = [azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y]
 }
 
 # ---- Kubernetes standard-nd96isr-h100-v5, reserved_1y: AKS node pool of 1 to 1 node(s) over the

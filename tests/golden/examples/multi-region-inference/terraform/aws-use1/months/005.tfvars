@@ -7,20 +7,22 @@
 # Nodes each capacity reservation holds (0: none exists).
 reserved_nodes = {
   "g6e_12xlarge_reserved_1y" = 1
+  "g6e_xlarge_reserved_1y"   = 0
   "p5_48xlarge_reserved_1y"  = 1
 }
 
 # The plan month each reservation ends on (the end of the latest term running now).
 reservation_end_month = {
-  "g6e_12xlarge_reserved_1y" = 12
-  "p5_48xlarge_reserved_1y"  = 12
+  "g6e_12xlarge_reserved_1y" = 16
+  "g6e_xlarge_reserved_1y"   = 0
+  "p5_48xlarge_reserved_1y"  = 13
 }
 
 # Nodes of each fixed instance set and node group (a node group with 0 does not exist).
 nodes = {
   "g6e_12xlarge_reserved_1y_kubernetes" = 1
   "g6e_12xlarge_on_demand_kubernetes"   = 0
+  "g6e_xlarge_reserved_1y_kubernetes"   = 0
   "g6e_xlarge_on_demand_kubernetes"     = 5
   "p5_48xlarge_reserved_1y_kubernetes"  = 1
-  "p5_48xlarge_on_demand_kubernetes"    = 0
 }
