@@ -92,11 +92,12 @@ def reserved_cost(price: float, nodes: int, first: int, last: int, term: str, ho
     """`nodes` reserved for whole terms from month `first` until `last` is covered, each term
     charged by policy.after_horizon (`continues`: its months after the horizon are free where
     the nodes still run in the horizon's last month)."""
+    # priced alone, an option's nodes are idle after the horizon unless it runs in its last month
+    if rule == "continues" and last < horizon - 1:
+        rule = "full"
     months, start = 0, first
-    busy_at_end = last >= horizon - 1
     while start <= last:
-        full = rule == "full" or (rule == "continues" and not busy_at_end)
-        months += costs.TERM_MONTHS[term] if full else min(costs.TERM_MONTHS[term], horizon - start)
+        months += costs.term_months_charged(term, start, horizon, rule)
         start += costs.TERM_MONTHS[term]
     return price * HOURS_PER_MONTH * months * nodes
 

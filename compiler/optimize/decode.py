@@ -211,7 +211,8 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
 def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
     """Every pool's commitments after the horizon: reserved terms that end after it (at the
     term's rate) and bought nodes' useful life after it (capex straight line, from month 0);
-    charged in full, or under `continues` for the idle nodes (the idle_tail variables)."""
+    charged in full (`full`), for the idle nodes (`continues`: the idle_tail variables), or not
+    at all (`prorated`: there are none)."""
     spec, cat, H = problem.spec, problem.candidates.catalog, problem.spec.horizon_months
     rule = spec.policy.after_horizon
     idle: dict[tuple[str, str, str], float] = defaultdict(float)

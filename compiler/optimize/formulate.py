@@ -43,8 +43,9 @@ Objective (USD over the horizon; costs.py documents every unit cost)
 
   Commitments that outlive the horizon (policy.after_horizon; docs/optimizer.md): under
   `full`, T_{k,a} = term_k months and L_q = 1 (every month of a term, the whole purchase price);
-  under `continues`, T_{k,a} = |term(k,a) & M| and L_q = min(1, H / life) (the months inside the
-  horizon, a node's life counted from month 0), and rows (16) charge the rest for idle nodes only.
+  under `prorated` (the default) and `continues`, T_{k,a} = |term(k,a) & M| and
+  L_q = min(1, H / life) (the months inside the horizon, a node's life counted from month 0), and
+  under `continues` rows (16) charge the rest for idle nodes only.
 
 Constraints
 -----------
@@ -123,7 +124,8 @@ Constraints
          idle_tail[p@J]: sum_k t_{p,k,J} >= sum_{k,a active in J} r_{p,k,a} - L_p / 730,
          idle_term[p/k@J]: t_{p,k,J} <= sum_{a active in J} r_{p,k,a} (where two terms are active),
          t_{p,k,J} >= 0 at price_k(p) * 730 * |J| (the LP idles the cheaper term first: exact),
-         L_p = row (12)'s node-hours of month H-1 (jobs' hours and replicas' nodes).
+         L_p = the node-hours of month H-1 its jobs run (row (12)'s) and its replicas' GPUs
+         fill (730 g_c / G_p y_{c,H-1}: not the node count v, which may exceed what they fill).
        On-prem pool q: idle_tail[q]: t_q >= b_q + O_q - (GPUs in use in month H-1) / G_q,
          t_q >= 0 at capex_q * (1 - L_q).
 
@@ -847,8 +849,8 @@ def _cloud_pools(st: "_State") -> None:
 def _cloud_idle_tail(st: "_State", s: str, i: str, res_vars: list[tuple[str, int, int]],
                      last_load: Mapping[str, float]) -> None:
     """(16) a cloud pool's reserved terms after the horizon, paid for the nodes the last month's
-    load (row (12)'s node-hours of month H-1, in nodes) leaves idle; one row per run of months
-    with the same terms active (the rows of its months are the same)."""
+    load (`last_load`: node-hours of month H-1, jobs' and replicas' GPUs') leaves idle; one row
+    per run of months with the same terms active (the rows of its months are the same)."""
     B, H = st.B, st.H
     site = st.spec.site(s)
     pool = dict(site=s, instance=i)
