@@ -71,13 +71,16 @@ def estimate(spec_path: str | Path, catalog_overlay: str | None = None, solving:
 @dataclass(frozen=True)
 class Result:
     """Every stage's output of one compile: the estimate stage's candidates (they hold the Spec
-    and the Catalog), the audited plan, the artifacts, and each stage's wall seconds (for
+    and the Catalog), the audited plan, the artifacts, the plan without the operability limits
+    (compiler.operability.solve_within_limits), and each stage's wall seconds (for
     benchmarks and progress; nothing the compile writes depends on them)."""
     plan: Any
     artifacts: Mapping[str, str]   # relative path -> text, everything the compile writes
     candidates: Any = None
-    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize, audit,
-                                                                 # unlimited (with operability limits), render
+    unlimited: Any = None          # the plan solved without the operability limits, where one was
+    seconds: Mapping[str, float] = field(default_factory=dict)   # validate, estimate, optimize (with
+                                                                 # operability limits: without them first),
+                                                                 # audit, unlimited (their prices alone), render
 
 
 def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions()) -> Result:
@@ -103,18 +106,26 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
         progress=options.progress,
         **({} if options.max_nodes is None else {"max_nodes": options.max_nodes, "nodes_given": True}))
+    free_plan = None
     try:
-        plan = timed("optimize", optimize, candidates, solve_options)
+        if spec.policy.has_limits:
+            from compiler.operability import solve_within_limits
+            plan, free_plan = timed("optimize", solve_within_limits, candidates, solve_options, optimize)
+        else:
+            plan = timed("optimize", optimize, candidates, solve_options)
     except CompileError as exc:
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
     plan = with_deadlines(plan, {w.name: getattr(w.window, "deadline_days", None) for w in spec.workloads})
     timed("audit", _audit, candidates, plan, doc)
     if spec.policy.sets_limits:
-        from compiler.operability import with_unlimited
-        plan = timed("unlimited", with_unlimited, candidates, plan, solve_options)
+        from compiler.operability import unlimited, with_limits
+        if not spec.policy.has_limits:
+            free_plan = plan     # limits that cannot bind (a hold of 1 month, a spot share of 1)
+        record = None if free_plan is None else unlimited(free_plan)
+        plan = timed("unlimited", with_limits, candidates, plan, record, solve_options, optimize, free_plan)
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
-    return Result(plan, artifacts, candidates, seconds)
+    return Result(plan, artifacts, candidates, free_plan, seconds)
 
 
 def estimate_candidates(spec, catalog, doc, options: CompileOptions):

@@ -186,6 +186,10 @@ class UnlimitedPlan:
     shortest_mix_hold: int | None     # fewest months between two changes of a service's mix
                                       # (its start counts as one); None: no mix ever changes
     most_spot_share: float            # the largest share of a training job's node-hours on spot
+    most_sites: int = 0               # the most sites one service runs replicas at
+    most_gpu_types: int = 0           # the most GPU types one service runs replicas on
+    shortest_pool_life: int | None = None   # the fewest consecutive months a cloud pool carries
+                                            # replicas, a run cut by the horizon's end aside; None: none
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,9 @@ class OperabilityPlan:
     max_instance_types_per_site: int | None = None
     min_months_per_mix: int | None = None
     max_spot_share: float | None = None
+    max_sites_per_service: int | None = None
+    max_gpu_types_per_service: int | None = None
+    min_pool_months: int | None = None
     unlimited: UnlimitedPlan | None = None     # None where that solve found no plan
     alone: tuple[LimitAlone, ...] = ()         # where two or more limits bind: each one alone
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
@@ -93,6 +93,12 @@ class OnPremSite:
 Site = CloudSite | OnPremSite
 
 
+# The policy's operability limits (docs/spec-reference.md, "Operability limits"), in the order the
+# report and plan.json list them.
+LIMIT_KEYS = ("max_sites_per_service", "max_gpu_types_per_service", "max_instance_types_per_site",
+              "min_pool_months", "min_months_per_mix", "max_spot_share")
+
+
 @dataclass(frozen=True)
 class Policy:
     placement: Literal["cloud", "on_prem", "hybrid"] = "hybrid"
@@ -102,6 +108,10 @@ class Policy:
     max_instance_types_per_site: int | None = None   # instance types one service runs at one site
     min_months_per_mix: int | None = None            # months a service keeps one replica mix
     max_spot_share: float | None = None              # share of a training job run on spot
+    # On by default (a fleet a team would run); the spec lifts each with null.
+    max_sites_per_service: int | None = 3            # sites one service runs replicas at
+    max_gpu_types_per_service: int | None = 2        # GPU types one service runs replicas on
+    min_pool_months: int | None = 3                  # months a cloud pool carries replicas once up
     # How a commitment that outlives the horizon is priced (docs/optimizer.md, "Commitments that
     # outlive the horizon"): prorated (its months inside the horizon), full, or continues (its
     # later months free where the last month's load would keep them busy).
@@ -110,6 +120,19 @@ class Policy:
     @property
     def limits_types(self) -> bool:
         return self.max_instance_types_per_site is not None
+
+    @property
+    def limits_sites(self) -> bool:
+        return self.max_sites_per_service is not None
+
+    @property
+    def limits_gpu_types(self) -> bool:
+        return self.max_gpu_types_per_service is not None
+
+    @property
+    def limits_pool_life(self) -> bool:
+        """A pool-life limit that can bind (one month is what every pool has anyway)."""
+        return self.min_pool_months is not None and self.min_pool_months > 1
 
     @property
     def limits_churn(self) -> bool:
@@ -125,12 +148,17 @@ class Policy:
     @property
     def sets_limits(self) -> bool:
         """Any operability limit set, whether or not it can bind (the plan records them all)."""
-        return (self.max_instance_types_per_site, self.min_months_per_mix, self.max_spot_share) != (None,) * 3
+        return any(getattr(self, k) is not None for k in LIMIT_KEYS)
 
     @property
     def has_limits(self) -> bool:
         """An operability limit that can bind: the model has rows or filters for it."""
-        return self.limits_types or self.limits_churn or self.caps_spot
+        return (self.limits_types or self.limits_churn or self.caps_spot or self.limits_sites
+                or self.limits_gpu_types or self.limits_pool_life)
+
+    def without_limits(self) -> "Policy":
+        """The same policy with every operability limit lifted."""
+        return replace(self, **{k: None for k in LIMIT_KEYS})
 
     @property
     def caps_cloud_share(self) -> bool:

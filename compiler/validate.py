@@ -251,6 +251,11 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
             max_instance_types_per_site=_int(policy.get("max_instance_types_per_site")),
             min_months_per_mix=_int(policy.get("min_months_per_mix")),
             max_spot_share=_float(policy.get("max_spot_share")),
+            # absent: the default; null: lifted
+            max_sites_per_service=_int(policy.get("max_sites_per_service", Policy.max_sites_per_service)),
+            max_gpu_types_per_service=_int(policy.get("max_gpu_types_per_service",
+                                                      Policy.max_gpu_types_per_service)),
+            min_pool_months=_int(policy.get("min_pool_months", Policy.min_pool_months)),
             after_horizon=policy.get("after_horizon", "prorated"),
         ),
         workloads=tuple(_workload(w, f"$.workloads[{i}]")

@@ -46,6 +46,16 @@ What the brute force enumerates, and the exact arguments that keep it small:
   carries a replica exactly where the signature is nonzero, so the types are a function of the
   signature, and a signature dominating another (componentwise no more) is nonzero in no pool the
   other is zero in, so it uses no type the other does not; dropping a replica never adds a type;
+- policy.max_sites_per_service S and max_gpu_types_per_service G (the service's sites and GPU
+  types over the whole horizon): like the instance types, a function of the pools a pick's
+  signatures are nonzero in, so the pruning stays exact;
+- policy.min_pool_months N (a cloud pool's run of months with a replica lasts N months or
+  reaches the horizon's last month): not monotone (a replica more can keep a pool up), so each
+  month's options are every minimal vector's signature plus, for any set U of cloud pools it
+  leaves empty, one replica's nodes in each pool of U (the fewest one of its candidates needs),
+  pruned by dominance only among signatures with the same cloud pools up. Exact: a plan's vector
+  holds a minimal one v, the pools it runs beyond v's are such a U, and its signature is at
+  least v's plus those nodes, with the same pools up;
 - policy.max_spot_share s: a spot candidate runs all its node-hours on spot (share 1), so for
   s < 1 it is not admissible. (policy.min_months_per_mix is not taught: a plan may keep a replica
   no row needs to hold its mix, so the minimal vectors above would not be exact under it.)
@@ -382,6 +392,51 @@ def _minimal_vectors(taus, sites, D: float, survive: bool) -> list[tuple[int, ..
     return out
 
 
+def gpu_of_pool(instance: str) -> str:
+    """The GPU type of a cloud instance or an on-prem node model."""
+    if instance in CATALOG.instances:
+        return CATALOG.instances[instance].gpu
+    return CATALOG.onprem_nodes[instance].gpu
+
+
+def _kept_up(vectors, cands, cloud_idx, gpn_cloud) -> list[tuple[int, ...]]:
+    """Each minimal vector, and for every set of cloud pools it leaves empty, the vector with one
+    replica more in each of them (of the candidate there that needs the fewest nodes)."""
+    fewest: dict[int, int] = {}
+    for j, c in enumerate(cands):
+        if c.site_type == "cloud":
+            k = cloud_idx[(c.site, c.instance)]
+            need = math.ceil(c.gpus / gpn_cloud[k])
+            if k not in fewest or need < math.ceil(cands[fewest[k]].gpus / gpn_cloud[k]):
+                fewest[k] = j
+    out = set()
+    for v in vectors:
+        empty = [k for k in sorted(fewest) if not any(v[j] for j, c in enumerate(cands) if c.site_type == "cloud"
+                                                       and cloud_idx[(c.site, c.instance)] == k)]
+        for r in range(len(empty) + 1):
+            for extra in itertools.combinations(empty, r):
+                w = list(v)
+                for k in extra:
+                    w[fewest[k]] += 1
+                out.add(tuple(w))
+    return sorted(out)
+
+
+def _lives(pick, months, pools: int, H: int, least: int) -> bool:
+    """Each cloud pool's runs of months with a replica last `least` months or reach month H-1."""
+    for k in range(pools):
+        up = {m for m, (vnodes, _g, _v) in zip(months, pick) if vnodes[k]}
+        for m in up:
+            if m - 1 in up:
+                continue
+            end = m
+            while end + 1 in up:
+                end += 1
+            if end < H - 1 and end - m + 1 < least:
+                return False
+    return True
+
+
 def brute_force(sp: Spec, cs: Candidates) -> Best | None:
     """The cheapest plan over the unreduced choice space, or None when there is none."""
     pol = sp.policy
@@ -390,6 +445,8 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
     H = sp.horizon_months
     site_of = {s.name: s for s in sp.sites}
     types_most = pol.max_instance_types_per_site
+    sites_most, gpus_most = pol.max_sites_per_service, pol.max_gpu_types_per_service
+    life = pol.min_pool_months if (pol.min_pool_months or 1) > 1 else None
     spot_most = 1.0 if pol.max_spot_share is None else pol.max_spot_share
 
     def admissible(c: Candidate) -> bool:    # the site's allowed pricing options, the spot share
@@ -447,7 +504,10 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
             if D[m] <= 0:
                 continue
             sigs = {}
-            for v in _minimal_vectors(taus, sites, D[m], survive):
+            vectors = _minimal_vectors(taus, sites, D[m], survive)
+            if life is not None:
+                vectors = _kept_up(vectors, svc_cands, cloud_idx, gpn_cloud)
+            for v in vectors:
                 gpus_c = [0] * len(cloud_pools)
                 gpus_o = [0] * len(onprem_pools)
                 for c, y in zip(svc_cands, v):
@@ -457,8 +517,11 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
                         gpus_o[onprem_idx[(c.site, c.instance)]] += c.gpus * y
                 sig = (tuple(math.ceil(g / gpn_cloud[k]) for k, g in enumerate(gpus_c)), tuple(gpus_o))
                 sigs.setdefault(sig, v)
+            def up(a) -> tuple[bool, ...]:
+                return tuple(x > 0 for x in a) if life is not None else ()
             keep = [(a, b, v) for (a, b), v in sigs.items()
-                    if not any((a2, b2) != (a, b) and all(x <= y for x, y in zip(a2 + b2, a + b)) for a2, b2 in sigs)]
+                    if not any((a2, b2) != (a, b) and up(a2) == up(a)
+                               and all(x <= y for x, y in zip(a2 + b2, a + b)) for a2, b2 in sigs)]
             if not keep:
                 return None
             svc_months.append(m)
@@ -516,11 +579,16 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
         fixed = sum(parts.values())
 
         for pick in itertools.product(*svc_options):
-            if types_most is not None:
-                used = {cloud_pools[k] for vnodes, _g, _v in pick for k, v in enumerate(vnodes) if v}
-                used |= {onprem_pools[k] for _n, vgpus, _v in pick for k, g in enumerate(vgpus) if g}
-                if any(sum(1 for s, _i in used if s == site) > types_most for site in site_of):
-                    continue
+            used = {cloud_pools[k] for vnodes, _g, _v in pick for k, v in enumerate(vnodes) if v}
+            used |= {onprem_pools[k] for _n, vgpus, _v in pick for k, g in enumerate(vgpus) if g}
+            if types_most is not None and any(sum(1 for s, _i in used if s == site) > types_most for site in site_of):
+                continue
+            if sites_most is not None and len({s for s, _i in used}) > sites_most:
+                continue
+            if gpus_most is not None and len({gpu_of_pool(i) for _s, i in used}) > gpus_most:
+                continue
+            if life is not None and not _lives(pick, svc_months, len(cloud_pools), H, life):
+                continue
             nh = [list(row) for row in node_hours]
             vn = [[0] * H for _ in cloud_pools]
             go = [list(row) for row in gpus_onprem]

@@ -22,6 +22,7 @@ import yaml
 import audit_fixtures as F
 from compiler.audit import codes
 from compiler.pipeline import compile_spec, estimate
+from compiler.plan import to_json
 from examples_cache import ROOT
 
 MRI = "multi-region-inference"
@@ -152,9 +153,81 @@ def _schema_errors(plan: dict) -> list[str]:
     return sorted(e.message for e in validator.iter_errors(plan))
 
 
-def test_a_spec_without_limits_has_no_operability_record():
-    golden = json.loads((ROOT / "tests" / "golden" / "examples" / MRI / "plan.json").read_text())
-    assert "operability" not in golden
+def test_a_spec_without_limits_has_no_operability_record(tmp_path):
+    """The defaults lifted (null) and nothing else set: no operability key, and the report says so."""
+    path = _variant(tmp_path, "llm-pretrain-aws", max_sites_per_service=None, max_gpu_types_per_service=None,
+                    min_pool_months=None)
+    result = compile_spec(path)
+    assert "operability" not in json.loads(result.artifacts["plan.json"])
+    assert "The policy sets no operability limit" in result.artifacts["report.md"]
+    shipped = json.loads((ROOT / "tests" / "golden" / "examples" / MRI / "plan.json").read_text())
+    assert shipped["operability"]["max_sites_per_service"] == 3    # the default stays on
+
+
+def service_keys(plan: dict, w: dict) -> tuple[set[str], set[str]]:
+    """A service's sites and GPU types over the placements that run a replica (the GPU from the
+    plan's pools)."""
+    gpu = {(p["site"], p["instance"]): p["gpu"] for p in plan["pools"]}
+    on = [p for p in w["placements"] if any(r > 0 for r in p["monthly_replicas"])]
+    return {p["site"] for p in on}, {gpu[(p["site"], p["instance"])] for p in on}
+
+
+def pool_runs(plan: dict) -> list[tuple[str, str, int, int]]:
+    """(site, instance, first, last) of each run of months a cloud pool carries a replica in."""
+    cloud = {s["name"] for s in plan["sites"] if s["type"] == "cloud"}
+    up: dict[tuple[str, str], set[int]] = {}
+    for w in plan["workloads"]:
+        for p in w["placements"]:
+            if p["site"] in cloud:
+                up.setdefault((p["site"], p["instance"]), set()).update(
+                    m for m, r in enumerate(p["monthly_replicas"]) if r > 0)
+    runs = []
+    for (site, inst), months in sorted(up.items()):
+        for m in sorted(months):
+            if m - 1 not in months:
+                end = m
+                while end + 1 in months:
+                    end += 1
+                runs.append((site, inst, m, end))
+    return runs
+
+
+@pytest.fixture(scope="module")
+def mri_defaults(tmp_path_factory):
+    """(Candidates, Result) of multi-region-inference with its policy's two lifted limits removed:
+    the defaults on (the compile takes about a minute and a half on 2 cores)."""
+    doc = yaml.safe_load((ROOT / "examples" / f"{MRI}.yaml").read_text())
+    for key in ("max_gpu_types_per_service", "min_pool_months"):
+        del doc["policy"][key]
+    path = tmp_path_factory.mktemp("defaults") / f"{MRI}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    result = compile_spec(path)
+    return result.candidates, result
+
+
+def test_the_default_limits_hold_on_the_three_cloud_example(mri_defaults):
+    """multi-region-inference with the defaults on: each service on at most 3 sites and 2 GPU
+    types, every cloud pool up 3 months or to the horizon's end; without the limits its services
+    run on more GPU types and some pools for a month, so the defaults bind and their price is in
+    plan.json and the report."""
+    _cands, result = mri_defaults
+    plan = json.loads(result.artifacts["plan.json"])
+    H = plan["horizon_months"]
+    for w in plan["workloads"]:
+        sites, gpus = service_keys(plan, w)
+        assert len(sites) <= 3 and len(gpus) <= 2, (w["name"], sites, gpus)
+    assert all(last == H - 1 or last - first + 1 >= 3 for _s, _i, first, last in pool_runs(plan))
+    free = json.loads(to_json(result.unlimited))     # the plan as plan.json writes it
+    assert max(len(service_keys(free, w)[1]) for w in free["workloads"]) > 2
+    assert any(last < H - 1 and last - first + 1 < 3 for _s, _i, first, last in pool_runs(free))
+    op = plan["operability"]
+    assert (op["max_sites_per_service"], op["max_gpu_types_per_service"], op["min_pool_months"]) == (3, 2, 3)
+    assert op["unlimited"]["cost_usd"] == pytest.approx(free["total_cost_usd"])
+    assert plan["total_cost_usd"] > free["total_cost_usd"]
+    assert plan["solver"]["best_bound_usd"] <= free["total_cost_usd"] + 0.01   # a bound on both
+    md = result.artifacts["report.md"]
+    assert "| `max_gpu_types_per_service` | 2 | at most 2 a service |" in md
+    assert "| `min_pool_months` | 3 |" in md
 
 
 # --- the audit flags a plan that breaks a limit --------------------------------------------
@@ -176,6 +249,27 @@ def test_the_audit_flags_a_mix_changed_too_soon():
     findings = F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=3))
     assert codes.MIX_HOLD in F.codes_of(findings)
     assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=1))) == set()
+
+
+def test_the_audit_flags_too_many_sites_or_gpu_types(mri_defaults):
+    cands, plan = mri_defaults[0], mri_defaults[1].plan
+    assert codes.SERVICE_SITES in F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_sites_per_service=2)))
+    assert codes.SERVICE_GPU_TYPES in F.codes_of(F.run_audit(cands, plan, _policy(cands.spec,
+                                                                                  max_gpu_types_per_service=1)))
+    assert F.codes_of(F.run_audit(cands, plan, cands.spec)) == set()
+
+
+def test_the_audit_flags_a_pool_up_too_short(mri_defaults):
+    """The plan without the limits stands some cloud pools up for a month; the audit names them
+    under min_pool_months 3, and not under 1."""
+    cands, result = mri_defaults
+    free = result.unlimited
+    assert free is not None and free is not result.plan
+    lifted = cands.spec.policy.without_limits()
+    findings = F.run_audit(cands, free, _policy(cands.spec, **{**vars(lifted), "min_pool_months": 3}))
+    assert codes.POOL_LIFE in F.codes_of(findings)
+    assert any("carries replicas in months" in f.message for f in findings)
+    assert F.codes_of(F.run_audit(cands, free, _policy(cands.spec, **{**vars(lifted), "min_pool_months": 1}))) == set()
 
 
 def test_the_audit_flags_spot_over_the_cap():
@@ -241,7 +335,8 @@ def test_the_greedy_start_obeys_the_limits(tmp_path):
     from compiler.optimize.solve import HighsModel
     from compiler.optimize.start import greedy_start
 
-    path = _variant(tmp_path, MRI, max_instance_types_per_site=1, min_months_per_mix=12)
+    path = _variant(tmp_path, MRI, max_instance_types_per_site=1, min_months_per_mix=12, max_gpu_types_per_service=2,
+                    min_pool_months=3)
     problem = formulate(estimate(path)[0])
     start = greedy_start(problem)
     assert start is not None
@@ -256,12 +351,18 @@ def test_the_greedy_start_obeys_the_limits(tmp_path):
             months.setdefault(v.workload, {}).setdefault(v.month, set()).add(c.id)
     assert used and all(len(v) == 1 for v in used.values())
     assert all(len({frozenset(s) for s in by_month.values()}) == 1 for by_month in months.values())
+    gpus: dict[str, set[str]] = {}
+    for v in problem.variables:
+        if v.family == "y" and start.get(v.name, 0.0) >= 0.5:
+            gpus.setdefault(v.workload, set()).add(by_id[v.candidate].gpu)
+    assert all(len(g) <= 2 for g in gpus.values())
 
 
 def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
     """A spot share of 1 and a one-month hold set nothing the model must meet: the plan records
     them, and the plan without them is this plan (no second solve)."""
-    path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=1, min_months_per_mix=1)
+    path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=1, min_months_per_mix=1, min_pool_months=1,
+                    max_sites_per_service=None, max_gpu_types_per_service=None)
     from compiler.pipeline import CompileOptions
 
     said: list[str] = []
@@ -271,7 +372,7 @@ def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
     assert (op["max_spot_share"], op["min_months_per_mix"], op["max_instance_types_per_site"]) == (1, 1, None)
     assert op["unlimited"]["cost_usd"] == plan["total_cost_usd"]
     assert said and not any("without the operability limits" in s for s in said)
-    assert "None of these limits can bind" in result.artifacts["report.md"]
+    assert "The plan without the limits keeps every one of them" in result.artifacts["report.md"]
 
 
 def test_two_binding_limits_are_each_priced_alone():
@@ -280,7 +381,7 @@ def test_two_binding_limits_are_each_priced_alone():
     instance type a site both bind, and each alone costs exactly its own swap, priced here from
     the catalog: the job's 100 node-hours on demand instead of spot, and a month of a p5 node
     instead of a g6e.xlarge node."""
-    from compiler.operability import with_unlimited
+    from compiler.operability import solve_within_limits, unlimited, with_limits
     from compiler.optimize import SolveOptions, optimize
     from compiler.spec import Policy
     from optimize_fixtures import CATALOG, candidates, cloud, infer_cand, inference, spec, train_cand, training
@@ -294,7 +395,8 @@ def test_two_binding_limits_are_each_priced_alone():
     both = Policy(max_instance_types_per_site=1, max_spot_share=0.0)
     cs = candidates(spec([aws], [job, svc], horizon=2, policy=both), cands)
     exact = SolveOptions(gap=1e-9)
-    plan = with_unlimited(cs, optimize(cs, exact), exact)
+    limited, free = solve_within_limits(cs, exact, optimize)
+    plan = with_limits(cs, limited, unlimited(free), exact, optimize, free)
     op = plan.operability
     alone = {a.key: a.cost_usd for a in op.alone}
     assert set(alone) == {"max_instance_types_per_site", "max_spot_share"}

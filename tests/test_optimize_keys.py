@@ -22,7 +22,7 @@ from compiler.pipeline import estimate
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = tuple(sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
 
-VAR_FIELDS = ("family", "workload", "candidate", "site", "instance", "tier", "fabric", "pricing", "month")
+VAR_FIELDS = ("family", "workload", "candidate", "site", "instance", "gpu", "tier", "fabric", "pricing", "month")
 ROW_FIELDS = ("family", "workload", "candidate", "site", "instance", "gpu", "tier", "fabric", "pricing",
               "without", "month")
 
@@ -51,6 +51,10 @@ VARIABLES = {
     "storage_open": f"{SITE}/{TIER}{MONTH}",
     "storage_peak": f"{SITE}/{TIER}",
     "uses_type": f"{WORK}/{SITE}/{INST}",
+    "uses_site": f"{WORK}/{SITE}",
+    "uses_gpu": f"{WORK}/{GPU}",
+    "pool_on": POOL_MONTH,
+    "pool_start": POOL_MONTH,
     "in_mix": CAND + MONTH,
     "mix_change": WORK + MONTH,
 }
@@ -90,6 +94,16 @@ ROWS = {
     "storage_used": f"{SITE}/{WORK}{MONTH}",
     "type_use": _Y,
     "max_types": f"{WORK}/{SITE}",
+    "uses_site": _Y,
+    "uses_gpu": _Y,
+    "max_sites": WORK,
+    "max_gpu_types": WORK,
+    "uses_site_mix": f"{WORK}/{SITE}{MONTH}",
+    "uses_gpu_mix": f"{WORK}/{GPU}{MONTH}",
+    "uses_type_mix": f"{WORK}/{SITE}/{INST}{MONTH}",
+    "pool_on": POOL_MONTH + "/(?:some|nodes)",
+    "pool_start": POOL_MONTH,
+    "pool_life": POOL_MONTH,
     "in_mix": _Y,
     "in_mix_some": _Y,
     "mix_change": CAND + MONTH + "/[+-]",
@@ -118,7 +132,7 @@ def _parse(name: str, patterns: dict[str, str], fields: tuple[str, ...], workloa
 def _variant(tmp_path: Path, example: str, edit) -> Path:
     doc = copy.deepcopy(yaml.safe_load((ROOT / "examples" / f"{example}.yaml").read_text()))
     edit(doc)
-    out = tmp_path / f"{example}-variant.yaml"
+    out = tmp_path / f"{example}-{edit.__name__.strip('_')}.yaml"
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
 
@@ -141,9 +155,17 @@ def _on_demand(doc) -> None:
 
 
 def _limited(doc) -> None:
-    """multi-region-inference with two instance types a service and site and a 3-month mix hold:
-    the operability rows (15a), (15b)."""
-    doc["policy"].update(max_instance_types_per_site=2, min_months_per_mix=3)
+    """multi-region-inference with two sites a service, two instance types a service and site and a
+    3-month mix hold: the operability rows (15a), (15b), (15d) (the defaults write (15e), (15f))."""
+    doc["policy"].update(max_instance_types_per_site=2, min_months_per_mix=3, max_sites_per_service=2)
+
+
+def _hybrid_limited(doc) -> None:
+    """hybrid-llm-platform with one site and one instance type a site per service: the rows (15a)
+    and (15d) in months with replica mixes, and their cuts over the mixes."""
+    doc.setdefault("policy", {}).update(max_instance_types_per_site=1, max_sites_per_service=1,
+                                        allowed_gpus=["H100", "L40S"])   # few enough candidates for mixes
+    del next(w for w in doc["workloads"] if w["name"] == "eu-assistant-8b")["sites"]   # two sites to count
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +173,7 @@ def problems(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("keys")
     paths = [ROOT / "examples" / f"{name}.yaml" for name in EXAMPLES]
     paths += [_variant(tmp, "hybrid-llm-platform", _pinned), _variant(tmp, "llm-pretrain-aws", _on_demand),
-              _variant(tmp, "multi-region-inference", _limited)]
+              _variant(tmp, "multi-region-inference", _limited), _variant(tmp, "hybrid-llm-platform", _hybrid_limited)]
     return [formulate(estimate(p)[0]) for p in paths]
 
 

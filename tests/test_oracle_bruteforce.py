@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import math
+
 import pytest
 
 from compiler.diagnostics import CompileError
@@ -266,3 +268,97 @@ def test_the_operability_limits_bind_on_some_seeds():
         if free is not None and (limited is None or limited.cost > free.cost * (1 + REL)):
             dearer += 1
     assert dearer >= 5
+
+
+@lru_cache(maxsize=None)
+def counted_case(seed: int):
+    """Seed `seed`'s platform with the service on one site or one GPU type (alternating seeds;
+    one site rules out a service at 99.9%, which both must then call infeasible)."""
+    from dataclasses import replace
+
+    from compiler.spec import Policy
+
+    sp, cs = platform(seed)
+    one = dict(max_sites_per_service=1) if seed % 2 else dict(max_gpu_types_per_service=1)
+    sp = replace(sp, policy=replace(Policy(), **one))
+    cs = replace(cs, spec=sp)
+    return sp, cs, brute_force(sp, cs)
+
+
+@pytest.mark.parametrize("seed", LIMIT_SEEDS)
+def test_milp_equals_brute_force_under_one_site_or_gpu_type(seed):
+    _assert_milp_is_the_brute_force(seed, *counted_case(seed))
+
+
+def test_one_site_or_gpu_type_binds_on_some_seeds():
+    """Not vacuous: the service's cheapest plan without the limit uses both sites or both GPU
+    types on many seeds."""
+    dearer = sum(1 for seed in LIMIT_SEEDS if case(seed)[2] is not None
+                 and (counted_case(seed)[2] is None or counted_case(seed)[2].cost > case(seed)[2].cost * (1 + REL)))
+    assert dearer >= 10
+
+
+def _stand_in_case(life: int | None):
+    """A hand-made platform where the service's cheapest plan rents a cloud pool for two months
+    only: one owned HGX H100 at dc1 (no power for more) carries the service alone, but a training
+    job that must run on it holds it in months 1-2 (start 1, 1,000 h), so the service rents
+    g6e.xlarge replicas in those months. With min_pool_months 3 the cloud pool must stay up a
+    third month (or the job moves to the cloud)."""
+    from compiler.spec import CloudSite, OnPremSite, OwnedNodes, Policy, Spec, TrainingWindow, TrainingWorkload
+
+    from optimize_fixtures import candidates, inference, infer_cand, train_cand
+
+    aws = CloudSite(name="aws-use1", provider="aws", region="us-east-1", pricing=("on_demand",), path="$.sites[0]")
+    dc = OnPremSite(name="dc1", power_kw=0.0, electricity_usd_per_kwh=0.1, pue=1.2, max_racks=4,
+                    owned=(OwnedNodes("hgx-h100", 1),), path="$.sites[1]")
+    t = TrainingWorkload(name="t", model="llama-3-8b", tokens=1e10, window=TrainingWindow(start_month=1),
+                         path="$.workloads[0]")
+    svc = inference("svc", index=1, rps=10.0)     # 1,000 output tokens/s from month 0
+    cands = [train_cand(t, dc, "hgx-h100", 1, 1000.0, False, "ethernet-100g", "/dc"),
+             train_cand(t, aws, "p5.48xlarge", 1, 1000.0, False, "efa", "/aws"),
+             infer_cand(svc, dc, "hgx-h100", 8, 1500.0, "ethernet-100g", "/dc"),
+             infer_cand(svc, aws, "g6e.xlarge", 1, 800.0, "efa", "/aws")]
+    sp = Spec(api_version="infra-compile/v1", name="stand-in", horizon_months=6, sites=(aws, dc),
+              policy=Policy(max_sites_per_service=None, max_gpu_types_per_service=None, min_pool_months=life),
+              workloads=(t, svc), sha256="0" * 64)
+    return sp, candidates(sp, cands)
+
+
+def test_milp_equals_brute_force_under_a_pool_life():
+    """min_pool_months binds on the hand-made platform, and the MILP's optimum is the brute
+    force's with and without it."""
+    free_sp, free_cs = _stand_in_case(None)
+    life_sp, life_cs = _stand_in_case(3)
+    free, held = brute_force(free_sp, free_cs), brute_force(life_sp, life_cs)
+    assert free is not None and held is not None and held.cost > free.cost * (1 + REL)
+    cloud_months = [m for m, reps in sorted(free.replicas.items()) if any(y for cid, y in reps.items() if "aws" in cid)]
+    assert cloud_months == [1, 2], free.describe()
+    _assert_milp_is_the_brute_force("stand-in", free_sp, free_cs, free)
+    _assert_milp_is_the_brute_force("stand-in, min_pool_months 3", life_sp, life_cs, held)
+
+
+def test_the_compiles_bound_is_never_above_the_limited_optimum():
+    """The compile's path under binding limits (the plan without them first, then the limited model
+    searched, over narrowed candidates where a count binds) states a bound no higher than the
+    brute force's optimum and a plan no cheaper."""
+    from compiler.operability import solve_within_limits
+
+    checked = 0
+    cases = [counted_case(seed) for seed in SEEDS] + [(*_stand_in_case(3), brute_force(*_stand_in_case(3)))]
+    for sp, cs, best in cases:
+        if best is None or case_free_cost(sp, cs) >= best.cost * (1 - REL):
+            continue
+        plan, _free = solve_within_limits(cs, EXACT, optimize)
+        assert plan.solver.best_bound_usd <= best.cost * (1 + REL) + 0.01, (sp.name, plan.solver, best.describe())
+        assert plan.total_cost_usd >= best.cost * (1 - REL) - 0.01, (sp.name, plan.total_cost_usd, best.describe())
+        checked += 1
+    assert checked >= 10
+
+
+def case_free_cost(sp, cs) -> float:
+    """The brute force's optimum with every operability limit lifted."""
+    from dataclasses import replace
+
+    free = replace(sp, policy=sp.policy.without_limits())
+    best = brute_force(free, replace(cs, spec=free))
+    return math.inf if best is None else best.cost

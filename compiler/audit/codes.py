@@ -27,6 +27,9 @@ PRICING_NOT_OFFERED = "A206"   # a pricing the site does not offer (or of the wr
 INSTANCE_TYPES = "A207"        # a service on more instance types at a site than policy allows
 MIX_HOLD = "A208"              # a service's replica mix changed sooner than policy.min_months_per_mix
 SPOT_SHARE = "A209"            # a training job's spot node-hours above policy.max_spot_share
+SERVICE_SITES = "A210"         # a service at more sites than policy.max_sites_per_service
+SERVICE_GPU_TYPES = "A211"     # a service on more GPU types than policy.max_gpu_types_per_service
+POOL_LIFE = "A212"             # a cloud pool carries replicas for fewer months than policy.min_pool_months
 
 # A3xx: capacity
 HOLDING_OVER_POOL = "A301"     # a holding has more nodes in a month than its pool of that pricing

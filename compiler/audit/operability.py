@@ -1,6 +1,6 @@
-"""Operability limits of the policy, re-derived from the plan's placements: instance types a
-service runs at a site, how long a service keeps its replica mix, the share of a training job on
-spot (docs/spec-reference.md, "Operability limits", is the rule these are written from)."""
+"""Operability limits of the policy, re-derived from the plan's placements: the sites, GPU types
+and instance types at a site a service runs on, how long a cloud pool carries replicas once up,
+how long a service keeps its replica mix, the share of a training job on spot (docs/spec-reference.md, "Operability limits", is the rule these are written from)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,14 @@ from compiler.audit.context import Context, Finding
 
 def check_operability(ctx: Context) -> Iterator[Finding]:
     pol = ctx.spec.policy
+    if pol.max_sites_per_service is not None:
+        yield from _counted(ctx, pol.max_sites_per_service, lambda pl: pl.placement.site, "sites",
+                            codes.SERVICE_SITES, "max_sites_per_service")
+    if pol.max_gpu_types_per_service is not None:
+        yield from _counted(ctx, pol.max_gpu_types_per_service, lambda pl: pl.cand.gpu, "GPU types",
+                            codes.SERVICE_GPU_TYPES, "max_gpu_types_per_service")
+    if pol.min_pool_months is not None:
+        yield from _pool_life(ctx, pol.min_pool_months)
     if pol.max_instance_types_per_site is not None:
         yield from _instance_types(ctx, pol.max_instance_types_per_site)
     if pol.min_months_per_mix is not None:
@@ -27,6 +35,41 @@ def _serving(ctx: Context):
         if pl.workload.kind == "inference" and any(r > 0 for r in pl.placement.monthly_replicas):
             out.setdefault(pl.workload.name, []).append(pl)
     return out
+
+
+def _counted(ctx: Context, most: int, key, what: str, code: str, policy_key: str) -> Iterator[Finding]:
+    """Each service's distinct keys (sites, GPU types) over its placements with a replica."""
+    for name, pls in sorted(_serving(ctx).items()):
+        keys = sorted({key(pl) for pl in pls})
+        if len(keys) > most:
+            yield Finding(code, f"{name} runs on {len(keys)} {what} ({', '.join(keys)}); policy.{policy_key} "
+                          f"is {most}", f"$.policy.{policy_key}")
+
+
+def _pool_life(ctx: Context, least: int) -> Iterator[Finding]:
+    """A cloud pool (site, instance) is up in a month where any service has a replica on it. Each
+    run of such months lasts `least` months, unless it reaches the horizon's last month."""
+    up: dict[tuple[str, str], set[int]] = {}
+    for pls in _serving(ctx).values():
+        for pl in pls:
+            if ctx.sites[pl.placement.site].type != "cloud":
+                continue
+            key = (pl.placement.site, pl.placement.instance)
+            up.setdefault(key, set()).update(m for m in range(ctx.H) if ctx.replicas(pl.placement, m) > 0)
+    for (site, inst), months in sorted(up.items()):
+        m = 0
+        while m < ctx.H:
+            if m not in months:
+                m += 1
+                continue
+            end = m
+            while end + 1 in months:
+                end += 1
+            if end < ctx.H - 1 and end - m + 1 < least:
+                yield Finding(codes.POOL_LIFE,
+                              f"{inst} at {site} carries replicas in months {m}-{end} only ({end - m + 1} "
+                              f"month(s)); policy.min_pool_months is {least}", "$.policy.min_pool_months")
+            m = end + 1
 
 
 def _instance_types(ctx: Context, most: int) -> Iterator[Finding]:

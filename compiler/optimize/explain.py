@@ -101,6 +101,14 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
     if c.family == "max_types":
         return (f"{c.workload} needs {c.rhs + amount:,.0f} instance types at {c.site}, "
                 f"policy.max_instance_types_per_site allows {c.rhs:g}")
+    if c.family == "max_sites":
+        return (f"{c.workload} needs {c.rhs + amount:,.0f} sites, policy.max_sites_per_service allows {c.rhs:g}")
+    if c.family == "max_gpu_types":
+        return (f"{c.workload} needs {c.rhs + amount:,.0f} GPU types, "
+                f"policy.max_gpu_types_per_service allows {c.rhs:g}")
+    if c.family == "pool_life":
+        return (f"{c.instance} at {c.site} would carry replicas for fewer months than policy.min_pool_months "
+                f"allows{_month(c)} ({c.meaning})")
     if c.family == "mix_hold":
         return (f"{c.workload} must change its replica mix more often than policy.min_months_per_mix "
                 f"allows{_month(c)} ({c.meaning})")

@@ -90,7 +90,8 @@ Constraints
        them, so the optimum is unchanged; explain.py's elastic re-solve drops them):
        mix[w@m]: each service-month chooses exactly one minimal replica mix (mixes.py: no
        replica can be dropped; every plan can drop down to one, so the optimum is unchanged),
-       mix_y[y]: y_{c,m} = sum_k mix_k(c) lambda_k, node_mix[y]: v_{p,m} >= sum_k
+       mix_y[y]: y_{c,m} = sum_k mix_k(c) lambda_k (>= under (15f): a plan may hold a replica
+       beyond its mix to keep a pool up, and every plan's replicas still hold a mix), node_mix[y]: v_{p,m} >= sum_k
        ceil(g_c mix_k(c) / G_p) lambda_k (b_q for an on-prem pool with no owned nodes). The LP
        of one mix is the convex hull of the month's integer points. Service-months with more than
        mixes.MAX_MIXES mixes get the per-row integer-hull facets of cuts.py instead; buy_for[c]:
@@ -111,7 +112,14 @@ Constraints
              for m after w's first month; sum_{m=a}^{a+N-1} chg_{w,m} <= 1 for every month a, and
              0 for a = the first month (its start counts as a change);
        (15c) max_spot_share below 1: no spot candidate (a job runs all on spot or none), a
-             filter applied with the policy's, before the reductions.
+             filter applied with the policy's, before the reductions;
+       (15d), (15e) uses_site[y], max_sites[w] (max_sites_per_service S), uses_gpu[y],
+             max_gpu_types[w] (max_gpu_types_per_service G): as (15a) with the key a site or a
+             GPU type and the sum over the whole service: at most S sites, at most G GPU types;
+       (15f) pool_on, pool_start, pool_life[p@m] (min_pool_months N > 1), cloud pools with
+             replicas: o_{p,m} in {0,1} with o <= sum_c y_{c,m} and v_{p,m} <= U_{p,m} o;
+             s_{p,m} >= o_{p,m} - o_{p,m-1}; sum_{j=m-N+1}^{m} s_{p,j} <= o_{p,m} (each run of
+             months with replicas lasts N months, or to the horizon's end).
        Under (15b) the mixes of (14) and reductions.replica_caps are not used (their arguments
        drop replicas a mix may need to hold; docs/optimizer.md, "Exact reductions").
   Bounds: y_{c,m} <= ceil(D_{w,m} / tau_c) (c alone carries month m); b_q <= nodes the busiest
@@ -174,7 +182,8 @@ class Variable:
     # read these, never the name, which stays what the solver and the plan's readers see.
     family: str = ""                 # the name's head: x, y, mix, buy, fab, fabnodes, reserved, ondemand,
                                      # inodes, res_free, res_taken, od_excess, storage, storage_open, storage_peak,
-                                     # uses_type, in_mix, mix_change (the operability limits, (15)),
+                                     # uses_site, uses_gpu, uses_type, in_mix, mix_change, pool_on,
+                                     # pool_start (the operability limits, (15)),
                                      # idle_tail (a commitment's idle months after the horizon, (16))
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
@@ -184,6 +193,7 @@ class Variable:
     tier: str | None = None          # storage, storage_open, storage_peak: the storage tier
     fabric: str | None = None        # fab, fabnodes: the fabric wired
     pricing: str | None = None       # reserved: the term (its start month: Problem.reservations)
+    gpu: str | None = None           # uses_gpu: the GPU type
 
     @property
     def cost(self) -> float:
@@ -337,6 +347,7 @@ _SERIES = {
     "pin_pricing": lambda c: pin_pricing_name(c.site, c.instance, c.pricing),
     "pin_nodes": lambda c: pin_nodes_name(c.candidate),
     "mix_hold": lambda c: f"mix_hold[{c.workload}]",
+    "pool_life": lambda c: f"pool_life[{c.site}/{c.instance}]",
 }
 
 
@@ -469,11 +480,15 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
     B.con(f"mix[{w.name}@{m:03d}]", "cut", {n: 1.0 for n in names}, "==", 1.0, path,
           f"{w.name} runs one minimal mix of replicas in month {m}", family="mix", workload=w.name, month=m)
     out = [(n, tuple((y_name(c, m), r) for c, r in zip(cands, mix) if r)) for n, mix in zip(names, found)]
+    # Under a pool-life limit a plan may keep a replica no row needs, to keep its pool up: every
+    # plan's replicas still hold a minimal mix (drop them one by one while the rows hold), so
+    # y >= the mix's count is valid where y = it is not.
+    sense = ">=" if spec.policy.limits_pool_life else "=="
     for j, c in enumerate(cands):
         yn = y_name(c, m)
         about = dict(workload=c.workload, candidate=c.id, month=m)
         B.con(f"mix_y[{yn}]", "cut", {yn: 1.0, **{n: -float(mix[j]) for n, mix in zip(names, found) if mix[j]}},
-              "==", 0.0, path, f"{yn} is its mix's replica count", family="mix_y", **about)
+              sense, 0.0, path, f"{yn} holds its mix's replica count", family="mix_y", **about)
         if c.site_type == "cloud":
             node_var, gpn = inode_name(c.site, c.instance, m), cat.instances[c.instance].gpus
         elif not owned_nodes(spec.site(c.site), c.instance):
@@ -1116,10 +1131,6 @@ def _cloud_share(st: "_State") -> None:
               f"cloud spend is at most {share:.0%} of the total", family="cloud_share")
 
 
-def type_name(w: str, site: str, inst: str) -> str:
-    return f"uses_type[{w}/{site}/{inst}]"
-
-
 def in_mix_name(cid: str, m: int) -> str:
     return f"in_mix[{cid}@{m:03d}]"
 
@@ -1129,44 +1140,142 @@ def mix_change_name(w: str, m: int) -> str:
 
 
 def _operability(st: "_State") -> None:
-    """The operability limits of the policy: instance types per service and site (15a) and how
-    long a service keeps its replica mix (15b). (15c), the spot cap, is a candidate filter."""
+    """The operability limits of the policy: sites (15d), GPU types (15e) and instance types per
+    site (15a) of a service, how long a cloud pool carries replicas (15f) and a service keeps its
+    replica mix (15b). (15c), the spot cap, is a candidate filter."""
     policy = st.spec.policy
     for w in st.spec.workloads:
         if not isinstance(w, InferenceWorkload):
             continue
+        if policy.limits_sites:
+            _at_most(st, w, policy.max_sites_per_service, "uses_site", "max_sites", "$.policy.max_sites_per_service",
+                     "sites")
+        if policy.limits_gpu_types:
+            _at_most(st, w, policy.max_gpu_types_per_service, "uses_gpu", "max_gpu_types",
+                     "$.policy.max_gpu_types_per_service", "GPU types")
         if policy.limits_types:
-            _instance_types(st, w, policy.max_instance_types_per_site)
+            _at_most(st, w, policy.max_instance_types_per_site, "uses_type", "max_types",
+                     "$.policy.max_instance_types_per_site", "instance types")
         if policy.limits_churn:
             _mix_hold(st, w, policy.min_months_per_mix)
+    if policy.limits_pool_life:
+        _pool_life(st, policy.min_pool_months)
 
 
-def _instance_types(st: "_State", w: InferenceWorkload, K: int) -> None:
-    """(15a) T_{w,s,i} = 1 where w runs any replica on instance i at site s in any month:
-    y_{c,m} <= ub_{c,m} T_{w,s(c),i(c)}; sum_i T_{w,s,i} <= K. Written only at sites where w has
-    more than K instance types to choose from."""
+# Each "at most K" limit's indicator family -> what of a candidate it counts (an instance type is
+# counted per site: its key's first part is the site).
+COUNTED = {"uses_site": lambda c: (c.site,), "uses_gpu": lambda c: (c.gpu,),
+           "uses_type": lambda c: (c.site, c.instance)}
+
+
+def uses_name(family: str, w: str, key: tuple[str, ...]) -> str:
+    return f"{family}[{w}/{'/'.join(key)}]"
+
+
+def type_name(w: str, site: str, inst: str) -> str:
+    return uses_name("uses_type", w, (site, inst))
+
+
+def _at_most(st: "_State", w: InferenceWorkload, K: int, family: str, row: str, path: str, what: str) -> None:
+    """(15a), (15d), (15e): T_{w,k} in {0,1} = 1 where w runs any replica on a candidate whose key
+    k = COUNTED[family](c) (a site, a GPU type, an instance type at a site) in any month:
+    y_{c,m} <= ub_{c,m} T_{w,k}; sum_k T_{w,k} <= K, per site for instance types, else over the
+    whole service. Written only where w has more than K keys to choose from."""
     B = st.B
-    path = "$.policy.max_instance_types_per_site"
-    by_site: dict[str, dict[str, list[Candidate]]] = {}
+    scoped = family == "uses_type"
+    groups: dict[tuple[str, ...], dict[tuple[str, ...], list[Candidate]]] = {}
     for c in st.chosen[w.name]:
-        by_site.setdefault(c.site, {}).setdefault(c.instance, []).append(c)
-    for s, insts in sorted(by_site.items()):
-        if len(insts) <= K:
+        k = COUNTED[family](c)
+        groups.setdefault(k[:1] if scoped else (), {}).setdefault(k, []).append(c)
+    for scope, keys in sorted(groups.items()):
+        if len(keys) <= K:
             continue
         chosen = {}
-        for i, cands in sorted(insts.items()):
-            tn = B.var(type_name(w.name, s, i), "binary", family="uses_type", workload=w.name, site=s, instance=i)
+        for k, cands in sorted(keys.items()):
+            gpu = family == "uses_gpu"
+            tn = B.var(uses_name(family, w.name, k), "binary", family=family, workload=w.name,
+                       site=None if gpu else k[0], instance=k[1] if scoped else None, gpu=k[0] if gpu else None)
             chosen[tn] = 1.0
             for c in cands:
                 for m in st.months:
                     yn = y_name(c, m)
                     if yn not in B.vars:
                         continue
-                    B.con(f"type_use[{yn}]", "operability_link", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
-                          path, f"{w.name} runs {c.id} only if it runs {i} at {s}", family="type_use",
+                    link = "type_use" if scoped else family
+                    B.con(f"{link}[{yn}]", "operability_link", {yn: 1.0, tn: -float(B.vars[yn].ub)}, "<=", 0.0,
+                          path, f"{w.name} runs {c.id} only if it uses {'/'.join(k)}", family=link,
                           workload=w.name, candidate=c.id, month=m)
-        B.con(f"max_types[{w.name}/{s}]", "operability", chosen, "<=", float(K), path,
-              f"{w.name} runs at most {K} instance types at {s}", family="max_types", workload=w.name, site=s)
+        _mix_uses(st, w, family, keys)
+        where = f"/{scope[0]}" if scope else ""
+        B.con(f"{row}[{w.name}{where}]", "operability", chosen, "<=", float(K), path,
+              f"{w.name} runs on at most {K} {what}{' at ' + scope[0] if scope else ''}", family=row,
+              workload=w.name, site=scope[0] if scope else None)
+
+
+def _mix_uses(st: "_State", w: InferenceWorkload, family: str, keys) -> None:
+    """Valid inequalities (group `cut`) of (15a), (15d), (15e) in the months with mixes (14):
+    sum_{k: mix k runs a replica with key q} lambda_k <= T_{w,q}. The month's one chosen mix uses
+    q only where T_{w,q} = 1, so every plan keeps them; the LP can no longer spread a month over
+    mixes of many keys with every T a fraction (y <= ub T alone lets five GPU types at 0.4 each
+    carry a service under a limit of 2)."""
+    B = st.B
+    of = {c.id: k for k, cands in keys.items() for c in cands}
+    by_y = {y_name(c, m): of[c.id] for c in st.chosen[w.name] if c.id in of for m in st.months}
+    for m in st.months:
+        options = st.mixes.get((w.name, m))
+        if not options:
+            continue
+        using: dict[tuple[str, ...], dict[str, float]] = {}
+        for mix, reps in options:
+            for q in {by_y[y] for y, _r in reps if y in by_y}:
+                using.setdefault(q, {})[mix] = 1.0
+        for q, mixes in sorted(using.items()):
+            tn = uses_name(family, w.name, q)
+            about = {"uses_gpu": dict(gpu=q[0]), "uses_site": dict(site=q[0])}.get(
+                family, dict(site=q[0], instance=q[-1]))
+            B.con(f"{family}_mix[{w.name}/{'/'.join(q)}@{m:03d}]", "cut", {**mixes, tn: -1.0}, "<=", 0.0, w.path,
+                  f"valid inequality: {w.name}'s mix in month {m} uses {'/'.join(q)} only if it may",
+                  family=f"{family}_mix", workload=w.name, month=m, **about)
+
+
+def pool_on_name(site: str, inst: str, m: int) -> str:
+    return f"pool_on[{site}/{inst}@{m:03d}]"
+
+
+def _pool_life(st: "_State", N: int) -> None:
+    """(15f) o_{p,m} in {0,1}: cloud pool p carries a replica in month m (o <= sum_c y_{c,m}, and
+    v_{p,m} <= U_{p,m} o with U the nodes every replica at its bound would fill, so no replica
+    without o); a start s_{p,m} >= o_{p,m} - o_{p,m-1} (o_{p,-1} = 0), and N months on after every
+    start: sum_{j=m-N+1}^{m} s_{p,j} <= o_{p,m} (the minimum up-time rows of unit commitment). A
+    run the horizon's end cuts short is allowed: the pool goes on after it."""
+    B, cat = st.B, st.cat
+    path = "$.policy.min_pool_months"
+    for (s, i) in sorted({(s, i) for (s, i, _m) in st.packing}):
+        gpn = cat.instances[i].gpus
+        starts: dict[int, str] = {}
+        for m in st.months:
+            pack = st.packing.get((s, i, m))
+            if not pack:
+                continue
+            about = dict(site=s, instance=i, month=m)
+            on = B.var(pool_on_name(s, i, m), "binary", family="pool_on", **about)
+            B.con(f"pool_on[{s}/{i}@{m:03d}/some]", "operability_link", {on: 1.0, **{yn: -1.0 for yn in pack}},
+                  "<=", 0.0, path, f"{i} at {s} is up in month {m} only if it carries a replica",
+                  family="pool_on", **about)
+            most = math.ceil(sum(g * (B.vars[yn].ub or 0.0) for yn, g in pack.items()) / gpn - 1e-9)
+            B.con(f"pool_on[{s}/{i}@{m:03d}/nodes]", "operability_link",
+                  {inode_name(s, i, m): 1.0, on: -float(max(1, most))}, "<=", 0.0, path,
+                  f"{i} at {s} has nodes for replicas in month {m} only if it is up", family="pool_on", **about)
+            sn = starts[m] = B.var(f"pool_start[{s}/{i}@{m:03d}]", "continuous", 1.0, family="pool_start", **about)
+            row = {sn: 1.0, on: -1.0}
+            if m - 1 in starts:
+                row[pool_on_name(s, i, m - 1)] = 1.0
+            B.con(f"pool_start[{s}/{i}@{m:03d}]", "operability_link", row, ">=", 0.0, path,
+                  f"{i} at {s} is stood up in month {m} if it was not up the month before",
+                  family="pool_start", **about)
+            window = {starts[j]: 1.0 for j in range(m - N + 1, m + 1) if j in starts}
+            B.con(f"pool_life[{s}/{i}@{m:03d}]", "operability", {**window, on: -1.0}, "<=", 0.0, path,
+                  f"{i} at {s} stays up {N} months after it is stood up", family="pool_life", **about)
 
 
 def _mix_hold(st: "_State", w: InferenceWorkload, N: int) -> None:
@@ -1212,25 +1321,23 @@ def _mix_hold(st: "_State", w: InferenceWorkload, N: int) -> None:
 
 
 def limit_indicators(problem: "Problem", vals: Mapping[str, float]) -> dict[str, float]:
-    """The operability indicators (15a), (15b) that integer replica counts `vals` imply: each
-    instance type a service uses at a site, each candidate in a service's mix in a month. For a
-    heuristic plan given as its integers (start.py); the solver checks the rows."""
+    """The operability indicators (15a), (15b), (15d)-(15f) that integer replica counts `vals`
+    imply: each site, GPU type and instance type at a site a service uses, each candidate in a
+    service's mix in a month, each cloud pool up in a month. For a heuristic plan given as its
+    integers (start.py); the solver checks the rows."""
     out: dict[str, float] = {}
-    if not (problem.spec.policy.limits_types or problem.spec.policy.limits_churn):
+    if not problem.spec.policy.has_limits:
         return out
     by_var = {v.name: v for v in problem.variables}
     by_id = {c.id: c for cs in problem.chosen_from.values() for c in cs}
     for v in problem.variables:
         if v.family == "y" and vals.get(v.name, 0.0) >= 0.5:
             c = by_id[v.candidate]
-            tn = type_name(v.workload, c.site, c.instance)
-            if tn in by_var:
-                out[tn] = 1.0
-            un = in_mix_name(c.id, v.month)
-            if un in by_var:
-                out[un] = 1.0
+            names = [uses_name(f, v.workload, key(c)) for f, key in COUNTED.items()]
+            names += [in_mix_name(c.id, v.month), pool_on_name(c.site, c.instance, v.month)]
+            out.update((n, 1.0) for n in names if n in by_var)
     for v in problem.variables:
-        if v.family in ("uses_type", "in_mix") and v.name not in out:
+        if v.family in (*COUNTED, "in_mix", "pool_on") and v.name not in out:
             out[v.name] = 0.0
     return out
 

@@ -119,6 +119,8 @@ def _to_mixes(problem: F.Problem, w: str, cands, vals: dict[str, float], ledger:
             continue   # cannot happen for a start that carries the month; leave it to the solver
         _, name, reps = min(below)
         vals[name] = 1.0
+        if problem.spec.policy.limits_pool_life:
+            continue   # y >= its mix there (formulate (14)); a spare replica may keep a pool up
         new = dict(reps)
         for y, c in by_y.items():
             spare = vals.get(y, 0.0) - new.get(y, 0)
@@ -210,19 +212,23 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
             # service survives losing any one (k = 1 and the whole load without that need);
             # a site whose limits cannot take its share is passed over.
             # One candidate per site: replicas at one site do not survive its loss.
+            most_gpus = spec.policy.max_gpu_types_per_service or len(ranked)
             first: dict[str, Candidate] = {}
             for c in ranked:
-                first.setdefault(c.site, c)
+                if c.site not in first and (c.gpu in {d.gpu for d in first.values()}
+                                            or len({d.gpu for d in first.values()}) < most_gpus):
+                    first[c.site] = c
             best_per_site = list(first.values())     # in rank order, as `ranked` is
-            ks = range(2, len(best_per_site) + 1) if w.slo.availability >= 0.999 else (1,)
+            most_sites = spec.policy.max_sites_per_service or len(best_per_site)
+            ks = range(2, min(len(best_per_site), most_sites) + 1) if w.slo.availability >= 0.999 else (1,)
             if not ks:
                 return None
             k = min(ks, key=lambda k: (sum(cost[c.id] for c in best_per_site[:k]) / max(1, k - 1), k))
             share = 1.0 / max(1, k - 1)
-            placed, used = 0, set()
+            placed, used, gpus = 0, set(), set()
             for c in ranked:
-                if c.site in used:
-                    continue
+                if c.site in used or (c.gpu not in gpus and len(gpus) >= most_gpus):
+                    continue   # one candidate a site; the policy's GPU types a service
                 reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
                         for m, d in enumerate(demand) if d > 0}
                 if any(y > (kind[F.y_name(c, m)].ub or math.inf) for m, y in reps.items()):
@@ -232,6 +238,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
                 for m, y in reps.items():
                     vals[F.y_name(c, m)] = float(y)
                 used.add(c.site)
+                gpus.add(c.gpu)
                 placed += 1
                 if placed == k:
                     break

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.operability import instance_types, mix_changes, shortest_hold, spot_share
+from compiler.operability import (gpu_types, instance_types, mix_changes, shortest_hold, shortest_pool_life, sites,
+                                  spot_share)
 from compiler.plan import Plan, WorkloadPlan, months_text, site_replicas
 
 N_PLUS_ONE = 0.999     # slo.availability from which a service must survive the loss of any one site
@@ -83,6 +84,26 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     def binds(broken: bool | None) -> str:
         return "unknown" if broken is None else ("yes" if broken else "no")
 
+    if op.max_sites_per_service is not None:
+        most = max((len(sites(w)) for w in services), default=0)
+        rows.append(LimitRow("max_sites_per_service", str(op.max_sites_per_service),
+                             f"at most {most} a service" if services else "no service",
+                             "-" if free is None else f"at most {free.most_sites}",
+                             binds(None if free is None else free.most_sites > op.max_sites_per_service)))
+    if op.max_gpu_types_per_service is not None:
+        most = max((len(gpu_types(plan, w)) for w in services), default=0)
+        rows.append(LimitRow("max_gpu_types_per_service", str(op.max_gpu_types_per_service),
+                             f"at most {most} a service" if services else "no service",
+                             "-" if free is None else f"at most {free.most_gpu_types}",
+                             binds(None if free is None else free.most_gpu_types > op.max_gpu_types_per_service)))
+    if op.min_pool_months is not None:
+        life = shortest_pool_life(plan)
+        rows.append(LimitRow("min_pool_months", str(op.min_pool_months),
+                             f"{_months(life)} at the least" if life is not None else "no pool stood down",
+                             "-" if free is None else (f"{_months(free.shortest_pool_life)} at the least"
+                                                       if free.shortest_pool_life is not None else "no pool stood down"),
+                             binds(None if free is None else free.shortest_pool_life is not None
+                                   and free.shortest_pool_life < op.min_pool_months)))
     if op.max_instance_types_per_site is not None:
         most = max((len(v) for w in services for v in instance_types(w).values()), default=0)
         rows.append(LimitRow("max_instance_types_per_site", str(op.max_instance_types_per_site),
@@ -105,10 +126,9 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     if free is None:
         return tuple(rows), ("Without the limits the solver found no plan within the same budget, so their "
                              "price is not known.")
-    if op.max_instance_types_per_site is None and (op.min_months_per_mix or 1) <= 1 \
-            and (1.0 if op.max_spot_share is None else op.max_spot_share) >= 1.0:
-        return tuple(rows), ("None of these limits can bind (a mix held 1 month, a spot share of 1), so the "
-                             "plan is the one without them.")
+    if not any(r.binds == "yes" for r in rows):
+        return tuple(rows), ("The plan without the limits keeps every one of them, so it is the plan: they "
+                             "cost nothing.")
     cost = plan.total_cost_usd
     delta = cost - free.cost_usd
     lo = max(0.0, plan.solver.best_bound_usd - free.cost_usd)
