@@ -223,11 +223,13 @@ def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monke
 
     monkeypatch.setattr(optimize_mod, "optimize", fake_optimize)
     spec = Path(__file__).resolve().parents[1] / "examples" / "onprem-vision.yaml"
+    asked = []
     for nodes in (None, optimize_mod.MAX_NODES):
         with pytest.raises(CompileError):
             pipeline.compile_spec(spec, pipeline.CompileOptions(max_nodes=nodes))
-    assert [(o.max_nodes, o.nodes_given) for o in seen] == [(optimize_mod.MAX_NODES, False),
-                                                            (optimize_mod.MAX_NODES, True)]
+        asked.append({(o.max_nodes, o.nodes_given) for o in seen})    # every solve of the compile
+        seen.clear()
+    assert asked == [{(optimize_mod.MAX_NODES, False)}, {(optimize_mod.MAX_NODES, True)}]
 
 
 def test_an_unpriced_region_is_an_error_and_allow_unpriced_regions_makes_it_a_warning(tmp_path):

@@ -244,12 +244,18 @@ LIMIT_SEEDS = range(60)
 @lru_cache(maxsize=None)
 def limited_case(seed: int):
     """Seed `seed`'s platform with one instance type a service and site and no spot."""
+    return _under(seed, max_instance_types_per_site=1, max_spot_share=0.0)
+
+
+def _under(seed: int, **policy):
+    """(Spec, Candidates, brute force) of seed `seed`'s platform under the default policy with
+    `policy` set."""
     from dataclasses import replace
 
     from compiler.spec import Policy
 
     sp, cs = platform(seed)
-    sp = replace(sp, policy=Policy(max_instance_types_per_site=1, max_spot_share=0.0))
+    sp = replace(sp, policy=replace(Policy(), **policy))
     cs = replace(cs, spec=sp)
     return sp, cs, brute_force(sp, cs)
 
@@ -274,15 +280,7 @@ def test_the_operability_limits_bind_on_some_seeds():
 def counted_case(seed: int):
     """Seed `seed`'s platform with the service on one site or one GPU type (alternating seeds;
     one site rules out a service at 99.9%, which both must then call infeasible)."""
-    from dataclasses import replace
-
-    from compiler.spec import Policy
-
-    sp, cs = platform(seed)
-    one = dict(max_sites_per_service=1) if seed % 2 else dict(max_gpu_types_per_service=1)
-    sp = replace(sp, policy=replace(Policy(), **one))
-    cs = replace(cs, spec=sp)
-    return sp, cs, brute_force(sp, cs)
+    return _under(seed, **(dict(max_sites_per_service=1) if seed % 2 else dict(max_gpu_types_per_service=1)))
 
 
 @pytest.mark.parametrize("seed", LIMIT_SEEDS)
