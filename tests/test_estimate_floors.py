@@ -9,7 +9,8 @@ import pytest
 from compiler import pipeline
 from compiler.catalog import load_catalog
 from compiler.estimate import estimate, floors
-from compiler.optimize import MAX_NODES, costs
+from compiler import unit_costs
+from compiler.optimize import MAX_NODES
 
 CAT = load_catalog()
 
@@ -57,7 +58,7 @@ def test_node_hour_rate_is_the_least_allowed_price_worked_by_hand(tmp_path):
     assert floors.node_hour_rate(spec, "dc", "dgx-h100", False, cat) == pytest.approx(dgx.power_kw * 1.3 * 0.1)
     # Egress: 10 TB leave their home (AWS) for the data centre; none at home.
     assert floors.egress(spec, spec.workloads[0], "dc", cat) == pytest.approx(
-        10 * costs.egress_usd_per_tb(cat, spec.site("aws")))
+        10 * unit_costs.egress_usd_per_tb(cat, spec.site("aws")))
     assert floors.egress(spec, spec.workloads[0], "aws", cat) == 0.0
 
 

@@ -1,5 +1,5 @@
 """The MILP against brute force: seeded random small platforms, every combination priced by an
-independent evaluator written from the cost rules in compiler/optimize/costs.py's docstring."""
+independent evaluator written from the cost rules in compiler/unit_costs.py's docstring."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from compiler.diagnostics import CompileError
 from compiler.optimize import SolveOptions, optimize
-from compiler.optimize import costs
+from compiler import unit_costs
+from compiler.estimate.memory import checkpoint_tb
 
 from optimize_fixtures import CATALOG, candidates, cloud, onprem, restrict, spec, train_cand, training
 
@@ -52,7 +53,7 @@ def brute_force(sp, cs) -> float | None:
         cost, pools, need = 0.0, {}, {}
         for c in combo:
             w = sp.workload(c.workload)
-            ck = costs.checkpoint_tb(w, CATALOG)
+            ck = checkpoint_tb(w, CATALOG)
             for m, h in c.usage:
                 if m < H:
                     need[(c.site, m)] = need.get((c.site, m), 0.0) + ck

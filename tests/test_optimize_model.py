@@ -8,7 +8,7 @@ import pytest
 
 from compiler.diagnostics import CompileError
 from compiler.optimize import SolveOptions, optimize
-from compiler.optimize import costs
+from compiler import unit_costs
 from compiler.optimize.formulate import formulate
 from compiler.plan import to_json
 
@@ -239,21 +239,21 @@ def test_constraints_traced_to_spec_paths():
 def test_capex_by_the_after_horizon_rule_and_fabric_unit_costs():
     node = CATALOG.onprem_nodes["hgx-h100"]
     # 36 of 60 months of useful life: 60% of $290k inside the horizon, 40% after it
-    assert costs.capex_in_horizon(node, 36) == pytest.approx(0.6 * 290000)
-    assert costs.capex_after_horizon(node, 36) == pytest.approx(0.4 * 290000)
-    assert costs.capex_in_horizon(node, 120) == pytest.approx(290000)
-    assert costs.capex_after_horizon(node, 120) == 0
+    assert unit_costs.capex_in_horizon(node, 36) == pytest.approx(0.6 * 290000)
+    assert unit_costs.capex_after_horizon(node, 36) == pytest.approx(0.4 * 290000)
+    assert unit_costs.capex_in_horizon(node, 120) == pytest.approx(290000)
+    assert unit_costs.capex_after_horizon(node, 120) == 0
     # full: the whole price; continues: the horizon's share (the rest per idle node, rows (16))
-    assert costs.capex_charged(node, 36, "full") == pytest.approx(290000)
-    assert costs.capex_charged(node, 36, "continues") == pytest.approx(0.6 * 290000)
+    assert unit_costs.capex_charged(node, 36, "full") == pytest.approx(290000)
+    assert unit_costs.capex_charged(node, 36, "continues") == pytest.approx(0.6 * 290000)
     # a 3-year term bought in month 23 of 24 runs 35 months past the horizon; full pays all 36
-    assert costs.term_months_after("reserved_3y", 23, 24) == 35
-    assert costs.term_months_charged("reserved_3y", 23, 24, "full") == 36
-    assert costs.term_months_charged("reserved_3y", 23, 24, "continues") == 1
-    assert costs.term_months_after("reserved_1y", 0, 24) == 0
+    assert unit_costs.term_months_after("reserved_3y", 23, 24) == 35
+    assert unit_costs.term_months_charged("reserved_3y", 23, 24, "full") == 36
+    assert unit_costs.term_months_charged("reserved_3y", 23, 24, "continues") == 1
+    assert unit_costs.term_months_after("reserved_1y", 0, 24) == 0
     ib = CATALOG.fabrics["infiniband-ndr"]
     # 8 ports x $4k + 3 x 8/64 switches x $40k = $32k + $15k
-    assert costs.fabric_cost_per_node(ib) == pytest.approx(32000 + 15000)
+    assert unit_costs.fabric_cost_per_node(ib) == pytest.approx(32000 + 15000)
 
 
 def test_break_even_reference_figures():

@@ -48,7 +48,7 @@ def _ceilings(spec: Spec, catalog: Catalog, services: dict, memo, plan_cost: flo
     """Per training workload, the most its own cost floor may be (floors.py): the plan's cost, less
     every other workload's least cost (with a margin for rounding)."""
     from compiler.estimate import floors
-    from compiler.optimize.formulate import demand_series
+    from compiler.estimate.inference import demand_series
 
     least: dict[str, float] = {}
     for w in spec.workloads:

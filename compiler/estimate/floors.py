@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from compiler.candidates import Candidate
 from compiler.catalog.model import Catalog
+from compiler import unit_costs
 from compiler.estimate.options import Hardware
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, Spec, TrainingWorkload
 
@@ -33,26 +34,22 @@ CLOUD_RATES = ("on_demand", "reserved_1y", "reserved_3y")
 
 def node_hour_rate(spec: Spec, site_name: str, instance: str, spot: bool, catalog: Catalog) -> float:
     """The least USD one node-hour of (site, instance) can add to a plan (see the module)."""
-    from compiler.optimize import costs
-
     site = spec.site(site_name)
     if not isinstance(site, CloudSite):
-        return costs.power_usd_per_node_hour(catalog.onprem_nodes[instance], site)
+        return unit_costs.power_usd_per_node_hour(catalog.onprem_nodes[instance], site)
     if spot:
-        return costs.cloud_price(catalog, site, instance, "spot") or 0.0
-    rates = [p for p in (costs.cloud_price(catalog, site, instance, o) for o in CLOUD_RATES) if p is not None]
+        return unit_costs.cloud_price(catalog, site, instance, "spot") or 0.0
+    rates = [p for p in (unit_costs.cloud_price(catalog, site, instance, o) for o in CLOUD_RATES) if p is not None]
     return min(rates, default=0.0)
 
 
 def egress(spec: Spec, w: TrainingWorkload, site_name: str, catalog: Catalog) -> float:
     """The egress formulate charges a training candidate at `site_name` (data away from home)."""
-    from compiler.optimize import costs
-
     home = w.data.home if w.data else None
     ds_tb = w.data.dataset_tb if w.data else 0.0
     if not home or site_name == home or not ds_tb:
         return 0.0
-    return ds_tb * costs.egress_usd_per_tb(catalog, spec.site(home))
+    return ds_tb * unit_costs.egress_usd_per_tb(catalog, spec.site(home))
 
 
 def visible_node_hours(c: Candidate, horizon: int) -> float:

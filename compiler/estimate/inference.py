@@ -26,6 +26,7 @@ from compiler.catalog.model import Catalog, Gpu, Model
 from compiler.estimate import comms
 from compiler.estimate.factors import factor
 from compiler.estimate.memory import kv_bytes_per_token, weight_bytes
+from compiler.spec import InferenceWorkload
 
 COMPUTE_KEYS = {  # which tensor-core peak each quantization runs its GEMMs at
     "bf16": ("bf16", "fp16"),
@@ -156,3 +157,12 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
         else:
             small = mid + 1
     return point(small), ""
+
+
+def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
+    """Output tokens/s the service must carry in each month of the horizon (0 before its window)."""
+    t = w.traffic
+    base = t.peak_rps * t.output_tokens
+    return tuple(0.0 if m < w.window.start_month
+                 else base * (1.0 + t.growth_per_month) ** (m - w.window.start_month)
+                 for m in range(horizon))

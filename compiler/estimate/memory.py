@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from compiler.candidates import Layout
 from compiler.catalog.model import Catalog, Model
 from compiler.estimate.factors import factor
-from compiler.estimate.models import expert_params
+from compiler.estimate.models import expert_params, resolve_model
+from compiler.spec import TrainingWorkload
 
 GB = 1e9
 
@@ -34,6 +35,15 @@ def state_bytes_per_param(precision: str, optimizer: str, catalog: Catalog) -> t
 def model_state_bytes(params: float, precision: str, optimizer: str, catalog: Catalog) -> float:
     """Whole-model training state, unsharded."""
     return params * sum(state_bytes_per_param(precision, optimizer, catalog))
+
+
+def checkpoint_tb(w: TrainingWorkload, catalog: Catalog) -> float:
+    """What a training job's checkpoints hold: keep * whole-model training state, in TB (10^12
+    bytes). A model validate does not know has no candidates, so it stores nothing."""
+    model = resolve_model(w.model, catalog)
+    if model is None:
+        return 0.0
+    return w.checkpoint.keep * model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e12
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ the months and hours it runs, with no other workload sharing its nodes, terms or
             not run in the horizon's last month).
   on-prem   node-hours x power (kW x PUE x $/kWh). Nodes up to the site's owned ones of that model
             are owned and cost nothing more; nodes beyond them are bought: capex by the same
-            rule, support and a fabric per node (costs.py), as the plan charges them. A
+            rule, support and a fabric per node (compiler/unit_costs.py), as the plan charges them. A
             multi-node job's bought nodes carry the fabric it was estimated on, other bought nodes
             the cheapest the node model offers. A pin to `owned` allows no bought node; a pin to
             `purchase` buys every node.
@@ -62,7 +62,7 @@ import math
 from dataclasses import dataclass
 
 from compiler.candidates import Candidate
-from compiler.optimize import costs
+from compiler import unit_costs
 from compiler.optimize.formulate import TERMS, Problem, owned_nodes
 from compiler.optimize.reductions import fabric_free
 from compiler.plan import Alternative, OptionPart
@@ -97,8 +97,8 @@ def reserved_cost(price: float, nodes: int, first: int, last: int, term: str, ho
         rule = "full"
     months, start = 0, first
     while start <= last:
-        months += costs.term_months_charged(term, start, horizon, rule)
-        start += costs.TERM_MONTHS[term]
+        months += unit_costs.term_months_charged(term, start, horizon, rule)
+        start += unit_costs.TERM_MONTHS[term]
     return price * HOURS_PER_MONTH * months * nodes
 
 
@@ -107,13 +107,13 @@ def _cloud_part(problem: Problem, w, c: Candidate, use: _Use) -> tuple[str, floa
     spec, cat = problem.spec, problem.candidates.catalog
     site = spec.site(c.site)
     if c.spot:
-        price = costs.cloud_price(cat, site, c.instance, "spot")
+        price = unit_costs.cloud_price(cat, site, c.instance, "spot")
         return None if price is None else ("spot", price * use.node_hours)
     pin = w.pin.pricing if w.pin else None
     options = (pin,) if pin in ("on_demand", *TERMS) else ("on_demand", *TERMS)
     priced = []
     for option in options:
-        price = costs.cloud_price(cat, site, c.instance, option)
+        price = unit_costs.cloud_price(cat, site, c.instance, option)
         if price is None:
             continue
         usd = (price * use.node_hours if option == "on_demand"
@@ -131,7 +131,7 @@ def cheapest_fabric(problem: Problem, instance: str) -> str:
     multi-node job crosses is charged."""
     cat = problem.candidates.catalog
     offered = [f for f in cat.onprem_nodes[instance].fabrics if f in cat.fabrics]
-    return min(offered, key=lambda f: (costs.fabric_cost_per_node(cat.fabrics[f]), f), default="")
+    return min(offered, key=lambda f: (unit_costs.fabric_cost_per_node(cat.fabrics[f]), f), default="")
 
 
 def fits_alone(problem: Problem, site: OnPremSite, instance: str, bought: int) -> bool:
@@ -159,7 +159,7 @@ def _part(problem: Problem, w, c: Candidate, use: _Use, gpus: int, checked: bool
     if not isinstance(w, InferenceWorkload) and w.data and w.data.home and w.data.home != c.site \
             and w.data.dataset_tb:
         egress_tb = w.data.dataset_tb
-        egress = egress_tb * costs.egress_usd_per_tb(cat, spec.site(w.data.home))
+        egress = egress_tb * unit_costs.egress_usd_per_tb(cat, spec.site(w.data.home))
     if isinstance(site, CloudSite):
         priced = _cloud_part(problem, w, c, use)
         if priced is None:
@@ -180,9 +180,9 @@ def _part(problem: Problem, w, c: Candidate, use: _Use, gpus: int, checked: bool
     if bought:
         multi_node = not isinstance(w, InferenceWorkload) and not fabric_free(c)
         fabric = c.fabric if multi_node and c.fabric in cat.fabrics else cheapest_fabric(problem, c.instance)
-    usd = (bought * costs.bought_node_cost(node, cat.fabrics.get(fabric), H, problem.spec.policy.after_horizon,
+    usd = (bought * unit_costs.bought_node_cost(node, cat.fabrics.get(fabric), H, problem.spec.policy.after_horizon,
                                            use.last >= H - 1)
-           + use.node_hours * costs.power_usd_per_node_hour(node, site) + egress)
+           + use.node_hours * unit_costs.power_usd_per_node_hour(node, site) + egress)
     return OptionPart(c.site, c.instance, c.gpu, gpus, "purchase" if bought else "owned", use.nodes, owned,
                       use.node_hours, use.first, use.last, _r(usd), fabric, egress_tb)
 
@@ -343,7 +343,7 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
             for c in cands:
                 if c.gpu != gpu or c.site_type != "cloud" or c.spot:
                     continue
-                price = costs.cloud_price(cat, spec.site(c.site), c.instance, "on_demand")
+                price = unit_costs.cloud_price(cat, spec.site(c.site), c.instance, "on_demand")
                 if price is not None:
                     cloud[(c.site, c.instance)] = price * HOURS_PER_MONTH / c.gpus_per_node
             if not cloud:
@@ -356,7 +356,7 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
     for (gpu, s, i), pair in sorted(pairs.items()):
         (cs, ci), cloud_gpu_month = min(pair["cloud"].items(), key=lambda kv: (kv[1], kv[0]))
         site, node = spec.site(s), cat.onprem_nodes[i]
-        power = HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site) / node.gpus
+        power = HOURS_PER_MONTH * unit_costs.power_usd_per_node_hour(node, site) / node.gpus
         support = node.support_usd_per_year / 12.0 / node.gpus
         common = {"gpu": gpu, "on_prem_site": s, "on_prem_instance": i, "cloud_site": cs,
                   "cloud_instance": ci, "cloud_pricing": "on_demand", "cloud_usd_per_gpu_month": _r(cloud_gpu_month),
@@ -369,9 +369,9 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
                          "breakeven_utilization": 0.0 if cheaper else None})
         if fits_alone(problem, site, i, 1):
             fabric = cheapest_fabric(problem, i)
-            wiring = costs.fabric_cost_per_node(cat.fabrics[fabric]) if fabric else 0.0
+            wiring = unit_costs.fabric_cost_per_node(cat.fabrics[fabric]) if fabric else 0.0
             capex = (node.capex_usd + wiring) / node.gpus
-            credited = (costs.capex_charged(node, H, problem.spec.policy.after_horizon) + wiring) / node.gpus
+            credited = (unit_costs.capex_charged(node, H, problem.spec.policy.after_horizon) + wiring) / node.gpus
             saving = cloud_gpu_month - power - support
             margin = H * (cloud_gpu_month - power)
             rows.append({**common, "on_prem_basis": "purchase", "on_prem_fabric": fabric,

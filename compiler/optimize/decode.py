@@ -15,7 +15,8 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from compiler.candidates import Candidate, TrainingEstimate
-from compiler.optimize import costs
+from compiler import unit_costs
+from compiler.estimate.memory import checkpoint_tb
 from compiler.optimize import formulate as F
 from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
@@ -138,7 +139,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
             # months after the horizon is booked in the month it is bought, and goes to its holders
             # as its months inside do
             r = reservation[v.name]
-            inside = usd * min(1.0, len(r.months) / costs.term_months_charged(
+            inside = usd * min(1.0, len(r.months) / unit_costs.term_months_charged(
                 r.term, r.start, H, spec.policy.after_horizon))
             share = usd / len(r.months)
             for m in r.months:
@@ -172,7 +173,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     tb_months: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for name, c in train.items():
         w = spec.workload(name)
-        need = (w.data.dataset_tb if w.data else 0.0) + costs.checkpoint_tb(w, cat)
+        need = (w.data.dataset_tb if w.data else 0.0) + checkpoint_tb(w, cat)
         tb_months[c.site][name] += need * sum(1 for m, h in c.usage if h > 0 and m < H)
     for site, amount in storage_shared.items():
         users = tb_months.get(site, {})
@@ -221,16 +222,16 @@ def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
             idle[(v.site, v.instance, v.pricing)] += v.cost * value(v.name)
     out = []
     for p in pools:
-        if p.pricing in costs.TERM_MONTHS:
-            rate = costs.cloud_price(cat, spec.site(p.site), p.instance, p.pricing) or 0.0
-            late = [(r.nodes, costs.term_months_after(p.pricing, r.start_month, H)) for r in p.reservations]
+        if p.pricing in unit_costs.TERM_MONTHS:
+            rate = unit_costs.cloud_price(cat, spec.site(p.site), p.instance, p.pricing) or 0.0
+            late = [(r.nodes, unit_costs.term_months_after(p.pricing, r.start_month, H)) for r in p.reservations]
             late = [(n, k) for n, k in late if n and k]
             node_months = float(sum(n * k for n, k in late))
             committed = rate * HOURS_PER_MONTH * node_months
         elif p.pricing == "purchase" and p.nodes:
             node = cat.onprem_nodes[p.instance]
             node_months = p.nodes * max(0.0, node.useful_life_years * 12.0 - H)
-            committed = p.nodes * costs.capex_after_horizon(node, H)
+            committed = p.nodes * unit_costs.capex_after_horizon(node, H)
         else:
             continue
         if node_months <= 0:

@@ -28,7 +28,7 @@ Decisions
   S_{s,t,m} >= 0     TB of storage tier t at site s in month m; e_{s,t,m} in {0,1} tier open;
   K_{s,t} >= 0       peak TB of an on-prem tier (bought once)
 
-Objective (USD over the horizon; costs.py documents every unit cost)
+Objective (USD over the horizon; compiler/unit_costs.py documents every unit cost)
 ---------
   min  sum_c spot_c * n_c * sum_m h_{c,m} * x_c                      cloud spot
      + sum_{p,m} price_od(p) * u_{p,m}                               cloud on-demand
@@ -152,9 +152,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from compiler import unit_costs
 from compiler.candidates import Candidate, Candidates
+from compiler.estimate.inference import demand_series
+from compiler.estimate.memory import checkpoint_tb
 from compiler.estimate.options import reserved_sold
-from compiler.optimize import costs
 from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
 from compiler.optimize.reductions import fabric_free, prune, replica_caps
@@ -446,7 +448,7 @@ def pool_base_fabric(cands: list[Candidate], cat) -> str:
     offered = sorted({c.fabric for c in cands if c.fabric in cat.fabrics})
     if not offered:
         return ""
-    return min(offered, key=lambda f: (costs.fabric_cost_per_node(cat.fabrics[f]), f))
+    return min(offered, key=lambda f: (unit_costs.fabric_cost_per_node(cat.fabrics[f]), f))
 
 
 INODE_KIND = "integer"  # whole nodes per month carry the replicas (13)
@@ -521,14 +523,6 @@ def _add_node_cut(B: "_Builder", name: str, vn: str, yn: str, gpus: float, gpn: 
         B.con(name, "cut", {vn: 1.0, yn: -slope}, ">=", 0.0, path,
               "valid inequality: replicas sit on whole nodes", family="node_for", workload=y.workload,
               candidate=y.candidate, month=y.month)
-
-
-def demand_series(w: InferenceWorkload, horizon: int) -> tuple[float, ...]:
-    t = w.traffic
-    base = t.peak_rps * t.output_tokens
-    return tuple(0.0 if m < w.window.start_month
-                 else base * (1.0 + t.growth_per_month) ** (m - w.window.start_month)
-                 for m in range(horizon))
 
 
 # --- the builder ------------------------------------------------------------------------
@@ -653,7 +647,7 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             if isinstance(site, OnPremSite):
                 node = cat.onprem_nodes[c.instance]
                 B.add_cost(yn, "power", c.gpus / c.gpus_per_node * HOURS_PER_MONTH
-                           * costs.power_usd_per_node_hour(node, site))
+                           * unit_costs.power_usd_per_node_hour(node, site))
                 add(onprem_gpu, (c.site, c.instance, m), yn, c.gpus)
                 if pinned_onprem_pricing(w):
                     add(st.pinned_gpus, (c.site, c.instance, m, pinned_onprem_pricing(w)), yn, c.gpus)
@@ -711,13 +705,13 @@ def _training(st: "_State", w) -> None:
         pin_path[w.name] = f"{w.path}.pin.pricing"
     home = w.data.home if w.data else None
     ds_tb = w.data.dataset_tb if w.data else 0.0
-    ck_tb = costs.checkpoint_tb(w, cat)
+    ck_tb = checkpoint_tb(w, cat)
     for c in cands:
         site = spec.site(c.site)
         xn = B.var(x_name(c), "binary", family="x", workload=c.workload, candidate=c.id)
         hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
         if home and c.site != home and ds_tb:
-            B.add_cost(xn, "egress", ds_tb * costs.egress_usd_per_tb(cat, spec.site(home)))
+            B.add_cost(xn, "egress", ds_tb * unit_costs.egress_usd_per_tb(cat, spec.site(home)))
         for m, h in c.usage:
             if m >= H or h <= 0:
                 continue
@@ -737,12 +731,12 @@ def _training(st: "_State", w) -> None:
                         add(pinned_hours, (c.site, c.instance, m, pinned_term), xn, c.nodes * h)
         if isinstance(site, OnPremSite):
             node = cat.onprem_nodes[c.instance]
-            B.add_cost(xn, "power", c.nodes * hours_total * costs.power_usd_per_node_hour(node, site))
+            B.add_cost(xn, "power", c.nodes * hours_total * unit_costs.power_usd_per_node_hour(node, site))
             pools_onprem.add((c.site, c.instance))
             if not fabric_free(c):
                 fabric_users.setdefault((c.site, c.instance, c.fabric), []).append(c.id)
         elif c.spot:
-            price = costs.cloud_price(cat, site, c.instance, "spot") or 0.0
+            price = unit_costs.cloud_price(cat, site, c.instance, "spot") or 0.0
             B.add_cost(xn, "cloud_compute", price * c.nodes * hours_total)
         else:
             pools_cloud.setdefault((c.site, c.instance), set()).update(
@@ -760,20 +754,20 @@ def _cloud_pools(st: "_State") -> None:
     add = _add
     for (s, i) in sorted(pools_cloud):
         site = spec.site(s)
-        od_price = costs.cloud_price(cat, site, i, "on_demand")
+        od_price = unit_costs.cloud_price(cat, site, i, "on_demand")
         gpn = cat.instances[i].gpus
         # A term may start in any month the pool may be used: one starting in a month it cannot be
         # is no better than starting a month later (same cost or less, no useful hour lost).
         starts = sorted(pools_cloud[(s, i)])
         res_vars = []
         for term in TERMS:
-            price = costs.cloud_price(cat, site, i, term)
+            price = unit_costs.cloud_price(cat, site, i, term)
             if price is None:
                 continue
-            tm = costs.TERM_MONTHS[term]
+            tm = unit_costs.TERM_MONTHS[term]
             for a in starts:
                 covered = min(H, a + tm) - a
-                paid = costs.term_months_charged(term, a, H, spec.policy.after_horizon)
+                paid = unit_costs.term_months_charged(term, a, H, spec.policy.after_horizon)
                 rn = B.var(res_name(s, i, term, a), "integer", None, family="reserved", site=s, instance=i,
                            pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * paid})
                 res_vars.append((rn, a, tm))
@@ -845,7 +839,7 @@ def _cloud_pools(st: "_State") -> None:
                     row = {un: 1.0, **{k: -v for k, v in pinned.items()}}
                 else:
                     row = {rn: HOURS_PER_MONTH for rn, a, tm in res_vars
-                           if a <= m < a + tm and tm == costs.TERM_MONTHS[term]}
+                           if a <= m < a + tm and tm == unit_costs.TERM_MONTHS[term]}
                     row.update({k: -v for k, v in pinned.items()})
                 B.con(pin_pricing_name(s, i, term, m), "placement", row, ">=", 0.0,
                       pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}",
@@ -882,7 +876,7 @@ def _cloud_idle_tail(st: "_State", s: str, i: str, res_vars: list[tuple[str, int
             mine = [rn for rn in sets if B.vars[rn].pricing == term]
             if not mine:
                 continue
-            price = costs.cloud_price(st.cat, site, i, term) or 0.0
+            price = unit_costs.cloud_price(st.cat, site, i, term) or 0.0
             tn = B.var(f"idle_tail[{s}/{i}/{term}@{run.start:03d}]", "continuous", None, family="idle_tail",
                        pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * len(run)}, **pool)
             tails[tn] = 1.0
@@ -964,11 +958,11 @@ def _onprem_pools(st: "_State") -> None:
         # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
         # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
         base_fabric = base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
-        base = costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
+        base = unit_costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
         pool = dict(site=s, instance=i)
         bn = B.var(buy_name(s, i), "integer", float(cap_nodes), family="buy", **pool,
-                   usd={"capex": costs.capex_charged(node, H, spec.policy.after_horizon),
-                        "support": costs.support_cost(node, H), "fabric": base})
+                   usd={"capex": unit_costs.capex_charged(node, H, spec.policy.after_horizon),
+                        "support": unit_costs.support_cost(node, H), "fabric": base})
         by_site.setdefault(s, []).append(i)
         fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
         if fabrics:
@@ -978,7 +972,7 @@ def _onprem_pools(st: "_State") -> None:
                 sel[fn] = 1.0
                 fab = cat.fabrics.get(f)
                 zn = B.var(fabn_name(s, i, f), "continuous", None, family="fabnodes", fabric=f, **pool,
-                           usd={"fabric": (costs.fabric_cost_per_node(fab) - base) if fab else 0.0})
+                           usd={"fabric": (unit_costs.fabric_cost_per_node(fab) - base) if fab else 0.0})
                 B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
                       ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}",
                       family="fabric_nodes", fabric=f, **pool)
@@ -1028,7 +1022,7 @@ def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str
     """(16) a bought node's life after the horizon, paid where the last month's load (the GPUs in
     use in month H-1, owned nodes first) leaves it idle."""
     node = st.cat.onprem_nodes[i]
-    after = costs.capex_after_horizon(node, st.H)
+    after = unit_costs.capex_after_horizon(node, st.H)
     if after <= 0:
         return
     B, pool = st.B, dict(site=s, instance=i)
@@ -1076,7 +1070,7 @@ def _storage(st: "_State") -> None:
     storage_need, = st.storage_need,
     for (s, m), need in sorted(storage_need.items()):
         site = spec.site(s)
-        tiers = costs.storage_tiers(cat, site)
+        tiers = unit_costs.storage_tiers(cat, site)
         if not tiers:
             continue
         # S never needs more than the need or the tier's minimum: the tightest big-M.

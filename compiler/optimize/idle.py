@@ -32,7 +32,8 @@ its reason although some of its replicas could move.
 
 from __future__ import annotations
 
-from compiler.optimize import costs
+from compiler import unit_costs
+from compiler.estimate.memory import checkpoint_tb
 from compiler.optimize.alternatives import SURVIVES_SITE_LOSS, _part, _service_use, _training_use
 from compiler.optimize.formulate import Problem, _filter
 from compiler.plan import Plan, month_range
@@ -50,7 +51,7 @@ def forced_storage(problem: Problem, site: OnPremSite, tb: float, months: int) -
     if beyond <= 1e-9 or months <= 0:
         return 0.0, "", 0.0
     best = None
-    for t in costs.storage_tiers(problem.candidates.catalog, site):
+    for t in unit_costs.storage_tiers(problem.candidates.catalog, site):
         size = max(beyond, t.min_tb)
         usd = size * (t.capex_usd_per_tb + t.usd_per_tb_month * months)
         if best is None or (usd, t.name) < (best[0], best[1]):
@@ -129,13 +130,13 @@ def _price(problem: Problem, w, c, owned: int) -> dict | None:
         use = _training_use(c)
         part = _part(problem, w, c, use, c.gpus)
         months = sum(1 for m, h in c.usage if m < H and h > 0)
-        data_tb = (w.data.dataset_tb if w.data else 0.0) + costs.checkpoint_tb(w, problem.candidates.catalog)
+        data_tb = (w.data.dataset_tb if w.data else 0.0) + checkpoint_tb(w, problem.candidates.catalog)
         storage = forced_storage(problem, site, data_tb, months)
     if part is None or part.pricing != "owned" or use.nodes > owned:
         return None
     egress = 0.0
     if part.egress_tb:
-        egress = part.egress_tb * costs.egress_usd_per_tb(problem.candidates.catalog, spec.site(w.data.home))
+        egress = part.egress_tb * unit_costs.egress_usd_per_tb(problem.candidates.catalog, spec.site(w.data.home))
     return {"candidate": c.id, "nodes": use.nodes, "power_usd": part.cost_usd - egress,
             "egress_usd": egress, "storage_usd": storage[0], "storage_tier": storage[1],
             "storage_tb": storage[2], "data_tb": data_tb, "usd": part.cost_usd + storage[0]}

@@ -17,7 +17,8 @@ import math
 from typing import Mapping
 
 from compiler.candidates import Candidate
-from compiler.optimize import costs
+from compiler import unit_costs
+from compiler.estimate.memory import checkpoint_tb
 from compiler.optimize import formulate as F
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite
 
@@ -38,27 +39,27 @@ def _alone_cost(problem: F.Problem, c: Candidate) -> float | None:
         if not node_months:
             return 0.0
         if isinstance(site, CloudSite):
-            price = costs.cloud_price(cat, site, c.instance, "on_demand")
+            price = unit_costs.cloud_price(cat, site, c.instance, "on_demand")
             return None if price is None else sum(node_months) * HOURS_PER_MONTH * price
         node = cat.onprem_nodes[c.instance]
         owned = F.owned_nodes(site, c.instance)
         buy = max(0, max(node_months) - owned)
-        return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon,
+        return (buy * unit_costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon,
                                              busy_at_end=True)
-                + sum(node_months) * HOURS_PER_MONTH * costs.power_usd_per_node_hour(node, site))
+                + sum(node_months) * HOURS_PER_MONTH * unit_costs.power_usd_per_node_hour(node, site))
     hours = sum(h for _, h in c.usage)
     egress = 0.0
     if w.data and w.data.home and w.data.home != c.site and w.data.dataset_tb:
-        egress = w.data.dataset_tb * costs.egress_usd_per_tb(cat, spec.site(w.data.home))
+        egress = w.data.dataset_tb * unit_costs.egress_usd_per_tb(cat, spec.site(w.data.home))
     if isinstance(site, CloudSite):
-        price = costs.cloud_price(cat, site, c.instance, "spot" if c.spot else "on_demand")
+        price = unit_costs.cloud_price(cat, site, c.instance, "spot" if c.spot else "on_demand")
         return None if price is None else price * c.nodes * hours + egress
     node = cat.onprem_nodes[c.instance]
     owned = F.owned_nodes(site, c.instance)
     buy = max(0, c.nodes - owned)
     busy_at_end = any(m == H - 1 and h > 0 for m, h in c.usage)
-    return (buy * costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon, busy_at_end)
-            + c.nodes * hours * costs.power_usd_per_node_hour(node, site) + egress)
+    return (buy * unit_costs.bought_node_cost(node, cat.fabrics.get(c.fabric), H, spec.policy.after_horizon, busy_at_end)
+            + c.nodes * hours * unit_costs.power_usd_per_node_hour(node, site) + egress)
 
 
 def _rank(problem: F.Problem, c: Candidate) -> tuple[float, str]:
@@ -73,7 +74,7 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
     H = spec.horizon_months
     pools = sorted({(s, i) for (s, i, _m) in od_hours})
     for s, i in pools:
-        price = costs.cloud_price(cat, spec.site(s), i, "on_demand")
+        price = unit_costs.cloud_price(cat, spec.site(s), i, "on_demand")
         if price is None:
             continue
         options = [(r.var, r.months, kind[r.var].cost) for r in problem.reservations
@@ -253,7 +254,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
         else:
             return None
         vals[F.x_name(c)] = 1.0
-        ckpt = costs.checkpoint_tb(w, cat)
+        ckpt = checkpoint_tb(w, cat)
         for m in months:
             storage_need[(c.site, m)] = storage_need.get((c.site, m), 0.0) + (
                 (w.data.dataset_tb if w.data else 0.0) + ckpt)
@@ -284,7 +285,7 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
 
     # Storage: open the cheapest tier that holds the month's data.
     for (s, m), tb in storage_need.items():
-        tiers = costs.storage_tiers(cat, spec.site(s))
+        tiers = unit_costs.storage_tiers(cat, spec.site(s))
         tb -= getattr(spec.site(s), "existing_storage_tb", 0.0)
         if not tiers or tb <= 0:
             continue

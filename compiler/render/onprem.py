@@ -12,7 +12,7 @@ from compiler.render.common import STORAGE_KINDS
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
 
-# Switch ports the plan charges per node port (compiler/optimize/costs.py,
+# Switch ports the plan charges per node port (compiler/unit_costs.py,
 # fabric_switches_per_node): the leaf port facing the node, the leaf port going up and the
 # spine port it lands on.
 SWITCH_PORTS_PER_NODE_PORT = 3

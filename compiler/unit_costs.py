@@ -1,4 +1,5 @@
-"""Unit costs for the optimizer, read from the catalog (every figure there has a source).
+"""Unit costs, read from the catalog (every figure there has a source): the estimate and optimize
+stages both price with them, so neither imports the other for it.
 
 All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_MONTH).
 
@@ -16,18 +17,14 @@ All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_
   take the uplinks: 1.5 switches per radix/2 node ports = 3 * ports / radix switches).
 - Storage: $/TB-month (cloud) or capex per TB + $/TB-month (on-prem), per tier.
 - Egress: dataset GB * $/GB of the provider at the data's home when a workload runs away.
-- Checkpoint size: keep * model-state bytes (weights + grads + optimizer), from
-  compiler.estimate.memory.model_state_bytes when the model resolves; else 16 bytes/param
-  (bf16 + AdamW, ZeRO paper) as a fallback.
 """
 
 from __future__ import annotations
 
 from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
-from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite, Spec, TrainingWorkload
+from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite
 
 TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
-FALLBACK_STATE_BYTES_PER_PARAM = 16.0  # bf16 weights+grads (4) + fp32 Adam m, v, master (12)
 CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
                           "azure": ("managed-lustre",), "on_prem": ("onprem-nfs", "onprem-lustre")}
 
@@ -114,30 +111,3 @@ def storage_month_cost(tier: StorageTier) -> float:
 def egress_usd_per_tb(catalog: Catalog, home_site) -> float:
     eg = catalog.egress.get(provider_of(home_site))
     return 0.0 if eg is None else eg.usd_per_gb * 1000.0
-
-
-def checkpoint_tb(w: TrainingWorkload, catalog: Catalog) -> float:
-    """keep * bytes of model state, in TB (10^12 bytes)."""
-    params = None
-    try:
-        from compiler.estimate.memory import model_state_bytes
-        from compiler.estimate.models import resolve_model
-
-        model = resolve_model(w.model, catalog)
-        if model is not None:
-            params = model.params_b * 1e9
-            return w.checkpoint.keep * model_state_bytes(params, w.precision, w.optimizer, catalog) / 1e12
-    except Exception:  # noqa: BLE001 - estimate helpers absent or factor missing: fall back
-        pass
-    if params is None:
-        model = catalog.models.get(w.model) if isinstance(w.model, str) else w.model
-        params = (getattr(model, "params_b", 0.0) or 0.0) * 1e9
-    return w.checkpoint.keep * params * FALLBACK_STATE_BYTES_PER_PARAM / 1e12
-
-
-def hours(months: int) -> float:
-    return months * HOURS_PER_MONTH
-
-
-def spec_site(spec: Spec, name: str):
-    return spec.site(name)
