@@ -217,8 +217,8 @@ def main(argv: list[str] | None = None) -> None:
                           + f"; {r['status']}, gap {_pct(r['gap'])}", soft_wrap=True)
 
     base = rows[0][1]["seconds"]
-    from compiler.optimize import MAX_NODES
-    nodes = MAX_NODES if args.max_nodes is None else args.max_nodes
+    from compiler.optimize import DEFAULT
+    nodes = DEFAULT.max_nodes if args.max_nodes is None else args.max_nodes
     fixed = {"workloads": f"{len(SITES)} sites, 24 months",
              "sites": f"{args.workloads} workloads, 24 months",
              "horizon": f"{args.workloads} workloads, {len(SITES)} sites"}[args.sweep]

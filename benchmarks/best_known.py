@@ -200,12 +200,11 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
     """The improving rounds run on, cycle after cycle, in this process (the compiler's own code,
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
-    from compiler.optimize import improve as rounds_module
-    from compiler.optimize import polish, unsearched
+    from compiler.optimize import DEFAULT, improve as rounds_module
     from compiler.optimize.decode import decode
     from compiler.optimize.formulate import formulate
-    from compiler.optimize.solve import HighsModel
     from compiler.optimize.start import greedy_start
+    from compiler.optimize.steps import Models, polish, unsearched
     from compiler.pipeline import estimate
 
     with tempfile.TemporaryDirectory() as d:
@@ -213,18 +212,12 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
         fp = fingerprint(spec)
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
-    models: list = []
-
-    def model(k: int = 0):
-        while len(models) <= k:
-            models.append(HighsModel(problem))
-        return models[k]
-
+    model = Models(problem)
     plan, bound = rounds_module.improve(problem, greedy_start(problem), model, seconds=time_limit,
                                         plan=rounds_module.search_plan(problem, cycles=cycles, workers=workers),
                                         say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
     sol, price = unsearched(plan, bound, model(0), "highs")     # as the compile finishes such a plan
-    result = decode(problem, polish(problem, sol, "highs", price))
+    result = decode(problem, polish(problem, sol, "highs", price, DEFAULT))
     seconds = time.perf_counter() - t0
     keep(point, fp,
          {"total_cost_usd": result.total_cost_usd,
@@ -319,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
         if name == "rounds":
             p.add_argument("--cycles", type=int, default=50)
             p.add_argument("--time-limit", type=float, default=1800.0)
-            p.add_argument("--workers", type=int, default=2, help="rounds at a time (improve.WORKERS)")
+            p.add_argument("--workers", type=int, default=2, help="rounds at a time (Settings.workers)")
         if name == "adopt":
             p.add_argument("--plan", type=Path, required=True)
             p.add_argument("--method", required=True)

@@ -18,6 +18,7 @@ import typer
 
 from compiler.diagnostics import (EXIT_AUDIT, EXIT_COST_RISE, EXIT_DRIFT, EXIT_INFEASIBLE,  # noqa: F401
                                   EXIT_INTERNAL, EXIT_INVALID, EXIT_NO_PLAN, EXIT_OK)  # re-exported for callers and tests
+from compiler.optimize.settings import DEFAULT as SETTINGS
 
 app = typer.Typer(
     add_completion=False,
@@ -171,16 +172,18 @@ def compile_cmd(
     catalog: Optional[Path] = CatalogOpt,
     solver: Solver = typer.Option(
         Solver.auto, "--solver",
-        help="MILP solver. auto: CBC (bundled) on small platforms, HiGHS where the improving rounds run "
-             "(2,000+ integer variables; docs/optimizer.md)."),
+        help="MILP solver. auto: CBC (bundled) on small platforms, HiGHS where the month windows or the "
+             f"improving rounds run (services over several months, or {SETTINGS.min_integers:,}+ integer "
+             "variables; docs/optimizer.md)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", min=0.1, help="Solver time limit, seconds."),
     gap: Optional[float] = typer.Option(None, "--gap", min=0.0, max=1.0, help="Relative MIP gap to stop at, e.g. 0.005."),
     max_nodes: Optional[int] = typer.Option(
         None, "--max-nodes", min=0, show_default=False,
-        help="Stop the solver's search after N branch-and-bound nodes [default: 1000; for HiGHS going on "
-             "from the improving rounds 100, or below 10,000 integer variables 25 and then up to 5000 "
-             "pruned at 1%; no search after them on platforms of 20,000+ integer variables; "
-             "0: no limit]. "
+        help=f"Stop the solver's search after N branch-and-bound nodes [default: {SETTINGS.max_nodes}; for "
+             f"HiGHS going on from the improving rounds {SETTINGS.highs_nodes}, or below "
+             f"{SETTINGS.settle_max_integers:,} integer variables {SETTINGS.settle_after} and then up to "
+             f"{SETTINGS.settle_nodes} pruned at {SETTINGS.settle_gap:.0%}; no search after them on platforms "
+             f"of {SETTINGS.search_max:,}+ integer variables; 0: no limit]. "
              "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
     fmt: Format = FormatOpt,

@@ -184,7 +184,7 @@ def bounded_by(solver: SolverInfo, bound: float, narrowed_note: str | None) -> S
     on every plan the limits allow). Where the plan was searched over narrowed candidates
     (`narrowed_note`), its own bound holds for those only, and `bound` replaces it; otherwise the
     higher of the two stands. Optimal only where the gap proves it."""
-    from compiler.optimize import PROVEN_GAP
+    from compiler.optimize import DEFAULT
 
     if narrowed_note is None and bound <= solver.best_bound_usd:
         return solver
@@ -194,7 +194,7 @@ def bounded_by(solver: SolverInfo, bound: float, narrowed_note: str | None) -> S
             f"than ${bound:,.2f}, the bound proved without the limits, so this plan is at most {gap:.2%} above "
             f"the optimum")
     return replace(solver, best_bound_usd=round(bound, 2), gap=round(gap, 6), gap_note=note,
-                   status="optimal" if gap <= PROVEN_GAP else "feasible")
+                   status="optimal" if gap <= DEFAULT.proven_gap else "feasible")
 
 
 def with_limits(candidates, plan: Plan, free_plan: UnlimitedPlan | None, solve_options, optimize,

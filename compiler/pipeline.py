@@ -24,11 +24,11 @@ Warn = Callable[[Sequence[Diagnostic], Source], None]
 @dataclass(frozen=True)
 class CompileOptions:
     catalog: str | None = None        # overlay file (--catalog)
-    solver: str = "auto"              # auto | cbc | highs (optimize.solver_for)
+    solver: str = "auto"              # auto | cbc | highs (optimize/strategy.py chooses for auto)
     time_limit: float | None = None
     gap: float | None = None
     progress: Callable[[str], None] | None = None
-    max_nodes: int | None = None      # None: the optimizer's default (MAX_NODES); 0: no limit
+    max_nodes: int | None = None      # None: the optimizer's default (Settings.max_nodes); 0: no limit
     allow_unpriced_regions: bool = False   # E215 a warning, not an error (--allow-unpriced-regions)
     warn: Warn | None = None          # receives the validation's warnings, if there are any
 

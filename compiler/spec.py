@@ -208,11 +208,20 @@ class Traffic:
     growth_per_month: float = 0.0
 
 
+# slo.availability from which a service must carry its demand again without any one of its sites
+# (N+1 across sites): one site's outage would break three nines on its own.
+SURVIVES_SITE_LOSS = 0.999
+
+
 @dataclass(frozen=True)
 class Slo:
     ttft_p99_ms: float
     tpot_p99_ms: float
     availability: float = 0.99
+
+    @property
+    def survives_site_loss(self) -> bool:
+        return self.availability >= SURVIVES_SITE_LOSS
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,15 @@ import yaml
 
 from examples_cache import ROOT, estimates_seen, example
 
+from compiler.optimize.settings import DEFAULT
+
 # The optimality counterexamples (pairs of a spec and a twin that only restricts it), checked out
 # next to this repository: ../shared/optimality-cases from its root.
 CASES = ROOT.parent / "shared" / "optimality-cases"
 
 # Node limit for every oracle compile: deterministic (a node count, not seconds) and the
 # compiler's own default. A stop at the limit is reported as a gap, which the oracles honour.
-MAX_NODES = 1000
+MAX_NODES = DEFAULT.max_nodes
 
 # USD: plans are written in cents; a little more for the LP's feasibility tolerance on
 # continuous node-hours (1e-7 relative), so equal optima of two specs never look different.
@@ -310,7 +312,7 @@ def _shipped_example(path: Path, max_nodes: int) -> bool:
     replaced by a test double."""
     from compiler import optimize, pipeline
 
-    return (path.resolve().parent == ROOT / "examples" and max_nodes == optimize.MAX_NODES
+    return (path.resolve().parent == ROOT / "examples" and max_nodes == optimize.DEFAULT.max_nodes
             and all(getattr(f, "__module__", None) == pipeline.__name__
                     for f in (pipeline.estimate_candidates, pipeline.compile_spec)))
 

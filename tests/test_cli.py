@@ -196,13 +196,12 @@ def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
 
 
 def test_the_default_node_limit_in_help_is_the_optimizers():
-    from compiler.optimize import (HIGHS_NODES, MAX_NODES, SETTLE_AFTER, SETTLE_GAP, SETTLE_MAX_INTEGERS,
-                                   SETTLE_NODES)
+    from compiler.optimize import DEFAULT as s
     r = run("compile", "--help")
     text = " ".join(" ".join(r.stdout.split()).replace("│", "").split())
-    assert (f"[default: {MAX_NODES}; for HiGHS going on from the improving rounds {HIGHS_NODES}, or below "
-            f"{SETTLE_MAX_INTEGERS:,} integer variables {SETTLE_AFTER} and then up to {SETTLE_NODES} "
-            f"pruned at {SETTLE_GAP:.0%};") in text
+    assert (f"[default: {s.max_nodes}; for HiGHS going on from the improving rounds {s.highs_nodes}, or below "
+            f"{s.settle_max_integers:,} integer variables {s.settle_after} and then up to {s.settle_nodes} "
+            f"pruned at {s.settle_gap:.0%};") in text
 
 
 def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monkeypatch):
@@ -224,12 +223,12 @@ def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monke
     monkeypatch.setattr(optimize_mod, "optimize", fake_optimize)
     spec = Path(__file__).resolve().parents[1] / "examples" / "onprem-vision.yaml"
     asked = []
-    for nodes in (None, optimize_mod.MAX_NODES):
+    for nodes in (None, optimize_mod.DEFAULT.max_nodes):
         with pytest.raises(CompileError):
             pipeline.compile_spec(spec, pipeline.CompileOptions(max_nodes=nodes))
         asked.append({(o.max_nodes, o.nodes_given) for o in seen})    # every solve of the compile
         seen.clear()
-    assert asked == [{(optimize_mod.MAX_NODES, False)}, {(optimize_mod.MAX_NODES, True)}]
+    assert asked == [{(optimize_mod.DEFAULT.max_nodes, False)}, {(optimize_mod.DEFAULT.max_nodes, True)}]
 
 
 def test_an_unpriced_region_is_an_error_and_allow_unpriced_regions_makes_it_a_warning(tmp_path):

@@ -10,7 +10,7 @@ from compiler import pipeline
 from compiler.catalog import load_catalog
 from compiler.estimate import estimate, floors
 from compiler import unit_costs
-from compiler.optimize import MAX_NODES
+from compiler.optimize import DEFAULT
 
 CAT = load_catalog()
 
@@ -74,7 +74,7 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
     bounded = pipeline.estimate_candidates(spec, cat, doc, pipeline.CompileOptions())
     # a node budget makes the search run to its proof (without one, a plan within 1% of the month
     # floors' bound is taken as it is: both would be right, but not comparable to the cent)
-    prove = pipeline.CompileOptions(max_nodes=MAX_NODES)
+    prove = pipeline.CompileOptions(max_nodes=DEFAULT.max_nodes)
     with_first = pipeline.compile_spec(path, prove).plan
     monkeypatch.setattr(est, "SAMPLE_FROM", 10 ** 9)       # and the scan of every count
     every = estimate(spec, cat)

@@ -17,7 +17,7 @@ import yaml
 from compiler.optimize.formulate import Constraint, Problem, Variable, formulate
 from compiler.optimize import month_floors as month_floors_module
 from compiler.optimize.month_floors import blocks, month_floors, serving_months, split, with_month_floors
-from compiler.optimize.month_search import Window, month_search, search_plan, stitched
+from compiler.optimize.month_search import Window, month_search, months_plan, stitched
 from compiler.optimize.solve import HighsModel
 from compiler.optimize.start import greedy_start
 from compiler.pipeline import estimate
@@ -221,7 +221,7 @@ def test_month_windows_never_end_dearer_than_their_start(short_problem):
     q = with_month_floors(short_problem)
     model = HighsModel(q)
     start = greedy_start(q)
-    plan = search_plan(q)
+    plan = months_plan(q)
     assert plan.windows == (Window(1, 2), Window(0, 1))     # the latest months first
     found = month_search(q, start, model, plan)
     before, after = model.solve(fixed=start), model.solve(fixed=found)
@@ -257,9 +257,9 @@ def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
     q = with_month_floors(p, floors=floors)
     model = HighsModel(q)
     start = greedy_start(q)
-    windows_only = month_search(q, start, model, search_plan(q, fewer_passes=0))
+    windows_only = month_search(q, start, model, months_plan(q, fewer_passes=0))
     said: list[str] = []
-    both = month_search(q, start, model, search_plan(q), say=said.append)
+    both = month_search(q, start, model, months_plan(q), say=said.append)
     buy = "buy[dc-east/hgx-h100]"
     assert windows_only[buy] == 2.0 and both[buy] == 1.0
     assert any(m.startswith("month windows: fewer nodes dc-east/hgx-h100") for m in said)
@@ -287,9 +287,10 @@ def test_a_time_limit_reaches_every_search_of_the_month_path(short_problem, monk
     """--time-limit bounds the floors' blocks, the stitched plan, the windows and the search after
     them, not only the search: every solve that branches (one given a node budget) is given a
     time limit, none over the user's."""
-    from compiler.optimize import SolveOptions, months_searched, optimize
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.optimize.strategy import choose
 
-    assert months_searched(short_problem)
+    assert choose(short_problem, SolveOptions()).path == "months"
     seen, real = [], HighsModel.solve
 
     def recording(self, **kwargs):

@@ -45,9 +45,10 @@ def test_cuts_hold_for_every_integer_point(seed):
 
 def test_rows_with_many_replicas_get_no_cuts():
     # A 4,000 rps service needs tens of replicas per site: lifting there took 47 s of formulate
-    # for a 10-workload spec, for a bound gain of at most one replica in MAX_REPLICAS.
+    # for a 10-workload spec, for a bound gain of at most one replica in max_cut_replicas.
     from compiler.optimize import cuts
-    many = cuts.MAX_REPLICAS + 1
+    from compiler.optimize.settings import DEFAULT
+    many = DEFAULT.max_cut_replicas + 1
     assert cuts.row_cuts((1000.0, 1500.0, 700.0), (many, 12, 20), 16_500.0) == ()
     assert cuts.row_cuts((1000.0, 1500.0), (4, 3), 3_500.0) != ()
 

@@ -14,11 +14,17 @@ from compiler.optimize import improve as improve_mod
 from compiler.optimize import formulate as F
 from compiler.optimize.formulate import Constraint, formulate
 from compiler.optimize.improve import choice_groups, improve, serving_windows
+from compiler.optimize.settings import DEFAULT, SolveOptions
 from compiler.optimize.solve import HighsModel, solve
 from compiler.optimize.start import greedy_start
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from generate import generate  # noqa: E402
+
+
+def S(**changes):
+    """The default settings with `changes`: what a test passes instead of patching a module."""
+    return replace(DEFAULT, **changes)
 
 
 def _cost_at(problem, values):
@@ -52,9 +58,8 @@ def _model(problem):
     return lambda k=0: HighsModel(problem)
 
 
-def test_windows_cover_every_serving_integer_once_in_month_order(problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
-    windows = serving_windows(problem)
+def test_windows_cover_every_serving_integer_once_in_month_order(problem):
+    windows = serving_windows(problem, S(window_integers=400))
     serving = dict(choice_groups(problem))["serving"]
     freed = [n for w in windows for n in w.free]
     assert len(freed) == len(set(freed)) and set(freed) == serving
@@ -81,18 +86,18 @@ def test_the_persistent_model_solves_as_solve_does(problem):
     assert again.objective == model.solve(fixed=held).objective
 
 
-def test_below_the_threshold_the_start_is_returned_as_it_is(problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 1 + sum(v.kind != "continuous" for v in problem.variables))
+def test_below_the_threshold_the_start_is_returned_as_it_is(problem):
+    s = S(min_integers=1 + sum(v.kind != "continuous" for v in problem.variables))
     start = greedy_start(problem)
-    assert improve(problem, start, _model(problem)) == (start, None)
+    assert improve(problem, start, _model(problem), settings=s) == (start, None)
 
 
-def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem):
+    s = S(min_integers=0)
     start = greedy_start(problem)
     messages = []
-    better, bound = improve(problem, start, _model(problem), say=messages.append)
-    again = improve(problem, start, _model(problem))
+    better, bound = improve(problem, start, _model(problem), say=messages.append, settings=s)
+    again = improve(problem, start, _model(problem), settings=s)
     assert (better, bound) == again                          # node budgets, not the clock
     assert set(better) == {v.name for v in problem.variables if v.kind != "continuous"}
     # Measured on the exact model: the greedy start completes at $7.75M; the rounds reach
@@ -106,11 +111,12 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem, monkeypa
     assert messages and messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
-def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip_the_search(problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
+def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip_the_search(problem):
+    from compiler.optimize.strategy import choose
+
+    s = S(min_integers=0, search_max=0)
     messages = []
-    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
     rounds = [m.removeprefix("improving the start: ").split(": $")[0] for m in messages]
     assert all(m.endswith(tuple("0123456789")) for m in messages)
     # the windows moved the plan, so the two LP-guided rounds (together) and training run on it
@@ -121,9 +127,9 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     assert all(r.startswith("fewer nodes") and r.endswith(" round 2") for r in rounds[tail + 3:])
     cycle = rounds[2:tail]
     assert cycle and all(r.startswith(("serving months", "fewer nodes")) and r.endswith(" round 1") for r in cycle)
-    assert improve_mod.search_skipped(problem, None, False)
-    assert not improve_mod.search_skipped(problem, 60.0, False)      # a time limit: search
-    assert not improve_mod.search_skipped(problem, None, True)       # a node budget asked for: search
+    assert choose(problem, SolveOptions(settings=s)).path == "rounds-only"
+    assert choose(problem, SolveOptions(time_limit=60.0, settings=s)).path == "rounds"   # a time limit: search
+    assert choose(problem, SolveOptions(max_nodes=10, settings=s)).path == "rounds"      # a node budget: search
 
 
 @pytest.mark.parametrize("window_integers, search_max, windows_run", [
@@ -131,28 +137,23 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     (400, 10**9, True),       # several windows: each frees a part the search's root would not try alone
     (10**6, 0, True),         # one window, no search after the rounds: the window is the serving work
 ])
-def test_a_lone_window_is_left_to_the_search_that_follows(problem, monkeypatch, window_integers, search_max,
-                                                           windows_run):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", window_integers)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", search_max)
-    assert (len(serving_windows(problem)) == 1) == (window_integers == 10**6)
+def test_a_lone_window_is_left_to_the_search_that_follows(problem, window_integers, search_max, windows_run):
+    s = S(min_integers=0, window_integers=window_integers, search_max=search_max)
+    assert (len(serving_windows(problem, s)) == 1) == (window_integers == 10**6)
     messages = []
-    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
     assert any("serving months" in m for m in messages) == windows_run
     assert messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
-def test_a_time_budget_that_is_spent_returns_the_start(problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
+def test_a_time_budget_that_is_spent_returns_the_start(problem):
     start = greedy_start(problem)
-    assert improve(problem, start, _model(problem), seconds=0.0) == (start, None)
+    assert improve(problem, start, _model(problem), seconds=0.0, settings=S(min_integers=0)) == (start, None)
 
 
 @pytest.mark.parametrize("user", [None, 5])
-def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, monkeypatch, user):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "CYCLES", 1)
+def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, user):
+    s = S(min_integers=0, cycles=1)
     budgets = []
     choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
 
@@ -162,20 +163,19 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, mon
             budgets.append((kwargs.get("relax", False), kwargs.get("max_nodes"), merge))
             return super().solve(**kwargs)
 
-    improve(problem, greedy_start(problem), lambda k=0: Recording(problem), max_nodes=user)
+    improve(problem, greedy_start(problem), lambda k=0: Recording(problem), max_nodes=user, settings=s)
     assert budgets[0] == (True, None, False)               # the LP relaxation
     rounds = [(relax, nodes) for relax, nodes, merge in budgets[1:] if not merge]
     merges = [(relax, nodes) for relax, nodes, merge in budgets[1:] if merge]
-    assert rounds and set(rounds) == {(False, improve_mod.ROUND_NODES)}
-    assert set(merges) <= {(False, improve_mod.MERGE_NODES)}   # the pools' re-plan of a merge
+    assert rounds and set(rounds) == {(False, s.round_nodes)}
+    assert set(merges) <= {(False, s.merge_nodes)}   # the pools' re-plan of a merge
 
 
 @pytest.mark.parametrize("large", [False, True])
-def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch, large):
-    # From SEARCH_MAX integers the rounds' plan is the answer: one cycle, and HiGHS does not
-    # restart a round's root (61 s instead of 107 s for a cycle on the 100-workload benchmark).
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
+def test_highs_restarts_a_round_only_where_a_search_follows(problem, large):
+    # From search_max integers the rounds' plan is the answer: one cycle, and HiGHS does not
+    # restart a round's root (a cycle then takes about half as long).
+    s = S(min_integers=0, search_max=0 if large else 10**9)
     restarts = []
 
     class Recording(HighsModel):
@@ -184,7 +184,7 @@ def test_highs_restarts_a_round_only_where_a_search_follows(problem, monkeypatch
                 restarts.append(kwargs.get("restart", True))
             return super().solve(**kwargs)
 
-    improve(problem, greedy_start(problem), lambda k=0: Recording(problem))
+    improve(problem, greedy_start(problem), lambda k=0: Recording(problem), settings=s)
     assert restarts and set(restarts) == {not large}
 
 
@@ -207,13 +207,12 @@ def test_a_round_stopped_at_its_first_cheaper_plan_stops_there_and_the_next_solv
     assert first.has_solution and whole.objective <= first.objective + 1e-6
 
 
-def test_rounds_solved_together_give_what_each_gives_alone(problem, monkeypatch):
-    # The windows run WORKERS at a time on threads: each solve is the one it would be alone.
+def test_rounds_solved_together_give_what_each_gives_alone(problem):
+    # The windows run settings.workers at a time on threads: each solve is the one it would be alone.
     model_a, model_b = HighsModel(problem), HighsModel(problem)
     start = greedy_start(problem)
     choices = frozenset().union(*(g for _n, g in choice_groups(problem)))
-    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
-    windows = serving_windows(problem)
+    windows = serving_windows(problem, S(window_integers=400))
     assert len(windows) >= 2
     held = [{n: v for n, v in start.items() if n in choices - w.free} for w in windows[:2]]
     kwargs = dict(start=start, max_nodes=1, gap=None, restart=False)
@@ -346,6 +345,7 @@ def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_
     monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
     search = _Search.__new__(_Search)
     search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
+    search.settings = DEFAULT
     finds = {pools[0]: [True, False], pools[1]: [True], pools[2]: [False]}
     ran = []
 
@@ -380,6 +380,7 @@ def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkey
     monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
     search = _Search.__new__(_Search)
     search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
+    search.settings = DEFAULT
     search.plan = SimpleNamespace(workers=2)
     finds = {pools[0]: [True], pools[1]: [False, False], pools[2]: [False]}
     ran = []
@@ -410,7 +411,7 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
     assert [r.name for r in improve_mod.fewer_nodes(problem, start, lp)] == [r.name for r in rounds[1:]]
-    # `most` bounds the integers a round frees (the tail's rounds: NARROWED_INTEGERS)
+    # `most` bounds the integers a round frees (the tail's rounds: settings.narrowed_integers)
     sizes = sorted(len(r.free) for r in rounds)
     assert improve_mod.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
     assert [len(r.free) for r in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
@@ -418,59 +419,53 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
 
 
 def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypatch):
-    # From SEARCH_MAX integers the compile ends with the rounds' plan; its continuous variables
-    # are priced on the rounds' HiGHS model, not by a pulp/CBC solve (3.8 s on the two-DC
-    # benchmark). Oracle: CBC through pulp prices the same plan's integers to the same cost.
-    from compiler.optimize import SolveOptions, optimize, polish
-    from compiler.optimize import solve as solve_mod
+    # From search_max integers the compile ends with the rounds' plan; its continuous variables
+    # are priced on the rounds' HiGHS model, not by a pulp/CBC solve. Oracle: CBC through pulp
+    # prices the same plan's integers to the same cost.
+    from compiler.optimize import optimize, steps
 
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
+    s = S(min_integers=0, search_max=0)
     candidates = generate(20, 1, horizon=12)
     pulp_solves = []
-    real_solve = solve_mod.solve
-    monkeypatch.setattr(solve_mod, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
-    plan = optimize(candidates, SolveOptions(solver="cbc"))
+    real_solve = steps.solve
+    monkeypatch.setattr(steps, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+    monkeypatch.setattr(steps, "pulp_price", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+    plan = optimize(candidates, SolveOptions(solver="cbc", settings=s))
     assert pulp_solves == [] and plan.solver.name == "cbc"
     assert "no branch-and-bound search" in plan.solver.gap_note
     monkeypatch.undo()
 
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
     problem = formulate(candidates)
-    rounds, _bound = improve(problem, greedy_start(problem), _model(problem))
+    rounds, _bound = improve(problem, greedy_start(problem), _model(problem), settings=s)
     sol = HighsModel(problem).solve(fixed=rounds)
-    by_cbc = polish(problem, sol, "cbc", solve)
+    by_cbc = steps.polish(problem, sol, "cbc", solve, s)
     assert plan.total_cost_usd == pytest.approx(by_cbc.objective, rel=1e-7)
 
 
 def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_plan_on_large(monkeypatch):
-    """--solver auto (the default): CBC below improve.MIN_INTEGERS, where no rounds run, except
-    where the month windows run (HiGHS, as the rounds); from it
-    the search goes on from the rounds' plan on their own HiGHS model (no pulp solve), for
-    SETTLE_AFTER nodes, then pruned at SETTLE_GAP (SETTLE_NODES at most) unless the user set
-    a budget, and ends no dearer than that plan. Explicit solvers are kept as asked."""
-    from compiler.optimize import MAX_NODES, SETTLE_AFTER, SETTLE_GAP, SETTLE_NODES, SolveOptions, optimize, solver_for
-    from compiler.optimize import solve as solve_mod
+    """--solver auto (the default): CBC below settings.min_integers, where no rounds run, except
+    where the month windows run (HiGHS, as the rounds); from it the search goes on from the
+    rounds' plan on their own HiGHS model (no pulp solve), for settle_after nodes, then pruned at
+    settle_gap (settle_nodes at most) unless the user set a budget, and ends no dearer than that
+    plan. Explicit solvers are kept as asked."""
+    from compiler.optimize import optimize, steps
+    from compiler.optimize.strategy import choose
 
     candidates = generate(20, 1, horizon=12)
     problem = formulate(candidates)
     integers = sum(1 for v in problem.variables if v.kind != "continuous")
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers + 1)
-    assert solver_for(problem, "auto") == "highs"    # below it, serving months: the month windows
-    import compiler.optimize as optimize_mod
-    monkeypatch.setattr(optimize_mod, "months_searched", lambda _p: False)
-    assert solver_for(problem, "auto") == "cbc"
-    monkeypatch.undo()
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", integers)
-    assert solver_for(problem, "auto") == "highs"
-    assert solver_for(problem, "cbc") == "cbc" and solver_for(problem, "highs") == "highs"
+    below = S(min_integers=integers + 1)
+    assert choose(problem, SolveOptions(settings=below)).solver == "highs"   # below it, serving months: month windows
+    one_month = replace(problem, variables=tuple(replace(v, month=None) for v in problem.variables))
+    assert choose(one_month, SolveOptions(settings=below)).solver == "cbc"
+    at = S(min_integers=integers)
+    assert choose(problem, SolveOptions(settings=at)).solver == "highs"
+    assert [choose(problem, SolveOptions(solver=x, settings=at)).solver for x in ("cbc", "highs")] == ["cbc", "highs"]
 
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 10**9)
+    s = S(min_integers=0, search_max=10**9)
     pulp_solves, searches = [], []
-    real_solve, real_highs = solve_mod.solve, HighsModel.solve
-    monkeypatch.setattr(solve_mod, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+    real_solve, real_highs = steps.solve, HighsModel.solve
+    monkeypatch.setattr(steps, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
 
     def recording(self, **k):
         if not k.get("relax") and not k.get("fixed"):
@@ -478,39 +473,37 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
         return real_highs(self, **k)
 
     monkeypatch.setattr(HighsModel, "solve", recording)
-    plan = optimize(candidates, SolveOptions())
+    plan = optimize(candidates, SolveOptions(settings=s))
     search = searches[0]
     assert plan.solver.name == "highs" and pulp_solves == []
-    assert search["max_nodes"] == SETTLE_AFTER and search["gap"] is None and search["start"]
-    # a second search, pruned at SETTLE_GAP, only where the first left more than that
+    assert search["max_nodes"] == s.settle_after and search["gap"] is None and search["start"]
+    # a second search, pruned at settle_gap, only where the first left more than that
     assert len(searches) <= 2
-    assert all(k["max_nodes"] == SETTLE_NODES and k["gap"] == SETTLE_GAP for k in searches[1:])
+    assert all(k["max_nodes"] == s.settle_nodes and k["gap"] == s.settle_gap for k in searches[1:])
     rounds_plan = real_highs(HighsModel(problem), fixed=search["start"])
     assert plan.total_cost_usd <= rounds_plan.objective * (1 + 1e-9)
     assert plan.solver.best_bound_usd <= plan.total_cost_usd * (1 + 1e-9)
 
-    for asked in (7, MAX_NODES):                 # the user's budget, not HIGHS_NODES, even the default's
+    for asked in (7, s.max_nodes):                 # the user's budget, not highs_nodes, even the default's
         searches.clear()
-        optimize(candidates, SolveOptions(max_nodes=asked, nodes_given=True))
+        optimize(candidates, SolveOptions(max_nodes=asked, nodes_given=True, settings=s))
         assert [k["max_nodes"] for k in searches] == [asked]
-    cbc = optimize(candidates, SolveOptions(solver="cbc"))
+    cbc = optimize(candidates, SolveOptions(solver="cbc", settings=s))
     assert cbc.solver.name == "cbc"
-    assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [MAX_NODES]
+    assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [s.max_nodes]
 
 
 @pytest.mark.parametrize("lifted", [False, True])
 def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatch, lifted):
-    """The default search's first SETTLE_AFTER nodes end more than SETTLE_GAP above their bound.
-    It settles (optimize._settled) only where that bound is above the LP relaxation's: where no
-    cut or branch of those nodes lifted it, the settled search moved neither plan nor bound on
-    the platforms measured. The first search's bound is set here to the LP's, or just above it."""
-    import compiler.optimize as optimize_mod
-    from compiler.optimize import SETTLE_AFTER, SolveOptions, optimize
+    """The default search's first settle_after nodes end more than settle_gap above their bound.
+    It settles (steps.settled) only where that bound is above the LP relaxation's: where no cut
+    or branch of those nodes lifted it, the settled search moves neither plan nor bound. The
+    first search's bound is set here to the LP's, or just above it."""
+    from compiler.optimize import optimize, steps
     from compiler.optimize.solve import relative_gap
 
     candidates = generate(20, 1, horizon=12)
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 10**9)
+    s = S(min_integers=0, search_max=10**9)
     lp, settled = [], []
     real_highs = HighsModel.solve
 
@@ -518,15 +511,15 @@ def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatc
         sol = real_highs(self, **k)
         if k.get("relax"):
             lp.append(sol.objective)
-        elif k.get("max_nodes") == SETTLE_AFTER and not k.get("fixed"):
+        elif k.get("max_nodes") == s.settle_after and not k.get("fixed"):
             bound = lp[-1] * (1.001 if lifted else 1.0)
-            assert relative_gap(sol.objective, bound) > optimize_mod.SETTLE_GAP   # else it would not settle
+            assert relative_gap(sol.objective, bound) > s.settle_gap   # else it would not settle
             sol = replace(sol, best_bound=bound, gap=relative_gap(sol.objective, bound))
         return sol
 
     monkeypatch.setattr(HighsModel, "solve", recording)
-    monkeypatch.setattr(optimize_mod, "_settled", lambda model, first: settled.append(first) or first)
-    plan = optimize(candidates, SolveOptions())
+    monkeypatch.setattr(steps, "settled", lambda model, first, _s: settled.append(first) or first)
+    plan = optimize(candidates, SolveOptions(settings=s))
     assert len(settled) == (1 if lifted else 0)
     assert plan.solver.best_bound_usd == pytest.approx(lp[-1] * (1.001 if lifted else 1.0), abs=0.01)   # cents
 
@@ -566,21 +559,18 @@ def test_lp_guided_holds_where_the_lp_agrees_and_lp_rounded_where_it_rounds_to_t
     plan = {"a": 2.0, "b": 0.0, "c": 1.0, "d": 3.0}
     lp = {"a": 2.0, "b": 0.4, "c": 0.5, "d": 2.7}
     names = list(plan)
-    within = improve_mod.LP_HELD_WITHIN
     # RINS: held only where the LP's value equals the plan's
-    assert improve_mod.lp_held(names, plan, lp, within["lp-guided"]) == {"a": 2.0}
+    assert improve_mod.lp_held(names, plan, lp, DEFAULT.lp_guided_within) == {"a": 2.0}
     # rounded: held also where the LP's value rounds to the plan's (b: 0.4, d: 2.7); c's 0.5 is
     # as far from 1 as from 0, so it is free
-    assert improve_mod.lp_held(names, plan, lp, within["lp-rounded"]) == {"a": 2.0, "b": 0.0, "d": 3.0}
+    assert improve_mod.lp_held(names, plan, lp, DEFAULT.lp_rounded_within) == {"a": 2.0, "b": 0.0, "d": 3.0}
 
 
 def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_starts_over_at_a_cheaper_plan(
-        problem, monkeypatch):
-    monkeypatch.setattr(improve_mod, "MIN_INTEGERS", 0)
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0)
-    monkeypatch.setattr(improve_mod, "NARROWED_INTEGERS", 10**9)
+        problem):
+    s = S(min_integers=0, search_max=0, narrowed_integers=10**9)
     messages = []
-    improve(problem, greedy_start(problem), _model(problem), say=messages.append)
+    improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
     first = next(k for k, m in enumerate(messages) if m.startswith("improving the start: training round 2"))
     tail = messages[first + 1:]
     assert len(tail) >= 2 and all(m.startswith("improving the start: fewer nodes") and "(narrowed) round 2: $" in m
@@ -605,45 +595,42 @@ def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_star
 
 
 @pytest.mark.parametrize("large", [False, True])
-def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, monkeypatch, large):
-    """search_plan: below SEARCH_MAX integers, CYCLES cycles of lp-guided, training, the windows
-    and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it LARGE_CYCLES, no
-    restart, the training round stopped at its first cheaper plan where the jobs have
-    FIRST_PLAN_CANDIDATES candidates each (in the cycle and the tail), and a tail of RINS with
-    lp-rounded together, training, then the small fewer-nodes
-    rounds, narrowed (at most NARROWED_INTEGERS): two nodes fewer in pools of TWO_FEWER_NODES
-    nodes, one at a time until one finds a cheaper plan, then one node fewer, two at a time, made
-    again from each cheaper plan until none finds one. A round's node budget is ROUND_NODES, or
-    the user's if smaller."""
+def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget(problem, large):
+    """search_plan: below search_max integers, `cycles` cycles of lp-guided, training, the
+    windows and the fewer-nodes rounds (LP rule), no tail, HiGHS may restart; from it
+    large_cycles, no restart, the training round stopped at its first cheaper plan where the jobs
+    have first_plan_candidates candidates each (in the cycle and the tail), and a tail of RINS
+    with lp-rounded together, training, then the small fewer-nodes rounds, narrowed (at most
+    narrowed_integers): two nodes fewer in pools of two_fewer_nodes nodes, one at a time until
+    one finds a cheaper plan, then one node fewer, two at a time, made again from each cheaper
+    plan until none finds one. A round's node budget is round_nodes, or the user's if smaller."""
     from compiler.optimize.improve import FewerNodes, Round, search_plan
 
-    monkeypatch.setattr(improve_mod, "SEARCH_MAX", 0 if large else 10**9)
-    monkeypatch.setattr(improve_mod, "WINDOW_INTEGERS", 400)
-    plan = search_plan(problem)
+    s = S(search_max=0 if large else 10**9, window_integers=400)
+    plan = search_plan(problem, settings=s)
     names = [[r.name for r in batch] for batch in plan.cycle[0].batches]
     assert names[:2] == [["lp-guided"], ["training"]]
-    assert [n for batch in names[2:] for n in batch] == [w.name for w in serving_windows(problem)]
-    assert plan.cycle[1] == improve_mod.Step(fewer=FewerNodes(improve_mod.FEWER_NODES_INTEGERS, True, False))
-    assert plan.cycles == (improve_mod.LARGE_CYCLES if large else improve_mod.CYCLES)
-    assert plan.restart is not large and plan.nodes == improve_mod.ROUND_NODES
+    assert [n for batch in names[2:] for n in batch] == [w.name for w in serving_windows(problem, s)]
+    assert plan.cycle[1] == improve_mod.Step(fewer=FewerNodes(s.fewer_nodes_integers, True, False))
+    assert plan.cycles == (s.large_cycles if large else s.cycles)
+    assert plan.restart is not large and plan.nodes == s.round_nodes
     training = dict(choice_groups(problem))["training"]
     assert Round("training", training) in plan.cycle[0].batches[1]
     if large:
         both, again = plan.tail[0].batches
         assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
-        assert [r.lp_within for r in both] == [improve_mod.LP_HELD_WITHIN[r.name] for r in both]
-        assert plan.tail[1].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, by=2,
-                                                least=improve_mod.TWO_FEWER_NODES, narrow=True)
-        assert plan.tail[2].fewer == FewerNodes(improve_mod.NARROWED_INTEGERS, False, True, narrow=True, again=True,
+        assert [r.lp_within for r in both] == [s.lp_guided_within, s.lp_rounded_within]
+        assert plan.tail[1].fewer == FewerNodes(s.narrowed_integers, False, True, by=2,
+                                                least=s.two_fewer_nodes, narrow=True)
+        assert plan.tail[2].fewer == FewerNodes(s.narrowed_integers, False, True, narrow=True, again=True,
                                                 paired=True)
         assert len(plan.tail) == 3
     else:
         assert plan.tail == ()
-    monkeypatch.setattr(improve_mod, "FIRST_PLAN_CANDIDATES", 1)
-    first = search_plan(problem)
+    first = search_plan(problem, settings=replace(s, first_plan_candidates=1))
     stopped = Round("training", training, improving=1) if large else Round("training", training)
     assert first.cycle[0].batches[1] == (stopped,)
     if large:
         assert first.tail[0].batches[1] == (stopped,)
-    assert search_plan(problem, max_nodes=10**6).nodes == improve_mod.ROUND_NODES
-    assert search_plan(problem, cycles=7, workers=3).cycles == 7
+    assert search_plan(problem, max_nodes=10**6, settings=s).nodes == s.round_nodes
+    assert search_plan(problem, cycles=7, workers=3, settings=s).cycles == 7

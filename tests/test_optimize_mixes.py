@@ -12,7 +12,6 @@ import random
 
 import pytest
 
-from compiler.optimize import mixes
 from compiler.optimize.mixes import minimal_mixes
 
 
@@ -65,11 +64,7 @@ def test_against_brute_force(seed):
         assert any(all(a >= b for a, b in zip(y, mix)) for mix in got)
 
 
-def test_too_many_mixes_falls_back(monkeypatch):
-    monkeypatch.setattr(mixes, "MAX_MIXES", 3)
-    mixes._mixes.cache_clear()
-    try:
-        # 6 candidates at 6 sites, one replica each carries it: 15 pairs survive, more than 3.
-        assert minimal_mixes((10.0,) * 6, (1,) * 6, tuple("abcdef"), 5.0, True) is None
-    finally:
-        mixes._mixes.cache_clear()
+def test_too_many_mixes_falls_back():
+    # 6 candidates at 6 sites, one replica each carries it: 15 pairs survive, more than 3.
+    assert minimal_mixes((10.0,) * 6, (1,) * 6, tuple("abcdef"), 5.0, True, most_mixes=3) is None
+    assert len(minimal_mixes((10.0,) * 6, (1,) * 6, tuple("abcdef"), 5.0, True, most_mixes=15)) == 15

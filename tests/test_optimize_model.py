@@ -134,11 +134,12 @@ def test_no_candidate_names_rejections():
 
 def test_no_solution_in_time_exits_5(monkeypatch):
     from compiler.optimize import solve as solve_mod
+    from compiler.optimize import steps
 
     def no_plan(problem, **kw):
         return solve_mod.Solution("cbc", "no_solution", float("nan"), float("nan"), float("nan"), 1.0)
 
-    monkeypatch.setattr(solve_mod, "solve", no_plan)
+    monkeypatch.setattr(steps, "solve", no_plan)
     with pytest.raises(CompileError) as err:
         optimize(_train_platform(500.0), SolveOptions(time_limit=1))
     assert err.value.exit_code == 5
@@ -146,8 +147,9 @@ def test_no_solution_in_time_exits_5(monkeypatch):
 
 def test_no_solution_message_names_the_limits_that_stopped_it(monkeypatch):
     from compiler.optimize import solve as solve_mod
+    from compiler.optimize import steps
 
-    monkeypatch.setattr(solve_mod, "solve", lambda problem, **kw: solve_mod.Solution(
+    monkeypatch.setattr(steps, "solve", lambda problem, **kw: solve_mod.Solution(
         "cbc", "no_solution", float("nan"), float("nan"), float("nan"), 1.0))
     with pytest.raises(CompileError) as err:
         optimize(_train_platform(500.0), SolveOptions(time_limit=30, max_nodes=200))

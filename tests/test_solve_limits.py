@@ -236,23 +236,26 @@ def _cover_problem(n: int = 60, rows: int = 8, seed: int = 7) -> Problem:
 
 
 def test_a_settled_search_proves_its_gap_from_a_poor_plan_and_reports_what_it_proved():
-    """optimize._settled: a search that ended above SETTLE_GAP goes on with HiGHS's gap at
-    SETTLE_GAP. From a first search of one node, its plan is reported feasible within SETTLE_GAP
+    """steps.settled: a search that ended above settle_gap goes on with HiGHS's gap at
+    settle_gap. From a first search of one node, its plan is reported feasible within settle_gap
     of a bound no higher than the optimum the unpruned search proves, and no cheaper than that
     optimum; node counts, not the clock, decide, so two runs agree."""
-    from compiler.optimize import SETTLE_GAP, _settled
+    from compiler.optimize.settings import DEFAULT
     from compiler.optimize.solve import HighsModel
+    from compiler.optimize.steps import settled as settle
+
+    SETTLE_GAP = DEFAULT.settle_gap
 
     model = HighsModel(_cover_problem())
     proven = model.solve()
     assert proven.status == "optimal" and proven.objective == pytest.approx(1106.0)
     first = model.solve(max_nodes=1)
     assert first.gap > SETTLE_GAP                      # the case it is for
-    settled = _settled(model, first)
+    settled = settle(model, first, DEFAULT)
     assert settled.status == "feasible" and settled.gap <= SETTLE_GAP
     assert settled.best_bound <= proven.objective + 1e-6 <= settled.objective + 2e-6
     assert settled.objective <= first.objective and settled.best_bound >= first.best_bound - 1e-6
-    again = _settled(model, model.solve(max_nodes=1))
+    again = settle(model, model.solve(max_nodes=1), DEFAULT)
     assert (again.objective, again.best_bound) == (settled.objective, settled.best_bound)
 
 

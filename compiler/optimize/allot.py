@@ -48,11 +48,12 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from compiler.optimize.settings import DEFAULT
 from compiler.plan import PRICINGS
 from compiler.spec import HOURS_PER_MONTH as HOURS   # hours in a month
 
 TERMS = ("reserved_3y", "reserved_1y")   # the order reserved node-hours are taken in
-EPS = 1e-9
+EPS = DEFAULT.count_tolerance
 
 
 @dataclass(frozen=True)

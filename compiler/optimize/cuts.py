@@ -14,12 +14,9 @@ import itertools
 import math
 from functools import lru_cache
 
-EPS = 1e-9
-MAX_LIFT_POINTS = 20_000    # enumeration budget for lifting one facet over the other candidates
-# Rows where one candidate may need more replicas than this get no cuts: rounding to whole
-# replicas matters little there (at most one replica in MAX_REPLICAS), and lifting grows with
-# the counts (a 4,000 rps service once took 47 s to formulate).
-MAX_REPLICAS = 16
+from compiler.optimize.settings import DEFAULT
+
+EPS = DEFAULT.count_tolerance
 
 
 def _need(rest: float, tau: float) -> int:
@@ -60,12 +57,12 @@ def _pair_facets(t1: float, t2: float, u1: int, u2: int, d: float) -> list[tuple
 def row_cuts(taus: tuple[float, ...], ubs: tuple[int, ...], demand: float) -> tuple[tuple[tuple[float, ...], float], ...]:
     """Cuts (coefficients aligned with taus, rhs) for sum taus[i] y_i >= demand, 0 <= y_i <= ubs[i]."""
     n = len(taus)
-    if n < 2 or max(ubs) > MAX_REPLICAS:
+    if n < 2 or max(ubs) > DEFAULT.max_cut_replicas:
         return ()
     cuts = []
     points = math.prod(u + 1 for u in ubs)   # integers: the quotient below is exact
     for i, j in itertools.combinations(range(n), 2):
-        if points // ((ubs[i] + 1) * (ubs[j] + 1)) > MAX_LIFT_POINTS:
+        if points // ((ubs[i] + 1) * (ubs[j] + 1)) > DEFAULT.max_lift_points:
             continue    # the other candidates' points, the lifting's enumeration: too many
         others = [k for k in range(n) if k not in (i, j)]
         for a1, a2, c in _pair_facets(taus[i], taus[j], ubs[i], ubs[j], demand):

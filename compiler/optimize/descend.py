@@ -10,7 +10,7 @@ row, and only to the least integer value every row it appears in still allows wi
 variables at their current values (a >= row where its coefficient is positive, a <= row where it
 is negative; the other rows only get looser as it falls). Every row stays satisfied after each
 step, so the point stays feasible and its cost never rises. Variables go in problem order, in
-passes until one changes nothing (at most MAX_PASSES), so the result is deterministic.
+passes until one changes nothing (at most Settings.descend_passes), so the result is deterministic.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import math
 from collections import defaultdict
 from typing import Mapping
 
-MAX_PASSES = 3
-EPS = 1e-6   # a row's slack tolerance, as the solvers' own feasibility tolerance
+from compiler.optimize.settings import DEFAULT
+
+EPS = DEFAULT.slack_tolerance
 
 
 def descend(problem, values: Mapping[str, float]) -> dict[str, float]:
@@ -41,7 +42,7 @@ def descend(problem, values: Mapping[str, float]) -> dict[str, float]:
                 rows_of[n].append((k, a))
     movable = [v for v in problem.variables
                if v.kind != "continuous" and v.cost >= 0 and v.name not in fixed_by_equality]
-    for _ in range(MAX_PASSES):
+    for _ in range(DEFAULT.descend_passes):
         changed = False
         for v in movable:
             x = out[v.name]

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path_tuple
 from compiler.optimize.formulate import Constraint, Problem, series_name
+from compiler.optimize.settings import DEFAULT
 from compiler.optimize.solve import solve
 
-# USD per unit of violation: give up a kW or a GPU of quota long before a workload.
-PENALTY = {"power": 1e5, "racks": 1e6, "max_gpus": 1e5, "quota": 1e5, "cloud_share": 1.0,
-           "availability": 1e4, "demand": 1e5, "placement": 1e10, "capacity": 1e7,
-           "operability": 1e3}
-MAX_REPORTED = 8
+PENALTY = DEFAULT.penalties
 
 
 def no_candidates(problem: Problem) -> list[Diagnostic]:
@@ -43,7 +40,7 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
     diags = no_candidates(problem)
     if diags:
         return CompileError(diags, exit_code=EXIT_INFEASIBLE)
-    sol = solve(problem, solver=solver, time_limit=time_limit, gap=1e-4, elastic=PENALTY, max_nodes=max_nodes)
+    sol = solve(problem, solver=solver, time_limit=time_limit, gap=DEFAULT.proven_gap, elastic=PENALTY, max_nodes=max_nodes)
     if not sol.has_solution:
         return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
                                         "found no way to say which")], exit_code=EXIT_INFEASIBLE)
@@ -54,7 +51,7 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
         family = series_name(by_name[name])
         if family not in worst or abs(amount) > abs(worst[family][0]):
             worst[family] = (amount, name)
-    for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:MAX_REPORTED]:
+    for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:DEFAULT.max_reported]:
         amount, name = worst[family]
         c = by_name[name]
         diags.append(Diagnostic("E303", _message(problem, c, amount, sol.values), path_tuple(c.path)))

@@ -94,7 +94,7 @@ Constraints
        beyond its mix to keep a pool up, and every plan's replicas still hold a mix), node_mix[y]: v_{p,m} >= sum_k
        ceil(g_c mix_k(c) / G_p) lambda_k (b_q for an on-prem pool with no owned nodes). The LP
        of one mix is the convex hull of the month's integer points. Service-months with more than
-       mixes.MAX_MIXES mixes get the per-row integer-hull facets of cuts.py instead; buy_for[c]:
+       Settings.max_mixes mixes get the per-row integer-hull facets of cuts.py instead; buy_for[c]:
        b_q >= (ceil(n_c G/G_q) - O_q) x_c for a training job larger than the owned nodes;
        storage_used[s/w@m]: sum_t e_{s,t,m} >= sum_{c of w at s} x_c;
        node_for[y]: v_{p,m} >= slope_c y_{c,m} (b_q for an on-prem pool with no owned nodes),
@@ -173,8 +173,8 @@ class Variable:
     costs: tuple[tuple[str, float], ...] = ()    # (breakdown category, USD per unit)
     # The solver works in value / scale. On-demand node-hours go to it as node-months: in hours,
     # HiGHS takes them for implied integers with ranges of thousands, and its reduced-cost
-    # fixing then spends most of each root separation round on them (100-workload benchmark:
-    # a round's root 25 s -> 10 s). A change of unit only: the model is the same.
+    # fixing then spends most of each root separation round on them (a large platform's root
+    # takes less than half as long in months). A change of unit only: the model is the same.
     scale: float = 1.0
     # The month of the horizon the variable decides for (replicas, nodes and node-hours, storage
     # of month m); None for the ones that span months (a job's candidate, reserved terms, nodes
@@ -659,7 +659,7 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             pools_onprem.add((c.site, c.instance))
         else:
             pools_cloud.setdefault((c.site, c.instance), set()).update(active)
-    survive = w.slo.availability >= 0.999
+    survive = w.slo.survives_site_loss
     too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
     for m in active:
         terms = {y_name(c, m): c.estimate.tokens_per_s for c in cands}
@@ -1391,7 +1391,7 @@ def _node_covers(st: "_State") -> None:
         if not isinstance(w, InferenceWorkload):
             continue
         D = st.demand[w.name]
-        survive = w.slo.availability >= 0.999
+        survive = w.slo.survives_site_loss
         sites = sorted({c.site for c in st.chosen[w.name]}) if survive else []
         every = _node_caps(st, w)
         outside = {s: _node_caps(st, w, s) for s in sites}

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from compiler import unit_costs
 from compiler.estimate.memory import checkpoint_tb
-from compiler.optimize.alternatives import SURVIVES_SITE_LOSS, _part, _service_use, _training_use
+from compiler.optimize.alternatives import _part, _service_use, _training_use
 from compiler.optimize.formulate import Problem, _filter
 from compiler.plan import Plan, month_range
 from compiler.spec import InferenceWorkload, OnPremSite
@@ -151,7 +151,7 @@ def _row(problem: Problem, plan: Plan, w, s: str, i: str, owned: int) -> dict:
     rule = _spec_rule(problem, w, s, i)
     if rule or not ok:
         return {**row, "reason": "not_allowed", "detail": rule or _why_not(problem, w, s, i)}
-    if isinstance(w, InferenceWorkload) and w.slo.availability >= SURVIVES_SITE_LOSS:
+    if isinstance(w, InferenceWorkload) and w.slo.survives_site_loss:
         return {**row, "reason": "availability",
                 "detail": f"slo.availability {w.slo.availability:g} (its load must be carried without {s})"}
     priced = [p for p in (_price(problem, w, c, owned) for c in ok) if p is not None]

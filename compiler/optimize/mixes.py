@@ -21,21 +21,23 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-EPS = 1e-9
-MAX_MIXES = 300          # more than this many mixes for one service-month: fall back to row cuts
-MAX_VISITS = 10_000      # enumeration budget (partial vectors visited) for one service-month
+from compiler.optimize.settings import DEFAULT
+
+EPS = DEFAULT.count_tolerance
 
 
 def minimal_mixes(taus: tuple[float, ...], ubs: tuple[int, ...], sites: tuple[str, ...],
-                  demand: float, survive: bool) -> tuple[tuple[int, ...], ...] | None:
+                  demand: float, survive: bool, most_mixes: int = DEFAULT.max_mixes,
+                  most_visits: int = DEFAULT.max_mix_visits) -> tuple[tuple[int, ...], ...] | None:
     """Every minimal y (0 <= y <= ubs) carrying `demand` (and without any one site when
-    `survive`), sorted; None when there are more than MAX_MIXES or the search runs over budget.
-    An empty tuple means no vector in the box carries the demand."""
-    return _mixes(tuple(taus), tuple(ubs), tuple(sites), round(demand, 9), bool(survive))
+    `survive`), sorted; None when there are more than `most_mixes` or the search visits more
+    than `most_visits` partial vectors. An empty tuple means no vector in the box carries the
+    demand."""
+    return _mixes(tuple(taus), tuple(ubs), tuple(sites), round(demand, 9), bool(survive), most_mixes, most_visits)
 
 
 @lru_cache(maxsize=4096)
-def _mixes(taus, ubs, sites, demand, survive):
+def _mixes(taus, ubs, sites, demand, survive, most_mixes, most_visits):
     # Depth-first over y_0, y_1, ... with the sums carried along: each stack entry holds the
     # partial vector's total and its total per site, so a visit costs O(sites), not O(n sites).
     # Visit order and the budget are those of a plain enumeration (pop y_k = 0 first).
@@ -58,7 +60,7 @@ def _mixes(taus, ubs, sites, demand, survive):
     while stack:
         y, total, per = stack.pop()
         visits += 1
-        if visits > MAX_VISITS:
+        if visits > most_visits:
             return None
         k = len(y)
         rest_total, rest_per = most[k]
@@ -70,7 +72,7 @@ def _mixes(taus, ubs, sites, demand, survive):
             if all(y[j] == 0 or not carries(total - taus[j], per if at[j] < 0 else _plus(per, at[j], -taus[j]))
                    for j in range(n)):
                 out.append(y)
-                if len(out) > MAX_MIXES:
+                if len(out) > most_mixes:
                     return None
             continue
         for v in range(ubs[k], -1, -1):

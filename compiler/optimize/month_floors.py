@@ -3,13 +3,13 @@ r"""Month floors: valid inequalities that hand the LP each month's own integer c
 Where services share nodes, the LP relaxation spreads fractions of nodes and replicas over the
 pools of every month, and a branch-and-bound search has to close that loss month by month: months
 whose integer problems each close in a fraction of a second, searched as one tree, close slowly
-(docs/optimizer.md has the figures). Yet the months are coupled only through
+(benchmarks/LOG.md has the figures). Yet the months are coupled only through
 a few variables that span them (reserved terms, a job's candidate, nodes bought). This module
 splits the problem along that seam and gives each month a floor.
 
 The cut
 -------
-The horizon is cut into blocks B of BLOCK_MONTHS consecutive months. Let V_B be the variables of
+The horizon is cut into blocks B of Settings.block_months consecutive months. Let V_B be the variables of
 B's months (Variable.month in B), R_B the rows whose month variables all lie in B together with
 the rows over spanning variables only that reach B (a job's one-candidate row: split() says
 which), and L_B the spanning variables in R_B. For any weights pi_l on l in L_B,
@@ -38,9 +38,9 @@ priced per month as if each block could buy its own.
 
 Where the floors are built
 --------------------------
-Only for blocks with integer serving variables (replicas, mixes, nodes), on the platforms
-optimize.months_searched picks. Each block's sub-problem is one HiGHS model stopped after
-BLOCK_NODES nodes: where it stops is the same on every machine.
+Only for blocks with integer serving variables (replicas, mixes, nodes), on the platforms the
+strategy sends down the month path (strategy.py). Each block's sub-problem is one HiGHS model
+stopped after Settings.block_nodes nodes: where it stops is the same on every machine.
 """
 
 from __future__ import annotations
@@ -51,11 +51,9 @@ from typing import Mapping
 
 from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Constraint, Problem, Variable
+from compiler.optimize.settings import DEFAULT, Settings
+from compiler.optimize.solve import HighsModel
 
-BLOCK_MONTHS = 3       # months per block
-BLOCK_NODES = 20000    # branch-and-bound nodes of one block's sub-problem
-BLOCK_GAP = 0.0        # a block is solved to its end (within its node limit)
-TOLERANCE = 1e-7       # relative: a floor is lowered by this much against the solver's rounding
 SERVING = ("y", "mix", "inodes")   # the variable families of replicas, their mixes and their nodes
 
 
@@ -178,14 +176,15 @@ class Floors:
     block_plans: Mapping[str, float]
 
 
-def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES,
-                 seconds: float | None = None) -> Floors:
+def month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,
+                 seconds: float | None = None, settings: Settings = DEFAULT) -> Floors:
     """The month_floor rows of every block of `size` months with a serving month (none for a
     block whose sub-problem proves no bound above 0), and the blocks' plans. `seconds`: the
     user's time limit for them all (--time-limit), where one is given: a block stopped by it
-    gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows)."""
-    from compiler.optimize.solve import HighsModel
-
+    gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows).
+    `size` and `max_nodes` replace settings.block_months and block_nodes."""
+    size = settings.block_months if size is None else size
+    max_nodes = settings.block_nodes if max_nodes is None else max_nodes
     left = time_left(seconds)
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
@@ -198,7 +197,7 @@ def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BL
                 for n in names}
         sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                       constraints=tuple(rs))
-        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=BLOCK_GAP, time_limit=left())
+        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=settings.block_gap, time_limit=left())
         bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
         if bound is None or not bound > 0:
             continue
@@ -207,13 +206,13 @@ def month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BL
         first, last = min(block), max(block)
         out.append(Constraint(
             f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
-            ">=", bound - TOLERANCE * abs(bound), "$.horizon_months",
+            ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
             f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
             family="month_floor"))
     return Floors(tuple(out), plans)
 
 
-def with_month_floors(problem: Problem, size: int = BLOCK_MONTHS, max_nodes: int = BLOCK_NODES,
+def with_month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,
                       floors: Floors | None = None) -> Problem:
     """The problem with its month floors added (the same integer plans and optimum)."""
     rows = (floors or month_floors(problem, size, max_nodes)).rows

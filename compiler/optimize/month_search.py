@@ -7,16 +7,16 @@ integer variable of one window of months and every spanning one (so the reserved
 are re-planned around the window), holds the other months' at the incumbent's values, and starts
 from the incumbent; the round's plan replaces the incumbent only if it is cheaper. Windows
 overlap and run from the last months to the first, round-robin, until each has run on the plan it
-last left behind and found nothing cheaper (or CYCLES passes).
+last left behind and found nothing cheaper (or Settings.window_cycles passes).
 
 A window cannot let a bought on-prem node go: the node serves every month, and a window holds
 all but two of them at the incumbent, so the plan keeps every node some held month fills. So
-once the windows find nothing, fewer-nodes rounds follow (improve.fewer_nodes): one per on-prem
+once the windows find nothing, fewer-nodes rounds follow (neighbourhoods.fewer_nodes): one per on-prem
 pool the plan buys nodes in, the pool held one node lower and the work on it freed in the months
 where the remaining nodes are too few (every spanning variable free, the other months held).
 The incumbent is no start there (it has the node), so HiGHS is told its cost as a cutoff. The
 first round that finds a cheaper plan replaces the incumbent and the windows run again from it;
-at most FEWER_PASSES times.
+at most Settings.fewer_passes times.
 
 Large-neighbourhood search (as improve.py's rounds on large platforms, whose windows are sized by
 integers, not months): it only finds plans, and proves nothing. The compile's bound is the LP
@@ -32,6 +32,8 @@ from typing import Callable, Mapping
 
 from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Problem
+from compiler.optimize.neighbourhoods import fewer_nodes
+from compiler.optimize.settings import DEFAULT, Settings
 
 
 @dataclass(frozen=True)
@@ -53,18 +55,13 @@ class Plan:
     fewer_passes: int
 
 
-WIDTH = 2           # months a window frees
-STEP = 1            # months between the starts of two windows
-ROUND_NODES = 200   # branch-and-bound nodes of one round
-CYCLES = 4          # passes over the windows at most
-FEWER_PASSES = 4    # cheaper plans the fewer-nodes rounds may find, each followed by the windows
-
-
-def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: int = ROUND_NODES,
-                cycles: int = CYCLES, fewer_passes: int = FEWER_PASSES) -> Plan:
-    """Windows of `width` months every `step` months over the months that hold integers, the
-    latest first: demand grows, so the last months hold the most nodes, and the reserved terms
+def months_plan(problem: Problem, settings: Settings = DEFAULT, fewer_passes: int | None = None) -> Plan:
+    """Windows of settings.window_months months every settings.window_step months over the months
+    that hold integers, the latest first (`fewer_passes` replaces the settings'): demand grows, so the last months hold the most nodes, and the reserved terms
     that cover them are best re-planned before the earlier months settle around them."""
+    width, step, nodes = settings.window_months, settings.window_step, settings.window_nodes
+    cycles = settings.window_cycles
+    fewer_passes = settings.fewer_passes if fewer_passes is None else fewer_passes
     serving = sorted({v.month for v in problem.variables
                       if v.month is not None and v.kind != "continuous"})
     if len(serving) < 2:
@@ -78,7 +75,7 @@ def search_plan(problem: Problem, width: int = WIDTH, step: int = STEP, nodes: i
     return Plan(tuple(reversed(windows)), nodes, cycles, fewer_passes)
 
 
-def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = ROUND_NODES,
+def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = DEFAULT.window_nodes,
              time_limit: float | None = None) -> dict[str, float] | None:
     """A first plan from the month floors' block plans: every month's integers held at the value
     its block's own sub-problem gave them, the spanning ones (reserved terms, jobs, nodes bought)
@@ -93,7 +90,7 @@ def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: i
 
 def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan,
                  say: Callable[[str], None] = lambda _m: None, bound: float | None = None,
-                 enough: float = 0.0, seconds: float | None = None) -> dict[str, float]:
+                 enough: float = 0.0, seconds: float | None = None, settings: Settings = DEFAULT) -> dict[str, float]:
     """Integer values at least as cheap as `start` (`model`: a solve.HighsModel of `problem`).
     With a lower `bound` on every plan, the search stops once its plan is within `enough` of it
     (relative to the plan): no round could make it more than that cheaper. `seconds`: the
@@ -111,17 +108,17 @@ def month_search(problem: Problem, start: Mapping[str, float], model, plan: Plan
         return (bound is not None and cost - bound <= enough * abs(cost)) or left() == 0.0
 
     for passes in range(plan.fewer_passes + 1):
-        incumbent, best = _windows(integers, incumbent, best, model, plan, say, close, left)
+        incumbent, best = _windows(integers, incumbent, best, model, plan, say, close, left, settings)
         if passes == plan.fewer_passes or close(best):
             break
-        found = _fewer_nodes(problem, integers, incumbent, best, model, plan, say, left)
+        found = _fewer_nodes(problem, integers, incumbent, best, model, plan, say, left, settings)
         if found is None:
             break
         incumbent, best = found
     return incumbent
 
 
-def _windows(integers, incumbent, best, model, plan: Plan, say, close, left):
+def _windows(integers, incumbent, best, model, plan: Plan, say, close, left, settings: Settings):
     """The windows, round-robin from the last months, until every window has run once on the
     incumbent it left behind (a window that found nothing on this very plan would find nothing
     again), or `plan.cycles` passes: (the incumbent, its cost)."""
@@ -139,7 +136,7 @@ def _windows(integers, incumbent, best, model, plan: Plan, say, close, left):
         held = {v.name: incumbent[v.name] for v in integers
                 if v.month is not None and not w.first <= v.month <= w.last}
         sol = model.solve(fixed=held, start=incumbent, max_nodes=plan.nodes, time_limit=left())
-        if sol.has_solution and sol.objective < best - 1e-6 * max(1.0, abs(best)):
+        if sol.has_solution and settings.cheaper(sol.objective, best):
             best, version = sol.objective, version + 1
             incumbent = _rounded(sol, integers)
         else:
@@ -148,13 +145,11 @@ def _windows(integers, incumbent, best, model, plan: Plan, say, close, left):
     return incumbent, best
 
 
-def _fewer_nodes(problem, integers, incumbent, best, model, plan: Plan, say, left):
-    """The first fewer-nodes round (improve.fewer_nodes: the pools in the order of their names)
-    that finds a plan cheaper than the incumbent: (that plan, its cost), or None."""
-    from compiler.optimize.improve import fewer_nodes
-
-    cutoff = best - 1e-6 * max(1.0, abs(best))
-    for r in fewer_nodes(problem, incumbent, most=len(integers)):
+def _fewer_nodes(problem, integers, incumbent, best, model, plan: Plan, say, left, settings: Settings):
+    """The first fewer-nodes round (neighbourhoods.fewer_nodes: the pools in the order of their
+    names) that finds a plan cheaper than the incumbent: (that plan, its cost), or None."""
+    cutoff = best - settings.improvement * max(1.0, abs(best))    # as settings.cheaper
+    for r in fewer_nodes(problem, incumbent, most=len(integers), settings=settings):
         held = {**{v.name: incumbent[v.name] for v in integers if v.month is not None and v.name not in r.free},
                 **dict(r.moved)}
         sol = model.solve(fixed=held, max_nodes=plan.nodes, time_limit=left(), cutoff=cutoff)

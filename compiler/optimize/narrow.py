@@ -7,7 +7,7 @@ many, for every month at once. The month windows and improving rounds free a few
 and hold the others, so they cannot swap a service's type for another, and a search from the
 greedy start ends far from the optimum. Here the choice is made first, by diving on the LP
 relaxation of the limited model: each round solves it, fixes the services whose indicators it has
-all but decided (the K highest carry DECIDED of their sum), or else the one it has decided most,
+all but decided (the K highest carry Settings.decided of their sum), or else the one it has decided most,
 to their K keys of highest indicator (ties: the GPUs the LP's replicas hold there, then the key's
 name), and solves again with those candidates, until every limited service is fixed. One LP per
 round; a service's choice then sees the others' already made. The search then runs on a model of
@@ -21,11 +21,7 @@ from dataclasses import replace
 
 from compiler.candidates import Candidates
 from compiler.optimize import formulate as F
-
-# The share of a service's indicator sum its K highest must carry for the service to be fixed in
-# a round with others: an LP that has put (nearly) all its weight on K keys has chosen them, and
-# fixing every such service at once keeps the rounds few on platforms of many services.
-DECIDED = 0.99
+from compiler.optimize.settings import DEFAULT
 
 
 def narrowed(candidates: Candidates) -> Candidates:
@@ -46,7 +42,7 @@ def narrowed(candidates: Candidates) -> Candidates:
             return candidates
         weight = _weights(problem, lp.values)
         picks = {w: _pick(problem.chosen_from[w], weight, w, most) for w in open_}
-        decided = [w for w in open_ if picks[w][1] >= DECIDED]
+        decided = [w for w in open_ if picks[w][1] >= DEFAULT.decided]
         chosen = decided or [max(open_, key=lambda w: (picks[w][1], w))]
         by_workload = dict(candidates.by_workload)
         for w in chosen:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import itertools
 
 from compiler.candidates import Candidate
+from compiler.optimize.settings import DEFAULT
 from compiler.spec import HOURS_PER_MONTH
 
-MAX_BUNDLE = 16   # replicas of one candidate tried against a bundle of another (replica_caps)
 
 
 def _hours_by_month(c: Candidate, horizon: int) -> dict[int, float]:
@@ -214,7 +214,7 @@ def replica_caps(cands: list[Candidate], share_capped: bool = False) -> dict[str
             if d is c or (d.site, d.instance) != (c.site, c.instance):
                 continue
             tau_d = d.estimate.tokens_per_s
-            for k in range(1, MAX_BUNDLE + 1):
+            for k in range(1, DEFAULT.max_bundle + 1):
                 j = (k * c.gpus) // d.gpus
                 if j < 1 or j * tau_d < k * tau_c - 1e-9:
                     continue

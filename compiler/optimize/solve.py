@@ -23,11 +23,7 @@ from typing import Mapping
 import pulp
 
 from compiler.optimize.formulate import Problem
-
-SEED = 20240601
-# HiGHS's own default soft limit on its pool of cuts (mip_pool_soft_limit): what every solve
-# uses unless it asks for another.
-CUT_POOL = 10000
+from compiler.optimize.settings import DEFAULT
 
 
 def relative_gap(objective: float, bound: float) -> float:
@@ -147,8 +143,8 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
 
 
 # Neighbourhood searches around the incumbent (DINS, RINS, RENS, VND). By default CBC stops
-# looking for better plans once it has the greedy start; with these on, the 100-workload
-# benchmark ends at a 7.5% gap in 85 s instead of staying on the start (26.9%).
+# looking for better plans once it has the greedy start; with these on, a large platform's
+# search moves well below the start instead of staying on it (benchmarks/LOG.md).
 CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
 
 
@@ -157,7 +153,7 @@ def _cbc(log: str, tmp: str, options: tuple[str, ...] = (), **kwargs) -> pulp.CO
     one thread with fixed seeds, its files in `tmp` (pulp leaves its .mps/.mst behind when CBC
     fails); `options` come after the seeds."""
     cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, threads=1, logPath=log,
-                        options=[f"randomSeed {SEED}", f"randomCbcSeed {SEED}", *options], **kwargs)
+                        options=[f"randomSeed {DEFAULT.seed}", f"randomCbcSeed {DEFAULT.seed}", *options], **kwargs)
     cmd.tmpDir = tmp
     if not cmd.available():
         raise pulp.PulpSolverError(f"cannot execute the CBC binary {cmd.path}")
@@ -181,8 +177,8 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
       off, or without -mips, none did. Or it says "Pre-processing says infeasible or unbounded",
       a false verdict ("Integer infeasible" in the solution file, with a start that is a plan).
       The fix-and-optimize rounds and the main solve take what is left of --time-limit, so where
-      the limit lands depends on the machine's load: both came and went with it (the start test,
-      8 s on 100 workloads, failed one run in four).
+      the limit lands depends on the machine's load: both came and went with it (a start test
+      on 100 workloads failed one run in four).
     - Its preprocessing can make it reject a start that is a plan ("Warning: mipstart values
       could not be used to build a solution"; coin-or/Cbc#282): on a 40-workload platform it
       then ended a 1-node search with no plan at all.
@@ -325,7 +321,7 @@ def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None
     import highspy
 
     limits = {"mip_max_nodes": max_nodes} if max_nodes else {}
-    cmd = _HiGHSFrom(start or {}, msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=SEED,
+    cmd = _HiGHSFrom(start or {}, msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=DEFAULT.seed,
                      **limits)
     try:
         lp.solve(cmd)
@@ -362,8 +358,8 @@ def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None
 class HighsModel:
     """One HiGHS model of a Problem, built once and solved many times with different variables
     held: the improving rounds (improve.py) solve dozens of neighbourhoods of one large model,
-    and building it through pulp cost about 3 s each time on the 100-workload benchmark (here:
-    0.4 s, once). Same conventions as solve(): the Problem's variable and row order, one thread,
+    and building it through pulp each time cost several times what a round saves (here it is
+    built once). Same conventions as solve(): the Problem's variable and row order, one thread,
     a fixed seed, values scaled by Variable.scale for HiGHS and back. Each solve starts from a
     cleared solver (no state carried between rounds), so a sequence of rounds is deterministic."""
 
@@ -405,8 +401,7 @@ class HighsModel:
         self.h.passModel(lp)
         self._all = np.arange(n, dtype=np.int32)
         # HiGHS asks at its interrupt points whether to stop (interrupt()): a Ctrl-C during a
-        # root of minutes then ends the compile at once. The callbacks cost nothing measurable
-        # (the 10-workload search: 11.0 s with them and without).
+        # root of minutes then ends the compile at once. The callbacks cost nothing measurable.
         self._stop = False
         self._stall: int | None = None
         self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
@@ -440,7 +435,7 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              cut_pool: int = CUT_POOL, improving: int | None = None, cutoff: float | None = None) -> Solution:
+              cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
@@ -461,7 +456,7 @@ class HighsModel:
         n = len(self.names)
         h.changeColsBounds(n, self._all, lower, upper)
         h.changeColsIntegrality(n, self._all, np.zeros(n, dtype=np.uint8) if relax else self.integral)
-        options = {"threads": 1, "random_seed": SEED, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
+        options = {"threads": 1, "random_seed": DEFAULT.seed, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
                    "mip_allow_restart": bool(restart), "mip_pool_soft_limit": int(cut_pool),

@@ -1,11 +1,11 @@
 """A feasible-looking first plan for the solver to start from (CBC's MIP start).
 
-On large platforms CBC can spend its whole time limit without finding any integer point
-(100 workloads: none in 150 s), and a time limit with no plan is exit 5. This builds one in
-milliseconds, with no solver, the way a person would: every training job on its cheapest
-candidate priced alone, every service on its cheapest sites (two, each carrying the load
-alone, where it must survive the loss of a site), no reserved nodes, whole nodes bought and
-rented for what that needs, the cheapest storage tier that holds it. Only integer values are
+On large platforms CBC can spend its whole time limit without finding any integer point (on
+the 100-workload benchmark, none in minutes), and a time limit with no plan is exit 5. This
+builds one in milliseconds, with no solver, the way a person would: every training job on its
+cheapest candidate priced alone, every service on its cheapest sites (two, each carrying the
+load alone, where it must survive the loss of a site), whole nodes bought, reserved and rented
+for what that needs, the cheapest storage tier that holds it. Only integer values are
 given; the solver fills in the continuous ones and rejects the start if it breaks a limit
 (power, quota, cloud share), which costs nothing but the check. Pure function of the Problem:
 the same spec gives the same start.

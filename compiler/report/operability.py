@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from compiler.operability import (gpu_types, instance_types, mix_changes, shortest_hold, shortest_pool_life, sites,
                                   spot_share)
 from compiler.plan import Plan, WorkloadPlan, months_text, site_replicas
+from compiler.spec import SURVIVES_SITE_LOSS
 
-N_PLUS_ONE = 0.999     # slo.availability from which a service must survive the loss of any one site
 
 
 @dataclass(frozen=True)
@@ -158,5 +158,5 @@ def build(plan: Plan) -> OperabilityView:
     limits, cost = _limits(plan)
     return OperabilityView(
         services=tuple(_spread(w, h) for w in services),
-        availability=tuple(availability_line(w, h) for w in services if w.availability >= N_PLUS_ONE),
+        availability=tuple(availability_line(w, h) for w in services if w.availability >= SURVIVES_SITE_LOSS),
         limits=limits, cost=cost)

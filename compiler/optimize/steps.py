@@ -1,0 +1,182 @@
+"""The steps a Strategy runs (strategy.py), each a function with one job: the greedy start, the
+month floors and windows, the neighbourhood rounds, branch-and-bound (HiGHS on its own model, or
+CBC and HiGHS through pulp), the plan taken without a search, and polish."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Mapping
+
+from compiler.diagnostics import EXIT_NO_PLAN, CompileError, Diagnostic
+from compiler.optimize.descend import descend
+from compiler.optimize.explain import explain
+from compiler.optimize.formulate import Problem
+from compiler.optimize.improve import improve
+from compiler.optimize.month_floors import month_floors, with_month_floors
+from compiler.optimize.month_search import month_search, months_plan, stitched
+from compiler.optimize.settings import Settings, SolveOptions
+from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
+from compiler.optimize.start import greedy_start
+
+Plan = Mapping[str, float]        # an integer plan: variable name -> value
+pulp_price = solve                # polish's LPs through pulp, where no HiGHS model was built
+
+
+class Models:
+    """The HiGHS models of one problem, built when first needed: `models(k)` is the k-th (the
+    rounds solve settings.workers at once, each on its own)."""
+
+    def __init__(self, problem: Problem) -> None:
+        self.problem, self.built = problem, []
+
+    def __call__(self, k: int = 0) -> HighsModel:
+        while len(self.built) <= k:
+            self.built.append(HighsModel(self.problem))
+        return self.built[k]
+
+
+def greedy(problem: Problem) -> Plan | None:
+    """The start every path searches from (start.py); None where the greedy start finds none."""
+    return greedy_start(problem)
+
+
+def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Plan]:
+    """The problem with its month floors (month_floors.py), and the blocks' own plans."""
+    floors = month_floors(problem, seconds=seconds, settings=settings)
+    say(f"month floors: {len(floors.rows)} blocks")
+    return with_month_floors(problem, floors=floors), floors.block_plans
+
+
+def month_windows(problem: Problem, start: Plan, block_plans: Plan, models: Models, bound: float | None,
+                  options: SolveOptions, seconds: Callable[[], float | None], say) -> Plan:
+    """The cheaper of the start and the blocks' plans stitched together, improved by the month
+    windows (month_search.py) until it is within the gap asked (settings.months_gap) of `bound`."""
+    s = options.settings
+    start = cheapest(models(), start, stitched(problem, block_plans, models(), nodes=s.window_nodes,
+                                               time_limit=seconds()))
+    return month_search(problem, start, models(), months_plan(problem, s), say=say, bound=bound,
+                        enough=s.months_gap if options.gap is None else options.gap, seconds=seconds(),
+                        settings=s)
+
+
+def rounds(problem: Problem, start: Plan, models: Models, options: SolveOptions, say,
+           seconds: float | None) -> tuple[Plan, float | None]:
+    """The neighbourhood rounds (improve.py) from `start`: (their plan, the LP relaxation's bound or None)."""
+    return improve(problem, start, models, gap=options.gap, say=say, max_nodes=options.max_nodes,
+                   seconds=seconds, settings=options.settings)
+
+
+def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None, settle: bool,
+                 gap: float | None, time_limit: float | None, s: Settings) -> Solution:
+    """Branch-and-bound on the rounds' (or windows') own HiGHS model, from their plan, for `nodes`;
+    where `settle`, a search that proves less than settings.settle_gap but lifted the bound goes
+    on settled at that gap (settled)."""
+    sol = model.solve(start=start, max_nodes=nodes, gap=gap, time_limit=time_limit)
+    if settle and sol.has_solution and sol.gap > s.settle_gap and _lifted(sol, bound, s):
+        sol = settled(model, sol, s)
+    if settle and sol.has_solution and sol.gap <= s.proven_gap:
+        sol = replace(sol, status="optimal")    # settled where the proof ends anyway
+    return sol
+
+
+def pulp_search(problem: Problem, start: Plan | None, solver: str, nodes: int | None, gap: float | None,
+                time_limit: float | None) -> Solution:
+    """Branch-and-bound through pulp (CBC, or HiGHS where no model of its own was built)."""
+    return solve(problem, solver=solver, time_limit=time_limit, gap=gap, start=start, max_nodes=nodes)
+
+
+def _lifted(sol: Solution, bound: float, s: Settings) -> bool:
+    """Whether a search's proven bound is above the LP relaxation's `bound` (beyond rounding)."""
+    return sol.best_bound > bound + s.improvement * max(1.0, abs(bound))
+
+
+def settled(model: HighsModel, first: Solution, s: Settings) -> Solution:
+    """The search after `first` (settings.settle_after nodes that did not prove settle_gap) goes on
+    from its plan with HiGHS's mip_rel_gap at settle_gap, for settle_nodes nodes at most, or
+    until its plan and bound have not moved in settle_stall nodes. Both searches ran on the same
+    model, so each one's bound holds for every plan: the plan is the cheaper of the two, the
+    bound the higher, and the plan is reported feasible with that gap."""
+    more = model.solve(start=first.values, max_nodes=s.settle_nodes, gap=s.settle_gap, stall=s.settle_stall,
+                       cut_pool=s.settle_cut_pool)
+    if not more.has_solution:
+        return first
+    plan = more if more.objective < first.objective else first
+    bound = min(plan.objective, max(first.best_bound, more.best_bound))
+    return replace(plan, status="feasible", best_bound=bound, gap=relative_gap(plan.objective, bound),
+                   seconds=first.seconds + more.seconds)
+
+
+def cheapest(model: HighsModel, *plans: Plan | None) -> Plan | None:
+    """The cheapest of the integer `plans` (None ones left out) priced on `model`; the first on a tie."""
+    priced = [(sol.objective, k, p) for k, p in enumerate(plans) if p is not None
+              for sol in [model.solve(fixed=p)] if sol.has_solution]
+    return min(priced)[2] if priced else plans[0]
+
+
+def gap_of(plan: Plan, bound: float, model: HighsModel) -> float:
+    """How far above `bound` the plan's cost is, as a share of it (1 where it has no price)."""
+    sol = model.solve(fixed=plan)
+    return relative_gap(sol.objective, bound) if sol.has_solution else 1.0
+
+
+def with_bound(sol: Solution, bound: float) -> Solution:
+    """`sol` under the LP relaxation's `bound`, where that is the stronger."""
+    floor = min(bound, sol.objective)
+    return replace(sol, best_bound=floor, gap=relative_gap(sol.objective, floor))
+
+
+def priced_on(model: HighsModel):
+    """polish's LP solves on a HiGHS model of the problem (a re-solve, not a pulp build)."""
+    def price(_problem, solver, fixed):
+        return replace(model.solve(fixed=fixed), solver=solver)
+    return price
+
+
+def unsearched(plan: Plan, bound: float, model: HighsModel, solver: str):
+    """(Solution, price) for the rounds' or windows' plan taken as the answer without a search:
+    its continuous variables at their cheapest under the LP's bound, an LP on their own HiGHS
+    `model`; `price` runs polish's LPs on that model too."""
+    sol = replace(model.solve(fixed=plan), solver=solver)
+    if sol.has_solution:
+        floor = min(bound, sol.objective)
+        sol = replace(sol, status="feasible", best_bound=floor, gap=relative_gap(sol.objective, floor),
+                      searched=False)
+    return sol, priced_on(model)
+
+
+def stop_unless_planned(problem: Problem, sol: Solution, solver: str, nodes: int | None,
+                        options: SolveOptions) -> None:
+    """Raise the compile's error where the search found no plan: why the spec is infeasible
+    (explain.py), or which limit stopped it first."""
+    if sol.status == "infeasible":
+        raise explain(problem, solver=solver, time_limit=options.time_limit, max_nodes=options.max_nodes)
+    if not sol.has_solution:
+        limits = [f"{nodes:,} branch-and-bound nodes"] if nodes else []
+        limits += [f"{options.time_limit:g} s"] if options.time_limit else []
+        within = f" within {' and '.join(limits)}" if limits else ""
+        raise CompileError([Diagnostic("E501", f"the solver ({solver}) found no plan{within}",
+                                       hint="raise --max-nodes or --time-limit, or loosen --gap")],
+                           exit_code=EXIT_NO_PLAN)
+
+
+def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings) -> Solution:
+    """The incumbent's continuous variables at their cheapest: a solver stopped by a limit returns
+    an integer point whose on-demand hours or storage may exceed what its choices need (a plan
+    that pays for unused on-demand hours; a heuristic's incumbent, or one within --gap, can too).
+    Holding every integer at its value leaves an LP; its optimum prices exactly the plan's
+    choices, which the audit re-derives. The integers are first lowered as far as the rows allow
+    (descend.py: a node held in a month nothing runs on it is let go). The bound stays."""
+    def integers(values) -> dict[str, float]:
+        return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+
+    def no_dearer(lp) -> bool:
+        return lp.has_solution and lp.objective <= sol.objective + s.improvement * max(1.0, abs(sol.objective))
+
+    lowered, held = integers(descend(problem, sol.values)), integers(sol.values)
+    lp = price(problem, solver=solver, fixed=lowered)
+    if not no_dearer(lp) and lowered != held:
+        lp = price(problem, solver=solver, fixed=held)   # the incumbent's own integers, as before
+    if not no_dearer(lp):
+        return sol
+    return replace(sol, objective=lp.objective, gap=relative_gap(lp.objective, sol.best_bound), values=lp.values,
+                   best_bound=min(sol.best_bound, lp.objective))

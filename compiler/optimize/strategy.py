@@ -1,0 +1,131 @@
+"""The solve path, chosen once from the problem's size and the user's options, and run.
+
+    path          when (integer variables n; Settings)        steps
+    search        n < min_integers, services in < 2 months    start, branch-and-bound, polish
+    months        n < min_integers, services in 2+ months     start, month floors, month windows,
+                                                              branch-and-bound unless the windows'
+                                                              plan is proven within months_gap, polish
+    rounds        min_integers <= n (< search_max, or the     start, neighbourhood rounds,
+                  user asked for a search)                    branch-and-bound, polish
+    rounds-only   search_max <= n, no --max-nodes or          start, neighbourhood rounds, polish
+                  --time-limit
+
+The solver that searches is the user's, or for `auto` HiGHS wherever the month windows or the
+rounds run (they run on HiGHS, and the search goes on from their plan on the same model) and CBC,
+the bundled solver, on the other small problems. A default HiGHS search after the rounds or
+windows takes settings.highs_nodes nodes, or on problems under settings.settle_max_integers seeks
+the optimum for settings.settle_after nodes and then settles for a proven settings.settle_gap
+(steps.settled). The Strategy is recorded in plan.json; the gap note reads it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from compiler.optimize import steps
+from compiler.optimize.clock import time_left
+from compiler.optimize.formulate import Problem
+from compiler.optimize.month_floors import serving_months
+from compiler.optimize.neighbourhoods import integer_count
+from compiler.optimize.settings import SolveOptions
+from compiler.optimize.solve import Solution
+
+STEPS = {
+    "search": ("greedy start", "branch-and-bound", "polish"),
+    "months": ("greedy start", "month floors", "month windows", "branch-and-bound unless within months_gap",
+               "polish"),
+    "rounds": ("greedy start", "neighbourhood rounds", "branch-and-bound", "polish"),
+    "rounds-only": ("greedy start", "neighbourhood rounds", "polish"),
+}
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """The path a solve takes (STEPS), the solver of its branch-and-bound, that search's node
+    budget (None: no limit) and whether it settles at settings.settle_gap, and why."""
+    path: str
+    solver: str
+    integers: int
+    nodes: int | None
+    settle: bool
+    why: str
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        return STEPS[self.path]
+
+
+def choose(problem: Problem, options: SolveOptions) -> Strategy:
+    """The strategy for `problem` under `options`: a function of the problem's size and the
+    options only, so the same spec takes the same path on every machine."""
+    s = options.settings
+    n = integer_count(problem)
+    if n < s.min_integers:
+        months = len(serving_months(problem)) >= 2
+        path = "months" if months else "search"
+        why = (f"{n:,} integers, under {s.min_integers:,}: "
+               + ("services whose replicas span months get month floors and windows" if months
+                  else "a search from the greedy start proves such problems in seconds"))
+    else:
+        skip = n >= s.search_max and options.time_limit is None and not options.nodes_asked
+        path = "rounds-only" if skip else "rounds"
+        why = (f"{n:,} integers, from {s.search_max:,}: a search's root costs more than the rounds find"
+               if skip else f"{n:,} integers, from {s.min_integers:,}: the rounds give the search its start")
+    solver = options.solver if options.solver != "auto" else ("cbc" if path == "search" else "highs")
+    nodes, settle = options.max_nodes, False
+    if solver == "highs" and path != "search" and not options.nodes_asked and options.time_limit is None:
+        nodes = s.highs_nodes
+        if options.gap is None and n < s.settle_max_integers:
+            nodes, settle = s.settle_after, True
+    return Strategy(path, solver, n, nodes, settle, why)
+
+
+def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Problem, Solution, Strategy]:
+    """The strategy's steps on `problem`: (the problem as searched, with any month floors; the
+    polished solution; the strategy as it ran: the plain search where there was no start)."""
+    s, say, time_limit = options.settings, options.progress or (lambda _m: None), options.time_limit
+    start = steps.greedy(problem)
+    if start is None and strategy.path != "search":
+        strategy = replace(strategy, path="search", nodes=options.max_nodes, settle=False,
+                           why=strategy.why + "; no greedy start, so the search starts alone")
+    t0, bound = time.perf_counter(), None
+    if strategy.path == "months":
+        # with a time limit this takes at most half of it, the floors at most a quarter
+        half = time_left(None if time_limit is None else time_limit / 2)
+        problem, block_plans = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
+        models = steps.Models(problem)
+        lp = models().solve(relax=True)
+        bound = lp.objective if lp.has_solution else None
+        start = steps.month_windows(problem, start, block_plans, models, bound, options, half, say)
+    else:
+        models = steps.Models(problem)
+        if strategy.path != "search":
+            # with a time limit the rounds take at most half of it
+            start, bound = steps.rounds(problem, start, models, options, say,
+                                        None if time_limit is None else time_limit / 2)
+        if strategy.solver == "highs" and bound is None:
+            start = None              # HiGHS finds its own first plans without the rounds' bound
+    rounds_seconds = time.perf_counter() - t0
+    if time_limit is not None and strategy.path != "search":
+        time_limit = max(0.1, time_limit - rounds_seconds)
+    within = (strategy.path == "months" and bound is not None and not options.search_asked
+              and steps.gap_of(start, bound, models()) <= s.months_gap)
+    nodes = options.max_nodes
+    if bound is not None and (within or strategy.path == "rounds-only"):
+        sol, price = steps.unsearched(start, bound, models(), strategy.solver)
+        if within and sol.has_solution and sol.gap <= s.proven_gap:
+            sol = replace(sol, status="optimal")    # proven as a search would have proven it
+    elif bound is not None and strategy.solver == "highs":
+        nodes = strategy.nodes
+        sol = steps.highs_search(models(), start, bound, nodes, strategy.settle, options.gap, time_limit, s)
+        price = steps.priced_on(models())
+    else:
+        sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit)
+        price = steps.pulp_price
+    if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
+        sol = steps.with_bound(sol, bound)      # the LP's bound, where it is the stronger
+    sol = replace(sol, seconds=sol.seconds + rounds_seconds)
+    say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
+    steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
+    return problem, steps.polish(problem, sol, strategy.solver, price, s), strategy
