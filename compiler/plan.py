@@ -19,6 +19,15 @@ MONTHS_NOTE = "This is the month windows' plan, with no branch-and-bound search"
 
 
 @dataclass(frozen=True)
+class SolvePath:
+    """The solve path that ran (compiler/optimize/strategy.py): its name, the steps it ran, and why
+    it was chosen. Empty for a plan no solve made (the greedy start priced alone)."""
+    path: str = ""                # search | months | rounds | rounds-only
+    steps: tuple[str, ...] = ()   # greedy start, month floors, month windows, ..., polish
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class SolverInfo:
     name: str                     # cbc | highs
     status: str                   # optimal | feasible (time limit, incumbent) | ...
@@ -27,6 +36,12 @@ class SolverInfo:
     gap: float                    # relative: (objective - bound) / objective
     seconds: float
     gap_note: str = ""            # what the gap means for this plan, and where the bound is weak
+    strategy: SolvePath = SolvePath()
+
+    @property
+    def searched(self) -> bool:
+        """Whether a branch-and-bound search ran (not the rounds' or windows' plan taken as it is)."""
+        return "branch-and-bound" in self.strategy.steps
 
 
 @dataclass(frozen=True)
@@ -345,7 +360,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         spec_sha256=d["spec"]["sha256"],
         catalog_version=d["catalog"]["version"],
         horizon_months=d["horizon_months"],
-        solver=SolverInfo(**d["solver"]),
+        solver=_solver(d["solver"]),
         total_cost_usd=d["total_cost_usd"],
         cost_breakdown_usd=dict(d["cost_breakdown_usd"]),
         sites=tuple(SitePlan(**{**s, "orchestrators": tuple(s["orchestrators"])}) for s in d["sites"]),
@@ -371,6 +386,12 @@ def from_dict(d: dict[str, Any]) -> Plan:
         operability=_operability(d.get("operability")),
         after_horizon=_after_horizon(d.get("after_horizon")),
     )
+
+
+def _solver(d: dict[str, Any]) -> SolverInfo:
+    path = d.get("strategy") or {}
+    return SolverInfo(**{**d, "strategy": SolvePath(path.get("path", ""), tuple(path.get("steps", ())),
+                                                    path.get("why", ""))})
 
 
 def _after_horizon(d: dict[str, Any] | None) -> AfterHorizon:

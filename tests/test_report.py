@@ -224,8 +224,11 @@ def test_summary_fits_one_screen():
 def test_summary_warns_when_not_optimal(solver):
     from dataclasses import replace
 
+    from compiler.plan import SolvePath
+
     plan = hybrid_plan()
-    plan = replace(plan, solver=replace(plan.solver, name=solver, status="feasible", gap=0.031))
+    searched = SolvePath("search", ("greedy start", "branch-and-bound", "polish"), "a small platform")
+    plan = replace(plan, solver=replace(plan.solver, name=solver, status="feasible", gap=0.031, strategy=searched))
     console = Console(width=120, record=True, color_system=None)
     print_summary(plan, console)
     text = " ".join(console.export_text().split())
@@ -241,10 +244,14 @@ def test_summary_does_not_send_to_highs_a_plan_the_rounds_made_without_a_search(
     from compiler.optimize.decode import gap_note
     from compiler.optimize.solve import Solution
 
+    from compiler.plan import SolvePath
+
     sol = Solution("cbc", "feasible", 8341376.67, 6560749.42, 0.2135, 80.0, searched=False)
-    note = gap_note(SimpleNamespace(reservations=("r",), constraints=()), sol)
+    path = SolvePath("rounds-only", ("greedy start", "neighbourhood rounds", "polish"), "a large platform")
+    note = gap_note(SimpleNamespace(reservations=("r",), constraints=()), sol, path)
     plan = hybrid_plan()
-    plan = replace(plan, solver=replace(plan.solver, name="cbc", status="feasible", gap=0.2135, gap_note=note))
+    plan = replace(plan, solver=replace(plan.solver, name="cbc", status="feasible", gap=0.2135, gap_note=note,
+                                        strategy=path))
     console = Console(width=120, record=True, color_system=None)
     print_summary(plan, console)
     text = " ".join(console.export_text().split())

@@ -32,8 +32,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if options.progress:
         options.progress(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
     chosen = strategy.choose(problem, options)
-    problem, sol, _ran = strategy.run(problem, chosen, options)
-    return decode(problem, sol)
+    problem, sol, path = strategy.run(problem, chosen, options)
+    return decode(problem, sol, path)
 
 
 def greedy_plan(candidates: Candidates) -> Plan | None:

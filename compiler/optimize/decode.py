@@ -22,7 +22,7 @@ from compiler.optimize.allot import Demand, Supply, allot, main_pricing
 from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
 from compiler.optimize.idle import idle_owned
 from compiler.optimize.solve import Solution
-from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SolvePath,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
@@ -34,7 +34,8 @@ def _r(v: float) -> float:
     return round(v, 2)
 
 
-def decode(problem: F.Problem, sol: Solution) -> Plan:
+def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> Plan:
+    """The Plan `sol` describes; `path`: the solve path that made it (strategy.py), recorded in plan.json."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
     val = sol.values
@@ -195,7 +196,7 @@ def decode(problem: F.Problem, sol: Solution) -> Plan:
     plan = Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
-                          round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol)),
+                          round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol, path), path),
         total_cost_usd=_r(total),
         cost_breakdown_usd={k: _r(v) for k, v in sorted(breakdown.items())},
         cost_by_site_usd=by_site,
@@ -521,7 +522,7 @@ def _binding(problem, value) -> tuple[str, ...]:
     return tuple(seen[k] for k in sorted(seen))
 
 
-def gap_note(problem, sol) -> str:
+def gap_note(problem, sol, path: SolvePath = SolvePath()) -> str:
     """One sentence on what the reported gap says, standing alone (the summary and the report
     print it as it is). The bound is the solver's proven floor: no
     plan costs less. It is known to be weak where replicas of several services pack into whole
@@ -531,10 +532,10 @@ def gap_note(problem, sol) -> str:
     if sol.status == "optimal":
         return f"Optimal within the gap asked for: {floor}"
     lumps = problem.reservations or any(c.group == "packing" for c in problem.constraints)
-    if not sol.searched and any(c.family == "month_floor" for c in problem.constraints):
+    if not sol.searched and path.path == "months":
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound with the month floors"
-        return (f"{MONTHS_NOTE}, proven close enough to stop there (docs/optimizer.md; --time-limit "
-                f"or --max-nodes runs one): {floor}, so this plan is at most {sol.gap:.2%} above the optimum")
+        return (f"{MONTHS_NOTE}, proven close enough to stop there (docs/optimizer.md; --max-nodes, "
+                f"--time-limit or --gap runs one): {floor}, so this plan is at most {sol.gap:.2%} above the optimum")
     if not sol.searched:
         floor = f"no plan costs less than ${sol.best_bound:,.2f}, the LP relaxation's bound"
         text = (f"{NO_SEARCH_NOTE} on a platform this large "

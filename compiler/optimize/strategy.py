@@ -30,6 +30,7 @@ from compiler.optimize.month_floors import serving_months
 from compiler.optimize.neighbourhoods import integer_count
 from compiler.optimize.settings import SolveOptions
 from compiler.optimize.solve import Solution
+from compiler.plan import SolvePath
 
 STEPS = {
     "search": ("greedy start", "branch-and-bound", "polish"),
@@ -81,9 +82,10 @@ def choose(problem: Problem, options: SolveOptions) -> Strategy:
     return Strategy(path, solver, n, nodes, settle, why)
 
 
-def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Problem, Solution, Strategy]:
+def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Problem, Solution, SolvePath]:
     """The strategy's steps on `problem`: (the problem as searched, with any month floors; the
-    polished solution; the strategy as it ran: the plain search where there was no start)."""
+    polished solution; the path as it ran, for plan.json: the plain search where there was no
+    start, no branch-and-bound where the plan was taken without one)."""
     s, say, time_limit = options.settings, options.progress or (lambda _m: None), options.time_limit
     start = steps.greedy(problem)
     if start is None and strategy.path != "search":
@@ -128,4 +130,6 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
-    return problem, steps.polish(problem, sol, strategy.solver, price, s), strategy
+    ran = tuple("branch-and-bound" if step.startswith("branch-and-bound") else step for step in strategy.steps
+                if sol.searched or not step.startswith("branch-and-bound"))
+    return problem, steps.polish(problem, sol, strategy.solver, price, s), SolvePath(strategy.path, ran, strategy.why)

@@ -44,6 +44,7 @@ class SolverView:
     seconds: float
     optimal: bool
     gap_note: str = ""
+    searched: bool = False          # a branch-and-bound search ran (plan.json's solver.strategy)
 
 
 @dataclass(frozen=True)
@@ -1048,7 +1049,7 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     total = plan.total_cost_usd
     solver = SolverView(plan.solver.name, plan.solver.status, plan.solver.objective_usd,
                         plan.solver.best_bound_usd, plan.solver.gap, plan.solver.seconds,
-                        plan.solver.status == "optimal", plan.solver.gap_note)
+                        plan.solver.status == "optimal", plan.solver.gap_note, plan.solver.searched)
     by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
     workloads = tuple(workload_view(w, plan.pools) for w in sorted(plan.workloads, key=lambda w: w.name))
     binding = tuple(_constraint(b) for b in plan.binding_constraints)
