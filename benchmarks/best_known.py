@@ -201,7 +201,7 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
     from compiler.optimize import DEFAULT, improve as rounds_module
-    from compiler.optimize.decode import decode
+    from compiler.readback.decode import decode
     from compiler.optimize.formulate import formulate
     from compiler.optimize.start import greedy_start
     from compiler.optimize.steps import Models, polish, unsearched

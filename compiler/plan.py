@@ -83,7 +83,7 @@ class Pool:
 @dataclass(frozen=True)
 class Holding:
     """The nodes one placement holds of one pricing, month by month (DESIGN.md section 5; the
-    rule that allots them is compiler/optimize/allot.py).
+    rule that allots them is compiler/readback/allot.py).
     Invariants: monthly_nodes[m] <= the pool of that pricing's monthly_nodes[m]; per pool,
     pricing and month the placements' node-hours add up to no more than the pool provides (730 h
     per reserved, owned or bought node; on_demand and spot: the pool's monthly_node_hours); a
@@ -125,7 +125,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class OptionPart:
-    """One (site, instance) of an option priced alone (compiler/optimize/alternatives.py has the
+    """One (site, instance) of an option priced alone (compiler/appraise/alternatives.py has the
     rule); its figures are what the cost is recomputed from."""
     site: str
     instance: str
@@ -277,7 +277,7 @@ class Plan:
     # of data leaving it); the sites add up to total_cost_usd. Empty in a plan that does not say.
     cost_by_site_usd: dict[str, dict[str, float]] = field(default_factory=dict)
     breakeven: tuple[dict[str, Any], ...] = field(default=())
-    # owned on-prem nodes the plan leaves idle and why (compiler/optimize/idle.py)
+    # owned on-prem nodes the plan leaves idle and why (compiler/appraise/idle.py)
     idle_owned: tuple[dict[str, Any], ...] = field(default=())
     operability: OperabilityPlan | None = None
     after_horizon: AfterHorizon = AfterHorizon()

@@ -145,6 +145,7 @@ def test_late_terms_are_paid_in_full_and_one_year_terms_are_chosen_near_the_end(
     assert late == {(t, float(n)) for t, n in want.items()}
 
 
+@pytest.mark.slow
 def test_continues_is_never_dearer_and_charges_only_idle_tails(tmp_path):
     """Every plan costs no more under `continues` than under `full` (its tails cost at most all
     their months), so neither does the optimum; a service that runs to the end keeps its late

@@ -16,7 +16,7 @@ import math
 
 import pytest
 
-from compiler.optimize.allot import HOURS, Demand, Share, Supply, allot, main_pricing
+from compiler.readback.allot import HOURS, Demand, Share, Supply, allot, main_pricing
 from compiler.plan import PRICINGS
 from examples_cache import EXAMPLES, example
 

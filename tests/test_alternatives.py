@@ -1,6 +1,6 @@
 """Next-best alternatives and the on-prem versus cloud break-even, recomputed by an oracle.
 
-The oracle shares no code with compiler/optimize/alternatives.py: it reads plan.json, the spec's
+The oracle shares no code with compiler/appraise/alternatives.py: it reads plan.json, the spec's
 YAML and the catalog's data files (compiler/catalog/data/*.yaml) and prices every row again by the
 rule that module's docstring states ("priced alone"), then checks what report.md prints of it.
 
@@ -293,6 +293,7 @@ def workload_sections(report: str) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, indirect=True)
 def test_every_delta_is_the_rows_cost_less_the_chosen_cost_the_table_shows(case):
     """A delta is read against the chosen design's cost in the same table (before its own row
@@ -313,6 +314,7 @@ def test_every_delta_is_the_rows_cost_less_the_chosen_cost_the_table_shows(case)
                 assert pct == pytest.approx(expect, abs=slack), (name, pct, delta, chosen)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, indirect=True)
 def test_no_option_the_workloads_pin_rules_out(case):
     spec, plan, _report = case

@@ -26,6 +26,7 @@ from plans import set_at, with_placement, with_workload, workload
 
 # --- (a) real plans pass -----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_example_passes_the_audit(name):
     cands, plan = F.compiled(name)
@@ -78,6 +79,7 @@ def _flagged(cands, plan, code, spec=None, text=None):
     return findings
 
 
+@pytest.mark.slow
 def test_a_holding_with_more_nodes_than_its_pool():
     cands, plan = F.compiled(HYBRID)
     w = workload(plan, "llama-70b-continued")
@@ -113,6 +115,7 @@ def test_a_service_one_replica_short_in_a_month():
     pytest.fail("no replica of chat-70b is needed in any month")
 
 
+@pytest.mark.slow
 def test_a_service_that_would_not_survive_losing_a_site():
     cands, plan = F.compiled(MULTI)
     w = workload(plan, "chat-70b")

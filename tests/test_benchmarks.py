@@ -38,6 +38,7 @@ def test_the_default_platform_is_unchanged_by_the_sweep_arguments():
         platform_spec(3, 0, sites=1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv, label, values", [
     (["--sizes", "2", "3"], "N", ["2", "3"]),
     (["--sweep", "sites", "--workloads", "2", "--site-counts", "3", "2"], "sites", ["2", "3"]),

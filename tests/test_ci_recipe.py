@@ -85,6 +85,7 @@ def specs(tmp_path_factory):
     return base, head
 
 
+@pytest.mark.slow
 def test_the_recipe_posts_a_table_and_fails_past_the_limit(specs, tmp_path):
     base, head = specs
     rc, comment = _run_recipe(tmp_path, base, head, "5")
@@ -110,6 +111,7 @@ def test_the_recipe_posts_a_table_and_fails_past_the_limit(specs, tmp_path):
     assert "rises more than the 5.0% allowed" in comment
 
 
+@pytest.mark.slow
 def test_within_the_limit_the_job_passes(specs, tmp_path):
     base, head = specs
     rc, comment = _run_recipe(tmp_path, base, head, "100000")

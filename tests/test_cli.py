@@ -68,6 +68,7 @@ def test_five_mistakes_from_the_command_line(monkeypatch):
     assert "hint: did you mean 'optimizer'?" in r.stderr
 
 
+@pytest.mark.slow
 def test_every_example_validates_from_the_command_line():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1]
@@ -79,6 +80,7 @@ def test_every_example_validates_from_the_command_line():
         assert r.stdout.startswith(f"{path}: ok (")
 
 
+@pytest.mark.slow
 def test_estimate_prints_candidates_per_workload_as_a_table_and_as_json():
     import json
     from pathlib import Path
@@ -147,6 +149,7 @@ def test_readme_commands_and_ci_agree():
     assert second in ci
 
 
+@pytest.mark.slow
 def test_progress_on_a_terminal_and_a_one_screen_summary(tmp_path):
     """On a terminal the compile shows a live status (the stage, then the solver's result) on
     stderr and ends with a summary that fits one screen; -q or a pipe shows no spinner."""
@@ -169,6 +172,7 @@ def test_progress_on_a_terminal_and_a_one_screen_summary(tmp_path):
     assert piped.returncode == 0 and piped.stderr == ""
 
 
+@pytest.mark.slow
 def test_max_nodes_stops_the_search_at_the_same_plan_on_every_run(tmp_path):
     # Stopped after 3 branch-and-bound nodes, CBC keeps a dearer plan than it can prove, says
     # so, and stops there on every run (a node count does not depend on the machine's speed,
@@ -231,6 +235,7 @@ def test_a_node_budget_written_out_counts_as_asked_for_even_at_the_default(monke
     assert asked == [{(optimize_mod.DEFAULT.max_nodes, False)}, {(optimize_mod.DEFAULT.max_nodes, True)}]
 
 
+@pytest.mark.slow
 def test_an_unpriced_region_is_an_error_and_allow_unpriced_regions_makes_it_a_warning(tmp_path):
     # Exit 2 with E215 by default; with the option the same text as a warning, exit 0, and the
     # compile goes on without the site.

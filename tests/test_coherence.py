@@ -31,6 +31,7 @@ MIN_CHECKED = 30
 
 # --- (a) the shipped examples ----------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_examples_are_coherent(name, tmp_path):
     from compiler.output import write
@@ -65,6 +66,7 @@ def _outcome(seed: int, tmp_path_factory) -> tuple[str, object]:
     return _OUTCOMES[seed]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_specs_are_coherent(seed, tmp_path_factory):
     kind, value = _outcome(seed, tmp_path_factory)
@@ -74,6 +76,7 @@ def test_random_specs_are_coherent(seed, tmp_path_factory):
     assert value == [], f"seed {seed}:\n" + "\n".join(value)
 
 
+@pytest.mark.slow
 def test_enough_random_specs_were_checked(tmp_path_factory):
     outcomes = [_outcome(seed, tmp_path_factory)[0] for seed in SEEDS]
     assert outcomes.count("checked") >= MIN_CHECKED, outcomes
@@ -427,6 +430,7 @@ BROKEN = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_broken_outputs_are_caught(case, good, tmp_path):
     edit, expected, figures = BROKEN[case]

@@ -1,9 +1,9 @@
 """Storage a site already has, storage sized to the need, and owned nodes left idle.
 
-The oracle shares no code with compiler/optimize/idle.py or the optimizer's storage terms: it
+The oracle shares no code with compiler/appraise/idle.py or the optimizer's storage terms: it
 reads plan.json, the spec's YAML, the catalog's data files (compiler/catalog/data/*.yaml) and the
 estimate stage's candidates (node-hours and node counts, which the estimate owns), and prices
-again by the rule compiler/optimize/idle.py's docstring states.
+again by the rule compiler/appraise/idle.py's docstring states.
 
 REPRO is the reported scenario: a data centre owning two DGX H100 and an 8B fine-tune on a 5 TB
 data set homed there. Without a storage declaration the cheapest way to use the owned nodes buys

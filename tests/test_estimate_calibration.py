@@ -39,6 +39,7 @@ def test_the_table_is_wide_enough_and_the_fit_sees_at_most_half():
     assert all(f.cite for f in C.FIGURES.values())
 
 
+@pytest.mark.slow
 def test_the_catalog_holds_what_the_fit_half_fits():
     # The factors are not tuned by hand: re-running the grid fit on the fit half gives them back.
     fitted = C.fit(CAT)

@@ -62,6 +62,7 @@ def test_node_hour_rate_is_the_least_allowed_price_worked_by_hand(tmp_path):
     assert floors.egress(spec, spec.workloads[0], "aws", cat) == 0.0
 
 
+@pytest.mark.slow
 def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monkeypatch):
     """Oracles: the spec compiled with every count costs what the compile with a first plan costs,
     and a pinned twin of each left-out count (sampled: the first, middle and last by id) costs more
@@ -93,6 +94,7 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
         assert twin.total_cost_usd > first_cost, (c.id, twin.total_cost_usd, first_cost)
 
 
+@pytest.mark.slow
 def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path, monkeypatch):
     """A spec the sample cannot plan (here: no plan at all, a 99.9% service held to one site) is
     estimated in full and explained as without a first plan: exit 3, the conflict named."""
@@ -141,6 +143,7 @@ def test_the_node_hours_floor_bounds_every_larger_count(tmp_path):
     assert checked > 100, checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("days", [1, 3])
 def test_a_pool_whose_every_count_is_late_names_the_last_count_estimated(tmp_path, days):
     """Where no count of a pool finishes by the deadline, the rejection names the last count the

@@ -100,6 +100,7 @@ def test_example_terraform_parses(name, compiled):
     assert used_cloud_sites <= clouds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_kubernetes_objects_pass_the_api_schemas(name, compiled, tmp_path):
     files = {p: t for p, t in compiled[name].items() if p.startswith("kubernetes/")}
@@ -158,6 +159,7 @@ AWS_SITES = [(name, site) for name in EXAMPLES
 
 
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed on this machine")
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/opt/tf-plugins/registry.terraform.io/hashicorp/aws").is_dir(),
                     reason="no hashicorp/aws provider mirror under /opt/tf-plugins")
 @pytest.mark.parametrize("name,site", AWS_SITES, ids=[f"{n}:{s}" for n, s in AWS_SITES])
@@ -205,6 +207,7 @@ SLURM_SITES = [(name, site) for name in EXAMPLES for site in sorted({
     if p.startswith("slurm/")})]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not slurm_harness.available(),
                     reason="slurmctld/slurmd/sbatch are not installed (apt-get install slurmctld slurmd slurm-client)")
 @pytest.mark.parametrize("name,site", SLURM_SITES, ids=[f"{n}:{s}" for n, s in SLURM_SITES])
@@ -231,6 +234,7 @@ def test_example_slurm_loads_and_jobs_test_submit(name, site, compiled, tmp_path
         assert h.errors() == []
 
 
+@pytest.mark.slow
 def test_check_is_clean_on_fresh_output_and_exit_4_after_edits(tmp_path):
     spec = ROOT / "examples" / "onprem-vision.yaml"
     out = tmp_path / "out"
@@ -271,6 +275,7 @@ def test_check_is_clean_on_fresh_output_and_exit_4_after_edits(tmp_path):
     check_names(f"{report}: differs", f"{bom}: missing")
 
 
+@pytest.mark.slow
 def test_diff_names_what_doubled_traffic_changed(tmp_path):
     """A spec and its edited copy (inference traffic doubled): diff names the workloads, the
     pools that changed and the cost delta; exit 0."""

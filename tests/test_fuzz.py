@@ -88,6 +88,7 @@ def mutated_example(draw):
     return yaml.safe_dump(data, allow_unicode=True, sort_keys=False)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated_example())
 def test_mutated_examples_fail_cleanly(catalog, text):

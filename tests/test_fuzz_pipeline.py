@@ -146,6 +146,7 @@ def compile_outcome(text: str, tmp: Path) -> int:
     return 0
 
 
+@pytest.mark.slow
 @DEEP
 @given(text=small_spec())
 def test_small_specs_end_in_a_plan_or_a_clear_error(tmp_path_factory, text):
@@ -196,6 +197,7 @@ HOSTILE_FILES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
 def test_hostile_files_end_in_exit_2_through_the_whole_pipeline(tmp_path, name):
     path = tmp_path / "fuzz.yaml"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from compiler.optimize.decode import gap_note
+from compiler.readback.decode import gap_note
 from compiler.optimize.formulate import Constraint
 
 

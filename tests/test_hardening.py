@@ -87,6 +87,7 @@ def _running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_sigint_mid_solve_leaves_previous_output(tmp_path, previous):
     out = tmp_path / "out"
@@ -128,6 +129,7 @@ def test_sigint_mid_solve_leaves_previous_output(tmp_path, previous):
     assert leftovers(tmp_path, "out") == []
 
 
+@pytest.mark.slow
 def test_concurrent_compiles_never_interleave(tmp_path):
     """Two different specs into one directory at once: it ends as exactly one of the two outputs."""
     specs = [EXAMPLES / "onprem-vision.yaml", EXAMPLES / "llm-pretrain-aws.yaml"]
@@ -180,6 +182,7 @@ def _cli(args: list[str]):
     return CliRunner().invoke(app, _route(args))
 
 
+@pytest.mark.slow
 def test_render_error_leaves_previous_output(tmp_path, monkeypatch, previous):
     out = tmp_path / "out"
     output.write(previous, out)
@@ -196,6 +199,7 @@ def test_render_error_leaves_previous_output(tmp_path, monkeypatch, previous):
     assert leftovers(tmp_path, "out") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("at_file", [0, 5])
 def test_interrupt_while_writing_leaves_previous_output(tmp_path, monkeypatch, previous, at_file):
     """Ctrl-C after some files are already in the temp dir: exit 130, nothing of them stays."""
@@ -279,6 +283,7 @@ def nothing_written(tmp_path: Path) -> bool:
     return sorted(p.name for p in tmp_path.iterdir()) == ["spec.yaml"]
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_hostile_workload_name_with_exit_2_and_writes_nothing(tmp_path):
     data = yaml.safe_load((EXAMPLES / "llm-pretrain-aws.yaml").read_text())
     data["workloads"][0]["name"] = "x; touch PWNED"
@@ -316,6 +321,7 @@ def _outside_hcl_strings(text: str) -> str:
     return "".join(kept)
 
 
+@pytest.mark.slow
 def test_edge_names_compile_and_every_file_still_parses(tmp_path):
     """Longest, shortest and dash-heavy names through spec -> files: HCL, YAML, JSON, CSV all parse."""
     import hcl2

@@ -48,6 +48,7 @@ def installed(tmp_path_factory):
     return env_dir
 
 
+@pytest.mark.slow
 def test_installed_package_carries_schemas_templates_and_data(installed, tmp_path):
     py = installed / "bin" / "python"
     code = ("import compiler, compiler.resources as r, pathlib;"
@@ -64,6 +65,7 @@ def test_installed_package_carries_schemas_templates_and_data(installed, tmp_pat
     assert "2020-12" in schema_uri
 
 
+@pytest.mark.slow
 def test_installed_console_script_validates_an_example(installed, tmp_path):
     spec = tmp_path / "spec.yaml"
     shutil.copy(ROOT / "examples" / "llm-pretrain-aws.yaml", spec)
@@ -73,6 +75,7 @@ def test_installed_console_script_validates_an_example(installed, tmp_path):
     assert "ok" in r.stdout
 
 
+@pytest.mark.slow
 def test_installed_console_script_compiles_an_example(installed, tmp_path):
     """The README's first quick-start command: every stage, audit and render included, from the
     installed package alone (a subpackage missing from pyproject's list fails here)."""

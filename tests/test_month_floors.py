@@ -154,6 +154,7 @@ workloads:
 """
 
 
+@pytest.mark.slow
 def test_floors_with_cloud_training_keep_the_optimum_and_bound_it_closely(tmp_path, monkeypatch):
     """Three services sharing pools and two 70B jobs paid by the node-hour on demand, reserved or
     spot (seed 39 of benchmarks/small_specs.py cut to 4 months). The oracle is the model solved
@@ -195,6 +196,7 @@ def short_problem(tmp_path_factory):
     return formulate(candidates)
 
 
+@pytest.mark.slow
 def test_floors_keep_the_optimum_and_every_optimal_plan_satisfies_them(short_problem):
     p = short_problem
     plain = HighsModel(p).solve(gap=0.0)
@@ -217,6 +219,7 @@ def test_blocks_cover_the_serving_months(short_problem):
     assert blocks(short_problem, 2) == (frozenset({0, 1}), frozenset({2}))
 
 
+@pytest.mark.slow
 def test_month_windows_never_end_dearer_than_their_start(short_problem):
     q = with_month_floors(short_problem)
     model = HighsModel(q)
@@ -244,6 +247,7 @@ def _hybrid(tmp_path: Path, months: int) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
     """A bought node serves every month, and a window holds all but two of them, so the windows
     keep every node some held month fills. On the hybrid platform over 6 months they end with two
@@ -269,6 +273,7 @@ def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
     assert after.objective >= HighsModel(q).solve(relax=True).objective * (1 - 1e-6)
 
 
+@pytest.mark.slow
 def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_problem):
     floors = month_floors(short_problem)
     q = with_month_floors(short_problem, floors=floors)
@@ -283,6 +288,7 @@ def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_p
     assert sum(r.rhs for r in floors.rows) <= optimum * (1 + 1e-6)
 
 
+@pytest.mark.slow
 def test_a_time_limit_reaches_every_search_of_the_month_path(short_problem, monkeypatch):
     """--time-limit bounds the floors' blocks, the stitched plan, the windows and the search after
     them, not only the search: every solve that branches (one given a node budget) is given a

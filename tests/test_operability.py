@@ -69,6 +69,7 @@ def mri_two_types(tmp_path_factory):
     return json.loads(result.artifacts["plan.json"]), result.artifacts["report.md"], result.artifacts["report.html"]
 
 
+@pytest.mark.slow
 def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_types):
     plan, report, html = mri_two_types
     assert all(len(v) <= 2 for v in types_per_site(plan).values()), types_per_site(plan)
@@ -90,6 +91,7 @@ def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_typ
             f"<td>at most {free['most_instance_types']}</td><td>yes</td></tr>") in html
 
 
+@pytest.mark.slow
 def test_the_report_says_where_availability_multiplies_replicas(mri_two_types):
     """Every N+1 service gets one line: its peak month's replicas per site, and N / (N - 1)."""
     plan, report, _html = mri_two_types
@@ -112,6 +114,7 @@ def test_the_report_says_where_availability_multiplies_replicas(mri_two_types):
         assert f"{n}/{n - 1} = {n / (n - 1):.2f} times" in line
 
 
+@pytest.mark.slow
 def test_a_mix_hold_and_no_spot_on_the_hybrid_platform(tmp_path):
     path = _variant(tmp_path, "hybrid-llm-platform", min_months_per_mix=3, max_spot_share=0)
     result = compile_spec(path)
@@ -130,6 +133,7 @@ def test_a_mix_hold_and_no_spot_on_the_hybrid_platform(tmp_path):
     assert plan["total_cost_usd"] >= free["best_bound_usd"] - 0.01
 
 
+@pytest.mark.slow
 def test_a_spot_cap_of_zero_gives_no_spot(tmp_path):
     path = _variant(tmp_path, "llm-pretrain-aws", max_spot_share=0)
     result = compile_spec(path)
@@ -205,6 +209,7 @@ def mri_defaults(tmp_path_factory):
     return result.candidates, result
 
 
+@pytest.mark.slow
 def test_the_default_limits_hold_on_the_three_cloud_example(mri_defaults):
     """multi-region-inference with the defaults on: each service on at most 3 sites and 2 GPU
     types, every cloud pool up 3 months or to the horizon's end; without the limits its services
@@ -251,6 +256,7 @@ def test_the_audit_flags_a_mix_changed_too_soon():
     assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=1))) == set()
 
 
+@pytest.mark.slow
 def test_the_audit_flags_too_many_sites_or_gpu_types(mri_defaults):
     cands, plan = mri_defaults[0], mri_defaults[1].plan
     assert codes.SERVICE_SITES in F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_sites_per_service=2)))
@@ -259,6 +265,7 @@ def test_the_audit_flags_too_many_sites_or_gpu_types(mri_defaults):
     assert F.codes_of(F.run_audit(cands, plan, cands.spec)) == set()
 
 
+@pytest.mark.slow
 def test_the_audit_flags_a_pool_up_too_short(mri_defaults):
     """The plan without the limits stands some cloud pools up for a month; the audit names them
     under min_pool_months 3, and not under 1."""
@@ -281,6 +288,7 @@ def test_the_audit_flags_spot_over_the_cap():
 
 # --- the model: rows where a limit can bind, reductions off where their argument fails ---------
 
+@pytest.mark.slow
 def test_the_limits_switch_off_mixes_and_replica_caps_and_write_their_rows(tmp_path):
     from compiler.optimize.formulate import formulate, replicas_needed
 
@@ -375,6 +383,7 @@ def test_limits_that_cannot_bind_are_recorded_without_a_second_solve(tmp_path):
     assert "The plan without the limits keeps every one of them" in result.artifacts["report.md"]
 
 
+@pytest.mark.slow
 def test_two_binding_limits_are_each_priced_alone():
     """A job that is cheapest on spot, and a service that is cheapest on one p5 node plus one
     1-GPU L40S node (its L40S quota is 1 GPU; two p5 nodes also carry it): the spot cap and one

@@ -80,6 +80,7 @@ def test_example_is_at_or_below_a_known_plan(example, ceiling):
                                         f"(/work/shared/optimality-cases/README.md)")
 
 
+@pytest.mark.slow
 def test_hybrid_example_beats_its_pinned_twin(tmp_path):
     """The README's pinned twin of hybrid-llm-platform, rebuilt from the example itself."""
     path = ROOT / "examples" / "hybrid-llm-platform.yaml"

@@ -40,6 +40,7 @@ def problem():
     return formulate(generate(20, 1, horizon=12))
 
 
+@pytest.mark.slow
 def test_groups_split_the_choices_and_leave_the_shared_pools_free(problem):
     groups = dict(choice_groups(problem))
     assert set(groups) == {"training", "serving"}
@@ -58,6 +59,7 @@ def _model(problem):
     return lambda k=0: HighsModel(problem)
 
 
+@pytest.mark.slow
 def test_windows_cover_every_serving_integer_once_in_month_order(problem):
     windows = serving_windows(problem, S(window_integers=400))
     serving = dict(choice_groups(problem))["serving"]
@@ -71,6 +73,7 @@ def test_windows_cover_every_serving_integer_once_in_month_order(problem):
     assert len(windows) > 1
 
 
+@pytest.mark.slow
 def test_the_persistent_model_solves_as_solve_does(problem):
     model = HighsModel(problem)
     start = greedy_start(problem)
@@ -86,12 +89,14 @@ def test_the_persistent_model_solves_as_solve_does(problem):
     assert again.objective == model.solve(fixed=held).objective
 
 
+@pytest.mark.slow
 def test_below_the_threshold_the_start_is_returned_as_it_is(problem):
     s = S(min_integers=1 + sum(v.kind != "continuous" for v in problem.variables))
     start = greedy_start(problem)
     assert improve(problem, start, _model(problem), settings=s) == (start, None)
 
 
+@pytest.mark.slow
 def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem):
     s = S(min_integers=0)
     start = greedy_start(problem)
@@ -111,6 +116,7 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem):
     assert messages and messages[0].startswith("improving the start: lp-guided round 1: $")
 
 
+@pytest.mark.slow
 def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip_the_search(problem):
     from compiler.optimize.strategy import choose
 
@@ -132,6 +138,7 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     assert choose(problem, SolveOptions(max_nodes=10, settings=s)).path == "rounds"      # a node budget: search
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window_integers, search_max, windows_run", [
     (10**6, 10**9, False),    # one window, a search follows: the search frees what it would
     (400, 10**9, True),       # several windows: each frees a part the search's root would not try alone
@@ -171,6 +178,7 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, use
     assert set(merges) <= {(False, s.merge_nodes)}   # the pools' re-plan of a merge
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("large", [False, True])
 def test_highs_restarts_a_round_only_where_a_search_follows(problem, large):
     # From search_max integers the rounds' plan is the answer: one cycle, and HiGHS does not
@@ -418,6 +426,7 @@ def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(pr
     assert improve_mod.fewer_nodes(problem, start, most=sizes[-1]) == rounds
 
 
+@pytest.mark.slow
 def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypatch):
     # From search_max integers the compile ends with the rounds' plan; its continuous variables
     # are priced on the rounds' HiGHS model, not by a pulp/CBC solve. Oracle: CBC through pulp
@@ -442,6 +451,7 @@ def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypat
     assert plan.total_cost_usd == pytest.approx(by_cbc.objective, rel=1e-7)
 
 
+@pytest.mark.slow
 def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_plan_on_large(monkeypatch):
     """--solver auto (the default): CBC below settings.min_integers, where no rounds run, except
     where the month windows run (HiGHS, as the rounds); from it the search goes on from the
@@ -493,6 +503,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     assert [k["max_nodes"] for k in pulp_solves if "start" in k] == [s.max_nodes]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lifted", [False, True])
 def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatch, lifted):
     """The default search's first settle_after nodes end more than settle_gap above their bound.
@@ -524,6 +535,7 @@ def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatc
     assert plan.solver.best_bound_usd == pytest.approx(lp[-1] * (1.001 if lifted else 1.0), abs=0.01)   # cents
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paired", [False, True])
 def test_ctrl_c_stops_highs_mid_solve_and_reaches_the_caller(problem, paired):
     """A Ctrl-C while HiGHS runs (a large platform's root takes minutes) raises KeyboardInterrupt
@@ -566,6 +578,7 @@ def test_lp_guided_holds_where_the_lp_agrees_and_lp_rounded_where_it_rounds_to_t
     assert improve_mod.lp_held(names, plan, lp, DEFAULT.lp_rounded_within) == {"a": 2.0, "b": 0.0, "d": 3.0}
 
 
+@pytest.mark.slow
 def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_starts_over_at_a_cheaper_plan(
         problem):
     s = S(min_integers=0, search_max=0, narrowed_integers=10**9)

@@ -181,6 +181,7 @@ def _workload_of(problem) -> dict[str, str]:
     return {c.id: c.workload for cs in problem.chosen_from.values() for c in cs}
 
 
+@pytest.mark.slow
 def test_every_variable_has_the_fields_its_name_says(problems):
     for problem in problems:
         workload_of = _workload_of(problem)
@@ -194,6 +195,7 @@ def test_every_variable_has_the_fields_its_name_says(problems):
                 assert (r.site, r.instance, r.term, r.start) == (v.site, v.instance, v.pricing, start)
 
 
+@pytest.mark.slow
 def test_every_row_has_the_fields_its_name_says(problems):
     for problem in problems:
         workload_of = _workload_of(problem)
@@ -202,6 +204,7 @@ def test_every_row_has_the_fields_its_name_says(problems):
             assert {f: getattr(c, f) for f in ROW_FIELDS} == want, c.name
 
 
+@pytest.mark.slow
 def test_the_cases_cover_every_family(problems):
     """Every family above occurs in some case: no check is vacuous."""
     assert {v.family for p in problems for v in p.variables} == set(VARIABLES)

@@ -5,6 +5,7 @@ argument in the reduction's docstring turns on."""
 
 from __future__ import annotations
 
+import pytest
 from compiler.optimize.reductions import dominates, prune, replica_caps
 
 from optimize_fixtures import HOURS, cloud, infer_cand, inference, onprem, train_cand, training
@@ -59,6 +60,7 @@ def test_spot_and_on_prem_dominance_is_on_total_node_hours():
     assert not dominates(a, b, 12, True)
 
 
+@pytest.mark.slow
 def test_pins_to_owned_and_purchase_are_honoured_on_prem(tmp_path):
     """A pin to `purchase` leaves the owned nodes idle and buys; a pin to `owned` runs on them.
     The audit, run by every compile, checks the holdings against the pin (A204)."""
@@ -114,6 +116,7 @@ def _random_jobs(seed: int):
     return out
 
 
+@pytest.mark.slow
 def test_sort_and_sweep_prune_drops_exactly_what_pairwise_dominance_drops():
     """prune sorts and sweeps each pool (O(n log n)); on random sets it keeps exactly the
     candidates the pairwise definition keeps, with and without a cloud-share cap."""

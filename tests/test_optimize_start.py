@@ -23,6 +23,7 @@ def _fixed(problem, values):
     return replace(problem, constraints=problem.constraints + rows)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,seed", [(10, 0), (20, 1), (30, 2)])
 def test_the_start_is_a_feasible_plan_and_no_cheaper_than_the_optimum(n, seed):
     problem = formulate(generate(n, seed, horizon=12))
@@ -34,6 +35,7 @@ def test_the_start_is_a_feasible_plan_and_no_cheaper_than_the_optimum(n, seed):
     assert at_start.objective >= best.objective * (1 - 1e-6)
 
 
+@pytest.mark.slow
 def test_cbc_returns_the_start_or_better_when_its_node_limit_is_reached():
     # One branch-and-bound node, so the test stops where it stops on every machine. (It used to
     # give CBC 8 s on 100 workloads: where that limit fell depended on the machine's load, and
@@ -51,6 +53,7 @@ def test_cbc_returns_the_start_or_better_when_its_node_limit_is_reached():
     assert 0.0 <= sol.gap < 1.0
 
 
+@pytest.mark.slow
 def test_the_start_respects_site_limits_on_a_crowded_platform():
     # 200 workloads: the cheapest candidates alone would buy more nodes than dc1's 1,500 kW
     # power; the start passes over what no longer fits, and stays a feasible plan.

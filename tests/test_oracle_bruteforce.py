@@ -335,6 +335,7 @@ def test_milp_equals_brute_force_under_a_pool_life():
     _assert_milp_is_the_brute_force("stand-in, min_pool_months 3", life_sp, life_cs, held)
 
 
+@pytest.mark.slow
 def test_the_compiles_bound_is_never_above_the_limited_optimum():
     """The compile's path under binding limits (the plan without them first, then the limited model
     searched, over narrowed candidates where a count binds) states a bound no higher than the

@@ -151,6 +151,7 @@ CASES = [(seed, change) for seed in range(MONOTONE_SPECS) for change in CHANGES
          if relax(O.random_spec(seed), change, seed) is not None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed, change", CASES)
 def test_relaxing_a_spec_never_makes_the_plan_dearer(seed, change, tmp_path):
     data = O.random_spec(seed)

@@ -130,6 +130,7 @@ def pin_sweep(path: Path, k: int | None, seed: int, tmp_path: Path,
     return base, problems, len(chosen)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_pins_never_beat_the_example_plan(name, tmp_path):
     path = ROOT / "examples" / f"{name}.yaml"
@@ -138,6 +139,7 @@ def test_pins_never_beat_the_example_plan(name, tmp_path):
     assert base.has_plan, f"{name}: the example has no plan: {base}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(RANDOM_SPECS))
 def test_pins_never_beat_a_random_plan(seed, tmp_path):
     path = O.write(O.random_spec(seed), tmp_path)
@@ -145,6 +147,7 @@ def test_pins_never_beat_a_random_plan(seed, tmp_path):
     assert not problems, f"seed {seed} (tests/oracle_specs.random_spec({seed})):\n" + "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_random_specs_are_valid_and_mostly_feasible(tmp_path):
     """The generator's contract: every spec validates; few are infeasible (the compiles are
     the sweep's, cached, when it ran first in this session)."""

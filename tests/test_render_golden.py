@@ -63,6 +63,7 @@ def _digest_in_subprocess(seed: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.slow
 def test_output_does_not_depend_on_the_hash_seed():
     here = hashlib.sha256(json.dumps({c: rendered(c) for c in CASES}, sort_keys=True)
                           .encode()).hexdigest()

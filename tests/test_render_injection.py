@@ -158,6 +158,7 @@ def test_edge_of_pattern_names_render_valid_files(name, tmp_path):
             out.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("slurmctld") is None, reason="slurmctld is not installed")
 def test_longest_site_name_loads_in_slurm(tmp_path):
     import slurm_harness
@@ -219,6 +220,7 @@ def test_validator_accepts_names_at_the_edges_of_the_pattern(name, tmp_path):
     assert name in {w.name for w in spec.workloads}
 
 
+@pytest.mark.slow
 def test_edge_names_through_the_whole_pipeline_pass_every_validator(tmp_path):
     """Names that pass the pattern at its edges (63 characters, one character, dashes) through
     validate, estimate, solve and render; every file then goes through the real tools."""

@@ -31,6 +31,7 @@ def _site_dir(case: str, site: str, root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 @needs_slurm
 @pytest.mark.parametrize("case,site", SLURM_SITES, ids=[f"{c}:{s}" for c, s in SLURM_SITES])
 def test_slurm_config_loads_and_jobs_test_submit(case, site, tmp_path):
@@ -60,6 +61,7 @@ def test_harness_rejects_a_bad_config(tmp_path):
             pass
 
 
+@pytest.mark.slow
 @needs_slurm
 def test_harness_rejects_a_job_larger_than_its_partition(tmp_path):
     conf = _site_dir("onprem", "fra-dc1", tmp_path / "conf")

@@ -492,6 +492,7 @@ def test_terraform_fmt_check(case, tmp_path):
 
 
 @needs_terraform
+@pytest.mark.slow
 @pytest.mark.skipif(not (MIRROR / "registry.terraform.io" / "hashicorp" / "aws").is_dir(),
                     reason="no hashicorp/aws provider mirror under /opt/tf-plugins")
 @pytest.mark.parametrize("case,site", _site_dirs("aws"))

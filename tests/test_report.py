@@ -171,6 +171,7 @@ def test_rendering_is_deterministic_byte_for_byte(catalog, hybrid):
     assert render_report(hybrid_plan(), catalog) == hybrid
 
 
+@pytest.mark.slow
 def test_rendering_is_the_same_in_another_process():
     """A fresh interpreter with another hash seed renders the same bytes (no set/dict-order leaks)."""
     code = ("import sys, hashlib; sys.path.insert(0, 'tests');"
@@ -241,7 +242,7 @@ def test_summary_does_not_send_to_highs_a_plan_the_rounds_made_without_a_search(
     # highs gives the same plan, so the summary must not suggest it.
     from dataclasses import replace
 
-    from compiler.optimize.decode import gap_note
+    from compiler.readback.decode import gap_note
     from compiler.optimize.solve import Solution
 
     from compiler.plan import SolvePath
@@ -385,6 +386,7 @@ def test_a_services_candidates_in_one_pool_hold_their_node_hours_worth():
     assert [(s.months, s.replicas) for s in v.replicas_by_month] == [("0-35", (3,))]
 
 
+@pytest.mark.slow
 def test_bought_nodes_and_the_node_schedule_are_explained():
     # The onprem fixture buys 40 hgx-h200 ($330,000 each, 5-year useful life) for a 12-month
     # horizon: the plan charges 12 / 60 = 20% of the price, which bom.csv lists in full.
@@ -407,6 +409,7 @@ def test_bought_nodes_and_the_node_schedule_are_explained():
     assert "| fra-dc1 | 0-1 | slurm | dgx-h100 / owned | dgx-h100-own[01-08] |" in md
 
 
+@pytest.mark.slow
 def test_training_workloads_show_where_the_time_goes(catalog):
     # The plan's step_breakdown (shares of the wall time) becomes a table per training workload,
     # in the estimate's order, terms at 0 left out; a plan without it (older plans, inference)

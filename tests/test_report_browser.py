@@ -44,6 +44,7 @@ def browser(tmp_path):
         driver.quit()
 
 
+@pytest.mark.slow
 def test_report_opens_without_errors_and_charts_have_size(browser, tmp_path):
     page = tmp_path / "report.html"
     page.write_text(render_report(hybrid_plan(), load_catalog())["report.html"], encoding="utf-8")

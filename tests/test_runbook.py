@@ -367,6 +367,7 @@ def test_node_checks_are_the_node_groups_written(outputs):
 
 
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not installed on this machine")
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/opt/tf-plugins/registry.terraform.io/hashicorp/aws").is_dir(),
                     reason="no hashicorp/aws provider mirror under /opt/tf-plugins")
 def test_aws_folder_with_the_runbooks_backend_passes_terraform_validate(outputs, tmp_path):

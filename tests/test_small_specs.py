@@ -39,6 +39,7 @@ def test_every_spec_of_the_set_validates(seed, tmp_path):
 SAMPLE = tuple(sorted(random.Random(0).sample(range(40), 6)))   # 2, 16, 24, 26, 31, 32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SAMPLE)
 def test_a_seeded_sample_compiles_within_one_percent_and_its_claims_hold(seed, tmp_path):
     """The default compile reports a gap of at most 1%, and the two claims that gap is made of hold

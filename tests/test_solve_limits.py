@@ -164,6 +164,7 @@ def test_a_false_infeasible_verdict_is_disproved_by_the_start(tmp_path, monkeypa
     assert sol.objective == pytest.approx(START_COST)
 
 
+@pytest.mark.slow
 def test_an_infeasible_verdict_at_the_time_limit_is_not_trusted(tmp_path, monkeypatch):
     fake_cbc(tmp_path, monkeypatch, FALSE_INFEASIBLE)
     # the stand-in answers after 0.5 s, past the 0.1 s limit: the clock may have cut CBC short
@@ -235,6 +236,7 @@ def _cover_problem(n: int = 60, rows: int = 8, seed: int = 7) -> Problem:
     return Problem(spec=None, candidates=None, chosen_from={}, variables=variables, constraints=cover)
 
 
+@pytest.mark.slow
 def test_a_settled_search_proves_its_gap_from_a_poor_plan_and_reports_what_it_proved():
     """steps.settled: a search that ended above settle_gap goes on with HiGHS's gap at
     settle_gap. From a first search of one node, its plan is reported feasible within settle_gap
@@ -259,6 +261,7 @@ def test_a_settled_search_proves_its_gap_from_a_poor_plan_and_reports_what_it_pr
     assert (again.objective, again.best_bound) == (settled.objective, settled.best_bound)
 
 
+@pytest.mark.slow
 def test_a_stalled_search_stops_and_reports_what_it_proved():
     """HighsModel.solve(stall=k): the search stops once neither its plan nor its bound has moved
     in k nodes. Oracle: the search without it proves the optimum; with stall=1 on a problem of a

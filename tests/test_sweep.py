@@ -108,6 +108,7 @@ def local_pool(work):
     return work / "one"
 
 
+@pytest.mark.slow
 def test_every_scenario_has_its_row_and_folder(local_pool):
     doc = json.loads((local_pool / "scenarios.json").read_text())
     rows = doc["scenarios"]
@@ -130,6 +131,7 @@ def test_every_scenario_has_its_row_and_folder(local_pool):
     assert not (local_pool / "starved" / "out").exists()
 
 
+@pytest.mark.slow
 def test_cloud_share_is_the_cloud_spend(local_pool):
     rows = {r["scenario"]: r for r in json.loads((local_pool / "scenarios.json").read_text())["scenarios"]}
     assert rows["cloud"]["cloud_share"] == 1.0
@@ -141,6 +143,7 @@ def test_cloud_share_is_the_cloud_spend(local_pool):
     assert rows["traffic@1"]["cloud_share"] == pytest.approx(cloud / plan["total_cost_usd"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_csv_says_what_json_says(local_pool):
     table = list(csv.DictReader(io.StringIO((local_pool / "scenarios.csv").read_text(), newline="")))
     rows = json.loads((local_pool / "scenarios.json").read_text())["scenarios"]
@@ -166,6 +169,7 @@ def test_the_price_curve_never_rises_as_the_price_falls(local_pool):
     assert "H100" in rows[0]["gpus_by_type"]
 
 
+@pytest.mark.slow
 def test_a_scenario_folder_recompiles_to_the_same_files(local_pool, tmp_path):
     folder = local_pool / "h100@0.6"
     _cli(str(folder / "spec.yaml"), "--catalog", str(folder / "catalog.yaml"), "-o", str(tmp_path / "again"),
@@ -229,11 +233,13 @@ def dask_cluster(tmp_path):
             p.wait(timeout=60)
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_writes_the_same_bytes(work, local_pool, dask_cluster):
     _cli("sweep", "spec.yaml", "scenarios.yaml", "-o", "dask", "--scheduler", dask_cluster, "-q", cwd=work)
     assert _files(work / "dask") == _files(local_pool)
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_worker_and_writes_nothing(work):
     proc = subprocess.Popen([sys.executable, "-m", "compiler", "sweep", "spec.yaml", "scenarios.yaml",
                              "-o", "stopped", "--workers", "2", "-q"], cwd=work, start_new_session=True,
@@ -301,6 +307,7 @@ def test_schema_errors_name_the_key(work):
     assert "bad.yaml:5:14: error[E102] at $.scenarios[1].traffic: must be > 0, got -1" in err
 
 
+@pytest.mark.slow
 def test_range_mistakes(work):
     err = _prepare_errors(work, """\
 scenarios:
@@ -342,6 +349,7 @@ def test_a_range_that_expands_too_far(work):
 from test_report_browser import ARTIFACTS, browser  # noqa: E402,F401  (the headless Chromium fixture)
 
 
+@pytest.mark.slow
 def test_the_page_opens_with_its_table_charts_and_links(local_pool, browser):  # noqa: F811
     browser.get((local_pool / "index.html").as_uri())
     assert browser.title == "Scenarios of sweep-small"
@@ -378,6 +386,7 @@ def test_the_page_opens_with_its_table_charts_and_links(local_pool, browser):  #
     browser.save_screenshot(str(ARTIFACTS / "sweep.png"))
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_is_an_error_not_a_traceback(monkeypatch):
     pytest.importorskip("distributed")
     from compiler.diagnostics import CompileError

@@ -60,6 +60,7 @@ def _cases():
     return cases
 
 
+@pytest.mark.slow
 def test_the_examples_cut_prices_of_gpu_types_they_can_use():
     assert len(_cases()) >= len(EXAMPLES)
 
@@ -74,6 +75,7 @@ def _cut(base, name: str, gpu: str):
     return _cut_plans[name, gpu]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,gpu", _cases())
 def test_a_price_cut_never_gives_a_dearer_plan(base, name, gpu):
     _spec, _catalog, before = base[name]
@@ -82,6 +84,7 @@ def test_a_price_cut_never_gives_a_dearer_plan(base, name, gpu):
         f"{name}: {gpu} 20% cheaper costs ${after.total_cost_usd:,.2f} > ${before.total_cost_usd:,.2f}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,gpu", _cases())
 def test_a_what_if_plan_is_proven_within_1pct(base, name, gpu):
     _spec, _catalog, before = base[name]

@@ -1,8 +1,9 @@
 """The optimize stage: Candidates -> Plan (DESIGN.md section 4).
 
-formulate.py writes the MILP (maths in its docstring); strategy.py chooses the solve path once
-and runs its steps (steps.py) under one Settings object (settings.py); decode.py reads the
-solution back into a Plan; explain.py says why a spec is infeasible.
+formulate.py writes the MILP (maths in its docstring) as a Problem (compiler/problem.py);
+strategy.py chooses the solve path once and runs its steps (steps.py) under one Settings object
+(settings.py); compiler/readback reads the solution back into a Plan; explain.py says why a spec
+is infeasible.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     """Pick the cheapest platform; raise CompileError exit 3 (infeasible) or 5 (no plan in time)."""
     # the solver's modules import pulp and highspy: loaded here, so `validate` starts fast
     from compiler.optimize import strategy
-    from compiler.optimize.decode import decode
     from compiler.optimize.explain import no_candidates
     from compiler.optimize.formulate import formulate
+    from compiler.readback.decode import decode
 
     problem = formulate(candidates)
     missing = no_candidates(problem)
@@ -40,11 +41,11 @@ def greedy_plan(candidates: Candidates) -> Plan | None:
     """The greedy start (start.py) as a plan, with no search: its integers held and its continuous
     variables at their cheapest (one LP). None where there is no start or it breaks a limit. A
     quick upper bound on the optimum (pipeline.estimate_candidates); not a compile's answer."""
-    from compiler.optimize.decode import decode
     from compiler.optimize.explain import no_candidates
     from compiler.optimize.formulate import formulate
     from compiler.optimize.solve import HighsModel
     from compiler.optimize.start import greedy_start
+    from compiler.readback.decode import decode
 
     problem = formulate(candidates)
     start = None if no_candidates(problem) else greedy_start(problem)

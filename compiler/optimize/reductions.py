@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 
 from compiler.candidates import Candidate
+from compiler.problem import fabric_free
 from compiler.optimize.settings import DEFAULT
 from compiler.spec import HOURS_PER_MONTH
 
@@ -27,12 +28,6 @@ from compiler.spec import HOURS_PER_MONTH
 def _hours_by_month(c: Candidate, horizon: int) -> dict[int, float]:
     """Node-hours run in each month of the horizon (work past it is outside the plan)."""
     return {m: c.nodes * h for m, h in c.usage if h > 0 and m < horizon}
-
-
-def fabric_free(c: Candidate) -> bool:
-    """Work inside one node never crosses the scale-out fabric: an on-prem inference replica (TP
-    within a node) or a one-node training job runs the same on any fabric the pool is wired with."""
-    return c.site_type == "on_prem" and (c.kind == "inference" or c.nodes <= 1)
 
 
 def _fabric_key(c: Candidate) -> str:

@@ -22,30 +22,13 @@ from typing import Mapping
 
 import pulp
 
-from compiler.optimize.formulate import Problem
+from compiler.problem import Problem, Solution  # noqa: F401 - Solution re-exported
 from compiler.optimize.settings import DEFAULT
 
 
 def relative_gap(objective: float, bound: float) -> float:
     """The plan's distance above the best bound, as a share of the plan: what `gap` reports."""
     return 0.0 if abs(objective) < 1e-9 else max(0.0, (objective - bound) / abs(objective))
-
-
-@dataclass(frozen=True)
-class Solution:
-    solver: str
-    status: str                  # optimal | feasible | infeasible | no_solution | unbounded
-    objective: float
-    best_bound: float
-    gap: float
-    seconds: float
-    values: Mapping[str, float] = field(default_factory=dict)
-    slack: Mapping[str, float] = field(default_factory=dict)   # elastic: constraint -> violation
-    searched: bool = True        # False: the improving rounds' plan, under the LP relaxation's bound
-
-    @property
-    def has_solution(self) -> bool:
-        return self.status in ("optimal", "feasible")
 
 
 def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None,

@@ -214,7 +214,7 @@ class ReplicaSpan:
 
 @dataclass(frozen=True)
 class AlternativeRow:
-    """One option of a workload priced alone (compiler/optimize/alternatives.py), the chosen
+    """One option of a workload priced alone (compiler/appraise/alternatives.py), the chosen
     design's included: every row of a table is priced by the same rule."""
     site: str
     instance: str

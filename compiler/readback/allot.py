@@ -48,12 +48,11 @@ import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from compiler.optimize.settings import DEFAULT
 from compiler.plan import PRICINGS
 from compiler.spec import HOURS_PER_MONTH as HOURS   # hours in a month
 
 TERMS = ("reserved_3y", "reserved_1y")   # the order reserved node-hours are taken in
-EPS = DEFAULT.count_tolerance
+EPS = 1e-9      # two node counts computed in floating point are equal within this
 
 
 @dataclass(frozen=True)

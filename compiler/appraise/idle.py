@@ -7,7 +7,7 @@ be running then (a candidate of it, anywhere, runs in a month of the run; a serv
 demand then) and that holds none of these owned nodes in the plan. Its reason, by computation:
 
   not_allowed   no candidate of the workload on that (site, model) survives policy, its sites or
-                its pin (the first rule that excludes one, as formulate._filter states it); where
+                its pin (the first rule that excludes one, as problem.policy_filter states it); where
                 the estimate made none, its first rejection there (memory, deadline) or "no
                 candidate".
   too_big       every candidate there needs more nodes than the site owns.
@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from compiler import unit_costs
 from compiler.estimate.memory import checkpoint_tb
-from compiler.optimize.alternatives import _part, _service_use, _training_use
-from compiler.optimize.formulate import Problem, _filter
+from compiler.appraise.alternatives import _part, _service_use, _training_use
+from compiler.problem import Problem, policy_filter
 from compiler.plan import Plan, month_range
 from compiler.spec import InferenceWorkload, OnPremSite
 
@@ -108,7 +108,7 @@ def _why_not(problem: Problem, w, s: str, i: str) -> str:
         return rule
     here = [c for c in problem.candidates.by_workload.get(w.name, ()) if c.site == s and c.instance == i]
     if here:
-        _kept, why = _filter(problem.spec, w, tuple(here))
+        _kept, why = policy_filter(problem.spec, w, tuple(here))
         return why[0].split(": ", 1)[1] if why else "no candidate"
     for r in problem.candidates.rejected.get(w.name, ()):
         if r.site == s and r.instance.split("+")[0] == i:

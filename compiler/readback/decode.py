@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from compiler.candidates import Candidate, TrainingEstimate
 from compiler import unit_costs
 from compiler.estimate.memory import checkpoint_tb
-from compiler.optimize import formulate as F
-from compiler.optimize.allot import Demand, Supply, allot, main_pricing
-from compiler.optimize.alternatives import alternatives, breakeven, chosen_service, chosen_training
-from compiler.optimize.idle import idle_owned
-from compiler.optimize.solve import Solution
+from compiler import problem as F
+from compiler.appraise.alternatives import alternatives, breakeven, chosen_service, chosen_training
+from compiler.appraise.idle import idle_owned
+from compiler.problem import Solution
+from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SolvePath,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload

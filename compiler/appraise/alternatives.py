@@ -36,7 +36,7 @@ workloads (reserved terms, bought nodes, idle hours); it is not what the deltas 
 and an option cheaper alone than the chosen design may still cost the whole plan more.
 
 Which options are offered: candidates of other (GPU, site, pricing) groups, the cheapest of each
-(a service that must survive a site: the cheapest design per GPU type), at most Settings.max_alternatives,
+(a service that must survive a site: the cheapest design per GPU type), at most MAX_ALTERNATIVES,
 cheapest first. Policy, site restrictions and pins were applied to the candidates before the model
 (formulate._filter); a pin's pricing is applied here; an option that alone would break a site's
 limits (new nodes over the power budget, racks, rack power or max_gpus with the owned nodes; GPUs
@@ -63,11 +63,11 @@ from dataclasses import dataclass
 
 from compiler.candidates import Candidate
 from compiler import unit_costs
-from compiler.optimize.formulate import TERMS, Problem, owned_nodes
-from compiler.optimize.reductions import fabric_free
-from compiler.optimize.settings import DEFAULT
+from compiler.problem import TERMS, Problem, fabric_free, owned_nodes
 from compiler.plan import Alternative, OptionPart
 from compiler.spec import HOURS_PER_MONTH, RACK_UNITS, CloudSite, InferenceWorkload, OnPremSite
+
+MAX_ALTERNATIVES = 3      # next-best options the report prices per workload
 
 
 
@@ -266,7 +266,7 @@ def alternatives(problem: Problem, workload: str, chosen: Alternative | None) ->
         options = _site_loss_options(problem, w, cands, chosen)
     else:
         options = _single_options(problem, w, cands, chosen)
-    ranked = sorted(options, key=lambda t: (t[0].cost_usd, t[1]))[:DEFAULT.max_alternatives]
+    ranked = sorted(options, key=lambda t: (t[0].cost_usd, t[1]))[:MAX_ALTERNATIVES]
     return tuple(_option(list(a.parts), a.gpu, a.note, chosen.cost_usd) for a, _ in ranked)
 
 
