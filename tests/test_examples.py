@@ -279,8 +279,11 @@ def test_check_is_clean_on_fresh_output_and_exit_4_after_edits(tmp_path):
 def test_diff_names_what_doubled_traffic_changed(tmp_path):
     """A spec and its edited copy (inference traffic doubled): diff names the workloads, the
     pools that changed and the cost delta; exit 0."""
-    src = ROOT / "examples" / "multi-region-inference.yaml"
-    data = yaml.safe_load(src.read_text())
+    # the diff is the subject, not the plans: the example's first six months keep both compiles short
+    data = yaml.safe_load((ROOT / "examples" / "multi-region-inference.yaml").read_text())
+    data["horizon_months"] = 6
+    src = tmp_path / "six-months.yaml"
+    src.write_text(yaml.safe_dump(data, sort_keys=False))
     for w in data["workloads"]:
         w["traffic"]["peak_rps"] *= 2
     edited = tmp_path / "doubled.yaml"
@@ -305,12 +308,19 @@ def test_diff_names_what_doubled_traffic_changed(tmp_path):
     changed_workloads = {w["name"] for w in d["workloads"] if w["status"] == "changed"}
     assert changed_workloads == {"chat-70b", "assistant-8b"}
     # the pools that changed are named by site, instance and pricing, as the plans say
-    pools = {(p["site"], p["instance"], p["pricing"]): p["nodes"] for p in b["pools"]}
-    before = {(p["site"], p["instance"], p["pricing"]): p["nodes"] for p in a["pools"]}
+    def pool_map(plan):
+        return {(p["site"], p["instance"], p["pricing"]): p for p in plan["pools"]}
+
+    def shape(p):      # what a pool is made of: its nodes, their kind and fabric, its reserved terms
+        return (p["nodes"], p["gpu"], p["gpus_per_node"], p["fabric"],
+                [(r["nodes"], r["start_month"]) for r in p.get("reservations", [])])
+
+    pools, before = pool_map(b), pool_map(a)
     assert {(p["site"], p["instance"], p["pricing"]) for p in d["pools"]["added"]} == pools.keys() - before.keys()
     assert {(p["site"], p["instance"], p["pricing"]): (p["nodes_a"], p["nodes_b"])
             for p in d["pools"]["resized"]} == {
-        k: (before[k], pools[k]) for k in pools.keys() & before.keys() if pools[k] != before[k]}
+        k: (before[k]["nodes"], pools[k]["nodes"]) for k in pools.keys() & before.keys()
+        if shape(pools[k]) != shape(before[k])}
     assert d["pools"]["added"] or d["pools"]["resized"]
     # A workload moved exactly when its set of (site, instance) changed; its replicas and GPUs
     # change as the plans say (twice the traffic may take other instances, not only more replicas)
