@@ -172,6 +172,9 @@ class SolveOptions:
     max_nodes: int | None = DEFAULT.max_nodes   # branch-and-bound nodes; 0 or None: no limit
     nodes_given: bool = False           # the user set max_nodes (--max-nodes), even to the default
     settings: Settings = DEFAULT
+    # A plan given from outside, its integers by variable name (a deployed plan to re-plan from):
+    # every path starts from it where it is a plan of this problem no dearer than the greedy start.
+    start: Mapping[str, float] | None = field(default=None, hash=False)
 
     @property
     def nodes_asked(self) -> bool:

@@ -35,9 +35,20 @@ class Models:
         return self.built[k]
 
 
-def greedy(problem: Problem) -> Plan | None:
-    """The start every path searches from (start.py); None where the greedy start finds none."""
-    return greedy_start(problem)
+def first_plan(problem: Problem, given: Plan | None = None) -> tuple[Plan | None, str]:
+    """(the plan every path starts from, which it is): the greedy start (start.py), or `given` (a
+    plan from outside: SolveOptions.start) where it is a plan of this problem no dearer than the
+    greedy start. A tie keeps `given`: a re-plan keeps what runs unless a change saves. A
+    variable `given` does not name is 0. (None, "greedy start") where neither is a plan."""
+    greedy = greedy_start(problem)
+    if given is None:
+        return greedy, "greedy start"
+    held = {v.name: float(round(given.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    model = HighsModel(problem)
+    priced = [(sol.objective, k, plan, name) for k, (plan, name) in enumerate(((held, "given start"),
+                                                                               (greedy, "greedy start")))
+              if plan is not None for sol in [model.solve(fixed=plan)] if sol.has_solution]
+    return min(priced)[2:] if priced else (None, "greedy start")
 
 
 def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Plan]:

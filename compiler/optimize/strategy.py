@@ -15,7 +15,9 @@ rounds run (they run on HiGHS, and the search goes on from their plan on the sam
 the bundled solver, on the other small problems. A default HiGHS search after the rounds or
 windows takes settings.highs_nodes nodes, or on problems under settings.settle_max_integers seeks
 the optimum for settings.settle_after nodes and then settles for a proven settings.settle_gap
-(steps.settled). The Strategy is recorded in plan.json; the gap note reads it.
+(steps.settled). Every path starts from the greedy start, or from a plan given from outside
+(SolveOptions.start, a deployed plan) where that is no dearer. The Strategy is recorded in
+plan.json; the gap note reads it.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     polished solution; the path as it ran, for plan.json: the plain search where there was no
     start, no branch-and-bound where the plan was taken without one)."""
     s, say, time_limit = options.settings, options.progress or (lambda _m: None), options.time_limit
-    start = steps.greedy(problem)
+    start, origin = steps.first_plan(problem, options.start)
     if start is None and strategy.path != "search":
         strategy = replace(strategy, path="search", nodes=options.max_nodes, settle=False,
                            why=strategy.why + "; no greedy start, so the search starts alone")
@@ -106,7 +108,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
             # with a time limit the rounds take at most half of it
             start, bound = steps.rounds(problem, start, models, options, say,
                                         None if time_limit is None else time_limit / 2)
-        if strategy.solver == "highs" and bound is None:
+        if strategy.solver == "highs" and bound is None and options.start is None:
             start = None              # HiGHS finds its own first plans without the rounds' bound
     rounds_seconds = time.perf_counter() - t0
     if time_limit is not None and strategy.path != "search":
@@ -130,6 +132,6 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
-    ran = tuple("branch-and-bound" if step.startswith("branch-and-bound") else step for step in strategy.steps
-                if sol.searched or not step.startswith("branch-and-bound"))
+    ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
+                else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
     return problem, steps.polish(problem, sol, strategy.solver, price, s), SolvePath(strategy.path, ran, strategy.why)
