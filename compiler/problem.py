@@ -237,25 +237,25 @@ def pricing_of(c: Candidate) -> str:
     return "spot" if c.spot else "on_demand"
 
 
-def policy_filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate], list[str]]:
+def policy_filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Candidate], list[tuple[Candidate, str]]]:
     """Apply policy, site restriction and pin (estimate does too; this makes pins in tests and
-    what-if runs exact). Returns (kept, reasons for what was dropped)."""
+    what-if runs exact). Returns (kept, (candidate, reason) for each one dropped)."""
     kept, why = [], []
     pin, pol = w.pin, spec.policy
     for c in cands:
         site = spec.site(c.site)
         reason = None
         if pol.placement != "hybrid" and c.site_type != pol.placement:
-            reason = f"{c.id}: policy.placement is {pol.placement}"
+            reason = f"policy.placement is {pol.placement}"
         elif pol.allowed_gpus is not None and c.gpu not in pol.allowed_gpus:
-            reason = f"{c.id}: {c.gpu} not in policy.allowed_gpus"
+            reason = f"{c.gpu} not in policy.allowed_gpus"
         elif w.sites and c.site not in w.sites:
-            reason = f"{c.id}: {c.site} not in the workload's sites"
+            reason = f"{c.site} not in the workload's sites"
         elif c.spot and (not isinstance(site, CloudSite) or "spot" not in site.pricing):
-            reason = f"{c.id}: spot is not an allowed pricing at {c.site}"
+            reason = f"spot is not an allowed pricing at {c.site}"
         elif c.spot and pol.caps_spot:
             # (15c) a job runs on one candidate, all on spot or none: a share below 1 is no spot
-            reason = f"{c.id}: policy.max_spot_share is {pol.max_spot_share:g}"
+            reason = f"policy.max_spot_share is {pol.max_spot_share:g}"
         elif pin is not None and (
                 (pin.site and c.site != pin.site) or (pin.gpu and c.gpu != pin.gpu)
                 or (pin.instance and c.instance != pin.instance)
@@ -265,9 +265,9 @@ def policy_filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Can
                 or (pin.pricing in ("on_demand", "spot", "reserved_1y", "reserved_3y")
                     and c.site_type != "cloud")
                 or (pin.pricing in ("owned", "purchase") and c.site_type != "on_prem")):
-            reason = f"{c.id}: excluded by the pin"
+            reason = f"excluded by the pin"
         if reason:
-            why.append(reason)
+            why.append((c, reason))
         else:
             kept.append(c)
     return kept, why

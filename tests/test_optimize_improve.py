@@ -363,9 +363,9 @@ def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_
         ran.append(pool)
         if finds[pool].pop(0):
             search.incumbent = {"plan": search.incumbent["plan"] + 1}
-            search.left_at[r.name] = search.incumbent
+            search.left_at[r] = search.incumbent
             return True
-        search.left_at[r.name] = search.incumbent
+        search.left_at[r] = search.incumbent
         return False
 
     search.batch = batch
@@ -398,9 +398,9 @@ def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkey
         found = [r for r in batch_rounds if finds[r.moved[0][0]].pop(0)]
         if found:
             search.incumbent = {"plan": search.incumbent["plan"] + 1}
-            search.left_at[found[0].name] = search.incumbent
+            search.left_at[found[0]] = search.incumbent
             return True
-        search.left_at.update({r.name: search.incumbent for r in batch_rounds})
+        search.left_at.update({r: search.incumbent for r in batch_rounds})
         return False
 
     search.batch = batch

@@ -109,7 +109,7 @@ def _why_not(problem: Problem, w, s: str, i: str) -> str:
     here = [c for c in problem.candidates.by_workload.get(w.name, ()) if c.site == s and c.instance == i]
     if here:
         _kept, why = policy_filter(problem.spec, w, tuple(here))
-        return why[0].split(": ", 1)[1] if why else "no candidate"
+        return why[0][1] if why else "no candidate"
     for r in problem.candidates.rejected.get(w.name, ()):
         if r.site == s and r.instance.split("+")[0] == i:
             return r.reason

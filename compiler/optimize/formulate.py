@@ -360,7 +360,7 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
             caps.update(replica_caps(kept, share_capped))
             kept = [c for c in kept if caps.get(c.id, 1) > 0]
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
-        dropped[w.name] = tuple(why)
+        dropped[w.name] = tuple(f"{c.id}: {reason}" for c, reason in why)
     return chosen, caps, dropped
 
 

@@ -207,7 +207,7 @@ class _Search:
         self.choices = plan.choices
         self.incumbent: dict[str, float] = dict(start)
         self.best = math.inf
-        self.left_at: dict[str, dict[str, float]] = {}    # round -> the incumbent it last left behind
+        self.left_at: dict[Round, dict[str, float]] = {}    # round -> the incumbent it last left behind
         lp = self.models[0].solve(relax=True, time_limit=left())
         self.lp = lp if lp.has_solution else None
 
@@ -273,7 +273,7 @@ class _Search:
         from it. The step ends when none finds one."""
         improved = False
         while True:
-            todo = tuple(r for r in self.fewer_rounds(f) if self.left_at.get(r.name) != self.incumbent)
+            todo = tuple(r for r in self.fewer_rounds(f) if self.left_at.get(r) != self.incumbent)
             for batch in _batched(todo, self.plan.workers if f.paired else 1):
                 if self.spent():
                     return False, improved
@@ -294,7 +294,7 @@ class _Search:
     def batch(self, batch: tuple[Round, ...], cycle: int) -> bool:
         """Solve one batch of rounds from the incumbent; keep the cheapest plan found (a round's
         own, or the merge of several). True if the incumbent changed."""
-        todo = [r for r in batch if self.left_at.get(r.name) != self.incumbent]
+        todo = [r for r in batch if self.left_at.get(r) != self.incumbent]
         if not todo:
             return False     # no other round has moved the plan since these last ran
         kwargs = dict(gap=self.gap, max_nodes=self.plan.nodes, restart=self.plan.restart)
@@ -320,7 +320,7 @@ class _Search:
             # a round left this plan behind if it made it alone, or found nothing cheaper than
             # the plan it started from (and so nothing moved)
             if self.incumbent is before or made == (r.name,):
-                self.left_at[r.name] = self.incumbent
+                self.left_at[r] = self.incumbent
             self.say(f"improving the start: {r.name} round {cycle + 1}: "
                      + (f"${self.best:,.0f}" if self.best < math.inf else "no plan"))
         return self.incumbent is not before

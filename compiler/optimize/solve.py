@@ -54,7 +54,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
             pv[v.name].lowBound = pv[v.name].upBound = fixed[v.name] / f
     objective = pulp.LpAffineExpression([(pv[v.name], v.cost * scale.get(v.name, 1.0))
                                          for v in problem.variables if v.cost])
-    slacks: dict[str, pulp.LpVariable] = {}
+    slacks: dict[tuple[str, int], pulp.LpVariable] = {}   # (row, +1 over / -1 under) -> its slack
     for k, c in enumerate(problem.constraints):
         if elastic and c.group == "cut":
             continue    # valid inequalities of rows that may now bend; the model means the same
@@ -62,7 +62,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
         penalty = (elastic or {}).get(c.group)
         if penalty is not None:
             up = lp.add_variable(f"s{k:07d}", lowBound=0)
-            slacks[c.name] = up
+            slacks[(c.name, 1)] = up
             objective += penalty * up
             if c.sense == "<=":
                 expr = expr - up
@@ -72,7 +72,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
                 down = lp.add_variable(f"t{k:07d}", lowBound=0)
                 objective += penalty * down
                 expr = expr + up - down
-                slacks[c.name + "#"] = down
+                slacks[(c.name, -1)] = down
         if c.sense == "<=":
             lp += (expr <= c.rhs, f"c{k:07d}")
         elif c.sense == ">=":
@@ -103,8 +103,8 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     obj = sum(v.cost * values[v.name] for v in problem.variables)
     if elastic:
         group = {c.name: c.group for c in problem.constraints}
-        obj += sum((elastic.get(group[n.rstrip("#")]) or 0.0) * float(s.varValue or 0.0)
-                   for n, s in slacks.items())
+        obj += sum((elastic.get(group[row]) or 0.0) * float(s.varValue or 0.0)
+                   for (row, _sign), s in slacks.items())
     if bound is None or bound != bound:
         # No bound read back: a proven optimum is its own bound; otherwise fall back on the gap
         # the solver reported, and failing that on 0 (every cost is >= 0), never on the plan itself.
@@ -117,11 +117,10 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     bound = min(bound, obj)
     g = relative_gap(obj, bound)
     slack = {}
-    for n, s in slacks.items():
+    for (row, sign), s in slacks.items():
         val = float(s.varValue or 0.0)
         if val > 1e-6:
-            base = n.rstrip("#")
-            slack[base] = slack.get(base, 0.0) + (val if not n.endswith("#") else -val)
+            slack[row] = slack.get(row, 0.0) + sign * val
     return Solution(solver, status, obj, bound, g, seconds, values, slack)
 
 
