@@ -299,7 +299,7 @@ class _Search:
             return False     # no other round has moved the plan since these last ran
         kwargs = dict(gap=self.gap, max_nodes=self.plan.nodes, restart=self.plan.restart)
         # a fewer-nodes round holds a pool below the incumbent's: the incumbent is no start there
-        cutoff = self.best - self.settings.improvement * max(1.0, abs(self.best))   # as settings.cheaper
+        cutoff = self.best - self.settings.margin(self.best)    # as settings.cheaper
         jobs = [(self.solver(k), {**kwargs, "fixed": self.held(r), "start": None if r.moved else self.incumbent,
                                   "improving": r.improving,
                                   "cutoff": cutoff if r.cutoff and self.best < math.inf else None})

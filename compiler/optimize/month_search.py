@@ -148,7 +148,7 @@ def _windows(integers, incumbent, best, model, plan: Plan, say, close, left, set
 def _fewer_nodes(problem, integers, incumbent, best, model, plan: Plan, say, left, settings: Settings):
     """The first fewer-nodes round (neighbourhoods.fewer_nodes: the pools in the order of their
     names) that finds a plan cheaper than the incumbent: (that plan, its cost), or None."""
-    cutoff = best - settings.improvement * max(1.0, abs(best))    # as settings.cheaper
+    cutoff = best - settings.margin(best)    # as settings.cheaper
     for r in fewer_nodes(problem, incumbent, most=len(integers), settings=settings):
         held = {**{v.name: incumbent[v.name] for v in integers if v.month is not None and v.name not in r.free},
                 **dict(r.moved)}

@@ -154,9 +154,17 @@ class Settings:
     # a cheaper plan is one cheaper by this share of its cost at least (the solvers' rounding)
     improvement: float = 1e-6
 
+    def margin(self, reference: float) -> float:
+        """What the solvers' rounding may move a cost of `reference` by: `improvement` of it, or of 1."""
+        return self.improvement * max(1.0, abs(reference))
+
     def cheaper(self, objective: float, best: float) -> bool:
         """Whether a plan costing `objective` is cheaper than one costing `best`, beyond rounding."""
-        return objective < best - self.improvement * max(1.0, abs(best))
+        return objective < best - self.margin(best)
+
+    def above(self, value: float, reference: float) -> bool:
+        """Whether `value` is above `reference` beyond rounding (a bound lifted, a plan dearer)."""
+        return value > reference + self.margin(reference)
 
 
 DEFAULT = Settings()

@@ -98,7 +98,7 @@ def pulp_search(problem: Problem, start: Plan | None, solver: str, nodes: int | 
 
 def _lifted(sol: Solution, bound: float, s: Settings) -> bool:
     """Whether a search's proven bound is above the LP relaxation's `bound` (beyond rounding)."""
-    return sol.best_bound > bound + s.improvement * max(1.0, abs(bound))
+    return s.above(sol.best_bound, bound)
 
 
 def settled(model: HighsModel, first: Solution, s: Settings) -> Solution:
@@ -181,7 +181,7 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
         return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
 
     def no_dearer(lp) -> bool:
-        return lp.has_solution and lp.objective <= sol.objective + s.improvement * max(1.0, abs(sol.objective))
+        return lp.has_solution and not s.above(lp.objective, sol.objective)
 
     lowered, held = integers(descend(problem, sol.values)), integers(sol.values)
     lp = price(problem, solver=solver, fixed=lowered)
