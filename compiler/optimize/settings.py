@@ -132,7 +132,7 @@ class Settings:
     # replicas of one candidate tried against a bundle of another (replica caps)
     max_bundle: int = 16
 
-    # --- polish, explanations, the report's options ---
+    # --- polish and explanations ---
     # passes of lowering integers (descend.py) before the plan is priced: each pass lets go of
     # nodes the last one's changes left unused; three reach the fixed point on every spec tested
     descend_passes: int = 3
@@ -143,8 +143,6 @@ class Settings:
     penalties: Mapping[str, float] = field(hash=False, default_factory=lambda: MappingProxyType({
         "power": 1e5, "racks": 1e6, "max_gpus": 1e5, "quota": 1e5, "cloud_share": 1.0, "availability": 1e4,
         "demand": 1e5, "placement": 1e10, "capacity": 1e7, "operability": 1e3}))
-    # next-best options priced per workload in the report
-    max_alternatives: int = 3
 
     # --- tolerances (not tuned: the solvers' own accuracy) ---
     # a row's slack tolerance in descend: the solvers' feasibility tolerance

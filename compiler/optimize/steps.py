@@ -35,20 +35,18 @@ class Models:
         return self.built[k]
 
 
-def first_plan(problem: Problem, given: Plan | None = None) -> tuple[Plan | None, str]:
+def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Plan | None, str]:
     """(the plan every path starts from, which it is): the greedy start (start.py), or `given` (a
     plan from outside: SolveOptions.start) where it is a plan of this problem no dearer than the
-    greedy start. A tie keeps `given`: a re-plan keeps what runs unless a change saves. A
-    variable `given` does not name is 0. (None, "greedy start") where neither is a plan."""
+    greedy start, priced on `models()`. A tie keeps `given`: a re-plan keeps what runs unless a
+    change saves. A variable `given` does not name is 0. (None, "greedy start") where neither is
+    a plan."""
     greedy = greedy_start(problem)
     if given is None:
         return greedy, "greedy start"
     held = {v.name: float(round(given.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
-    model = HighsModel(problem)
-    priced = [(sol.objective, k, plan, name) for k, (plan, name) in enumerate(((held, "given start"),
-                                                                               (greedy, "greedy start")))
-              if plan is not None for sol in [model.solve(fixed=plan)] if sol.has_solution]
-    return min(priced)[2:] if priced else (None, "greedy start")
+    k = _cheapest(models(), (held, greedy))
+    return (None, "greedy start") if k is None else ((held, greedy)[k], ("given start", "greedy start")[k])
 
 
 def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Plan]:
@@ -117,11 +115,19 @@ def settled(model: HighsModel, first: Solution, s: Settings) -> Solution:
                    seconds=first.seconds + more.seconds)
 
 
-def cheapest(model: HighsModel, *plans: Plan | None) -> Plan | None:
-    """The cheapest of the integer `plans` (None ones left out) priced on `model`; the first on a tie."""
-    priced = [(sol.objective, k, p) for k, p in enumerate(plans) if p is not None
+def _cheapest(model: HighsModel, plans) -> int | None:
+    """The index of the cheapest of the integer `plans` (None ones and those that are no plan left
+    out) priced on `model`, the first on a tie; None where none is a plan."""
+    priced = [(sol.objective, k) for k, p in enumerate(plans) if p is not None
               for sol in [model.solve(fixed=p)] if sol.has_solution]
-    return min(priced)[2] if priced else plans[0]
+    return min(priced)[1] if priced else None
+
+
+def cheapest(model: HighsModel, *plans: Plan | None) -> Plan | None:
+    """The cheapest of the integer `plans` priced on `model` (the first on a tie), or the first
+    where none is a plan."""
+    k = _cheapest(model, plans)
+    return plans[0 if k is None else k]
 
 
 def gap_of(plan: Plan, bound: float, model: HighsModel) -> float:

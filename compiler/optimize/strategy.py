@@ -89,7 +89,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     polished solution; the path as it ran, for plan.json: the plain search where there was no
     start, no branch-and-bound where the plan was taken without one)."""
     s, say, time_limit = options.settings, options.progress or (lambda _m: None), options.time_limit
-    start, origin = steps.first_plan(problem, options.start)
+    models = steps.Models(problem)
+    start, origin = steps.first_plan(problem, options.start, models)
     if start is None and strategy.path != "search":
         strategy = replace(strategy, path="search", nodes=options.max_nodes, settle=False,
                            why=strategy.why + "; no greedy start, so the search starts alone")
@@ -103,7 +104,6 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         bound = lp.objective if lp.has_solution else None
         start = steps.month_windows(problem, start, block_plans, models, bound, options, half, say)
     else:
-        models = steps.Models(problem)
         if strategy.path != "search":
             # with a time limit the rounds take at most half of it
             start, bound = steps.rounds(problem, start, models, options, say,
