@@ -160,8 +160,15 @@ from compiler.estimate.options import reserved_sold
 from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
 from compiler.optimize.reductions import prune, replica_caps
-from compiler.problem import (Constraint, Problem, Reservation, TERMS, Variable, buy_name, capacity_name, demand_name, fab_name, fabn_name, fabric_free, inode_name, od_name, owned_nodes, pin_nodes_name, pin_pricing_name, pinned_cloud_pricing, pinned_onprem_pricing, policy_filter, pricing_of, quota_name, res_name, res_taken_name, series_name, sopen_name, speak_name, stor_name, survive_name, x_name, y_name)  # noqa: F401 - re-exported as F.*
+# the Problem's types and names, used here and re-exported for F.* readers
+from compiler.problem import (
+    Constraint, Problem, Reservation, TERMS, Variable, buy_name, capacity_name, demand_name,
+    fab_name, fabn_name, fabric_free, inode_name, od_name, owned_nodes, pin_nodes_name,
+    pin_pricing_name, pinned_cloud_pricing, pinned_onprem_pricing, policy_filter, pricing_of,
+    quota_name, res_name, res_taken_name, series_name, sopen_name, speak_name, stor_name,
+    survive_name, x_name, y_name)  # noqa: F401
 from compiler.spec import HOURS_PER_MONTH, RACK_UNITS, CloudSite, InferenceWorkload, OnPremSite, Spec
+
 
 def reserved_pools(candidates: Candidates) -> frozenset:
     """The cloud pools (site, instance) where a reserved term is sold and allowed: the only ones

@@ -22,8 +22,9 @@ from compiler.appraise.alternatives import alternatives, breakeven, chosen_servi
 from compiler.appraise.idle import idle_owned
 from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
-from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan, Placement, Plan, Pool, Reservation, SolvePath,
-                           SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
+from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
+                           Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan,
+                           WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
 CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
