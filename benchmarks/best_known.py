@@ -16,7 +16,7 @@ solver and limits (a long run: any method may supply a best known plan) and keep
 benchmarks/best_known.json if it is cheaper than the one there, or if the one there was made for
 other estimates. `check` runs the default compile (`infra-compile SPEC`, nothing else set) as a
 user would, end to end, and prints its seconds, cost, reported gap and ratio to the best known.
-`rounds` runs the compiler's improving rounds (improve.py) for up to `--cycles` cycles, or until
+`rounds` runs the compiler's improving rounds (schedules.rounds on engine.py) for up to `--cycles` cycles, or until
 a cycle finds nothing cheaper, or the time limit: the default compile runs about one and a half;
 on the platforms here more cycles found cheaper plans than a 30-minute HiGHS search. Its cost is
 the compiler's own plan cost (the rounds' integers held, the rest priced exactly as a compile
@@ -200,7 +200,8 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
     """The improving rounds run on, cycle after cycle, in this process (the compiler's own code,
     with its cycle count and thread count raised or lowered)."""
     sys.path.insert(0, str(ROOT))
-    from compiler.optimize import DEFAULT, improve as rounds_module
+    from compiler.optimize import DEFAULT, schedules
+    from compiler.optimize.engine import search
     from compiler.readback.decode import decode
     from compiler.optimize.formulate import formulate
     from compiler.optimize.start import greedy_start
@@ -213,9 +214,9 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
     model = Models(problem)
-    plan, bound = rounds_module.improve(problem, greedy_start(problem), model, seconds=time_limit,
-                                        plan=rounds_module.search_plan(problem, cycles=cycles, workers=workers),
-                                        say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
+    plan, bound = search(problem, greedy_start(problem), model,
+                         schedules.rounds(problem, cycles=cycles, workers=workers), seconds=time_limit,
+                         say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
     sol, price = unsearched(plan, bound, model(0), "highs")     # as the compile finishes such a plan
     result = decode(problem, polish(problem, sol, "highs", price, DEFAULT))
     seconds = time.perf_counter() - t0

@@ -1,4 +1,4 @@
-"""Month floors (compiler/optimize/month_floors.py) and month windows (month_search.py).
+"""Month floors (compiler/optimize/month_floors.py) and month windows (schedules.months on engine.py).
 
 The floors are valid inequalities: the oracle is the same model solved to its end without them
 (HiGHS, no node limit), whose optimum must satisfy every floor and stay the optimum with them.
@@ -14,15 +14,21 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from compiler.optimize.formulate import Constraint, Problem, Variable, formulate
+from compiler.optimize import engine, schedules
 from compiler.optimize import month_floors as month_floors_module
-from compiler.optimize.month_floors import blocks, month_floors, serving_months, split, with_month_floors
-from compiler.optimize.month_search import Window, month_search, months_plan, stitched
+from compiler.optimize.formulate import Constraint, Problem, Variable, formulate
+from compiler.optimize.month_floors import blocks, month_floors, serving_months, split, stitched, with_month_floors
+from compiler.optimize.neighbourhoods import month_windows
 from compiler.optimize.solve import HighsModel
 from compiler.optimize.start import greedy_start
 from compiler.pipeline import estimate
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def month_search(problem, start, model, schedule, say=lambda _m: None):
+    """The month windows' schedule run by the engine from `start` on `model` (its plan)."""
+    return engine.search(problem, start, lambda k=0: model, schedule, say=say)[0]
 
 
 def _hand_problem() -> Problem:
@@ -224,9 +230,8 @@ def test_month_windows_never_end_dearer_than_their_start(short_problem):
     q = with_month_floors(short_problem)
     model = HighsModel(q)
     start = greedy_start(q)
-    plan = months_plan(q)
-    assert plan.windows == (Window(1, 2), Window(0, 1))     # the latest months first
-    found = month_search(q, start, model, plan)
+    assert [w.name for w in month_windows(q)] == ["months 1-2", "months 0-1"]     # the latest months first
+    found = month_search(q, start, model, schedules.months(q, enough=0.0))
     before, after = model.solve(fixed=start), model.solve(fixed=found)
     assert after.has_solution and after.objective <= before.objective + 1e-6
     optimum = HighsModel(q).solve(gap=0.0).objective
@@ -261,9 +266,9 @@ def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
     q = with_month_floors(p, floors=floors)
     model = HighsModel(q)
     start = greedy_start(q)
-    windows_only = month_search(q, start, model, months_plan(q, fewer_passes=0))
+    windows_only = month_search(q, start, model, schedules.months(q, enough=0.0, fewer_passes=0))
     said: list[str] = []
-    both = month_search(q, start, model, months_plan(q), say=said.append)
+    both = month_search(q, start, model, schedules.months(q, enough=0.0), say=said.append)
     buy = "buy[dc-east/hgx-h100]"
     assert windows_only[buy] == 2.0 and both[buy] == 1.0
     assert any(m.startswith("month windows: fewer nodes dc-east/hgx-h100") for m in said)

@@ -171,7 +171,7 @@ def serving_months(problem: Problem) -> set[int]:
 @dataclass(frozen=True)
 class Floors:
     """The month_floor rows, and each block's own plan: the values its sub-problem gave the
-    integer variables of its months (month_search stitches them into a first plan)."""
+    integer variables of its months (stitched into a first plan: stitched)."""
     rows: tuple[Constraint, ...]
     block_plans: Mapping[str, float]
 
@@ -223,3 +223,16 @@ def with_month_floors(problem: Problem, size: int | None = None, max_nodes: int 
 
 def _costing(v: Variable, usd: float) -> Variable:
     return replace(v, costs=(("floor", usd),) if usd else ())
+
+
+def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: int = DEFAULT.window_nodes,
+             time_limit: float | None = None) -> dict[str, float] | None:
+    """A first plan from the month floors' block plans: every month's integers held at the value
+    its block's own sub-problem gave them, the spanning ones (reserved terms, jobs, nodes bought)
+    solved for (`nodes` at most). None where those months admit no plan together."""
+    integers = [v for v in problem.variables if v.kind != "continuous"]
+    held = {v.name: block_plans[v.name] for v in integers if v.month is not None and v.name in block_plans}
+    sol = model.solve(fixed=held, max_nodes=nodes, time_limit=time_limit)
+    if not sol.has_solution:
+        return None
+    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}

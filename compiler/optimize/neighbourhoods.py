@@ -1,10 +1,12 @@
 """Neighbourhoods of an incumbent plan: each a pure function from the problem and the incumbent
 to a Round, the integers a round frees (every other choice held at the incumbent's value). The
-engines that solve them (improve.py's rounds, month_search.py's windows) own acceptance, node
-budgets and time; these say only what may move.
+engine that solves them (engine.py) owns acceptance, node budgets and time; these say only what
+may move.
 
 - choice_groups: every training job's candidate choice; every service's replica mixes and counts;
 - serving_windows: runs of consecutive months, every service's replicas in them free;
+- month_windows: every integer of two consecutive months free (the months schedule, whose
+  rounds hold only integers of a month);
 - fewer_nodes: an on-prem pool held nodes lower and the work that no longer fits freed;
 - lp_held: what an LP-guided round holds (RINS: where the LP relaxation agrees with the plan).
 """
@@ -86,8 +88,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
     `narrow`: of a displaced workload's candidates only those on the data centres' pools and in
     the cloud pools the plan already rents are freed, with the ones the plan uses (the others are
     held at zero), so a round frees about half as many integers and a node fewer at a pool shared
-    by many services fits under `most`; the round then keeps only plans cheaper than the
-    incumbent (Round.cutoff)."""
+    by many services fits under `most`."""
     var = {v.name: v for v in problem.variables}
     names = set(var)
     service_months = _serving_by_service_month(problem, names)
@@ -118,7 +119,7 @@ def fewer_nodes(problem: F.Problem, plan: Mapping[str, float], lp: Mapping[str, 
             free = {n for n in free if var[n].candidate is None or var[n].candidate in near}
         if free and len(free) <= (settings.fewer_nodes_integers if most is None else most):
             name = f"fewer nodes {s}/{i}" + (f" by {by}" if by > 1 else "") + (" (narrowed)" if narrow else "")
-            rounds.append(Round(name, frozenset(free), ((buy, float(nodes - by)),), cutoff=narrow))
+            rounds.append(Round(name, frozenset(free), ((buy, float(nodes - by)),)))
     return tuple(rounds)
 
 
@@ -158,3 +159,24 @@ def serving_windows(problem: F.Problem, settings: Settings = DEFAULT) -> tuple[R
 def integer_count(problem: F.Problem) -> int:
     """The problem's integer and binary variables: what Settings.min_integers and search_max count."""
     return sum(1 for v in problem.variables if v.kind != "continuous")
+
+
+def month_windows(problem: F.Problem, settings: Settings = DEFAULT) -> tuple[Round, ...]:
+    """The month windows: settings.window_months months every settings.window_step months over
+    the months that hold integers, each freeing every integer of its months, the latest first.
+    None where fewer than two months hold integers (one window would free them all)."""
+    by_month: dict[int, set[str]] = {}
+    for v in problem.variables:
+        if v.month is not None and v.kind != "continuous":
+            by_month.setdefault(v.month, set()).add(v.name)
+    if len(by_month) < 2:
+        return ()
+    width, first, last = settings.window_months, min(by_month), max(by_month)
+    windows = []
+    for a in range(first, last + 1, settings.window_step):
+        b = min(last, a + width - 1)
+        free = frozenset().union(*(by_month.get(m, ()) for m in range(a, b + 1)))
+        windows.append(Round(f"months {a}-{b}", free))
+        if a + width - 1 >= last:
+            break
+    return tuple(reversed(windows))

@@ -78,7 +78,7 @@ class Settings:
     # this of the bound (a user's --gap, --max-nodes or --time-limit always runs the search)
     months_gap: float = 0.01
 
-    # --- neighbourhood rounds (larger platforms; improve.py) ---
+    # --- neighbourhood rounds (larger platforms; schedules.rounds on engine.py) ---
     # each round stops after this many nodes: its root; where the rounds end is then the same on
     # every machine
     round_nodes: int = 1

@@ -11,9 +11,9 @@ from compiler.diagnostics import EXIT_NO_PLAN, CompileError, Diagnostic
 from compiler.optimize.descend import descend
 from compiler.optimize.explain import explain
 from compiler.optimize.formulate import Problem
-from compiler.optimize.improve import improve
-from compiler.optimize.month_floors import month_floors, with_month_floors
-from compiler.optimize.month_search import month_search, months_plan, stitched
+from compiler.optimize import schedules
+from compiler.optimize.engine import search
+from compiler.optimize.month_floors import month_floors, stitched, with_month_floors
 from compiler.optimize.settings import Settings, SolveOptions
 from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
@@ -56,23 +56,25 @@ def with_floors(problem: Problem, seconds: float | None, settings: Settings, say
     return with_month_floors(problem, floors=floors), floors.block_plans
 
 
-def month_windows(problem: Problem, start: Plan, block_plans: Plan, models: Models, bound: float | None,
-                  options: SolveOptions, seconds: Callable[[], float | None], say) -> Plan:
+def month_windows(problem: Problem, start: Plan, block_plans: Plan, models: Models, options: SolveOptions,
+                  seconds: Callable[[], float | None], say) -> tuple[Plan, float | None]:
     """The cheaper of the start and the blocks' plans stitched together, improved by the month
-    windows (month_search.py) until it is within the gap asked (settings.months_gap) of `bound`."""
+    windows (schedules.months on the engine) until it is within the gap asked
+    (settings.months_gap) of the LP bound: (that plan, the bound with the floors or None)."""
     s = options.settings
     start = cheapest(models(), start, stitched(problem, block_plans, models(), nodes=s.window_nodes,
                                                time_limit=seconds()))
-    return month_search(problem, start, models(), months_plan(problem, s), say=say, bound=bound,
-                        enough=s.months_gap if options.gap is None else options.gap, seconds=seconds(),
-                        settings=s)
+    schedule = schedules.months(problem, s, enough=options.gap)
+    return search(problem, start, models, schedule, seconds=seconds(), say=say, settings=s)
 
 
 def rounds(problem: Problem, start: Plan, models: Models, options: SolveOptions, say,
            seconds: float | None) -> tuple[Plan, float | None]:
-    """The neighbourhood rounds (improve.py) from `start`: (their plan, the LP relaxation's bound or None)."""
-    return improve(problem, start, models, gap=options.gap, say=say, max_nodes=options.max_nodes,
-                   seconds=seconds, settings=options.settings)
+    """The neighbourhood rounds (schedules.rounds on the engine) from `start`: (their plan, the
+    LP relaxation's bound or None)."""
+    s = options.settings
+    schedule = schedules.rounds(problem, options.max_nodes, settings=s)
+    return search(problem, start, models, schedule, gap=options.gap, say=say, seconds=seconds, settings=s)
 
 
 def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None, settle: bool,

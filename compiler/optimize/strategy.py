@@ -100,9 +100,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         half = time_left(None if time_limit is None else time_limit / 2)
         problem, block_plans = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
         models = steps.Models(problem)
-        lp = models().solve(relax=True)
-        bound = lp.objective if lp.has_solution else None
-        start = steps.month_windows(problem, start, block_plans, models, bound, options, half, say)
+        start, bound = steps.month_windows(problem, start, block_plans, models, options, half, say)
     else:
         if strategy.path != "search":
             # with a time limit the rounds take at most half of it

@@ -1,5 +1,6 @@
-"""Improving rounds (compiler/optimize/improve.py): a start at least as cheap as the greedy one,
-the same on every run, a valid LP bound, and no change for platforms below the size threshold.
+"""The neighbourhood-search engine (compiler/optimize/engine.py) running the rounds' schedule
+(schedules.rounds): a start at least as cheap as the greedy one, the same on every run, a valid
+LP bound; the neighbourhoods (neighbourhoods.py) checked against capacity rows.
 The persistent HiGHS model the rounds use (solve.HighsModel) is checked against solve()."""
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.optimize import improve as improve_mod
+from compiler.optimize import engine, schedules
 from compiler.optimize import formulate as F
+from compiler.optimize import neighbourhoods as nb
 from compiler.optimize.formulate import Constraint, formulate
-from compiler.optimize.improve import choice_groups, improve, serving_windows
+from compiler.optimize.neighbourhoods import choice_groups, serving_windows
 from compiler.optimize.settings import DEFAULT, SolveOptions
 from compiler.optimize.solve import HighsModel, solve
 from compiler.optimize.start import greedy_start
@@ -59,6 +61,12 @@ def _model(problem):
     return lambda k=0: HighsModel(problem)
 
 
+def improve(problem, start, model, *, max_nodes=None, settings=DEFAULT, **kwargs):
+    """The rounds' schedule for `problem` run by the engine from `start`, as the compile runs it."""
+    return engine.search(problem, start, model, schedules.rounds(problem, max_nodes, settings=settings),
+                         settings=settings, **kwargs)
+
+
 @pytest.mark.slow
 def test_windows_cover_every_serving_integer_once_in_month_order(problem):
     windows = serving_windows(problem, S(window_integers=400))
@@ -89,11 +97,12 @@ def test_the_persistent_model_solves_as_solve_does(problem):
     assert again.objective == model.solve(fixed=held).objective
 
 
-@pytest.mark.slow
-def test_below_the_threshold_the_start_is_returned_as_it_is(problem):
-    s = S(min_integers=1 + sum(v.kind != "continuous" for v in problem.variables))
-    start = greedy_start(problem)
-    assert improve(problem, start, _model(problem), settings=s) == (start, None)
+def test_below_the_threshold_no_rounds_run(problem):
+    from compiler.optimize.strategy import choose
+
+    n = sum(v.kind != "continuous" for v in problem.variables)
+    assert choose(problem, SolveOptions(settings=S(min_integers=n + 1))).path in ("search", "months")
+    assert choose(problem, SolveOptions(settings=S(min_integers=n))).path == "rounds"
 
 
 @pytest.mark.slow
@@ -172,8 +181,9 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, use
 
     improve(problem, greedy_start(problem), lambda k=0: Recording(problem), max_nodes=user, settings=s)
     assert budgets[0] == (True, None, False)               # the LP relaxation
-    rounds = [(relax, nodes) for relax, nodes, merge in budgets[1:] if not merge]
-    merges = [(relax, nodes) for relax, nodes, merge in budgets[1:] if merge]
+    assert budgets[1] == (False, None, True)               # the start's price: every integer held
+    rounds = [(relax, nodes) for relax, nodes, merge in budgets[2:] if not merge]
+    merges = [(relax, nodes) for relax, nodes, merge in budgets[2:] if merge]
     assert rounds and set(rounds) == {(False, s.round_nodes)}
     assert set(merges) <= {(False, s.merge_nodes)}   # the pools' re-plan of a merge
 
@@ -188,7 +198,7 @@ def test_highs_restarts_a_round_only_where_a_search_follows(problem, large):
 
     class Recording(HighsModel):
         def solve(self, **kwargs):
-            if not kwargs.get("relax"):
+            if not kwargs.get("relax") and kwargs.get("max_nodes"):     # a round, not a price
                 restarts.append(kwargs.get("restart", True))
             return super().solve(**kwargs)
 
@@ -224,7 +234,7 @@ def test_rounds_solved_together_give_what_each_gives_alone(problem):
     assert len(windows) >= 2
     held = [{n: v for n, v in start.items() if n in choices - w.free} for w in windows[:2]]
     kwargs = dict(start=start, max_nodes=1, gap=None, restart=False)
-    together = improve_mod._solve_all([(model_a, {**kwargs, "fixed": held[0]}),
+    together = engine._solve_all([(model_a, {**kwargs, "fixed": held[0]}),
                                        (model_b, {**kwargs, "fixed": held[1]})], lambda: None)
     alone = [HighsModel(problem).solve(fixed=h, **kwargs) for h in held]
     assert [s.objective for s in together] == [s.objective for s in alone]
@@ -238,9 +248,9 @@ def test_a_merge_takes_disjoint_changes_and_refuses_overlapping_ones():
     two = (11.0, {"a": 1.0, "b": 0.0, "c": 5.0, "pool": 9.0}, ("w2",))
     clash = (9.0, {"a": 0.0, "b": 0.0, "c": 2.0, "pool": 3.0}, ("w3",))
     # every changed choice from both; the pools stay as the incumbent has them (re-planned after)
-    assert improve_mod._merge(incumbent, [one, two], choices) == {"a": 0.0, "b": 1.0, "c": 5.0, "pool": 3.0}
-    assert improve_mod._merge(incumbent, [one, clash], choices) is None      # both moved a
-    assert improve_mod._merge(incumbent, [one], choices) is None             # nothing to merge
+    assert engine._merge(incumbent, [one, two], choices) == {"a": 0.0, "b": 1.0, "c": 5.0, "pool": 3.0}
+    assert engine._merge(incumbent, [one, clash], choices) is None      # both moved a
+    assert engine._merge(incumbent, [one], choices) is None             # nothing to merge
 
 
 def test_a_fewer_nodes_round_frees_just_enough_for_one_node_fewer(problem):
@@ -248,7 +258,7 @@ def test_a_fewer_nodes_round_frees_just_enough_for_one_node_fewer(problem):
     # at one node fewer, every capacity row of the pool holds; a round frees only choices of work
     # placed on that pool in some month, and holds the pool one node below the plan.
     start = greedy_start(problem)
-    rounds = improve_mod.fewer_nodes(problem, start)
+    rounds = nb.fewer_nodes(problem, start)
     bought = {n: v for n, v in start.items() if n.startswith("buy[") and v > 0}
     assert bought and {r.name.split(" ", 2)[2] for r in rounds} <= {n[4:-1] for n in bought}
     assert rounds
@@ -281,7 +291,7 @@ def test_a_two_nodes_fewer_round_holds_the_pool_two_below_and_frees_enough_for_i
     # below the plan, every capacity row of the pool holds; pools under `least` nodes get none.
     start = greedy_start(problem)
     bought = {n: v for n, v in start.items() if n.startswith("buy[") and v > 0.5}
-    rounds = improve_mod.fewer_nodes(problem, start, by=2)
+    rounds = nb.fewer_nodes(problem, start, by=2)
     assert rounds and {r.name.split(" ")[2] for r in rounds} <= {n[4:-1] for n, v in bought.items() if v >= 2}
     for r in rounds:
         pool = r.name.split(" ")[2]
@@ -290,8 +300,8 @@ def test_a_two_nodes_fewer_round_holds_the_pool_two_below_and_frees_enough_for_i
         for row in (c for c in problem.constraints if c.name.startswith(f"capacity[{pool}@")):
             assert sum(a * plan.get(n, 0.0) for n, a in row.terms) <= row.rhs + 1e-9, row.name
     most = max(bought.values())
-    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most) + 1) == ()
-    assert improve_mod.fewer_nodes(problem, start, by=2, least=int(most)) == tuple(
+    assert nb.fewer_nodes(problem, start, by=2, least=int(most) + 1) == ()
+    assert nb.fewer_nodes(problem, start, by=2, least=int(most)) == tuple(
         r for r in rounds if bought[f"buy[{r.name.split(' ')[2]}]"] >= most)
 
 
@@ -300,7 +310,7 @@ def test_a_narrowed_round_frees_the_work_only_where_it_can_go_near_and_keeps_onl
     # round's choices: every mix, and of the displaced workloads' candidates only those on an
     # on-prem site, in a cloud pool (site and instance) the plan rents, or used by the plan;
     # the capacity oracle still holds (the work on the pool is all freed); and HiGHS is told
-    # the incumbent's cost (Round.cutoff).
+    # the incumbent's cost (FewerNodes.cutoff, in the schedule's declaration).
     from compiler.spec import OnPremSite
 
     start = greedy_start(problem)
@@ -309,10 +319,9 @@ def test_a_narrowed_round_frees_the_work_only_where_it_can_go_near_and_keeps_onl
     on_prem = {s.name for s in problem.spec.sites if isinstance(s, OnPremSite)}
     rented = {(cands[var[n].candidate].site, cands[var[n].candidate].instance) for n, x in start.items()
               if x > 0.5 and var[n].family in ("x", "y")}
-    full = {r.name: r for r in improve_mod.fewer_nodes(problem, start, most=10**9)}
-    narrowed = improve_mod.fewer_nodes(problem, start, most=10**9, narrow=True)
-    assert narrowed and all(r.name.endswith(" (narrowed)") and r.cutoff for r in narrowed)
-    assert not any(r.cutoff for r in full.values())
+    full = {r.name: r for r in nb.fewer_nodes(problem, start, most=10**9)}
+    narrowed = nb.fewer_nodes(problem, start, most=10**9, narrow=True)
+    assert narrowed and all(r.name.endswith(" (narrowed)") for r in narrowed)
     held_out = 0
     for r in narrowed:
         whole = full[r.name.removesuffix(" (narrowed)")]
@@ -344,16 +353,19 @@ def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_
     # _Search.again with the rounds and their outcomes stubbed: the cheapest node first, rounds
     # made again from each cheaper plan, a round not run again on the plan it left, and the
     # step ends when no round finds a cheaper plan.
-    from compiler.optimize.improve import FewerNodes, Round, _Search
+    from types import SimpleNamespace
+
+    from compiler.optimize.engine import FewerNodes, Round, _Engine as _Search
 
     price = {v.name: v.cost for v in problem.variables}
     pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
     assert len(pools) == 3 and price[pools[0]] <= price[pools[1]] <= price[pools[2]]
     rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
-    monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
+    monkeypatch.setattr(engine, "fewer_nodes", lambda *a, **k: rounds)
     search = _Search.__new__(_Search)
     search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
     search.settings = DEFAULT
+    search.schedule = SimpleNamespace(workers=1, enough=None)
     finds = {pools[0]: [True, False], pools[1]: [True], pools[2]: [False]}
     ran = []
 
@@ -380,16 +392,16 @@ def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkey
     # nodes first; a cheaper plan makes them again, less the round that made it.
     from types import SimpleNamespace
 
-    from compiler.optimize.improve import FewerNodes, Round, _Search
+    from compiler.optimize.engine import FewerNodes, Round, _Engine as _Search
 
     price = {v.name: v.cost for v in problem.variables}
     pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
     rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
-    monkeypatch.setattr(improve_mod, "fewer_nodes", lambda *a, **k: rounds)
+    monkeypatch.setattr(engine, "fewer_nodes", lambda *a, **k: rounds)
     search = _Search.__new__(_Search)
     search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
     search.settings = DEFAULT
-    search.plan = SimpleNamespace(workers=2)
+    search.schedule = SimpleNamespace(workers=2, enough=None)
     finds = {pools[0]: [True], pools[1]: [False, False], pools[2]: [False]}
     ran = []
 
@@ -411,19 +423,19 @@ def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkey
 
 def test_no_fewer_nodes_round_where_nothing_was_bought_or_the_lp_buys_as_many(problem):
     start = greedy_start(problem)
-    assert improve_mod.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
-    rounds = improve_mod.fewer_nodes(problem, start)
+    assert nb.fewer_nodes(problem, {n: (0.0 if n.startswith("buy[") else v) for n, v in start.items()}) == ()
+    rounds = nb.fewer_nodes(problem, start)
     pools = [r.name.split(" ", 2)[2] for r in rounds]
     first = f"buy[{pools[0]}]"
     # the LP relaxation buys the plan's nodes in the first pool (a fraction over one fewer): no round
     # there; and fewer in the others: theirs stay
     lp = {f"buy[{p}]": 0.0 for p in pools} | {first: start[first] - 0.5}
-    assert [r.name for r in improve_mod.fewer_nodes(problem, start, lp)] == [r.name for r in rounds[1:]]
+    assert [r.name for r in nb.fewer_nodes(problem, start, lp)] == [r.name for r in rounds[1:]]
     # `most` bounds the integers a round frees (the tail's rounds: settings.narrowed_integers)
     sizes = sorted(len(r.free) for r in rounds)
-    assert improve_mod.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
-    assert [len(r.free) for r in improve_mod.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
-    assert improve_mod.fewer_nodes(problem, start, most=sizes[-1]) == rounds
+    assert nb.fewer_nodes(problem, start, most=sizes[0] - 1) == ()
+    assert [len(r.free) for r in nb.fewer_nodes(problem, start, most=sizes[0])] == sizes[:sizes.count(sizes[0])]
+    assert nb.fewer_nodes(problem, start, most=sizes[-1]) == rounds
 
 
 @pytest.mark.slow
@@ -546,7 +558,7 @@ def test_ctrl_c_stops_highs_mid_solve_and_reaches_the_caller(problem, paired):
     import signal
     import threading
 
-    from compiler.optimize.improve import _solve_all
+    from compiler.optimize.engine import _solve_all
 
     models = [HighsModel(problem) for _ in range(2 if paired else 1)]
     timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -572,10 +584,10 @@ def test_lp_guided_holds_where_the_lp_agrees_and_lp_rounded_where_it_rounds_to_t
     lp = {"a": 2.0, "b": 0.4, "c": 0.5, "d": 2.7}
     names = list(plan)
     # RINS: held only where the LP's value equals the plan's
-    assert improve_mod.lp_held(names, plan, lp, DEFAULT.lp_guided_within) == {"a": 2.0}
+    assert nb.lp_held(names, plan, lp, DEFAULT.lp_guided_within) == {"a": 2.0}
     # rounded: held also where the LP's value rounds to the plan's (b: 0.4, d: 2.7); c's 0.5 is
     # as far from 1 as from 0, so it is free
-    assert improve_mod.lp_held(names, plan, lp, DEFAULT.lp_rounded_within) == {"a": 2.0, "b": 0.0, "d": 3.0}
+    assert nb.lp_held(names, plan, lp, DEFAULT.lp_rounded_within) == {"a": 2.0, "b": 0.0, "d": 3.0}
 
 
 @pytest.mark.slow
@@ -617,14 +629,15 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
     narrowed_integers): two nodes fewer in pools of two_fewer_nodes nodes, one at a time until
     one finds a cheaper plan, then one node fewer, two at a time, made again from each cheaper
     plan until none finds one. A round's node budget is round_nodes, or the user's if smaller."""
-    from compiler.optimize.improve import FewerNodes, Round, search_plan
+    from compiler.optimize.engine import FewerNodes, Round
+    from compiler.optimize.schedules import rounds as search_plan
 
     s = S(search_max=0 if large else 10**9, window_integers=400)
     plan = search_plan(problem, settings=s)
     names = [[r.name for r in batch] for batch in plan.cycle[0].batches]
     assert names[:2] == [["lp-guided"], ["training"]]
     assert [n for batch in names[2:] for n in batch] == [w.name for w in serving_windows(problem, s)]
-    assert plan.cycle[1] == improve_mod.Step(fewer=FewerNodes(s.fewer_nodes_integers, True, False))
+    assert plan.cycle[1] == engine.Step(fewer=FewerNodes(s.fewer_nodes_integers, True, False))
     assert plan.cycles == (s.large_cycles if large else s.cycles)
     assert plan.restart is not large and plan.nodes == s.round_nodes
     training = dict(choice_groups(problem))["training"]
@@ -634,9 +647,9 @@ def test_the_search_plan_is_declared_from_the_problems_size_and_the_users_budget
         assert [r.name for r in both] == ["lp-guided", "lp-rounded"] and again == (Round("training", training),)
         assert [r.lp_within for r in both] == [s.lp_guided_within, s.lp_rounded_within]
         assert plan.tail[1].fewer == FewerNodes(s.narrowed_integers, False, True, by=2,
-                                                least=s.two_fewer_nodes, narrow=True)
+                                                least=s.two_fewer_nodes, narrow=True, cutoff=True)
         assert plan.tail[2].fewer == FewerNodes(s.narrowed_integers, False, True, narrow=True, again=True,
-                                                paired=True)
+                                                paired=True, cutoff=True)
         assert len(plan.tail) == 3
     else:
         assert plan.tail == ()
