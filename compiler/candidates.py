@@ -76,10 +76,16 @@ class Candidate:
 class Rejection:
     workload: str
     site: str
-    instance: str
+    instance: str                 # the node model ("" where the rejection is of the workload itself)
     gpu: str
     reason: str                   # "does not fit: needs 97 GB/GPU, has 80", "misses deadline by 12 days"
     gpus: int = 0
+    fabric: str = ""              # on-prem: the fabric tried with the node (a choice there)
+
+    @property
+    def label(self) -> str:
+        """The node model as the user reads it: with its fabric where that is a choice (on-prem)."""
+        return f"{self.instance}+{self.fabric}" if self.fabric else self.instance
 
 
 @dataclass(frozen=True)

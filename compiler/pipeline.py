@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from compiler.diagnostics import EXIT_AUDIT  # re-exported: tests read pipeline.EXIT_AUDIT
 from compiler.diagnostics import Diagnostic, Source
+from compiler.optimize.settings import DEFAULT, Settings
 
 
 # Called with the warnings of a valid spec and the source they point into (the CLI prints them).
@@ -31,6 +32,7 @@ class CompileOptions:
     max_nodes: int | None = None      # None: the optimizer's default (Settings.max_nodes); 0: no limit
     allow_unpriced_regions: bool = False   # E215 a warning, not an error (--allow-unpriced-regions)
     warn: Warn | None = None          # receives the validation's warnings, if there are any
+    settings: Settings = DEFAULT      # every tuned number of the estimate's scan and the solver
 
 
 def load_catalog(overlay: str | None = None):
@@ -104,7 +106,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
-        progress=options.progress,
+        progress=options.progress, settings=options.settings,
         **({} if options.max_nodes is None else {"max_nodes": options.max_nodes, "nodes_given": True}))
     free_plan = None
     try:
@@ -136,10 +138,10 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     model keeps every optimal plan and its bound holds for the whole space). The first plan
     passes the independent audit before its cost is trusted; without one, every count is sized."""
     from compiler.diagnostics import CompileError
-    from compiler.estimate import SAMPLE_FROM, estimate as estimate_stage, longest_scan
+    from compiler.estimate import estimate as estimate_stage, longest_scan
     from compiler.optimize import greedy_plan
 
-    if longest_scan(spec, catalog) < SAMPLE_FROM:
+    if longest_scan(spec, catalog) < options.settings.sample_from:
         return estimate_stage(spec, catalog)
     say = options.progress or (lambda _msg: None)
     first = estimate_stage(spec, catalog, sample=True)

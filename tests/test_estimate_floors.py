@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from compiler import pipeline
@@ -63,23 +65,20 @@ def test_node_hour_rate_is_the_least_allowed_price_worked_by_hand(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monkeypatch):
+def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path):
     """Oracles: the spec compiled with every count costs what the compile with a first plan costs,
     and a pinned twin of each left-out count (sampled: the first, middle and last by id) costs more
     than the first plan (a pin restricts, so the open optimum is never dearer than it)."""
-    import compiler.estimate as est
-
     path = _write(tmp_path)
     spec, cat, doc = pipeline.validate(path)
-    monkeypatch.setattr(est, "SAMPLE_FROM", 1)             # take the first-plan path on a small spec
-    bounded = pipeline.estimate_candidates(spec, cat, doc, pipeline.CompileOptions())
+    sample = replace(DEFAULT, sample_from=1)               # take the first-plan path on a small spec
+    bounded = pipeline.estimate_candidates(spec, cat, doc, pipeline.CompileOptions(settings=sample))
     # a node budget makes the search run to its proof (without one, a plan within 1% of the month
     # floors' bound is taken as it is: both would be right, but not comparable to the cent)
     prove = pipeline.CompileOptions(max_nodes=DEFAULT.max_nodes)
-    with_first = pipeline.compile_spec(path, prove).plan
-    monkeypatch.setattr(est, "SAMPLE_FROM", 10 ** 9)       # and the scan of every count
-    every = estimate(spec, cat)
-    without = pipeline.compile_spec(path, prove).plan
+    with_first = pipeline.compile_spec(path, replace(prove, settings=sample)).plan
+    every = estimate(spec, cat)                            # and the scan of every count
+    without = pipeline.compile_spec(path, replace(prove, settings=replace(DEFAULT, sample_from=10 ** 9))).plan
     assert with_first.solver.status == without.solver.status == "optimal"
     assert with_first.total_cost_usd == pytest.approx(without.total_cost_usd, rel=1e-9)
 
@@ -95,10 +94,9 @@ def test_a_first_plan_leaves_out_only_counts_no_optimal_plan_uses(tmp_path, monk
 
 
 @pytest.mark.slow
-def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path, monkeypatch):
+def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path):
     """A spec the sample cannot plan (here: no plan at all, a 99.9% service held to one site) is
     estimated in full and explained as without a first plan: exit 3, the conflict named."""
-    import compiler.estimate as est
     from compiler.diagnostics import CompileError
 
     path = tmp_path / "one-site.yaml"
@@ -107,9 +105,8 @@ def test_no_first_plan_means_every_count_and_the_usual_explanation(tmp_path, mon
                                                       "    sites: [aws]"), encoding="utf-8")
     outcomes = []
     for sample_from in (1, 10 ** 9):
-        monkeypatch.setattr(est, "SAMPLE_FROM", sample_from)
         with pytest.raises(CompileError) as err:
-            pipeline.compile_spec(path)
+            pipeline.compile_spec(path, pipeline.CompileOptions(settings=replace(DEFAULT, sample_from=sample_from)))
         outcomes.append((err.value.exit_code, [(d.code, d.message) for d in err.value.diagnostics]))
     assert outcomes[0] == outcomes[1] and outcomes[0][0] == 3
     assert any(code == "E303" and "without aws" in msg for code, msg in outcomes[0][1]), outcomes[0]
@@ -165,7 +162,7 @@ def test_a_pool_whose_every_count_is_late_names_the_last_count_estimated(tmp_pat
     late = [r for r in estimate(spec, cat).rejected["pretrain"] if r.reason.startswith(f"misses the {days}-day deadline:")]
     assert late, "no pool of the spec misses the deadline on every count"
     for r in late:
-        hw = hws[(r.site, r.instance)]
+        hw = hws[(r.site, r.label)]
         spot = r.reason.endswith("(spot)")
         est, _layout, _why = build.llm_training_estimate(job, model, hw, r.gpus, spot, cat)
         assert est is not None and est.duration_hours > days * 24

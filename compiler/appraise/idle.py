@@ -111,7 +111,7 @@ def _why_not(problem: Problem, w, s: str, i: str) -> str:
         _kept, why = policy_filter(problem.spec, w, tuple(here))
         return why[0][1] if why else "no candidate"
     for r in problem.candidates.rejected.get(w.name, ()):
-        if r.site == s and r.instance.split("+")[0] == i:
+        if r.site == s and r.instance == i:
             return r.reason
     return "no candidate"
 

@@ -16,11 +16,6 @@ from compiler.spec import Spec, TrainingWorkload
 
 __all__ = ["estimate", "longest_scan"]
 
-# From how many node counts of one training workload a compile first makes a plan on a sample of
-# them (pipeline.py). The generated benchmark platforms scan at most about 4,500 a workload, and
-# are left as they are; long windows scan tens of thousands.
-SAMPLE_FROM = 8_000
-
 
 def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: float | None = None) -> Candidates:
     """`sample`: training counts on a sparse ladder only, for a first plan. `plan_cost`: the cost
@@ -41,7 +36,7 @@ def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: floa
                       by_workload=MappingProxyType({w.name: tuple(sorted(by_workload[w.name], key=lambda c: c.id))
                                                     for w in spec.workloads}),
                       rejected=MappingProxyType({w.name: tuple(sorted(rejected[w.name], key=lambda r: (
-                          r.site, r.instance, r.gpus, r.reason))) for w in spec.workloads}))
+                          r.site, r.label, r.gpus, r.reason))) for w in spec.workloads}))
 
 
 def _ceilings(spec: Spec, catalog: Catalog, services: dict, memo, plan_cost: float) -> dict[str, float]:

@@ -33,6 +33,12 @@ class Memo:
         return hit[1]
 
 
+def _rejected(w, hw: Hardware, reason: str, gpus: int = 0) -> Rejection:
+    """Why `w` cannot run on `hw`, with the node's fabric where that is a choice (on-prem)."""
+    return Rejection(w.name, hw.site, hw.instance, hw.gpu.name, reason, gpus=gpus,
+                     fabric=hw.fabric if hw.site_type != "cloud" else "")
+
+
 def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
     """Hours run in each month from start_month, 730 hours to a month."""
     out, m, left = [], start_month, hours
@@ -263,7 +269,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         cap = node_cap(spec, hw, catalog)
         if pin and pin.gpus:
             if pin.gpus % hw.gpus_per_node:
-                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                rejs.append(_rejected(w, hw,
                                       f"pin.gpus={pin.gpus} is not a whole number of {hw.gpus_per_node}-GPU nodes",
                                       gpus=pin.gpus))
                 continue
@@ -355,7 +361,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                     reason = estimate_fn(w, model, hw, tried, spot, catalog, memo)[2]
                 if not counts:
                     reason = f"no node of {hw.label} fits the site's limits (power, racks, quota, max_gpus)"
-                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                rejs.append(_rejected(w, hw,
                                       (reason or "no GPU count to try") + (" (spot)" if spot else ""), gpus=tried))
     return cands, rejs
 
@@ -379,7 +385,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
         if w.pin and w.pin.gpus:
             tps = [t for t in tps if t == w.pin.gpus]
             if not tps:
-                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name,
+                rejs.append(_rejected(w, hw,
                                       f"pin.gpus={w.pin.gpus} is not a tensor-parallel size (1, 2, 4, 8) "
                                       f"within a {hw.gpus_per_node}-GPU node", gpus=w.pin.gpus))
         for t in tps:
@@ -389,7 +395,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                                                             tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
                                                             catalog))
             if pt is None:
-                rejs.append(Rejection(w.name, hw.site, hw.label, hw.gpu.name, why, gpus=t))
+                rejs.append(_rejected(w, hw, why, gpus=t))
                 continue
             notes = (f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
                      f"per request",)

@@ -62,7 +62,7 @@ def to_json(candidates: Candidates) -> dict[str, Any]:
         out.append({
             "name": w.name, "kind": w.kind,
             "candidates": [_row(c, hws.get((c.site, _label(c)))) for c in cands],
-            "rejected": [{"site": r.site, "instance": r.instance, "gpu": r.gpu, "gpus": r.gpus, "reason": r.reason}
+            "rejected": [{"site": r.site, "instance": r.label, "gpu": r.gpu, "gpus": r.gpus, "reason": r.reason}
                          for r in candidates.rejected.get(w.name, ())],
         })
     return {"spec": candidates.spec.name, "catalog": candidates.catalog.version, "workloads": out}

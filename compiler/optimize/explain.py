@@ -24,7 +24,7 @@ def no_candidates(problem: Problem) -> list[Diagnostic]:
     for w in problem.spec.workloads:
         if problem.chosen_from.get(w.name):
             continue
-        reasons = [f"{r.site}/{r.instance}" + (f" ({r.gpus} GPUs)" if r.gpus else "") + f": {r.reason}"
+        reasons = [f"{r.site}/{r.label}" + (f" ({r.gpus} GPUs)" if r.gpus else "") + f": {r.reason}"
                    for r in problem.candidates.rejected.get(w.name, ())]
         reasons += list(problem.filtered_out.get(w.name, ()))
         shown = "; ".join(sorted(set(reasons))[:6]) or "no site offers a GPU it can run on"

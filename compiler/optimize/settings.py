@@ -119,6 +119,13 @@ class Settings:
     # service: an LP that has put nearly all its weight on K keys has chosen them
     decided: float = 0.99
 
+    # --- the estimate's count scan (pipeline.estimate_candidates) ---
+    # from this many node counts of one training workload, a compile first makes a plan on a
+    # sample of them and leaves out the counts no plan that cheap can use: the generated
+    # platforms scan a few thousand a workload and are left as they are, long windows scan tens
+    # of thousands
+    sample_from: int = 8000
+
     # --- building the model: enumeration budgets (mixes.py, cuts.py, reductions.py) ---
     # more minimal replica mixes than this for one service-month: row cuts instead
     max_mixes: int = 300
