@@ -126,6 +126,9 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
             free_plan = plan     # limits that cannot bind (a hold of 1 month, a spot share of 1)
         record = None if free_plan is None else unlimited(free_plan)
         plan = timed("unlimited", with_limits, candidates, plan, record, solve_options, optimize, free_plan)
+    if spec.start is not None:
+        from dataclasses import replace
+        plan = replace(plan, start=spec.start)   # names its months for people; indices stay
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, free_plan, seconds)
 

@@ -8,6 +8,7 @@ when written so the same plan gives the same bytes on every machine.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -281,22 +282,105 @@ class Plan:
     idle_owned: tuple[dict[str, Any], ...] = field(default=())
     operability: OperabilityPlan | None = None
     after_horizon: AfterHorizon = AfterHorizon()
+    start: str | None = None      # the spec's `start`: month 0 as YYYY-MM (None: undated)
+
+    @property
+    def calendar(self) -> "Calendar":
+        """How this plan's months are named for people (Calendar)."""
+        return Calendar(self.start)
+
+
+# A calendar month as the spec's `start` writes it (the JSON Schemas and Terraform's plan_start
+# check the same pattern).
+MONTH_PATTERN = r"^[0-9]{4}-(0[1-9]|1[0-2])$"
+
+
+def month_number(text: str) -> int:
+    """'YYYY-MM' as months since January of year 0: '2027-01' -> 24324. The text must match
+    MONTH_PATTERN (the spec's validation checks it first)."""
+    if not re.match(MONTH_PATTERN, text):
+        raise ValueError(f"not a month as YYYY-MM: {text!r}")
+    return int(text[:4]) * 12 + int(text[5:7]) - 1
+
+
+@dataclass(frozen=True)
+class Calendar:
+    """How a month of the horizon is named for people: the one rule every output uses.
+
+    The plan counts months from 0 (plan.json's indices, the month files' numbers: machines read
+    those). Without a start (the spec's `start`) a month is named by that index ('3', ranges
+    '3-7', in running text 'month 3'); with one, month m is the calendar month m months after
+    it ('2027-04', ranges '2027-04..2027-08', in running text '2027-04')."""
+    start: str | None = None      # month 0 as YYYY-MM; None: the plan names no calendar month
+
+    @property
+    def dated(self) -> bool:
+        return self.start is not None
+
+    def name(self, m: int) -> str:
+        """Month m: '3', or '2027-04' counted from the start."""
+        if self.start is None:
+            return str(m)
+        n = month_number(self.start) + m
+        return f"{n // 12:04d}-{n % 12 + 1:02d}"
+
+    def index(self, name: str) -> int:
+        """The month of the horizon a calendar month is (negative before the start), or an index
+        as name() writes it undated."""
+        if self.start is None:
+            return int(name)
+        return month_number(name) - month_number(self.start)
+
+    def span(self, first: int, last: int) -> str:
+        """Months first..last as tables write them: '3' or '3-7'; dated '2027-04..2027-08'."""
+        if first == last:
+            return self.name(first)
+        return f"{self.name(first)}{'..' if self.dated else '-'}{self.name(last)}"
+
+    def runs(self, months, sep: str = ", ") -> str:
+        """Months as runs, each as span writes it: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13'."""
+        runs: list[list[int]] = []
+        for m in months:
+            if runs and runs[-1][1] == m - 1:
+                runs[-1][1] = m
+            else:
+                runs.append([m, m])
+        return sep.join(self.span(a, b) for a, b in runs)
+
+    def month(self, m: int) -> str:
+        """Month m in running text: 'month 3', or '2027-04'."""
+        return self.name(m) if self.dated else f"month {m}"
+
+    def months(self, first: int, last: int) -> str:
+        """Months first..last in running text: 'month 3', 'months 3-7', or '2027-04..2027-08'."""
+        if self.dated or first == last:
+            return self.month(first) if first == last else self.span(first, last)
+        return f"months {self.span(first, last)}"
+
+    def months_of(self, months) -> str:
+        """Months as runs in running text: 'months 0-1, 3', 'month 3', or '2027-01..2027-02, 2027-04'."""
+        months = list(months)
+        text = self.runs(months)
+        if self.dated:
+            return text
+        return f"month {text}" if len(months) == 1 else f"months {text}"
+
+    def period(self, horizon: int) -> str:
+        """The horizon's months first to last: '0-35', or '2027-01..2029-12'."""
+        return self.span(0, horizon - 1)
+
+
+UNDATED = Calendar()
 
 
 def month_range(first: int, last: int) -> str:
-    """Months first..last as report and diff write them: '3' or '3-7'."""
-    return str(first) if first == last else f"{first}-{last}"
+    """Months first..last as report and diff write them undated: '3' or '3-7' (Calendar.span)."""
+    return UNDATED.span(first, last)
 
 
 def months_text(months, sep: str = ", ") -> str:
-    """Months as runs, each as month_range writes it: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13'."""
-    runs: list[list[int]] = []
-    for m in months:
-        if runs and runs[-1][1] == m - 1:
-            runs[-1][1] = m
-        else:
-            runs.append([m, m])
-    return sep.join(month_range(a, b) for a, b in runs)
+    """Months as runs, undated: [0, 1, 3, 12, 13] -> '0-1, 3, 12-13' (Calendar.runs)."""
+    return UNDATED.runs(months, sep)
 
 
 def add_into(total: list, series) -> None:
@@ -339,6 +423,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     d = asdict(plan)
     if d["operability"] is None:
         del d["operability"]      # a spec without operability limits: no key
+    if d["start"] is None:
+        del d["start"]            # a spec without a start: no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {
@@ -385,6 +471,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         idle_owned=tuple(d.get("idle_owned", ())),
         operability=_operability(d.get("operability")),
         after_horizon=_after_horizon(d.get("after_horizon")),
+        start=d.get("start"),
     )
 
 

@@ -282,6 +282,7 @@ class Spec:
     policy: Policy
     workloads: tuple[Workload, ...]
     sha256: str = ""   # of the spec file's bytes, for plan.json
+    start: str | None = None   # month 0 as a calendar month, YYYY-MM (None: outputs count months)
 
     def site(self, name: str) -> Site:
         for s in self.sites:

@@ -27,6 +27,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from compiler import semantic
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
+from compiler.plan import MONTH_PATTERN
 from compiler.resources import schema as load_schema
 from compiler.source import Document
 from compiler.spec import (Checkpoint, CloudSite, Data, InferenceWindow, InferenceWorkload,
@@ -147,6 +148,8 @@ def _to_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[D
         if isinstance(value, str) and _NUMBER_WITH_UNIT.match(value) and \
                 {"number", "integer"} & set(types):
             hint = "write a plain number; the unit is in the key's name"
+        if error.schema.get("pattern") == MONTH_PATTERN:
+            want, hint = "a calendar month as YYYY-MM", _month_hint(value)
         return [at("E103", f"must be {want}, got {_describe(value)}", hint)]
     if kind == "enum":
         choices = ", ".join(str(c) for c in expected)
@@ -158,6 +161,9 @@ def _to_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[D
             hint = f"this compiler reads apiVersion {expected}"
         return [at("E105", f"must be '{expected}', got {_describe(value)}", hint)]
     if kind == "pattern":
+        if expected == MONTH_PATTERN:
+            return [at("E106", f"bad month {_describe(value)}: a calendar month is YYYY-MM, "
+                               "with the month 01 to 12", _month_hint(value))]
         if path and path[-1] == "region":
             return [at("E106", f"bad region name {_describe(value)}: use the provider's region "
                                "id, e.g. us-east-1, us-central1, eastus")]
@@ -207,6 +213,30 @@ def _name_hint(value: Any) -> str | None:
     if slug and slug[0].isalpha():
         return f"try '{slug}'"
     return None
+
+
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month_hint(value: Any) -> str:
+    """The YYYY-MM a bad month most likely meant: '2027-1', '2027/01', '2027-01-15', 'Jan 2027',
+    '01/2027' -> "try '2027-01'"; otherwise the form to write."""
+    text = str(value).strip().lower()
+    year = re.search(r"\b(\d{4})\b", text)
+    rest = text.replace(year.group(1), " ", 1) if year else ""
+    month = None
+    named = re.search(r"[a-z]{3,}", rest)
+    if named and named.group(0)[:3] in _MONTH_NAMES:
+        month = _MONTH_NAMES.index(named.group(0)[:3]) + 1
+    elif year and text.startswith(year.group(1)):
+        number = re.match(r"\D(\d{1,2})\b", text[4:])      # the month follows the year
+        month = int(number.group(1)) if number else None
+    else:
+        number = re.match(r"(\d{1,2})\D", text)              # 01/2027: the month comes first
+        month = int(number.group(1)) if number else None
+    if year and month is not None and 1 <= month <= 12:
+        return f"try '{year.group(1)}-{month:02d}'"
+    return "write the year and the month, e.g. 2027-01 for January 2027"
 
 
 def _num(value: Any) -> str:
@@ -261,6 +291,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
         workloads=tuple(_workload(w, f"$.workloads[{i}]")
                         for i, w in enumerate(data["workloads"])),
         sha256=hashlib.sha256(doc.source.text.encode("utf-8")).hexdigest(),
+        start=data.get("start"),
     )
 
 
