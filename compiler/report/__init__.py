@@ -20,7 +20,7 @@ def render_report(plan: Plan, catalog: Catalog) -> dict[str, str]:
     svg = {
         "cost": charts.cost_chart(view.by_category, view.by_site, view.by_workload),
         "fleet": charts.fleet_chart(view.fleet),
-        "utilization": charts.utilization_chart(view.utilization),
+        "utilization": charts.utilization_chart(view.utilization, view.calendar),
     }
     return {
         "report.md": render_template("report/report.md.j2", r=view),

@@ -12,6 +12,7 @@ import io
 import re
 from typing import Callable, Sequence
 
+from compiler.plan import UNDATED, Calendar
 from compiler.report.views import CostRow, FleetView, UtilizationRow
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
@@ -84,6 +85,24 @@ def _usd_axis(ax, axis: str = "x") -> None:
     (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(FuncFormatter(fmt))
 
 
+# The most month labels a dated axis carries (it labels every 1, 2, 3, 6 or 12 months).
+MONTH_TICKS = 12
+
+
+def _month_axis(ax, months: int, calendar: Calendar) -> None:
+    """The x axis of a month-by-month chart: undated, matplotlib's numbered ticks under 'month
+    of the horizon'; dated, calendar months ('2027-04') on the first month of each quarter,
+    half-year or year, as many as fit (MONTH_TICKS)."""
+    if not calendar.dated:
+        ax.set_xlabel("month of the horizon")
+        return
+    step = next((s for s in (1, 2, 3, 6) if months <= s * MONTH_TICKS), 12)
+    first = calendar.index(calendar.name(0)[:4] + "-01")      # January of the start's year
+    ticks = [m for m in range(months) if (m - first) % step == 0] or [0]
+    ax.set_xticks(ticks, [calendar.name(m) for m in ticks], rotation=45, ha="right", fontsize=8)
+    ax.set_xlabel("month")
+
+
 def _bars(ax, rows: Sequence[CostRow], title: str, color: str) -> None:
     labels = [r.label.replace("_", " ") for r in rows][::-1]
     values = [r.usd for r in rows][::-1]
@@ -124,7 +143,7 @@ def fleet_chart(fleet: FleetView) -> str:
             ax.bar(months, series, bottom=bottom, width=0.85, label=site,
                    color=PALETTE[i % len(PALETTE)])
             bottom = [b + s for b, s in zip(bottom, series)]
-        ax.set_xlabel("month of the horizon")
+        _month_axis(ax, len(months), fleet.calendar)
         ax.set_ylabel("GPUs in use")
         ax.set_title("Fleet per site, month by month", loc="left", fontsize=10)
         ax.grid(axis="x", visible=False)
@@ -134,8 +153,9 @@ def fleet_chart(fleet: FleetView) -> str:
     return _render("fleet", (8.0, 3.2), draw, "GPUs in use per site, month by month")
 
 
-def utilization_chart(rows: Sequence[UtilizationRow]) -> str:
+def utilization_chart(rows: Sequence[UtilizationRow], calendar: Calendar = UNDATED) -> str:
     """Utilization of every pool over the horizon; the gap below 100% is idle, paid-for GPUs."""
+    months = max((len(r.series) for r in rows), default=0)
 
     def draw(fig) -> None:
         ax = fig.subplots()
@@ -149,7 +169,7 @@ def utilization_chart(rows: Sequence[UtilizationRow]) -> str:
                     color=PALETTE[i % len(PALETTE)], linewidth=1.6)
         ax.set_ylim(0, 105)
         ax.set_ylabel("GPUs busy / GPUs provided (%)")
-        ax.set_xlabel("month of the horizon")
+        _month_axis(ax, months, calendar)
         ax.set_title("GPU utilization per pool (idle GPUs are money)", loc="left", fontsize=10)
         if any(r.series for r in rows):
             ax.legend(loc="lower right", frameon=True, framealpha=0.9, fontsize=8)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from compiler.operability import (gpu_types, instance_types, mix_changes, shortest_hold, shortest_pool_life, sites,
                                   spot_share)
-from compiler.plan import Plan, WorkloadPlan, months_text, site_replicas
+from compiler.plan import UNDATED, Calendar, Plan, WorkloadPlan, site_replicas
 from compiler.spec import SURVIVES_SITE_LOSS
 
 
@@ -44,15 +44,15 @@ def _months(n: int) -> str:
     return f"{n} month{'s' if n != 1 else ''}"
 
 
-def _spread(w: WorkloadPlan, horizon: int) -> ServiceSpread:
+def _spread(w: WorkloadPlan, horizon: int, calendar: Calendar = UNDATED) -> ServiceSpread:
     types = instance_types(w)
     changes = mix_changes(w, horizon)
     return ServiceSpread(w.name, len(types), ", ".join(f"{s} {len(v)}" for s, v in types.items()),
                          max((len(v) for v in types.values()), default=0), len(changes),
-                         months_text(changes) if changes else "none")
+                         calendar.runs(changes) if changes else "none")
 
 
-def availability_line(w: WorkloadPlan, horizon: int) -> str:
+def availability_line(w: WorkloadPlan, horizon: int, calendar: Calendar = UNDATED) -> str:
     """Why an N+1 service runs more replicas than its load needs: its peak month's replicas are
     spread over N sites so that the N - 1 left after losing any one carry the whole load, which
     takes at least N / (N - 1) times the capacity the load alone needs (each site's capacity
@@ -60,13 +60,14 @@ def availability_line(w: WorkloadPlan, horizon: int) -> str:
     per_site = site_replicas(w)
     peak = max(range(horizon), key=lambda m: (sum(r[m] if m < len(r) else 0 for r in per_site.values()), -m))
     at = {s: r[peak] for s, r in per_site.items() if peak < len(r) and r[peak] > 0}
+    named = calendar.name(peak)
     n = len(at)
     spread = ", ".join(f"{reps} at {s}" for s, reps in sorted(at.items()))
     if n < 2:
         return (f"{w.name}: availability {w.availability:g} asks that it survive the loss of any one site, "
-                f"yet its peak month {peak} runs at one site ({spread})")
+                f"yet its peak month {named} runs at one site ({spread})")
     return (f"{w.name}: availability {w.availability:g} (>= 99.9%) means it must carry its whole peak "
-            f"after losing any one site, so in its peak month {peak} its {sum(at.values())} replicas run "
+            f"after losing any one site, so in its peak month {named} its {sum(at.values())} replicas run "
             f"on {n} sites ({spread}) and any {n - 1} of those sites carry the load: at least {n}/{n - 1} = "
             f"{n / (n - 1):.2f} times the serving capacity the load alone needs")
 
@@ -157,6 +158,7 @@ def build(plan: Plan) -> OperabilityView:
     services = sorted((w for w in plan.workloads if w.kind == "inference"), key=lambda w: w.name)
     limits, cost = _limits(plan)
     return OperabilityView(
-        services=tuple(_spread(w, h) for w in services),
-        availability=tuple(availability_line(w, h) for w in services if w.availability >= SURVIVES_SITE_LOSS),
+        services=tuple(_spread(w, h, plan.calendar) for w in services),
+        availability=tuple(availability_line(w, h, plan.calendar) for w in services
+                           if w.availability >= SURVIVES_SITE_LOSS),
         limits=limits, cost=cost)

@@ -38,7 +38,7 @@ def print_summary(plan: Plan, console: Console) -> None:
     for g in view.workload_groups:     # repeats of one job fold into one row
         w = g.first
         work.add_row(g.label, w.kind, w.gpu, str(w.gpus), g.sites,
-                     f"months {g.months}" if g.folded else w.headline, money(g.cost_usd))
+                     g.months_phrase if g.folded else w.headline, money(g.cost_usd))
 
     grid = Table.grid(padding=(0, 4))
     grid.add_row(costs, pools)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import (PRICINGS, Alternative, OptionPart, Plan, Pool, WorkloadPlan, add_into,
-                           month_range, months_text, site_replicas)
+from compiler.plan import (PRICINGS, UNDATED, Alternative, Calendar, OptionPart, Plan, Pool, WorkloadPlan,
+                           add_into, site_replicas)
 from compiler.report import commitments, operability
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
@@ -76,10 +76,11 @@ class FleetSpan:
     first_month: int
     last_month: int
     gpus: tuple[int, ...]         # per site, in FleetView.sites order
+    calendar: Calendar = UNDATED
 
     @property
     def months(self) -> str:
-        return month_range(self.first_month, self.last_month)
+        return self.calendar.span(self.first_month, self.last_month)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class FleetView:
     sites: tuple[str, ...]
     monthly_gpus: tuple[tuple[int, ...], ...]   # per site: GPUs in use, month by month
     spans: tuple[FleetSpan, ...]
+    calendar: Calendar = UNDATED  # names the months (the charts' axis too)
 
     @property
     def totals(self) -> tuple[int, ...]:
@@ -188,10 +190,11 @@ class HoldingSpan:
     last_month: int
     where: str                    # "aws-use1 p5.48xlarge"
     nodes: tuple[tuple[str, int], ...]   # (pricing, nodes held), in allotment order
+    calendar: Calendar = UNDATED
 
     @property
     def months(self) -> str:
-        return month_range(self.first_month, self.last_month)
+        return self.calendar.span(self.first_month, self.last_month)
 
     @property
     def text(self) -> str:
@@ -206,10 +209,11 @@ class ReplicaSpan:
     first_month: int
     last_month: int
     replicas: tuple[int, ...]     # per site, in WorkloadView.replica_sites order
+    calendar: Calendar = UNDATED
 
     @property
     def months(self) -> str:
-        return month_range(self.first_month, self.last_month)
+        return self.calendar.span(self.first_month, self.last_month)
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,12 @@ class WorkloadView:
     replica_sites: tuple[str, ...] = ()         # inference: the sites of replicas_by_month
     replicas_by_month: tuple[ReplicaSpan, ...] = ()   # inference: replicas per site, month ranges
     time_shares: tuple[TimeShare, ...] = ()     # training: where the wall time goes (terms at 0 left out)
+    calendar: Calendar = UNDATED
+
+    @property
+    def start(self) -> str:
+        """Its start month in running text: 'month 2', or '2027-03'."""
+        return self.calendar.month(self.start_month)
 
 
 @dataclass(frozen=True)
@@ -327,6 +337,17 @@ class SpotFleetRow:
     gpus: int
     month: int                    # the first month it is asked
     flagged: bool                 # nodes >= RiskView.spot_threshold
+    calendar: Calendar = UNDATED
+
+    @property
+    def month_name(self) -> str:
+        """The first month it is asked, as tables name it: '3', or '2027-04'."""
+        return self.calendar.name(self.month)
+
+    @property
+    def from_text(self) -> str:
+        """The same in running text: 'month 3', or '2027-04'."""
+        return self.calendar.month(self.month)
 
 
 @dataclass(frozen=True)
@@ -356,6 +377,7 @@ class WorkloadGroup:
     ("ft-2027-01", "ft-2027-02"). A workload with no twin is a group of one."""
     stem: str                     # the name without its suffix ("ft"); a group of one: the name
     members: tuple[WorkloadView, ...]   # by name
+    calendar: Calendar = UNDATED
 
     @property
     def folded(self) -> bool:
@@ -378,8 +400,13 @@ class WorkloadGroup:
 
     @property
     def months(self) -> str:
-        """The members' start months, as runs: '0-11'."""
-        return months_text(sorted({w.start_month for w in self.members}))
+        """The members' start months, as runs: '0-11' (dated: '2027-01..2027-12')."""
+        return self.calendar.runs(sorted({w.start_month for w in self.members}))
+
+    @property
+    def months_phrase(self) -> str:
+        """The same in running text: 'months 0-11', or '2027-01..2027-12'."""
+        return self.months if self.calendar.dated else f"months {self.months}"
 
     @property
     def sites(self) -> str:
@@ -397,7 +424,7 @@ class WorkloadGroup:
         w = self.first
         return (f"{len(self.members)} runs of {self.stem} ({self.first.name} to {self.members[-1].name}): "
                 f"{w.kind}, {w.gpus_label} at {self.sites} ({self.pricing.replace('_', ' ')}), "
-                f"months {self.months}, {_money(self.cost_usd)} in all.")
+                f"{self.months_phrase}, {_money(self.cost_usd)} in all.")
 
 
 @dataclass(frozen=True)
@@ -430,6 +457,12 @@ class ReportView:
     by_site_rule: str = ""        # how the by-site rows are drawn up, one sentence
     by_workload_rule: str = ""    # how the by-workload rows are drawn up, one sentence
     commitments: commitments.CommitmentsView | None = None   # what outlives the horizon
+    calendar: Calendar = UNDATED  # how months are named (the spec's start)
+
+    @property
+    def period(self) -> str:
+        """The horizon's calendar months after its length: '' undated, ' (2027-01..2029-12)'."""
+        return f" ({self.calendar.period(self.horizon_months)})" if self.calendar.dated else ""
 
 
 UNATTRIBUTED = "shared (not charged to one site or workload)"
@@ -503,10 +536,18 @@ def _kept_elsewhere(plan: Plan) -> str:
             "(on-demand hours, reserved terms, bought nodes, storage) would still be paid")
 
 
+def _idle_months(text: str, calendar: Calendar) -> str:
+    """plan.json's idle_owned months ('3' or '3-7', indices) as the calendar names them."""
+    if not calendar.dated:
+        return text
+    first, _, last = text.partition("-")
+    return calendar.span(int(first), int(last or first))
+
+
 def idle_owned(plan: Plan) -> tuple[IdleOwnedRow, ...]:
     return tuple(IdleOwnedRow(r["site"], f"{r['site']} {r['instance']} (owned)",
-                              f"{r['idle_nodes']} of {r['owned_nodes']}", r["months"], r["workload"],
-                              _idle_why(r, plan))
+                              f"{r['idle_nodes']} of {r['owned_nodes']}",
+                              _idle_months(r["months"], plan.calendar), r["workload"], _idle_why(r, plan))
                  for r in plan.idle_owned)
 
 
@@ -602,10 +643,10 @@ def fleet(plan: Plan) -> FleetView:
     for m in range(h):
         col = tuple(series[m] for series in per_site)
         if spans and spans[-1].gpus == col:
-            spans[-1] = FleetSpan(spans[-1].first_month, m, col)
+            spans[-1] = FleetSpan(spans[-1].first_month, m, col, plan.calendar)
         else:
-            spans.append(FleetSpan(m, m, col))
-    return FleetView(sites=sites, monthly_gpus=tuple(per_site), spans=tuple(spans))
+            spans.append(FleetSpan(m, m, col, plan.calendar))
+    return FleetView(sites=sites, monthly_gpus=tuple(per_site), spans=tuple(spans), calendar=plan.calendar)
 
 
 def _number(value: float, digits: int = 0) -> str:
@@ -757,7 +798,7 @@ def _spans(series: list[tuple]) -> list[tuple[int, int, tuple]]:
     return out
 
 
-def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
+def holding_spans(w: WorkloadPlan, calendar: Calendar = UNDATED) -> tuple[HoldingSpan, ...]:
     """The nodes a workload holds in each pool, per pricing, merged over equal months. A service
     with several placements (candidates) in a pool holds their replicas' node-hours all month,
     so it holds ceil(node-hours / 730) nodes of a pricing, not each placement's rounded up."""
@@ -776,11 +817,11 @@ def holding_spans(w: WorkloadPlan) -> tuple[HoldingSpan, ...]:
                 held[q] = n
             series.append(tuple((q, n) for q, n in held.items() if n))
         for first, last, nodes in _spans(series):
-            out.append(HoldingSpan(first, last, f"{site} {inst}", nodes))
+            out.append(HoldingSpan(first, last, f"{site} {inst}", nodes, calendar))
     return tuple(sorted(out, key=lambda s: (s.first_month, s.where)))
 
 
-def replica_spans(w: WorkloadPlan) -> tuple[tuple[str, ...], tuple[ReplicaSpan, ...]]:
+def replica_spans(w: WorkloadPlan, calendar: Calendar = UNDATED) -> tuple[tuple[str, ...], tuple[ReplicaSpan, ...]]:
     """A service's replicas per site, month by month, merged over equal months."""
     if w.kind != "inference" or not any(p.monthly_replicas for p in w.placements):
         return (), ()
@@ -788,12 +829,12 @@ def replica_spans(w: WorkloadPlan) -> tuple[tuple[str, ...], tuple[ReplicaSpan, 
     sites = tuple(sorted(by_site))
     months = max(len(r) for r in by_site.values())
     series = [tuple(by_site[s][m] if m < len(by_site[s]) else 0 for s in sites) for m in range(months)]
-    return sites, tuple(ReplicaSpan(a, b, v) for a, b, v in _spans(series))
+    return sites, tuple(ReplicaSpan(a, b, v, calendar) for a, b, v in _spans(series))
 
 
-def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView:
+def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = (), calendar: Calendar = UNDATED) -> WorkloadView:
     alts = _alternatives(w)
-    replica_sites, replicas_by_month = replica_spans(w)
+    replica_sites, replicas_by_month = replica_spans(w, calendar)
     return WorkloadView(
         name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus=w.gpus, gpus_label=_gpus_label(w, pools),
         sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
@@ -804,8 +845,8 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = ()) -> WorkloadView
         estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
         chosen_alone=(_alternative_row(w.chosen_alone, w.chosen_alone.cost_usd, w.kind, _gpus_label(w, pools))
                       if w.chosen_alone is not None else None),
-        holdings=holding_spans(w), replica_sites=replica_sites, replicas_by_month=replicas_by_month,
-        time_shares=time_shares(w))
+        holdings=holding_spans(w, calendar), replica_sites=replica_sites, replicas_by_month=replicas_by_month,
+        time_shares=time_shares(w), calendar=calendar)
 
 
 def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
@@ -882,7 +923,7 @@ def workload_groups(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Worklo
         m = _SUFFIX.match(w.name)
         key = (m.group(1).rstrip("-_."), _shape(w)) if m else (w.name, None)
         groups.setdefault(key, []).append(by_name[w.name])
-    out = [WorkloadGroup(stem if len(members) > 1 else members[0].name, tuple(members))
+    out = [WorkloadGroup(stem if len(members) > 1 else members[0].name, tuple(members), plan.calendar)
            for (stem, _shape_key), members in groups.items()]
     return tuple(sorted(out, key=lambda g: g.first.name))
 
@@ -917,7 +958,7 @@ def _summary(plan: Plan, by_category: tuple[CostRow, ...],
     top = by_category[0] if by_category else None
     n_sites = len({p.site for p in plan.pools})
     text = (f"{'An' if mix[0] in 'aeiou' else 'A'} {mix} design: {fleet_view.peak_gpus:,} GPUs in use at the "
-            f"peak (month {fleet_view.peak_month}) in "
+            f"peak ({plan.calendar.month(fleet_view.peak_month)}) in "
             f"{_count(len(plan.pools), 'pool')} across {_count(n_sites, 'site')}, "
             f"{_money(plan.total_cost_usd)} over "
             f"{plan.horizon_months} months")
@@ -946,13 +987,12 @@ def handovers(plan: Plan, catalog: Catalog | None) -> tuple[HandoverRow, ...]:
     schedule/<site>.csv for those blocks; none without a catalog to shape the nodes)."""
     if catalog is None:
         return ()
-    from compiler.plan import month_range
     from compiler.render.site import site_view
     out = []
     for s in sorted(plan.sites, key=lambda s: s.name):
         for row in site_view(plan, catalog, s).handovers:
             if row.count:
-                out.append(HandoverRow(row.site, month_range(row.month_first, row.month_last),
+                out.append(HandoverRow(row.site, plan.calendar.span(row.month_first, row.month_last),
                                        row.orchestrator, f"{row.domain} / {row.pricing}", row.names))
     return tuple(out)
 
@@ -1019,7 +1059,7 @@ def spot_fleets(plan: Plan, threshold: int) -> tuple[SpotFleetRow, ...]:
         if peak <= 0:
             continue
         rows.append(SpotFleetRow(instance, where, peak, peak * gpus_per_node[(instance, where)],
-                                 series.index(peak), bool(threshold) and peak >= threshold))
+                                 series.index(peak), bool(threshold) and peak >= threshold, plan.calendar))
     return tuple(sorted(rows, key=lambda r: (-r.nodes, r.instance, r.where)))
 
 
@@ -1051,7 +1091,8 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
                         plan.solver.best_bound_usd, plan.solver.gap, plan.solver.seconds,
                         plan.solver.status == "optimal", plan.solver.gap_note, plan.solver.searched)
     by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
-    workloads = tuple(workload_view(w, plan.pools) for w in sorted(plan.workloads, key=lambda w: w.name))
+    workloads = tuple(workload_view(w, plan.pools, plan.calendar)
+                      for w in sorted(plan.workloads, key=lambda w: w.name))
     binding = tuple(_constraint(b) for b in plan.binding_constraints)
     monthly = sum(plan.monthly_cost_usd) / len(plan.monthly_cost_usd) if plan.monthly_cost_usd else total / h
     fleet_view = fleet(plan)
@@ -1077,4 +1118,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         workload_groups=groups,
         by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
         by_workload_rule=WORKLOAD_RULE,
+        calendar=plan.calendar,
     )
