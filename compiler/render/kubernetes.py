@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
-from compiler.plan import months_text
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
@@ -79,7 +78,7 @@ def node_objects(site: SiteView) -> tuple[NodeObject, ...]:
                                b.node_names(b.kubernetes.first, b.kubernetes.last)):
                 months = ""
                 if lo and lo <= i <= hi:
-                    months = months_text(b.months_held(i, "kubernetes"), ",")
+                    months = site.calendar.runs(b.months_held(i, "kubernetes"), ",")
                 out.append(NodeObject(name, d.name, b.pricing, months))
     return tuple(out)
 

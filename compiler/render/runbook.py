@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import yaml
 
 from compiler.catalog.model import Catalog
-from compiler.plan import Plan
+from compiler.plan import UNDATED, Calendar, Plan
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import render_template
@@ -97,6 +97,7 @@ class SlurmJob:
     nodes: int
     first_month: int              # when to submit it
     months: str                   # the months it runs
+    when: str = ""                # the same in running text: "months 0-1"; dated "2027-01..2027-02"
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,7 @@ class Runbook:
     metrics: tuple[MetricRule, ...]   # custom metrics the HPAs read (an adapter must serve them)
     workflow: str                     # ci/schedule.yml ("" : no schedule to run)
     cron: str
+    calendar: Calendar = UNDATED      # names the months (the spec's start)
 
 
 _VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
@@ -241,8 +243,11 @@ def _hcl_value(value: object) -> str:
     return "true" if value is True else f'"{value}"'
 
 
-def _change_text(c) -> str:
+def _change_text(c, calendar: Calendar = UNDATED) -> str:
     if c.unit == "end":
+        if calendar.dated:      # 0: the month file holds no term of it (no term ends in month 0)
+            was = f" (was {calendar.name(c.before)})" if c.before else ""
+            return f"{c.what} ends in {calendar.name(c.after) if c.after else 'no month: it holds no nodes'}{was}"
         return f"{c.what} ends in month {c.after} (was {c.before})"
     return f"{c.what}: {c.before} -> {c.after} nodes"
 
@@ -266,7 +271,8 @@ def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> Terra
         backend_settings=tuple(BackendSetting(k, _hcl_value(v.format(**fill) if isinstance(v, str) else v))
                                for k, v in settings),
         first=first, month_vars=month_vars,
-        later=tuple(MonthStep(f.month, f.path, tuple(_change_text(c) for c in f.changes)) for f in months[1:]))
+        later=tuple(MonthStep(f.month, f.path, tuple(_change_text(c, site.calendar) for c in f.changes))
+                    for f in months[1:]))
 
 
 def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) -> SlurmStep | None:
@@ -279,7 +285,9 @@ def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) 
     for job in site.training_slurm:
         path = f"{base}/jobs/{job.name}.sbatch"
         if path in files:
-            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months))
+            plural = "s" if "-" in job.months or "," in job.months else ""
+            when = job.months if site.calendar.dated else f"month{plural} {job.months}"
+            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months, when))
     return SlurmStep(
         dir=base, config=tuple(f for f in CONFIG_FILES if f"{base}/{f}" in files),
         programs=tuple(f for f in POWER_PROGRAMS if f"{base}/{f}" in files), program_dir=PROGRAM_DIR,
@@ -380,7 +388,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan),
         metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
-        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON)
+        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar)
 
 
 
@@ -420,7 +428,7 @@ def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> 
     if not jobs:
         return {}
     return {WORKFLOW: render_template("schedule/workflow.yml.j2", plan_name=plan.spec_name, jobs=jobs,
-                                      cron=CRON)}
+                                      cron=CRON, calendar=plan.calendar, horizon_months=plan.horizon_months)}
 
 
 def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:

@@ -78,7 +78,8 @@ def configmap_name(site: SiteView) -> str:
 
 
 def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
-    out = {f"schedule/{site.name}.csv": render_template("schedule/schedule.csv.j2", rows=site.schedule)}
+    out = {f"schedule/{site.name}.csv": render_template("schedule/schedule.csv.j2", rows=site.schedule,
+                                                               calendar=site.calendar)}
     states = month_states(site, catalog)
     if any(s.replicas or s.owners or s.tfvars for s in states):
         out[f"schedule/{site.name}.sh"] = render_template(

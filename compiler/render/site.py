@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
 from compiler.estimate.factors import factor
-from compiler.plan import Placement, Plan, SitePlan, months_text
+from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan
 from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
                                     slug, storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
@@ -51,8 +51,9 @@ class TrainingJob:
     parts: tuple[JobPart, ...]
     checkpoint_dir: str
     nccl: NcclProfile
-    months: str                   # the months it runs, e.g. "0-1"
+    months: str                   # the months it runs, e.g. "0-1" (dated: "2027-01..2027-02")
     holdings: tuple[tuple[str, tuple[int, ...]], ...] = ()   # (pricing, nodes each month)
+    when: str = ""                # the same in running text: "months 0-1" (dated: as months)
 
     @property
     def spot(self) -> bool:
@@ -178,6 +179,8 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
             per_node = max(1, min(shape.gpus, math.ceil(p.gpus / nodes)))
             held = [sum(h.monthly_nodes[m] for h in p.holdings if m < len(h.monthly_nodes))
                     for m in range(plan.horizon_months)]
+            cal = plan.calendar
+            months = cal.runs([m for m, n in enumerate(held) if n]) or cal.name(w.start_month)
             jobs.append(TrainingJob(
                 name=w.name, site=site, domain=domain, nodes=nodes, gpus=p.gpus,
                 gpus_per_node=per_node, tp=w.layout.tp, pp=w.layout.pp, dp=w.layout.dp,
@@ -185,7 +188,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
                 pricings=placement_pricings(p), parts=_parts(p, nodes),
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
                 nccl=nccl_profile(domain.fabric, domain.instance),
-                months=months_text([m for m, n in enumerate(held) if n]) or str(w.start_month),
+                months=months, when=months if cal.dated else f"months {months}",
                 holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
             ))
     return tuple(jobs)
@@ -251,6 +254,7 @@ class SiteView:
     training_kubernetes: tuple[TrainingJob, ...]
     inference: tuple[InferenceService, ...]
     models: ModelVolume | None = None
+    calendar: Calendar = UNDATED  # names the plan's months for people (the spec's start)
 
     @property
     def cloud(self) -> bool:
@@ -317,5 +321,5 @@ def site_view(plan: Plan, catalog: Catalog, site: SitePlan) -> SiteView:
         storage=storage,
         training_slurm=training_jobs(plan, site.name, domains, "slurm", storage),
         training_kubernetes=training_jobs(plan, site.name, domains, "kubernetes", storage),
-        inference=services, models=model_volume(site, storage, services),
+        inference=services, models=model_volume(site, storage, services), calendar=plan.calendar,
     )

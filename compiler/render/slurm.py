@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
-from compiler.plan import months_text
 from compiler.render.common import CLOUD_LEAF_NODES, NodeShape, hostlist
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
@@ -95,6 +94,13 @@ class SlurmSite:
 
 def handovers(site: SiteView) -> tuple[Handover, ...]:
     """Static Slurm nodes that Kubernetes holds in some months: which, and when."""
+    cal = site.calendar
+
+    def when(months) -> str:
+        if cal.dated:
+            return cal.runs(months) or "no month"
+        return f"months {cal.runs(months) or '-'}"
+
     out = []
     for d in site.slurm_domains:
         for b in d.blocks:
@@ -103,8 +109,7 @@ def handovers(site: SiteView) -> tuple[Handover, ...]:
                 continue
             for i in range(lo, hi + 1):
                 slurm, k8s = b.months_held(i, "slurm"), b.months_held(i, "kubernetes")
-                out.append(Handover(b.names(i, i), f"Slurm's in months {months_text(slurm) or '-'}, "
-                                                   f"Kubernetes' in months {months_text(k8s) or '-'}"))
+                out.append(Handover(b.names(i, i), f"Slurm's in {when(slurm)}, Kubernetes' in {when(k8s)}"))
     return tuple(out)
 
 
