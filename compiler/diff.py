@@ -11,6 +11,10 @@ inference the GPU count is replicas x GPUs per replica, so it alone is a resize 
 Per workload the diff also lists the nodes it holds per pool and pricing (most at once, and
 node-hours over the horizon) where they differ, e.g. a job moving from reserved to on-demand
 nodes, and for services the replicas per site (peak, and the months that differ).
+
+Months are named as the plans name them (plan.Calendar): by index, or where a plan has a start,
+as calendar months. Two dated plans are compared month by calendar month, so a re-plan that
+starts later lines up with the plan before it; a dated and an undated plan are compared by index.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import PRICINGS, Plan, Pool, WorkloadPlan, add_into, months_text, site_replicas
+from compiler.plan import PRICINGS, Calendar, Plan, Pool, WorkloadPlan, add_into, site_replicas
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ class ReplicaDelta:
     site: str
     peak_a: int
     peak_b: int
-    months: str                   # the months whose replicas differ, as ranges: "2-11, 14"
+    months: str                   # the months whose replicas differ, as ranges: "2-11, 14" (dated:
+                                  # "2027-03..2027-12, 2028-03")
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,7 @@ class PlanInfo:
     status: str                   # optimal | feasible ...
     gap: float                    # relative, proven: (plan - bound) / plan
     best_bound_usd: float
+    start: str | None = None      # month 0 as YYYY-MM, where the plan is dated
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,15 @@ def _ref(p: Pool) -> PoolRef:
     return PoolRef(p.site, p.instance, p.pricing, p.gpu, p.nodes, p.nodes * p.gpus_per_node, p.fabric)
 
 
+def _frame(a: Plan, b: Plan) -> tuple[Calendar, int]:
+    """The calendar the diff names months by (A's, or B's where only B is dated), and how many
+    months after A's month 0 B's month 0 falls (0 unless both are dated)."""
+    ca, cb = a.calendar, b.calendar
+    if ca.dated and cb.dated:
+        return ca, ca.index(cb.start)
+    return (ca if ca.dated else cb), 0
+
+
 def _pools(a: Plan, b: Plan):
     pa = {_pool_key(p): p for p in a.pools}
     pb = {_pool_key(p): p for p in b.pools}
@@ -162,16 +177,17 @@ def _pools(a: Plan, b: Plan):
         x, y = pa[k], pb[k]
         changes = tuple(Change(f, getattr(x, f), getattr(y, f))
                         for f in ("gpu", "gpus_per_node", "nodes", "fabric") if getattr(x, f) != getattr(y, f))
-        if _terms(x) != _terms(y):
-            changes += (Change("reservations", _terms(x), _terms(y)),)
+        tx, ty = _terms(x, a.calendar), _terms(y, b.calendar)
+        if tx != ty:
+            changes += (Change("reservations", tx, ty),)
         if changes:
             resized.append(PoolResize(*k, gpu=y.gpu, nodes_a=x.nodes, nodes_b=y.nodes, changes=changes))
     return added, removed, tuple(resized)
 
 
-def _terms(p: Pool) -> str:
-    """A reserved pool's terms: '4 from month 2, 4 from month 14'."""
-    return ", ".join(f"{r.nodes} from month {r.start_month}" for r in p.reservations)
+def _terms(p: Pool, calendar: Calendar) -> str:
+    """A reserved pool's terms: '4 from month 2, 4 from month 14' (dated: '4 from 2027-03, ...')."""
+    return ", ".join(f"{r.nodes} from {calendar.month(r.start_month)}" for r in p.reservations)
 
 
 def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None]]:
@@ -214,7 +230,9 @@ def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
     return site_replicas(w, monthly=months), months
 
 
-def _replicas(a: WorkloadPlan, b: WorkloadPlan) -> tuple[ReplicaDelta, ...]:
+def _replicas(a: WorkloadPlan, b: WorkloadPlan, frame: Calendar = Calendar(),
+              offset: int = 0) -> tuple[ReplicaDelta, ...]:
+    """Per site, where the replicas differ: B's month j is A's month j + offset (_frame)."""
     if "inference" not in (a.kind, b.kind):
         return ()
     (ra, ma), (rb, mb) = _site_replicas(a), _site_replicas(b)
@@ -222,11 +240,11 @@ def _replicas(a: WorkloadPlan, b: WorkloadPlan) -> tuple[ReplicaDelta, ...]:
     for site in sorted(ra.keys() | rb.keys()):
         x, y = ra.get(site, [0]), rb.get(site, [0])
         if ma and mb:
-            n = max(len(x), len(y))
-            x, y = x + [0] * (n - len(x)), y + [0] * (n - len(y))
-            differ = [m for m in range(n) if x[m] != y[m]]
+            at = lambda s, m: s[m] if 0 <= m < len(s) else 0   # noqa: E731
+            differ = [m for m in range(min(0, offset), max(len(x), len(y) + offset))
+                      if at(x, m) != at(y, m - offset)]
             if differ:
-                out.append(ReplicaDelta(site, max(x), max(y), months_text(differ)))
+                out.append(ReplicaDelta(site, max(x), max(y), frame.runs(differ)))
         elif max(x) != max(y):
             out.append(ReplicaDelta(site, max(x), max(y), ""))
     return tuple(out)
@@ -265,7 +283,8 @@ def _estimate(a: dict[str, Any], b: dict[str, Any]) -> tuple[Delta, ...]:
     return tuple(out)
 
 
-def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> WorkloadDiff:
+def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None,
+              frame: Calendar = Calendar(), offset: int = 0) -> WorkloadDiff:
     if a is None or b is None:
         w = a or b
         assert w is not None
@@ -279,7 +298,7 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> Work
     # replicas on the same sites and instances is a resize, not a move.
     move_fields = MOVE_FIELDS if b.kind == "training" else tuple(f for f in MOVE_FIELDS if f != "gpus")
     holdings = _holdings(a, b)
-    replicas = _replicas(a, b)
+    replicas = _replicas(a, b, frame, offset)
     # nodes of a pricing (in a pool) held before and not now, or now and not before: a move
     moved = any(c.field in move_fields for c in changes) or any(
         (h.nodes_a == 0) != (h.nodes_b == 0) for h in holdings)
@@ -291,14 +310,15 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None) -> Work
 
 def _info(p: Plan) -> PlanInfo:
     return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
-                    p.solver.status, p.solver.gap, p.solver.best_bound_usd)
+                    p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start)
 
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
     added, removed, resized = _pools(a, b)
     wa = {w.name: w for w in a.workloads}
     wb = {w.name: w for w in b.workloads}
-    workloads = tuple(_workload(n, wa.get(n), wb.get(n)) for n in sorted(wa.keys() | wb.keys()))
+    frame, offset = _frame(a, b)
+    workloads = tuple(_workload(n, wa.get(n), wb.get(n), frame, offset) for n in sorted(wa.keys() | wb.keys()))
     ca, cb = a.cost_breakdown_usd, b.cost_breakdown_usd
     breakdown = tuple(Delta(k, ca.get(k), cb.get(k)) for k in sorted(ca.keys() | cb.keys())
                       if abs((ca.get(k) or 0.0) - (cb.get(k) or 0.0)) >= 0.005 or (k in ca) != (k in cb))
@@ -323,6 +343,14 @@ def cautions(d: PlanDiff) -> tuple[str, ...]:
         if d.plan_a.catalog_version != d.plan_b.catalog_version:
             out.append(f"the plans were priced on different catalogs ({d.plan_a.catalog_version} "
                        f"and {d.plan_b.catalog_version})")
+        starts = (d.plan_a.start, d.plan_b.start)
+        if None not in starts and starts[0] != starts[1]:
+            out.append(f"plan A starts in {starts[0]} and plan B in {starts[1]}: their months are "
+                       f"compared as calendar months")
+        elif starts.count(None) == 1:
+            dated, other = ("A", "B") if starts[0] else ("B", "A")
+            out.append(f"only plan {dated} is dated (start {starts[0] or starts[1]}): months are "
+                       f"compared by index, as if plan {other} started then too")
     return tuple(out)
 
 
@@ -361,6 +389,8 @@ def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]
         out.update({"spec_sha256": info.spec_sha256, "catalog_version": info.catalog_version,
                     "solver": info.solver, "status": info.status, "gap": _r(info.gap),
                     "best_bound_usd": _r(info.best_bound_usd)})
+        if info.start is not None:
+            out["start"] = info.start
     return out
 
 
@@ -432,8 +462,8 @@ def render_diff(d: PlanDiff, console) -> None:
     for side, info in (("A", d.plan_a), ("B", d.plan_b)):
         if info is not None:
             console.print(f"  {side}: {info.status}, gap {info.gap * 100:.2f}% ({info.solver}), "
-                          f"catalog {info.catalog_version}, spec sha256 {info.spec_sha256[:12]}",
-                          highlight=False)
+                          f"catalog {info.catalog_version}, spec sha256 {info.spec_sha256[:12]}"
+                          + (f", starts {info.start}" if info.start else ""), highlight=False)
     for caution in cautions(d):
         console.print(f"  [yellow]note: {caution}[/yellow]", highlight=False)
     if not d.changed:
