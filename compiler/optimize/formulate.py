@@ -491,113 +491,150 @@ def _training(st: "_State", w) -> None:
 
 
 def _cloud_pools(st: "_State") -> None:
-    """Reserved terms, on-demand hours (12), (12b), pinned pricing (12a), packing (13)."""
-    B, spec, cat, H = st.B, st.spec, st.cat, st.H
-    months, by_id, quota_gpu = st.months, st.by_id, st.quota_gpu
-    od_hours, packing, pools_cloud, pinned_hours = st.od_hours, st.packing, st.pools_cloud, st.pinned_hours
-    pin_path, reservations = st.pin_path, st.reservations
-    add = _add
-    for (s, i) in sorted(pools_cloud):
-        site = spec.site(s)
-        od_price = unit_costs.cloud_price(cat, site, i, "on_demand")
-        gpn = cat.instances[i].gpus
-        # A term may start in any month the pool may be used: one starting in a month it cannot be
-        # is no better than starting a month later (same cost or less, no useful hour lost).
-        starts = sorted(pools_cloud[(s, i)])
-        res_vars = []
-        for term in TERMS:
-            price = unit_costs.cloud_price(cat, site, i, term)
-            if price is None:
-                continue
-            tm = unit_costs.TERM_MONTHS[term]
-            for a in starts:
-                covered = min(H, a + tm) - a
-                paid = unit_costs.term_months_charged(term, a, H, spec.policy.after_horizon)
-                rn = B.var(res_name(s, i, term, a), "integer", None, family="reserved", site=s, instance=i,
-                           pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * paid})
-                res_vars.append((rn, a, tm))
-                reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
+    """Reserved terms, on-demand hours (12), (12b), pinned pricing (12a), packing (13): each cloud
+    pool's terms once, then its rows month by month."""
+    for (s, i) in sorted(st.pools_cloud):
+        res_vars = _reserved_terms(st, s, i)
+        gpn = st.cat.instances[i].gpus
         last_load: dict[str, float] = {}
-        for m in months:
-            hours = dict(od_hours.get((s, i, m), {}))
-            pack = packing.get((s, i, m))
-            pool_month = dict(site=s, instance=i, month=m)
+        for m in st.months:
+            hours = dict(st.od_hours.get((s, i, m), {}))
+            pack = st.packing.get((s, i, m))
             if pack:
-                # Replicas that each fill whole nodes make the node count integral already.
-                whole = all(v % gpn == 0 for v in pack.values())
-                vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND, family="inodes", **pool_month)
-                B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
-                      ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes",
-                      family="packing", **pool_month)  # (13)
-                for yn, g in sorted(pack.items()):
-                    if f"node_mix[{yn}]" not in B.cons:
-                        _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
+                vn = _cloud_packing(st, s, i, m, pack)
                 hours[vn] = hours.get(vn, 0.0) + HOURS_PER_MONTH
-                add(quota_gpu, (s, cat.instances[i].gpu, m), vn, gpn)
-            if m == H - 1:
+            if m == st.H - 1:
                 # the GPUs busy, not the replicas' node count: that one may exceed what they fill
-                last_load = {**od_hours.get((s, i, m), {}),
+                last_load = {**st.od_hours.get((s, i, m), {}),
                              **{yn: HOURS_PER_MONTH * g / gpn for yn, g in (pack or {}).items()}}
             if not hours:
                 continue
-            un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, family="ondemand",
-                       usd={"cloud_compute": od_price or 0.0}, **pool_month)
-            B.vars[un] = replace(B.vars[un], scale=HOURS_PER_MONTH)
-            terms = {un: 1.0, **{k: -v for k, v in hours.items()}}
-            for rn, a, tm in res_vars:
-                if a <= m < a + tm:
-                    terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
-            active_res = [rn for rn, a, tm in res_vars if a <= m < a + tm]
-            # (12b) a job runs on no more reserved nodes at once than the pool has free of
-            # replicas: its nodes beyond them run its hours on demand. Row (12) alone would let a
-            # 100-hour job use a reserved node's 730 hours. Jobs running all month: (12) says it.
-            jobs = [(xn, nh, by_id[B.vars[xn].candidate]) for xn, nh in sorted(od_hours.get((s, i, m), {}).items())]
-            jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
-            if active_res and jobs:
-                if pack:
-                    free = {_free_reserved(B, (s, i, m), active_res, inode_name(s, i, m),
-                                           _replica_nodes_most(B, pack, gpn), max(c.nodes for *_, c in jobs),
-                                           site.path): 1.0}
-                else:
-                    free = {rn: 1.0 for rn in active_res}
-                excess = {}
-                for xn, nh, c in jobs:
-                    h = nh / c.nodes
-                    job_month = dict(family="od_excess", workload=c.workload, candidate=c.id, month=m)
-                    en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", **job_month)
-                    row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
-                    B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
-                          f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}", **job_month)
-                    excess[en] = -1.0
-                B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
-                      f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
-                      f"can run on reserved nodes are bought on demand", family="ondemand_jobs", **pool_month)
-            B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
-                  f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand",
-                  family="ondemand", **pool_month)  # (12)
-            for term in ("on_demand", *TERMS):                                                    # (12a)
-                pinned = pinned_hours.get((s, i, m, term))
-                if not pinned:
-                    continue
-                who = sorted({B.vars[n].workload for n in pinned})
-                if term == "on_demand":
-                    row = {un: 1.0, **{k: -v for k, v in pinned.items()}}
-                else:
-                    row = {rn: HOURS_PER_MONTH for rn, a, tm in res_vars
-                           if a <= m < a + tm and tm == unit_costs.TERM_MONTHS[term]}
-                    row.update({k: -v for k, v in pinned.items()})
-                B.con(pin_pricing_name(s, i, term, m), "placement", row, ">=", 0.0,
-                      pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}",
-                      family="pin_pricing", pricing=term, **pool_month)
-                if term != "on_demand":
-                    for xn in sorted(pinned):   # and holds no more nodes at once than the term has
-                        c = by_id[B.vars[xn].candidate]
-                        rows = {rn: 1.0 for rn in row if B.vars[rn].family == "reserved"}
-                        B.con(pin_nodes_name(c.id, m), "placement", {**rows, xn: -float(c.nodes)}, ">=",
-                              0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved",
-                              family="pin_nodes", workload=c.workload, candidate=c.id, month=m)
-        if spec.policy.after_horizon == "continues":
+            un = _cloud_ondemand(st, s, i, m, hours, res_vars, pack)
+            _cloud_pinned(st, s, i, m, un, res_vars)
+        if st.spec.policy.after_horizon == "continues":
             _cloud_idle_tail(st, s, i, res_vars, last_load)
+
+
+def _reserved_terms(st: "_State", s: str, i: str) -> list[tuple[str, int, int]]:
+    """A cloud pool's reserved-term variables, (name, start month, term months) each, one per
+    term sold and month the pool may be used; recorded as the Problem's reservations too."""
+    site, H = st.spec.site(s), st.H
+    # A term may start in any month the pool may be used: one starting in a month it cannot be
+    # is no better than starting a month later (same cost or less, no useful hour lost).
+    starts = sorted(st.pools_cloud[(s, i)])
+    res_vars = []
+    for term in TERMS:
+        price = unit_costs.cloud_price(st.cat, site, i, term)
+        if price is None:
+            continue
+        tm = unit_costs.TERM_MONTHS[term]
+        for a in starts:
+            covered = min(H, a + tm) - a
+            paid = unit_costs.term_months_charged(term, a, H, st.spec.policy.after_horizon)
+            rn = st.B.var(res_name(s, i, term, a), "integer", None, family="reserved", site=s, instance=i,
+                          pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * paid})
+            res_vars.append((rn, a, tm))
+            st.reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
+    return res_vars
+
+
+def _cloud_packing(st: "_State", s: str, i: str, m: int, pack: Mapping[str, float]) -> str:
+    """(13) the whole nodes that carry a pool-month's replicas, their node cuts, and their GPUs in
+    the site's quota (4); returns the node-count variable."""
+    B, site, gpn = st.B, st.spec.site(s), st.cat.instances[i].gpus
+    pool_month = dict(site=s, instance=i, month=m)
+    # Replicas that each fill whole nodes make the node count integral already.
+    whole = all(v % gpn == 0 for v in pack.values())
+    vn = B.var(inode_name(s, i, m), "continuous" if whole else INODE_KIND, family="inodes", **pool_month)
+    B.con(f"packing[{s}/{i}@{m:03d}]", "packing", {vn: gpn, **{k: -v for k, v in pack.items()}},
+          ">=", 0.0, site.path, f"inference replicas on {i} at {s} fill whole nodes",
+          family="packing", **pool_month)  # (13)
+    for yn, g in sorted(pack.items()):
+        if f"node_mix[{yn}]" not in B.cons:
+            _add_node_cut(B, f"node_for[{yn}]", vn, yn, g, gpn, 0, site.path)
+    _add(st.quota_gpu, (s, st.cat.instances[i].gpu, m), vn, gpn)
+    return vn
+
+
+def _cloud_ondemand(st: "_State", s: str, i: str, m: int, hours: Mapping[str, float],
+                    res_vars: list[tuple[str, int, int]], pack: Mapping[str, float] | None) -> str:
+    """(12) a pool-month's on-demand node-hours: what its jobs and replicas run beyond the reserved
+    terms active that month, and (12b) beyond what each job can run on reserved nodes; returns
+    the on-demand variable."""
+    B, site = st.B, st.spec.site(s)
+    od_price = unit_costs.cloud_price(st.cat, site, i, "on_demand")
+    pool_month = dict(site=s, instance=i, month=m)
+    un = B.var(od_name(s, i, m), "continuous", None if od_price is not None else 0.0, family="ondemand",
+               usd={"cloud_compute": od_price or 0.0}, **pool_month)
+    B.vars[un] = replace(B.vars[un], scale=HOURS_PER_MONTH)
+    terms = {un: 1.0, **{k: -v for k, v in hours.items()}}
+    for rn, a, tm in res_vars:
+        if a <= m < a + tm:
+            terms[rn] = terms.get(rn, 0.0) + HOURS_PER_MONTH
+    active_res = [rn for rn, a, tm in res_vars if a <= m < a + tm]
+    _cloud_job_excess(st, s, i, m, un, active_res, pack)
+    B.con(f"ondemand[{s}/{i}@{m:03d}]", "cloud_capacity", terms, ">=", 0.0, f"{site.path}.pricing",
+          f"node-hours on {i} at {s} in month {m} beyond reserved nodes are bought on demand",
+          family="ondemand", **pool_month)  # (12)
+    return un
+
+
+def _cloud_job_excess(st: "_State", s: str, i: str, m: int, un: str, active_res: list[str],
+                      pack: Mapping[str, float] | None) -> None:
+    """(12b) a job runs on no more reserved nodes at once than the pool has free of replicas: its
+    nodes beyond them run its hours on demand. Row (12) alone would let a 100-hour job use a
+    reserved node's 730 hours. Jobs running all month: (12) says it."""
+    B, site = st.B, st.spec.site(s)
+    jobs = [(xn, nh, st.by_id[B.vars[xn].candidate]) for xn, nh in sorted(st.od_hours.get((s, i, m), {}).items())]
+    jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
+    if not (active_res and jobs):
+        return
+    if pack:
+        free = {_free_reserved(B, (s, i, m), active_res, inode_name(s, i, m),
+                               _replica_nodes_most(B, pack, st.cat.instances[i].gpus),
+                               max(c.nodes for *_, c in jobs), site.path): 1.0}
+    else:
+        free = {rn: 1.0 for rn in active_res}
+    excess = {}
+    for xn, nh, c in jobs:
+        h = nh / c.nodes
+        job_month = dict(family="od_excess", workload=c.workload, candidate=c.id, month=m)
+        en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", **job_month)
+        row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
+        B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
+              f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}", **job_month)
+        excess[en] = -1.0
+    B.con(f"ondemand_jobs[{s}/{i}@{m:03d}]", "cloud_capacity", {un: 1.0, **excess}, ">=", 0.0,
+          f"{site.path}.pricing", f"node-hours on {i} at {s} in month {m} beyond what each job "
+          f"can run on reserved nodes are bought on demand", family="ondemand_jobs",
+          site=s, instance=i, month=m)
+
+
+def _cloud_pinned(st: "_State", s: str, i: str, m: int, un: str, res_vars: list[tuple[str, int, int]]) -> None:
+    """(12a) work pinned to a pricing in a cloud pool-month: on demand buys its node-hours there; a
+    reserved term's work runs on that term's nodes and holds no more of them at once than it has."""
+    B, by_id, pin_path = st.B, st.by_id, st.pin_path
+    for term in ("on_demand", *TERMS):
+        pinned = st.pinned_hours.get((s, i, m, term))
+        if not pinned:
+            continue
+        who = sorted({B.vars[n].workload for n in pinned})
+        if term == "on_demand":
+            row = {un: 1.0, **{k: -v for k, v in pinned.items()}}
+        else:
+            row = {rn: HOURS_PER_MONTH for rn, a, tm in res_vars
+                   if a <= m < a + tm and tm == unit_costs.TERM_MONTHS[term]}
+            row.update({k: -v for k, v in pinned.items()})
+        B.con(pin_pricing_name(s, i, term, m), "placement", row, ">=", 0.0,
+              pin_path[who[0]], f"{', '.join(who)} pinned to {term} on {i} at {s} in month {m}",
+              family="pin_pricing", pricing=term, site=s, instance=i, month=m)
+        if term != "on_demand":
+            for xn in sorted(pinned):   # and holds no more nodes at once than the term has
+                c = by_id[B.vars[xn].candidate]
+                rows = {rn: 1.0 for rn in row if B.vars[rn].family == "reserved"}
+                B.con(pin_nodes_name(c.id, m), "placement", {**rows, xn: -float(c.nodes)}, ">=",
+                      0.0, pin_path[c.workload], f"{c.id} pinned to {term}: its nodes are reserved",
+                      family="pin_nodes", workload=c.workload, candidate=c.id, month=m)
 
 
 def _cloud_idle_tail(st: "_State", s: str, i: str, res_vars: list[tuple[str, int, int]],
@@ -680,87 +717,122 @@ def _quotas(st: "_State") -> None:
 
 def _onprem_pools(st: "_State") -> None:
     """Bought nodes, fabric (5), capacity (6) and the valid cuts of on-prem pools."""
-    B, spec, cat, H = st.B, st.spec, st.cat, st.H
-    months, by_id, onprem_gpu = st.months, st.by_id, st.onprem_gpu
-    fabric_users, pools_onprem = st.fabric_users, st.pools_onprem
-    pool_peak, base_fabrics = st.pool_peak, st.base_fabrics
-    by_site, candidates = st.by_site, st.candidates
-    for (s, i) in sorted(pools_onprem):
-        site: OnPremSite = spec.site(s)
-        node = cat.onprem_nodes[i]
-        owned = owned_nodes(site, i)
-        # Never more nodes than the busiest month could fill (each training workload at its
-        # largest candidate here, each service at the replicas that carry it alone): the bound
-        # and the fabric link's big-M. (Site limits stay constraints, so explain.py can relax them.)
-        peak = max((sum(v.values()) for (ss, ii, _m), v in pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
-        cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
-        if any(k[:2] == (s, i) and k[3] == "purchase" for k in st.pinned_gpus):
-            cap_nodes = math.ceil(peak / node.gpus - 1e-9)   # work pinned to purchase leaves owned nodes idle
-        if spec.policy.caps_cloud_share:
-            # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
-            # down, so only the site's own limits bound the purchase.
-            cap_nodes = site_new_nodes(site, node)
-        # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
-        # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
-        base_fabric = base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(candidates.by_workload, s, i), cat)
-        base = unit_costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
-        pool = dict(site=s, instance=i)
-        bn = B.var(buy_name(s, i), "integer", float(cap_nodes), family="buy", **pool,
-                   usd={"capex": unit_costs.capex_charged(node, H, spec.policy.after_horizon),
-                        "support": unit_costs.support_cost(node, H), "fabric": base})
-        by_site.setdefault(s, []).append(i)
-        fabrics = sorted({f for (ss, ii, f) in fabric_users if (ss, ii) == (s, i)})
-        if fabrics:
-            sel = {}
-            for f in fabrics:
-                fn = B.var(fab_name(s, i, f), "binary", family="fab", fabric=f, **pool)
-                sel[fn] = 1.0
-                fab = cat.fabrics.get(f)
-                zn = B.var(fabn_name(s, i, f), "continuous", None, family="fabnodes", fabric=f, **pool,
-                           usd={"fabric": (unit_costs.fabric_cost_per_node(fab) - base) if fab else 0.0})
-                B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
-                      ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}",
-                      family="fabric_nodes", fabric=f, **pool)
-                for cid in fabric_users[(s, i, f)]:
-                    B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
-                          site.path, f"{cid} needs the pool's fabric to be {f}", family="fabric_use",
-                          workload=by_id[cid].workload, candidate=cid)
-            B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
-                  f"one fabric for the {i} pool at {s}", family="fabric", **pool)  # (5)
-        # Valid inequality: a job bigger than the owned nodes buys the rest (the capacity rows
-        # alone let a half-chosen job sit on owned nodes for free).
-        for cid in sorted({n for (ss, ii, _m), t in onprem_gpu.items() if (ss, ii) == (s, i)
-                           for n in t if B.vars[n].family == "x"}):
-            job = by_id[B.vars[cid].candidate]
-            extra = math.ceil(job.gpus / node.gpus - 1e-9) - owned
-            if 0 < extra <= cap_nodes:
-                B.con(f"buy_for[{job.id}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
-                      f"valid inequality: {job.id} needs {extra} bought {i} nodes", family="buy_for",
-                      workload=job.workload, candidate=job.id)
-        for m in months:
-            terms = onprem_gpu.get((s, i, m))
-            for yn, g in sorted((terms or {}).items()):
-                if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
-                    _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
-            if m == H - 1 and spec.policy.after_horizon == "continues":
-                _onprem_idle_tail(st, s, i, bn, terms or {})
-            if terms:
-                B.con(capacity_name(s, i, m), "capacity",
-                      {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
-                      site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought",
-                      family="capacity", month=m, **pool)  # (6)
-            for pricing in ("owned", "purchase"):                                                  # (12a)
-                pinned = st.pinned_gpus.get((s, i, m, pricing))
-                if not pinned:
-                    continue
-                who = sorted({B.vars[n].workload for n in pinned})
-                row = {k: -v for k, v in pinned.items()}
-                if pricing == "purchase":
-                    row[bn] = float(node.gpus)
-                B.con(pin_pricing_name(s, i, pricing, m), "placement", row, ">=",
-                      -float(owned * node.gpus) if pricing == "owned" else 0.0, st.pin_path[who[0]],
-                      f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}",
-                      family="pin_pricing", pricing=pricing, month=m, **pool)
+    for (s, i) in sorted(st.pools_onprem):
+        cap_nodes = _buy_bound(st, s, i)
+        bn = _bought_nodes(st, s, i, cap_nodes)
+        _pool_fabrics(st, s, i, bn, cap_nodes)
+        _buy_for_cuts(st, s, i, bn, cap_nodes)
+        for m in st.months:
+            _onprem_month(st, s, i, m, bn)
+
+
+def _buy_bound(st: "_State", s: str, i: str) -> int:
+    """The most nodes a pool may buy: never more than the busiest month could fill (each training
+    workload at its largest candidate here, each service at the replicas that carry it alone),
+    also the fabric link's big-M. Site limits stay constraints, so explain.py can relax them."""
+    site: OnPremSite = st.spec.site(s)
+    node = st.cat.onprem_nodes[i]
+    owned = owned_nodes(site, i)
+    peak = max((sum(v.values()) for (ss, ii, _m), v in st.pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
+    cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+    if any(k[:2] == (s, i) and k[3] == "purchase" for k in st.pinned_gpus):
+        cap_nodes = math.ceil(peak / node.gpus - 1e-9)   # work pinned to purchase leaves owned nodes idle
+    if st.spec.policy.caps_cloud_share:
+        # Under a cloud-share cap an idle bought node can be what keeps the cloud's share
+        # down, so only the site's own limits bound the purchase.
+        cap_nodes = site_new_nodes(site, node)
+    return cap_nodes
+
+
+def _bought_nodes(st: "_State", s: str, i: str, cap_nodes: int) -> str:
+    """b_q, the pool's bought nodes, at capex, support and the cheapest fabric offered; returns
+    its name."""
+    spec, cat = st.spec, st.cat
+    node = cat.onprem_nodes[i]
+    # Every bought node is wired with some fabric: the cheapest the site offers is in b_q's own
+    # cost; choosing a dearer one (because a multi-node job needs it) pays the difference.
+    base_fabric = st.base_fabrics[(s, i)] = pool_base_fabric(problem_cands_at(st.candidates.by_workload, s, i), cat)
+    base = unit_costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
+    bn = st.B.var(buy_name(s, i), "integer", float(cap_nodes), family="buy", site=s, instance=i,
+                  usd={"capex": unit_costs.capex_charged(node, st.H, spec.policy.after_horizon),
+                       "support": unit_costs.support_cost(node, st.H), "fabric": base})
+    st.by_site.setdefault(s, []).append(i)
+    return bn
+
+
+def _pool_fabrics(st: "_State", s: str, i: str, bn: str, cap_nodes: int) -> None:
+    """(5) one fabric for a pool its multi-node jobs need: a binary per fabric they ask for, the
+    bought nodes wired with it (paying the difference to the base fabric), and each job's link."""
+    B, cat, site = st.B, st.cat, st.spec.site(s)
+    pool = dict(site=s, instance=i)
+    fabrics = sorted({f for (ss, ii, f) in st.fabric_users if (ss, ii) == (s, i)})
+    if not fabrics:
+        return
+    base_fabric = st.base_fabrics[(s, i)]
+    base = unit_costs.fabric_cost_per_node(cat.fabrics[base_fabric]) if base_fabric in cat.fabrics else 0.0
+    sel = {}
+    for f in fabrics:
+        fn = B.var(fab_name(s, i, f), "binary", family="fab", fabric=f, **pool)
+        sel[fn] = 1.0
+        fab = cat.fabrics.get(f)
+        zn = B.var(fabn_name(s, i, f), "continuous", None, family="fabnodes", fabric=f, **pool,
+                   usd={"fabric": (unit_costs.fabric_cost_per_node(fab) - base) if fab else 0.0})
+        B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
+              ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}",
+              family="fabric_nodes", fabric=f, **pool)
+        for cid in st.fabric_users[(s, i, f)]:
+            B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
+                  site.path, f"{cid} needs the pool's fabric to be {f}", family="fabric_use",
+                  workload=st.by_id[cid].workload, candidate=cid)
+    B.con(f"fabric[{s}/{i}]", "fabric", sel, "<=", 1.0, site.path,
+          f"one fabric for the {i} pool at {s}", family="fabric", **pool)  # (5)
+
+
+def _buy_for_cuts(st: "_State", s: str, i: str, bn: str, cap_nodes: int) -> None:
+    """Valid inequality: a job bigger than the owned nodes buys the rest (the capacity rows alone
+    let a half-chosen job sit on owned nodes for free)."""
+    B, site = st.B, st.spec.site(s)
+    node = st.cat.onprem_nodes[i]
+    owned = owned_nodes(site, i)
+    for cid in sorted({n for (ss, ii, _m), t in st.onprem_gpu.items() if (ss, ii) == (s, i)
+                       for n in t if B.vars[n].family == "x"}):
+        job = st.by_id[B.vars[cid].candidate]
+        extra = math.ceil(job.gpus / node.gpus - 1e-9) - owned
+        if 0 < extra <= cap_nodes:
+            B.con(f"buy_for[{job.id}]", "cut", {bn: 1.0, cid: -float(extra)}, ">=", 0.0, site.path,
+                  f"valid inequality: {job.id} needs {extra} bought {i} nodes", family="buy_for",
+                  workload=job.workload, candidate=job.id)
+
+
+def _onprem_month(st: "_State", s: str, i: str, m: int, bn: str) -> None:
+    """An on-prem pool's rows of one month: its replicas' node cuts, (16) the idle tail after the
+    last month, (6) capacity, and (12a) work pinned to owned or bought nodes."""
+    B, site = st.B, st.spec.site(s)
+    node = st.cat.onprem_nodes[i]
+    owned = owned_nodes(site, i)
+    terms = st.onprem_gpu.get((s, i, m))
+    for yn, g in sorted((terms or {}).items()):
+        if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
+            _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
+    if m == st.H - 1 and st.spec.policy.after_horizon == "continues":
+        _onprem_idle_tail(st, s, i, bn, terms or {})
+    if terms:
+        B.con(capacity_name(s, i, m), "capacity",
+              {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),
+              site.path, f"GPUs in use on {i} at {s} in month {m} fit the nodes owned and bought",
+              family="capacity", month=m, site=s, instance=i)  # (6)
+    for pricing in ("owned", "purchase"):                                                  # (12a)
+        pinned = st.pinned_gpus.get((s, i, m, pricing))
+        if not pinned:
+            continue
+        who = sorted({B.vars[n].workload for n in pinned})
+        row = {k: -v for k, v in pinned.items()}
+        if pricing == "purchase":
+            row[bn] = float(node.gpus)
+        B.con(pin_pricing_name(s, i, pricing, m), "placement", row, ">=",
+              -float(owned * node.gpus) if pricing == "owned" else 0.0, st.pin_path[who[0]],
+              f"{', '.join(who)} pinned to {pricing} nodes of {i} at {s} in month {m}",
+              family="pin_pricing", pricing=pricing, month=m, site=s, instance=i)
 
 
 def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str, float]) -> None:
