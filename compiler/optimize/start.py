@@ -193,78 +193,118 @@ class _Ledger:
 
 def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
     """Values for the integer variables of a plausible plan, or None where none is obvious."""
-    spec, cat = problem.spec, problem.candidates.catalog
-    H = spec.horizon_months
     kind = {v.name: v for v in problem.variables}
     vals: dict[str, float] = {n: 0.0 for n, v in kind.items() if v.kind != "continuous"}
     ledger = _Ledger(problem, kind)
     storage_need: dict[tuple[str, int], float] = {}
     od_hours: dict[tuple[str, str, int], float] = {}      # cloud node-hours a month, before reserving
-
-    for w in spec.workloads:
+    for w in problem.spec.workloads:
         cands = problem.chosen_from.get(w.name, ())
         if not cands:
             return None
         if isinstance(w, InferenceWorkload):
-            demand = problem.demand[w.name]
-            cost = {c.id: _rank(problem, c)[0] for c in cands}
-            ranked = sorted(cands, key=lambda c: (cost[c.id], c.id))
-            # Spread over the k cheapest sites, each carrying 1/(k-1) of the load, so the
-            # service survives losing any one (k = 1 and the whole load without that need);
-            # a site whose limits cannot take its share is passed over.
-            # One candidate per site: replicas at one site do not survive its loss.
-            most_gpus = spec.policy.max_gpu_types_per_service or len(ranked)
-            first: dict[str, Candidate] = {}
-            for c in ranked:
-                if c.site not in first and (c.gpu in {d.gpu for d in first.values()}
-                                            or len({d.gpu for d in first.values()}) < most_gpus):
-                    first[c.site] = c
-            best_per_site = list(first.values())     # in rank order, as `ranked` is
-            most_sites = spec.policy.max_sites_per_service or len(best_per_site)
-            ks = range(2, min(len(best_per_site), most_sites) + 1) if w.slo.availability >= 0.999 else (1,)
-            if not ks:
-                return None
-            k = min(ks, key=lambda k: (sum(cost[c.id] for c in best_per_site[:k]) / max(1, k - 1), k))
-            share = 1.0 / max(1, k - 1)
-            placed, used, gpus = 0, set(), set()
-            for c in ranked:
-                if c.site in used or (c.gpu not in gpus and len(gpus) >= most_gpus):
-                    continue   # one candidate a site; the policy's GPU types a service
-                reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
-                        for m, d in enumerate(demand) if d > 0}
-                if any(y > (kind[F.y_name(c, m)].ub or math.inf) for m, y in reps.items()):
-                    continue   # a capped candidate (reductions.replica_caps): a better one is in its pool
-                if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}):
-                    continue
-                for m, y in reps.items():
-                    vals[F.y_name(c, m)] = float(y)
-                used.add(c.site)
-                gpus.add(c.gpu)
-                placed += 1
-                if placed == k:
-                    break
-            if placed < k:
-                return None
-            _to_mixes(problem, w.name, cands, vals, ledger)
-            continue
-        for c in sorted(cands, key=lambda c: _rank(problem, c)):
-            months = {m: float(c.gpus) for m, h in c.usage if m < H and h > 0}
-            if ledger.add(c, months):
-                break
+            placed = _place_service(problem, w, cands, kind, vals, ledger)
         else:
+            placed = _place_job(problem, w, cands, vals, ledger, storage_need, od_hours)
+        if not placed:
             return None
-        vals[F.x_name(c)] = 1.0
-        ckpt = checkpoint_tb(w, cat)
-        for m in months:
-            storage_need[(c.site, m)] = storage_need.get((c.site, m), 0.0) + (
-                (w.data.dataset_tb if w.data else 0.0) + ckpt)
-        if c.site_type == "cloud" and not c.spot:
-            for m, h in c.usage:
-                if m < H and h > 0:
-                    od_hours[(c.site, c.instance, m)] = od_hours.get((c.site, c.instance, m), 0.0) + c.nodes * h
+    _whole_nodes(problem, kind, vals, ledger, od_hours)
+    _open_storage(problem, kind, vals, storage_need)
+    # The operability indicators the replicas imply (one candidate a site, the same every month:
+    # within any limit's reach); the solver rejects the start if a row says otherwise.
+    vals.update(F.limit_indicators(problem, vals))
+    return vals if _within_bounds(kind, vals) else None
 
-    # Whole nodes: bought on-prem for the busiest month (the ledger kept them within the site's
-    # limits and the variables' bounds), rented per month in the cloud.
+
+def _place_service(problem: F.Problem, w: InferenceWorkload, cands, kind, vals: dict[str, float],
+                   ledger: "_Ledger") -> bool:
+    """A service's replicas on its cheapest sites (`_site_count` of them), then down to a minimal
+    mix each month; False where the sites' limits leave too few."""
+    cost = {c.id: _rank(problem, c)[0] for c in cands}
+    ranked = sorted(cands, key=lambda c: (cost[c.id], c.id))
+    k = _site_count(problem.spec, w, ranked, cost)
+    if k is None or not _place_replicas(problem, w, ranked, k, kind, vals, ledger):
+        return False
+    _to_mixes(problem, w.name, cands, vals, ledger)
+    return True
+
+
+def _site_count(spec, w: InferenceWorkload, ranked: list[Candidate], cost: Mapping[str, float]) -> int | None:
+    """How many sites carry a service: spread over the k cheapest sites, each carrying 1/(k-1) of
+    the load, so the service survives losing any one (k = 1 and the whole load without that
+    need). One candidate per site (replicas at one site do not survive its loss), within the
+    policy's GPU types and sites a service. None where no k will do."""
+    most_gpus = spec.policy.max_gpu_types_per_service or len(ranked)
+    first: dict[str, Candidate] = {}
+    for c in ranked:
+        if c.site not in first and (c.gpu in {d.gpu for d in first.values()}
+                                    or len({d.gpu for d in first.values()}) < most_gpus):
+            first[c.site] = c
+    best_per_site = list(first.values())     # in rank order, as `ranked` is
+    most_sites = spec.policy.max_sites_per_service or len(best_per_site)
+    ks = range(2, min(len(best_per_site), most_sites) + 1) if w.slo.availability >= 0.999 else (1,)
+    if not ks:
+        return None
+    return min(ks, key=lambda k: (sum(cost[c.id] for c in best_per_site[:k]) / max(1, k - 1), k))
+
+
+def _place_replicas(problem: F.Problem, w: InferenceWorkload, ranked: list[Candidate], k: int, kind,
+                    vals: dict[str, float], ledger: "_Ledger") -> bool:
+    """Each of k sites carries 1/(k-1) of the demand on its first candidate in rank order that its
+    limits and the replica bounds admit; a site whose limits cannot take its share is passed
+    over. Whether k sites took it."""
+    most_gpus = problem.spec.policy.max_gpu_types_per_service or len(ranked)
+    demand = problem.demand[w.name]
+    share = 1.0 / max(1, k - 1)
+    placed, used, gpus = 0, set(), set()
+    for c in ranked:
+        if c.site in used or (c.gpu not in gpus and len(gpus) >= most_gpus):
+            continue   # one candidate a site; the policy's GPU types a service
+        reps = {m: F.replicas_needed(d * share, c.estimate.tokens_per_s)
+                for m, d in enumerate(demand) if d > 0}
+        if any(y > (kind[F.y_name(c, m)].ub or math.inf) for m, y in reps.items()):
+            continue   # a capped candidate (reductions.replica_caps): a better one is in its pool
+        if not ledger.add(c, {m: y * c.gpus for m, y in reps.items()}):
+            continue
+        for m, y in reps.items():
+            vals[F.y_name(c, m)] = float(y)
+        used.add(c.site)
+        gpus.add(c.gpu)
+        placed += 1
+        if placed == k:
+            break
+    return placed >= k
+
+
+def _place_job(problem: F.Problem, w, cands, vals: dict[str, float], ledger: "_Ledger",
+               storage_need: dict[tuple[str, int], float], od_hours: dict[tuple[str, str, int], float]) -> bool:
+    """A training job on its cheapest candidate that fits (priced alone), its data and checkpoints
+    counted at its site and its non-spot cloud node-hours kept for reserving; False where none fits."""
+    H, cat = problem.spec.horizon_months, problem.candidates.catalog
+    for c in sorted(cands, key=lambda c: _rank(problem, c)):
+        months = {m: float(c.gpus) for m, h in c.usage if m < H and h > 0}
+        if ledger.add(c, months):
+            break
+    else:
+        return False
+    vals[F.x_name(c)] = 1.0
+    ckpt = checkpoint_tb(w, cat)
+    for m in months:
+        storage_need[(c.site, m)] = storage_need.get((c.site, m), 0.0) + (
+            (w.data.dataset_tb if w.data else 0.0) + ckpt)
+    if c.site_type == "cloud" and not c.spot:
+        for m, h in c.usage:
+            if m < H and h > 0:
+                od_hours[(c.site, c.instance, m)] = od_hours.get((c.site, c.instance, m), 0.0) + c.nodes * h
+    return True
+
+
+def _whole_nodes(problem: F.Problem, kind, vals: dict[str, float], ledger: "_Ledger",
+                 od_hours: dict[tuple[str, str, int], float]) -> None:
+    """Whole nodes: bought on-prem for the busiest month (the ledger kept them within the site's
+    limits and the variables' bounds), rented per month in the cloud and reserved where that pays;
+    each on-prem pool's fabric."""
+    spec, cat = problem.spec, problem.candidates.catalog
     onprem_pools = set()
     for (s, i, m), g in ledger.gpus.items():
         if isinstance(spec.site(s), OnPremSite):
@@ -283,7 +323,11 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
         if name in kind:
             vals[name] = 1.0
 
-    # Storage: open the cheapest tier that holds the month's data.
+
+def _open_storage(problem: F.Problem, kind, vals: dict[str, float],
+                  storage_need: Mapping[tuple[str, int], float]) -> None:
+    """Storage: open the cheapest tier that holds the month's data beyond what the site has."""
+    spec, cat = problem.spec, problem.candidates.catalog
     for (s, m), tb in storage_need.items():
         tiers = unit_costs.storage_tiers(cat, spec.site(s))
         tb -= getattr(spec.site(s), "existing_storage_tb", 0.0)
@@ -294,12 +338,12 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
         name = F.sopen_name(s, t.name, m)
         if name in kind:
             vals[name] = 1.0
-    # The operability indicators the replicas imply (one candidate a site, the same every month:
-    # within any limit's reach); the solver rejects the start if a row says otherwise.
-    vals.update(F.limit_indicators(problem, vals))
-    # Never beyond a variable's bound (a replica count capped by its month's need, say).
+
+
+def _within_bounds(kind, vals: Mapping[str, float]) -> bool:
+    """Never beyond a variable's bound (a replica count capped by its month's need, say)."""
     for n, v in vals.items():
         ub = 1.0 if kind[n].kind == "binary" else kind[n].ub
         if ub is not None and v > ub + 1e-9:
-            return None
-    return vals
+            return False
+    return True
