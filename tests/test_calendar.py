@@ -411,3 +411,19 @@ def test_diff_names_a_reserved_terms_start_by_its_calendar_month():
 
 def _tree_plan(case: str):
     return from_dict(json.loads(_tree(case, None)["plan.json"]))
+
+
+# ---------------------------------------------------------------------------- infeasibility
+
+@pytest.mark.parametrize("start,when", [(None, " in month "), ("2027-01", " in 2027-")])
+def test_an_infeasible_month_is_named_as_the_spec_names_months(start, when):
+    from compiler.optimize import optimize
+    from optimize_fixtures import candidates, cloud, spec, train_cand, training
+
+    aws = cloud(quotas={"H100": 8}, index=0)
+    w = training("big")
+    sp = replace(spec([aws], [w]), start=start)
+    with pytest.raises(CompileError) as err:
+        optimize(candidates(sp, [train_cand(w, aws, "p5.48xlarge", 4, 500.0)]))
+    (d,) = [d for d in err.value.diagnostics if "quota" in d.message]
+    assert f"24 GPUs short{when}" in d.message

@@ -15,6 +15,7 @@ from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path
 from compiler.optimize.formulate import Constraint, Problem, series_name
 from compiler.optimize.settings import DEFAULT
 from compiler.optimize.solve import solve
+from compiler.plan import Calendar
 
 PENALTY = DEFAULT.penalties
 
@@ -60,8 +61,10 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
     return CompileError(diags, exit_code=EXIT_INFEASIBLE)
 
 
-def _month(c: Constraint) -> str:
-    return f" in month {c.month}" if c.month is not None else ""
+def _month(c: Constraint, spec) -> str:
+    """The row's month in running text (its calendar month where the spec has a start); nothing
+    for a row of no month."""
+    return f" in {Calendar(spec.start).month(c.month)}" if c.month is not None else ""
 
 
 def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
@@ -71,7 +74,7 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
         return (f"{c.site}'s power budget of {site.power_kw:g} kW is {amount:,.1f} kW short of what the "
                 f"workloads placed there need ({site.power_kw + amount:,.1f} kW)")
     if c.group == "quota":
-        return (f"the {c.gpu} quota at {c.site} ({c.rhs:g} GPUs) is {amount:,.0f} GPUs short{_month(c)}: "
+        return (f"the {c.gpu} quota at {c.site} ({c.rhs:g} GPUs) is {amount:,.0f} GPUs short{_month(c, spec)}: "
                 f"the workloads that can only run there need {c.rhs + amount:,.0f}")
     if c.group == "racks":
         return f"{c.site} needs {amount:,.1f} more racks than max_racks allows ({c.meaning})"
@@ -88,10 +91,10 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
             lost = c.without
             remaining = sorted({cd.site for cd in problem.chosen_from.get(w, ()) if cd.site != lost})
             where = ", ".join(remaining) if remaining else "no other site"
-            return (f"{w} needs {need:,.0f} output tokens/s{_month(c)} without {lost} "
+            return (f"{w} needs {need:,.0f} output tokens/s{_month(c, spec)} without {lost} "
                     f"(slo.availability >= 0.999) but only {where} remains, and it carries "
                     f"{max(have, 0):,.0f} tokens/s within its limits")
-        return (f"{w} needs {need:,.0f} output tokens/s{_month(c)} but its candidates carry only "
+        return (f"{w} needs {need:,.0f} output tokens/s{_month(c, spec)} but its candidates carry only "
                 f"{max(have, 0):,.0f} within the site limits")
     if c.group == "placement":
         return f"{_placed(c)} cannot be placed on any candidate within the site limits"
@@ -105,12 +108,12 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
                 f"policy.max_gpu_types_per_service allows {c.rhs:g}")
     if c.family == "pool_life":
         return (f"{c.instance} at {c.site} would carry replicas for fewer months than policy.min_pool_months "
-                f"allows{_month(c)} ({c.meaning})")
+                f"allows{_month(c, spec)} ({c.meaning})")
     if c.family == "mix_hold":
         return (f"{c.workload} must change its replica mix more often than policy.min_months_per_mix "
-                f"allows{_month(c)} ({c.meaning})")
+                f"allows{_month(c, spec)} ({c.meaning})")
     if c.group == "capacity":
-        return f"{c.site}/{c.instance} is {amount:,.0f} GPUs short{_month(c)} ({c.meaning})"
+        return f"{c.site}/{c.instance} is {amount:,.0f} GPUs short{_month(c, spec)} ({c.meaning})"
     return f"{c.name}: {c.meaning} (short by {amount:,.2f})"
 
 
