@@ -357,14 +357,6 @@ class Calendar:
             return self.month(first) if first == last else self.span(first, last)
         return f"months {self.span(first, last)}"
 
-    def months_of(self, months) -> str:
-        """Months as runs in running text: 'months 0-1, 3', 'month 3', or '2027-01..2027-02, 2027-04'."""
-        months = list(months)
-        text = self.runs(months)
-        if self.dated:
-            return text
-        return f"month {text}" if len(months) == 1 else f"months {text}"
-
     def period(self, horizon: int) -> str:
         """The horizon's months first to last: '0-35', or '2027-01..2029-12'."""
         return self.span(0, horizon - 1)
