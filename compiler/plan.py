@@ -245,6 +245,20 @@ class Commitment:
 
 
 @dataclass(frozen=True)
+class Held:
+    """A commitment already bought at a cloud site (the spec's `reserved`): paid to its end
+    whatever the plan does, so its cost is sunk, shown apart from the plan's total; its nodes
+    are the plan's to use first in the months it covers."""
+    site: str
+    instance: str
+    term: str                     # reserved_1y | reserved_3y: the rate it is paid at
+    nodes: int
+    until_month: int              # the first month of the horizon it no longer covers
+    sunk_usd: float               # what it costs from month 0 to its end, at its term's rate
+    monthly_used: tuple[float, ...] = ()   # its nodes the plan runs work on, month by month
+
+
+@dataclass(frozen=True)
 class AfterHorizon:
     """policy.after_horizon and every commitment that outlives the horizon, by pool and pricing."""
     rule: str = "prorated"        # prorated | full | continues
@@ -283,6 +297,13 @@ class Plan:
     operability: OperabilityPlan | None = None
     after_horizon: AfterHorizon = AfterHorizon()
     start: str | None = None      # the spec's `start`: month 0 as YYYY-MM (None: undated)
+    held: tuple[Held, ...] = ()   # commitments already bought (sunk, not in total_cost_usd)
+
+    @property
+    def sunk_usd(self) -> float:
+        """What the commitments already bought cost in the horizon and after it: not the plan's
+        to decide, so not in its total."""
+        return sum(h.sunk_usd for h in self.held)
 
     @property
     def calendar(self) -> "Calendar":
@@ -417,6 +438,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["operability"]      # a spec without operability limits: no key
     if d["start"] is None:
         del d["start"]            # a spec without a start: no key
+    if not d["held"]:
+        del d["held"]             # no commitments already bought: no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {
@@ -464,6 +487,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         operability=_operability(d.get("operability")),
         after_horizon=_after_horizon(d.get("after_horizon")),
         start=d.get("start"),
+        held=tuple(Held(**{**h, "monthly_used": tuple(h.get("monthly_used", ()))}) for h in d.get("held", ())),
     )
 
 

@@ -91,7 +91,7 @@ class Reservation:
     site: str
     instance: str
     term: str                                    # reserved_1y | reserved_3y
-    start: int
+    start: int                                   # negative: bought before the horizon, held
     months: range
 
 

@@ -22,6 +22,9 @@ leaves the rest to the schema's own diagnostics.
        (a warning instead with allow_unpriced_regions: the site then gets no candidates)
   E216 existing storage at a site smaller than a dataset whose home is that site
   E217 a training job pinned to spot pricing while policy.max_spot_share is below 1
+  E218 a commitment already bought (a cloud site's `reserved`) that the catalog does not sell
+       in the site's region, whose term cannot reach `until`, or with no `start` to date it
+       (a warning where it ended before `start`: it is left out)
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from typing import Any, Iterator
 
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import Diagnostic, Path, did_you_mean
+from compiler.plan import MONTH_PATTERN, month_number
 from compiler.resources import schema as load_schema
 from compiler.source import Document
+from compiler.spec import TERM_MONTHS
 
 DAYS_PER_MONTH = 30.4167  # 365 / 12
 CLOUD_PRICING = ("on_demand", "spot", "reserved_1y", "reserved_3y")
@@ -167,6 +172,8 @@ class _Checker:
     def site_checks(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         if site.get("type") == "cloud":
             yield from self.priced_region(path, site)
+            for j, held in enumerate(_list(site.get("reserved"))):
+                yield from self.held_reservation(path + ("reserved", j), site, _dict(held))
         for gpu in sorted(_dict(site.get("quotas")), key=str):
             yield from self.gpu_ref(path + ("quotas", gpu), gpu, key=True)
         nodes = self.catalog.onprem_nodes
@@ -183,6 +190,41 @@ class _Checker:
             yield self.diag("E212", path + ("owned", j, "instance"),
                             f"unknown on-prem node model '{inst}'", hint)
         yield from self.existing_storage(path, site)
+
+    def held_reservation(self, path: Path, site: dict, held: dict) -> Iterator[Diagnostic]:
+        """E218: a commitment already bought is of an instance sold in the site's region, ends
+        within its term after `start`, and is dated by a `start`."""
+        inst, provider, region = _str(held.get("instance")), site.get("provider"), site.get("region")
+        if inst is not None and isinstance(provider, str) and isinstance(region, str):
+            sold = sorted(n for n, i in self.catalog.instances.items()
+                          if i.provider == provider and region in i.regions)
+            if inst not in sold:
+                hint = did_you_mean(inst, sold) or ""
+                hint += ((" " if hint else "") + f"{provider} instances sold in {region}: "
+                         + ", ".join(sold)) if sold else f"the catalog sells no {provider} instance in {region}"
+                yield self.diag("E218", path + ("instance",),
+                                f"a reservation of '{inst}' at {region}: the catalog does not sell it there", hint)
+        until, start, term = _str(held.get("until")), _str(self.data.get("start")), held.get("term", "reserved_1y")
+        if until is None or not re.match(MONTH_PATTERN, until):
+            return      # the schema says what is wrong with it
+        if start is None:
+            yield self.diag("E218", path + ("until",), f"a reservation held until {until}, and the spec has no start",
+                            "add `start: YYYY-MM` at the top: the month the plan's month 0 is")
+            return
+        if not re.match(MONTH_PATTERN, start) or term not in TERM_MONTHS:
+            return
+        months = month_number(until) - month_number(start)
+        if months <= 0:
+            yield self.diag("E218", path + ("until",), f"a reservation held until {until} ended before the "
+                            f"plan's start ({start}): it is left out", "delete it from the spec",
+                            severity="warning")
+        elif months > TERM_MONTHS[term]:
+            years = TERM_MONTHS[term] // 12
+            yield self.diag("E218", path + ("until",),
+                            f"a {years}-year term ({term}) ends at most {TERM_MONTHS[term]} months after the plan's "
+                            f"start, and {until} is {months} months after {start}",
+                            "set term: reserved_3y" if term == "reserved_1y" and months <= TERM_MONTHS["reserved_3y"]
+                            else "check until and term")
 
     def existing_storage(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         """E216: a dataset lives at its home, so the storage a site says it already has holds

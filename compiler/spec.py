@@ -41,6 +41,28 @@ class InlineModel:
 
 
 @dataclass(frozen=True)
+class HeldReservation:
+    """A commitment already bought at a cloud site (a reservation, savings plan or committed
+    use), in nodes of an instance: paid until it ends whatever the plan does, so its cost is sunk
+    and its nodes are free to the plan in the months it covers."""
+    instance: str
+    nodes: int
+    until_month: int        # the first month of the horizon it no longer covers
+    term: str = "reserved_1y"
+    until: str = ""         # as the spec writes it (YYYY-MM)
+    path: str = ""
+
+    @property
+    def start_month(self) -> int:
+        """The month its term began: before the horizon (negative), as the term's length says."""
+        return self.until_month - TERM_MONTHS[self.term]
+
+
+# Months a reserved term runs.
+TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
+
+
+@dataclass(frozen=True)
 class CloudSite:
     name: str
     provider: Literal["aws", "gcp", "azure"]
@@ -49,6 +71,12 @@ class CloudSite:
     quotas: Mapping[str, int] = field(default_factory=dict)  # GPU type -> GPUs at once
     path: str = ""
     type: Literal["cloud"] = "cloud"
+    # commitments already bought that still cover a month of the horizon
+    reserved: tuple[HeldReservation, ...] = ()
+
+    def held(self, instance: str) -> tuple[HeldReservation, ...]:
+        """The site's held commitments of `instance`."""
+        return tuple(r for r in self.reserved if r.instance == instance)
 
 
 @dataclass(frozen=True)

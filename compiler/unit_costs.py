@@ -22,9 +22,7 @@ All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_
 from __future__ import annotations
 
 from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
-from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite
-
-TERM_MONTHS = {"reserved_1y": 12, "reserved_3y": 36}
+from compiler.spec import HOURS_PER_MONTH, TERM_MONTHS, CloudSite, OnPremSite
 CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
                           "azure": ("managed-lustre",), "on_prem": ("onprem-nfs", "onprem-lustre")}
 

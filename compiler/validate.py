@@ -27,10 +27,10 @@ from jsonschema.exceptions import ValidationError, best_match
 from compiler import semantic
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
-from compiler.plan import MONTH_PATTERN
+from compiler.plan import MONTH_PATTERN, month_number
 from compiler.resources import schema as load_schema
 from compiler.source import Document
-from compiler.spec import (Checkpoint, CloudSite, Data, InferenceWindow, InferenceWorkload,
+from compiler.spec import (Checkpoint, CloudSite, Data, HeldReservation, InferenceWindow, InferenceWorkload,
                            InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Traffic,
                            TrainingWindow, TrainingWorkload)
 
@@ -273,7 +273,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
         api_version=data["apiVersion"],
         name=data["name"],
         horizon_months=int(data["horizon_months"]),
-        sites=tuple(_site(s, f"$.sites[{i}]") for i, s in enumerate(data["sites"])),
+        sites=tuple(_site(s, f"$.sites[{i}]", data.get("start")) for i, s in enumerate(data["sites"])),
         policy=Policy(
             placement=policy.get("placement", "hybrid"),
             allowed_gpus=_tuple(policy.get("allowed_gpus")),
@@ -295,12 +295,13 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
     )
 
 
-def _site(s: dict, path: str):
+def _site(s: dict, path: str, start: str | None):
     if s["type"] == "cloud":
         return CloudSite(
             name=s["name"], provider=s["provider"], region=s["region"],
             pricing=tuple(s.get("pricing", ["on_demand"])),
             quotas={k: int(v) for k, v in sorted(s.get("quotas", {}).items())},
+            reserved=_held(s.get("reserved", []), path, start),
             path=path)
     return OnPremSite(
         name=s["name"], power_kw=float(s["power_kw"]),
@@ -310,6 +311,18 @@ def _site(s: dict, path: str):
         owned=tuple(OwnedNodes(o["instance"], int(o["nodes"])) for o in s.get("owned", [])),
         existing_storage_tb=float(s.get("storage", {}).get("existing_tb", 0.0)),
         path=path)
+
+
+def _held(entries: list, path: str, start: str | None) -> tuple[HeldReservation, ...]:
+    """A cloud site's commitments already bought that still cover a month of the horizon (one
+    that has ended is a warning of semantic.py's, and left out here)."""
+    held = []
+    for j, r in enumerate(entries):
+        until = month_number(r["until"]) - month_number(start)
+        if until > 0:
+            held.append(HeldReservation(r["instance"], int(r["nodes"]), until, r.get("term", "reserved_1y"),
+                                        r["until"], f"{path}.reserved[{j}]"))
+    return tuple(held)
 
 
 def _workload(w: dict, path: str):

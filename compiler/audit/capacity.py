@@ -91,8 +91,15 @@ def _reservations(ctx: Context, p, site) -> Iterator[Finding]:
                           site.path)
         return
     implied = [0] * ctx.H
+    held = rules.held_terms(site, p.instance, p.pricing)
+    shown = {r.start_month: r.nodes for r in p.reservations if r.start_month < 0}
+    if shown != held:
+        yield Finding(codes.RESERVATION, f"{name}: the terms held from before the horizon are {shown or 'none'} "
+                      f"(nodes by the month they began), the spec's reserved entries say {held or 'none'}",
+                      f"{site.path}.reserved")
+        return
     for r in p.reservations:
-        if not 0 <= r.start_month < ctx.H or r.nodes <= 0:
+        if r.start_month >= ctx.H or r.start_month + rules.TERM_MONTHS[p.pricing] <= 0 or r.nodes <= 0:
             yield Finding(codes.RESERVATION, f"{name}: a reservation of {r.nodes} nodes from month "
                           f"{r.start_month} is outside the horizon or empty", f"{site.path}.pricing")
             return

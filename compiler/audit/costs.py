@@ -63,9 +63,11 @@ def price(ctx: Context) -> Priced:
             continue
         rate = rules.cloud_rate(cat, site, p.instance, p.pricing)
         if p.pricing in rules.TERM_MONTHS:
+            # a term begun before the horizon is held (the spec's reserved): sunk, not the plan's
+            bought = [r for r in p.reservations if r.start_month >= 0]
             amount = sum(r.nodes * rules.HOURS * len(rules.term_months(p.pricing, r.start_month, H))
-                         for r in p.reservations)
-            late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in p.reservations)
+                         for r in bought)
+            late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in bought)
             if late:
                 idle = late if full else 0.0 if rule == "prorated" else _idle_term_months(ctx, p)
                 out.after[(p.site, p.instance, p.pricing)] = [
@@ -116,11 +118,13 @@ def _idle_term_months(ctx: Context, pool) -> float:
     terms = {t: ctx.pools.get((pool.site, pool.instance, t)) for t in rules.TERM_MONTHS}
     rate = {t: rules.cloud_rate(cat, site, pool.instance, t) or 0.0 for t in terms}
     cheap_first = sorted((t for t, p in terms.items() if p is not None), key=lambda t: (rate[t], t))
-    last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations)
+    # terms held from before the horizon are left out: sunk, whatever the load after it
+    last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations
+               if r.start_month >= 0)
     idle_months = 0.0
     for j in range(H, last):
         active = {t: sum(r.nodes for r in terms[t].reservations
-                         if r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
+                         if 0 <= r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
         idle = max(0.0, sum(active.values()) - busy)
         for t in cheap_first:
             mine = min(idle, active[t])

@@ -72,6 +72,19 @@ def life_after_horizon(node: OnPremNode, horizon: int) -> float:
     return max(0.0, node.useful_life_years * 12.0 - horizon)
 
 
+def held_terms(site, instance: str, pricing: str) -> dict[int, int]:
+    """The commitments the spec says a cloud site already holds of `instance` under the term
+    `pricing`: nodes by the month their term began (negative: before the horizon), from each
+    one's `until` and the term's length. Paid whatever the plan does, so the plan prices them at
+    nothing."""
+    out: dict[int, int] = {}
+    for r in getattr(site, "reserved", ()):
+        if r.instance == instance and r.term == pricing:
+            began = r.until_month - TERM_MONTHS[pricing]
+            out[began] = out.get(began, 0) + r.nodes
+    return out
+
+
 def months_after(pricing: str, start: int, horizon: int) -> int:
     """Months of a reservation starting in `start` that fall after the horizon."""
     return max(0, start + TERM_MONTHS[pricing] - horizon)
@@ -97,8 +110,9 @@ def cloud_rate(catalog: Catalog, site: CloudSite, instance: str, pricing: str) -
 
 
 def term_months(pricing: str, start: int, horizon: int) -> range:
-    """The months of the horizon a reservation starting in `start` covers."""
-    return range(start, min(horizon, start + TERM_MONTHS[pricing]))
+    """The months of the horizon a reservation starting in `start` covers (one held from before
+    the horizon, `start` negative, covers its first months)."""
+    return range(max(0, start), min(horizon, start + TERM_MONTHS[pricing]))
 
 
 def tiers_at(catalog: Catalog, site) -> dict[str, StorageTier]:

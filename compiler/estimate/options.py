@@ -38,11 +38,12 @@ class Hardware:
 
 def reserved_sold(site: CloudSite, instance: str, catalog: Catalog) -> bool:
     """Whether the site may buy reserved terms of `instance` (allowed by the spec and priced in
-    its region): where it may, a pool's node-hours are shared month by month with its reserved
-    nodes, and training counts compare month by month (optimize/reductions.py)."""
+    its region) or holds some already (CloudSite.reserved): where it does, a pool's node-hours
+    are shared month by month with its reserved nodes, and training counts compare month by
+    month (optimize/reductions.py)."""
     inst = catalog.instances.get(instance)
-    return inst is not None and any(term in site.pricing and inst.price(site.region, term) is not None
-                                    for term in ("reserved_1y", "reserved_3y"))
+    return inst is not None and (bool(site.held(instance)) or any(
+        term in site.pricing and inst.price(site.region, term) is not None for term in ("reserved_1y", "reserved_3y")))
 
 
 def allowed_sites(spec: Spec, workload: TrainingWorkload | InferenceWorkload) -> list:

@@ -512,7 +512,8 @@ def _cloud_pools(st: "_State") -> None:
             un = _cloud_ondemand(st, s, i, m, hours, res_vars, pack)
             _cloud_pinned(st, s, i, m, un, res_vars)
         if st.spec.policy.after_horizon == "continues":
-            _cloud_idle_tail(st, s, i, res_vars, last_load)
+            # held terms are sunk after the horizon too: the tail charges only the terms bought
+            _cloud_idle_tail(st, s, i, [r for r in res_vars if r[1] >= 0], last_load)
 
 
 def _reserved_terms(st: "_State", s: str, i: str) -> list[tuple[str, int, int]]:
@@ -535,7 +536,32 @@ def _reserved_terms(st: "_State", s: str, i: str) -> list[tuple[str, int, int]]:
                           pricing=term, usd={"cloud_compute": price * HOURS_PER_MONTH * paid})
             res_vars.append((rn, a, tm))
             st.reservations.append(Reservation(rn, s, i, term, a, range(a, a + covered)))
-    return res_vars
+    return res_vars + _held_terms(st, s, i)
+
+
+def _held_terms(st: "_State", s: str, i: str) -> list[tuple[str, int, int]]:
+    """A cloud pool's commitments already bought (the spec's `reserved`): each a reserved-term
+    variable that began before the horizon (start month negative), held at its nodes by a row and
+    costing nothing here (what it costs is sunk: paid whatever the plan does). In every row a
+    term active in a month is in (12), (12b), (12a) it is one like any other, so the plan uses
+    its nodes before it rents or reserves; it takes no part in the idle tail (16)."""
+    site, H = st.spec.site(s), st.H
+    out = []
+    for term in TERMS:
+        began: dict[int, int] = {}
+        for r in site.held(i):
+            if r.term == term:
+                began[r.start_month] = began.get(r.start_month, 0) + r.nodes
+        tm = unit_costs.TERM_MONTHS[term]
+        for a, nodes in sorted(began.items()):
+            rn = st.B.var(res_name(s, i, term, a), "integer", float(nodes), family="reserved", site=s, instance=i,
+                          pricing=term)
+            st.B.con(f"held[{s}/{i}/{term}@{a:03d}]", "held", {rn: 1.0}, ">=", float(nodes), f"{site.path}.reserved",
+                     f"{nodes} {i} nodes at {s} are held until month {a + tm} (bought already)", family="held",
+                     site=s, instance=i, pricing=term)
+            out.append((rn, a, tm))
+            st.reservations.append(Reservation(rn, s, i, term, a, range(0, min(H, a + tm))))
+    return out
 
 
 def _cloud_packing(st: "_State", s: str, i: str, m: int, pack: Mapping[str, float]) -> str:

@@ -72,14 +72,21 @@ def _reserve(problem: F.Problem, kind, od_hours, vals: dict[str, float]) -> None
     term costs (the largest saving first): the break-even a person would work out per pool."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
+    for r in problem.reservations:
+        if r.start < 0:
+            vals[r.var] = kind[r.var].ub       # held (bought already): every node, at no cost
     pools = sorted({(s, i) for (s, i, _m) in od_hours})
     for s, i in pools:
         price = unit_costs.cloud_price(cat, spec.site(s), i, "on_demand")
         if price is None:
             continue
         options = [(r.var, r.months, kind[r.var].cost) for r in problem.reservations
-                   if (r.site, r.instance) == (s, i)]
+                   if (r.site, r.instance) == (s, i) and r.start >= 0]
         left = [od_hours.get((s, i, m), 0.0) for m in range(H)]
+        for r in problem.reservations:
+            if (r.site, r.instance) == (s, i) and r.start < 0:      # held: their hours first
+                for m in r.months:
+                    left[m] = max(0.0, left[m] - HOURS_PER_MONTH * vals[r.var])
         while options:
             def saving(opt):
                 _n, months, cost = opt

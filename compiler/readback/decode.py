@@ -22,6 +22,7 @@ from compiler.appraise.alternatives import alternatives, breakeven, chosen_servi
 from compiler.appraise.idle import idle_owned
 from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
+from compiler.readback.held import held_commitments
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
                            Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan,
                            WorkloadPlan)
@@ -207,6 +208,7 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
         monthly_cost_usd=tuple(_r(x) for x in monthly),
         breakeven=breakeven(problem),
         after_horizon=_after_horizon(problem, value, pools),
+        held=held_commitments(spec, cat, pools),
     )
     return replace(plan, idle_owned=idle_owned(problem, plan))
 
@@ -226,7 +228,9 @@ def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
     for p in pools:
         if p.pricing in unit_costs.TERM_MONTHS:
             rate = unit_costs.cloud_price(cat, spec.site(p.site), p.instance, p.pricing) or 0.0
-            late = [(r.nodes, unit_costs.term_months_after(p.pricing, r.start_month, H)) for r in p.reservations]
+            # a term held from before the horizon (negative start) is sunk, after the horizon too
+            late = [(r.nodes, unit_costs.term_months_after(p.pricing, r.start_month, H)) for r in p.reservations
+                    if r.start_month >= 0]
             late = [(n, k) for n, k in late if n and k]
             node_months = float(sum(n * k for n, k in late))
             committed = rate * HOURS_PER_MONTH * node_months

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import yaml
 
 from compiler.catalog.model import Catalog
-from compiler.plan import UNDATED, Calendar, Plan
+from compiler.plan import UNDATED, Calendar, Held, Plan
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import render_template
@@ -190,6 +190,7 @@ class Runbook:
     workflow: str                     # ci/schedule.yml ("" : no schedule to run)
     cron: str
     calendar: Calendar = UNDATED      # names the months (the spec's start)
+    held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
 
 
 _VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
@@ -367,7 +368,8 @@ def purchases(plan: Plan) -> tuple[Purchase, ...]:
         s = sites.get(p.site)
         provider = (s.provider if s else "") or ""
         for r in p.reservations:
-            if r.nodes > 0:
+            # a term begun before the horizon is held (bought already): nothing to buy
+            if r.nodes > 0 and r.start_month >= 0:
                 out.append(Purchase(p.site, provider, (s.region if s else "") or "", p.instance, r.nodes,
                                     "1 year" if months == 12 else "3 years", r.start_month,
                                     r.start_month + months - 1,
@@ -388,7 +390,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan),
         metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
-        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar)
+        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar, held=plan.held)
 
 
 

@@ -46,3 +46,29 @@ def build(plan: Plan) -> CommitmentsView:
                                c.committed_usd, c.charged_usd)
                  for c in sorted(ah.commitments, key=lambda c: (c.site, c.instance, c.pricing)))
     return CommitmentsView(RULES.get(ah.rule, ah.rule), ah.committed_usd, ah.charged_usd, rows)
+
+
+@dataclass(frozen=True)
+class HeldRow:
+    label: str                    # "aws-use1 p5.48xlarge, 8 nodes (1-year term)"
+    until: str                    # the first month it no longer covers, as the plan names months
+    sunk_usd: float
+
+
+@dataclass(frozen=True)
+class HeldView:
+    """The commitments already bought (the spec's `reserved`): sunk, apart from the total, and
+    their nodes in use month by month (one column per commitment)."""
+    sunk_usd: float
+    rows: tuple[HeldRow, ...]
+    months: tuple[tuple[str, tuple[str, ...]], ...]   # (month, "6.0 of 8" per commitment)
+
+
+def held(plan: Plan) -> HeldView:
+    cal = plan.calendar
+    rows = tuple(HeldRow(f"{h.site} {h.instance}, {h.nodes} nodes ({PRICING.get(h.term, h.term)})",
+                         cal.name(h.until_month), h.sunk_usd) for h in plan.held)
+    last = max((len(h.monthly_used) for h in plan.held), default=0)
+    months = tuple((cal.name(m), tuple(f"{h.monthly_used[m]:,.1f} of {h.nodes}" if m < len(h.monthly_used) else "ended"
+                                       for h in plan.held)) for m in range(last))
+    return HeldView(plan.sunk_usd, rows, months)

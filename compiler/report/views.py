@@ -457,6 +457,7 @@ class ReportView:
     by_site_rule: str = ""        # how the by-site rows are drawn up, one sentence
     by_workload_rule: str = ""    # how the by-workload rows are drawn up, one sentence
     commitments: commitments.CommitmentsView | None = None   # what outlives the horizon
+    held: commitments.HeldView | None = None    # commitments already bought (None: the spec holds none)
     calendar: Calendar = UNDATED  # how months are named (the spec's start)
 
     @property
@@ -1115,6 +1116,7 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         idle_owned=idle_owned(plan),
         operability=operability.build(plan),
         commitments=commitments.build(plan),
+        held=commitments.held(plan) if plan.held else None,
         workload_groups=groups,
         by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
         by_workload_rule=WORKLOAD_RULE,

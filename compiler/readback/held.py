@@ -1,0 +1,33 @@
+"""The commitments a plan inherits (the spec's `reserved` at cloud sites): what they cost, sunk,
+and how much of them the plan runs work on, month by month."""
+
+from __future__ import annotations
+
+from compiler import unit_costs
+from compiler.catalog.model import Catalog
+from compiler.plan import Held, Pool
+from compiler.spec import HOURS_PER_MONTH, CloudSite, Spec
+
+
+def held_commitments(spec: Spec, catalog: Catalog, pools: tuple[Pool, ...]) -> tuple[Held, ...]:
+    """Every held commitment of the spec, in the order it lists them: its sunk cost (its nodes at
+    its term's rate from month 0 to its end, the horizon's or not) and its nodes in use each
+    month it covers within the horizon. A pool's work takes its held nodes first (they cost the
+    plan nothing), so a month's use is the pool's node-hours run, in nodes, up to the held nodes."""
+    H, out = spec.horizon_months, []
+    by_pool = {(p.site, p.instance, p.pricing): p for p in pools}
+    for site in spec.sites:
+        if not isinstance(site, CloudSite):
+            continue
+        for r in site.reserved:
+            rate = unit_costs.cloud_price(catalog, site, r.instance, r.term) or 0.0
+            pool = by_pool.get((site.name, r.instance, r.term))
+            earlier = sum(e.nodes for e in site.reserved[:site.reserved.index(r)]
+                          if (e.instance, e.term) == (r.instance, r.term))
+            used = []
+            for m in range(min(H, r.until_month)):
+                run = pool.monthly_node_hours[m] / HOURS_PER_MONTH if pool and m < len(pool.monthly_node_hours) else 0.0
+                used.append(round(min(float(r.nodes), max(0.0, run - earlier)), 3))
+            out.append(Held(site.name, r.instance, r.term, r.nodes, r.until_month,
+                            round(r.nodes * rate * HOURS_PER_MONTH * r.until_month, 2), tuple(used)))
+    return tuple(out)
