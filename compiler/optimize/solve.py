@@ -39,12 +39,29 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
     setSolution. `max_nodes` stops the branch-and-bound search after that many nodes: unlike a
     time limit, where it stops is the same on every machine, so the plan is too. `fixed` holds
     variables at the given values (improve.py)."""
-    lp = pulp.LpProblem("plan", pulp.LpMinimize)
-    cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
-    pv: dict[str, pulp.LpVariable] = {}
     # HiGHS sees value / Variable.scale (its reduced-cost fixing is what the scale is for); CBC
     # the values themselves: its solution file has too few digits to scale back to 1e-6 exactly.
     scale = {v.name: v.scale for v in problem.variables if v.scale != 1.0} if solver == "highs" else {}
+    lp, pv, slacks = _pulp_model(problem, scale, elastic, fixed)
+    t0 = time.perf_counter()
+    status, bound, mip_gap = _run(lp, pv, scale, solver, time_limit, gap, max_nodes, start, elastic)
+    seconds = time.perf_counter() - t0
+    if status not in ("optimal", "feasible"):
+        return Solution(solver, status, float("nan"), float("nan"), float("nan"), seconds)
+    values = {name: float(var.varValue or 0.0) * scale.get(name, 1.0) for name, var in pv.items()}
+    obj = _objective(problem, values, elastic, slacks)
+    bound = _bound(status, obj, bound, mip_gap)
+    return Solution(solver, status, obj, bound, relative_gap(obj, bound), seconds, values, _slack(slacks))
+
+
+def _pulp_model(problem: Problem, scale: Mapping[str, float], elastic: Mapping[str, float] | None,
+                fixed: Mapping[str, float] | None) -> tuple[pulp.LpProblem, dict[str, pulp.LpVariable], dict]:
+    """The Problem as a pulp model: its variables, then its rows, in the Problem's order under
+    index-based names, and the objective; with the elastic rows' slacks, (row, +1 over / -1
+    under) -> slack."""
+    lp = pulp.LpProblem("plan", pulp.LpMinimize)
+    cat = {"binary": pulp.LpBinary, "integer": pulp.LpInteger, "continuous": pulp.LpContinuous}
+    pv: dict[str, pulp.LpVariable] = {}
     for k, v in enumerate(problem.variables):
         f = scale.get(v.name, 1.0)
         ub = 1 if v.kind == "binary" else (None if v.ub is None else v.ub / f)
@@ -61,18 +78,7 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
         expr = pulp.LpAffineExpression([(pv[n], a * scale.get(n, 1.0)) for n, a in c.terms])
         penalty = (elastic or {}).get(c.group)
         if penalty is not None:
-            up = lp.add_variable(f"s{k:07d}", lowBound=0)
-            slacks[(c.name, 1)] = up
-            objective += penalty * up
-            if c.sense == "<=":
-                expr = expr - up
-            elif c.sense == ">=":
-                expr = expr + up
-            else:
-                down = lp.add_variable(f"t{k:07d}", lowBound=0)
-                objective += penalty * down
-                expr = expr + up - down
-                slacks[(c.name, -1)] = down
+            expr = _bend(lp, k, c.name, c.sense, expr, penalty, objective, slacks)
         if c.sense == "<=":
             lp += (expr <= c.rhs, f"c{k:07d}")
         elif c.sense == ">=":
@@ -80,48 +86,78 @@ def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None
         else:
             lp += (expr == c.rhs, f"c{k:07d}")
     lp += objective
+    return lp, pv, slacks
 
-    t0 = time.perf_counter()
+
+def _bend(lp: pulp.LpProblem, k: int, row: str, sense: str, expr: pulp.LpAffineExpression, penalty: float,
+          objective: pulp.LpAffineExpression, slacks: dict) -> pulp.LpAffineExpression:
+    """An elastic row: a penalized slack that lets it bend its way (both ways for an equality),
+    recorded in `slacks` and charged in `objective`; returns the row's bent expression."""
+    up = lp.add_variable(f"s{k:07d}", lowBound=0)
+    slacks[(row, 1)] = up
+    objective.addInPlace(penalty * up)
+    if sense == "<=":
+        return expr - up
+    if sense == ">=":
+        return expr + up
+    down = lp.add_variable(f"t{k:07d}", lowBound=0)
+    objective.addInPlace(penalty * down)
+    slacks[(row, -1)] = down
+    return expr + up - down
+
+
+def _run(lp: pulp.LpProblem, pv: Mapping[str, pulp.LpVariable], scale: Mapping[str, float], solver: str,
+         time_limit, gap, max_nodes: int | None, start: Mapping[str, float] | None,
+         elastic: Mapping[str, float] | None) -> tuple[str, float | None, float | None]:
+    """The chosen solver's status, bound and gap, given the MIP start (none for an elastic model)."""
     if solver == "highs":
         begin = {pv[n]: v / scale.get(n, 1.0) for n, v in (start or {}).items() if n in pv} if not elastic else {}
-        status, bound, mip_gap = _run_highs(lp, time_limit, gap, max_nodes, begin)
-    elif solver == "cbc":
+        return _run_highs(lp, time_limit, gap, max_nodes, begin)
+    if solver == "cbc":
         warm = False
         if start and not elastic:
             for name, value in start.items():
                 if name in pv:
                     pv[name].setInitialValue(value / scale.get(name, 1.0))
             warm = True
-        status, bound, mip_gap = _run_cbc(lp, time_limit, gap, warm, max_nodes)
-    else:
-        raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
-    seconds = time.perf_counter() - t0
+        return _run_cbc(lp, time_limit, gap, warm, max_nodes)
+    raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
 
-    if status not in ("optimal", "feasible"):
-        return Solution(solver, status, float("nan"), float("nan"), float("nan"), seconds)
-    values = {name: float(var.varValue or 0.0) * scale.get(name, 1.0) for name, var in pv.items()}
+
+def _objective(problem: Problem, values: Mapping[str, float], elastic: Mapping[str, float] | None,
+               slacks: Mapping[tuple[str, int], pulp.LpVariable]) -> float:
+    """The plan's cost from its values (not the solver's objective), with the elastic slacks'
+    penalties."""
     obj = sum(v.cost * values[v.name] for v in problem.variables)
     if elastic:
         group = {c.name: c.group for c in problem.constraints}
         obj += sum((elastic.get(group[row]) or 0.0) * float(s.varValue or 0.0)
                    for (row, _sign), s in slacks.items())
+    return obj
+
+
+def _bound(status: str, obj: float, bound: float | None, mip_gap: float | None) -> float:
+    """The plan's lower bound, never above the plan. No bound read back: a proven optimum is its
+    own bound; otherwise fall back on the gap the solver reported, and failing that on 0 (every
+    cost is >= 0), never on the plan itself."""
     if bound is None or bound != bound:
-        # No bound read back: a proven optimum is its own bound; otherwise fall back on the gap
-        # the solver reported, and failing that on 0 (every cost is >= 0), never on the plan itself.
         if status == "optimal":
             bound = obj
         elif mip_gap is not None and mip_gap == mip_gap:
             bound = obj * (1 - mip_gap)
         else:
             bound = 0.0
-    bound = min(bound, obj)
-    g = relative_gap(obj, bound)
+    return min(bound, obj)
+
+
+def _slack(slacks: Mapping[tuple[str, int], pulp.LpVariable]) -> dict[str, float]:
+    """Each bent row's net violation (over minus under), where it bends at all."""
     slack = {}
     for (row, sign), s in slacks.items():
         val = float(s.varValue or 0.0)
         if val > 1e-6:
             slack[row] = slack.get(row, 0.0) + sign * val
-    return Solution(solver, status, obj, bound, g, seconds, values, slack)
+    return slack
 
 
 # Neighbourhood searches around the incumbent (DINS, RINS, RENS, VND). By default CBC stops
