@@ -186,6 +186,9 @@ def compile_cmd(
              f"of {SETTINGS.search_max:,}+ integer variables; 0: no limit]. "
              "Unlike --time-limit, the plan it stops at is the same on every machine."),
     check: bool = typer.Option(False, "--check", help="Render in memory and compare with DIR; exit 4 on drift."),
+    baseline: Optional[Path] = typer.Option(
+        None, "--baseline", help="The plan.json of the plan deployed or approved before this one: the reserved "
+                                 "terms and nodes it bought before the spec's start are held, not bought again."),
     fmt: Format = FormatOpt,
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
     allow_unpriced_regions: bool = AllowUnpricedOpt,
@@ -208,7 +211,8 @@ def compile_cmd(
             result = pipeline.compile_spec(spec, pipeline.CompileOptions(
                 catalog=str(catalog) if catalog else None, solver=solver.value,
                 time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes,
-                allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings))
+                allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings,
+                baseline=str(baseline) if baseline else None))
         finally:
             if status is not None:
                 status.stop()

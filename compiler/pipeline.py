@@ -33,6 +33,7 @@ class CompileOptions:
     allow_unpriced_regions: bool = False   # E215 a warning, not an error (--allow-unpriced-regions)
     warn: Warn | None = None          # receives the validation's warnings, if there are any
     settings: Settings = DEFAULT      # every tuned number of the estimate's scan and the solver
+    baseline: str | None = None       # the plan this one re-plans (--baseline): what it bought is held
 
 
 def load_catalog(overlay: str | None = None):
@@ -103,6 +104,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     spec, catalog, doc = timed("validate", lambda: validate(
         spec_path, options.catalog, allow_unpriced_regions=options.allow_unpriced_regions,
         warn=options.warn))
+    if options.baseline is not None:
+        spec = _carried(spec, catalog, options)
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
@@ -131,6 +134,22 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         plan = replace(plan, start=spec.start)   # names its months for people; indices stay
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, free_plan, seconds)
+
+
+def _carried(spec, catalog, options: CompileOptions):
+    """The spec with what the baseline plan bought before its start held (compiler/baseline.py);
+    the baseline's warnings go where the spec's go."""
+    from compiler import baseline
+
+    base = baseline.load(options.baseline)
+    carried, warnings = baseline.carried(spec, base)
+    if base.catalog_version != catalog.version:
+        warnings.append(Diagnostic("E012", f"the baseline was priced on catalog {base.catalog_version}, this "
+                                   f"compile on {catalog.version}: its commitments are carried, its costs differ",
+                                   severity="warning"))
+    if warnings and options.warn is not None:
+        options.warn(warnings, Source.of(str(options.baseline), ""))
+    return carried
 
 
 def estimate_candidates(spec, catalog, doc, options: CompileOptions):

@@ -1,0 +1,125 @@
+"""A re-plan's baseline (`--baseline PLAN`): the plan deployed or approved before this one.
+
+What the baseline bought before the new spec's `start` is bought: its reserved terms that began
+before it and still run become the sites' held commitments (CloudSite.reserved), and the nodes
+it bought for a data centre become owned nodes (OnPremSite.owned). Months are matched by the
+calendar: a baseline that starts three months before the spec has its month 3 at the spec's
+month 0. The spec's own `reserved` and `owned` for a pool stand in for what the baseline says
+of it where the baseline held them itself (they are the same commitments); what the baseline
+bought is carried whatever the spec states.
+
+load() reads the plan and says clearly what is wrong with a file that is not one (unreadable,
+not JSON, not a plan.json the schema accepts), with the file, line and column; carried() says
+what the baseline cannot tell (another spec, another catalog, an undated side) as warnings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from compiler.diagnostics import CompileError, Diagnostic, Position, Source
+from compiler.plan import Calendar, Plan, from_dict, month_number
+from compiler.resources import schema
+from compiler.spec import TERM_MONTHS, CloudSite, HeldReservation, OnPremSite, OwnedNodes, Spec
+
+HINT = "pass the plan.json an earlier compile wrote (its output folder's plan.json), unedited"
+
+
+def load(path: str | Path) -> Plan:
+    """The baseline plan in `path`, or a CompileError (E010) that says why the file is none."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompileError([Diagnostic("E010", f"cannot read the baseline plan: {exc.__class__.__name__}: {exc}",
+                                       hint=HINT)], source=Source.of(str(path), "")) from None
+    source = Source.of(str(path), text)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CompileError([Diagnostic("E010", f"the baseline plan is not JSON: {exc.msg}", (),
+                                       Position(exc.lineno, exc.colno), HINT)], source=source) from None
+    import jsonschema
+
+    errors = sorted(jsonschema.Draft202012Validator(schema("plan.schema.json")).iter_errors(doc),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        first = errors[0]
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path)
+        raise CompileError([Diagnostic("E010", f"the baseline is not a plan.json this compiler wrote: at {where}: "
+                                       f"{first.message}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
+                                       hint=HINT)], source=source)
+    try:
+        return from_dict(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CompileError([Diagnostic("E010", f"the baseline plan cannot be read back: {exc.__class__.__name__}: "
+                                       f"{exc}", hint=HINT)], source=source) from None
+
+
+def shift(spec: Spec, baseline: Plan) -> int | None:
+    """How many months the spec's start is after the baseline's (the baseline's month k is the
+    spec's month k - shift); None where either is undated (nothing can be said to be bought)."""
+    if spec.start is None or baseline.start is None:
+        return None
+    return month_number(spec.start) - month_number(baseline.start)
+
+
+def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
+    """The spec with what the baseline bought before its start held or owned, and the warnings
+    that say what the baseline could not carry."""
+    warnings = []
+    if baseline.spec_name != spec.name:
+        raise CompileError([Diagnostic("E011", f"the baseline is a plan of '{baseline.spec_name}', this spec is "
+                                       f"'{spec.name}'", hint="pass the plan this spec's previous compile wrote")])
+    k = shift(spec, baseline)
+    if k is None:
+        warnings.append(Diagnostic("E012", "the baseline or the spec has no start, so nothing the baseline bought "
+                                   "can be dated before this plan: no commitment is carried", severity="warning",
+                                   hint="give both a start: YYYY-MM"))
+        return spec, warnings
+    if k < 0:
+        raise CompileError([Diagnostic("E011", f"the baseline starts in {baseline.start}, after this spec's start "
+                                       f"({spec.start})", hint="a re-plan starts no earlier than the plan it follows")])
+    sites = []
+    for site in spec.sites:
+        if isinstance(site, CloudSite):
+            sites.append(replace(site, reserved=site.reserved + _held(site, Calendar(spec.start), baseline, k)))
+        else:
+            sites.append(replace(site, owned=site.owned + _bought(site, baseline, k)))
+    gone = sorted({p.site for p in baseline.pools} - {s.name for s in spec.sites})
+    if gone:
+        warnings.append(Diagnostic("E012", f"the baseline's sites {', '.join(gone)} are not in the spec: what it "
+                                   "bought there is neither used nor shown", severity="warning"))
+    return replace(spec, sites=tuple(sites)), warnings
+
+
+def _held(site: CloudSite, calendar: Calendar, baseline: Plan, k: int) -> tuple[HeldReservation, ...]:
+    """The baseline's reserved terms at `site` that began before the spec's month 0 and still
+    run in it, as held commitments: every term the baseline bought, and the terms it held itself
+    (its spec's `reserved`) where the spec states none for that pool (where it does, those are
+    they)."""
+    stated = {(r.instance, r.term) for r in site.reserved}
+    out = []
+    for p in baseline.pools:
+        if p.site != site.name or p.pricing not in TERM_MONTHS:
+            continue
+        for r in p.reservations:
+            began = r.start_month - k
+            until = began + TERM_MONTHS[p.pricing]
+            if r.start_month < 0 and (p.instance, p.pricing) in stated:
+                continue
+            if began < 0 < until and r.nodes > 0:
+                out.append(HeldReservation(p.instance, r.nodes, until, p.pricing, calendar.name(until),
+                                           site.path + ".reserved"))
+    return tuple(out)
+
+
+def _bought(site: OnPremSite, baseline: Plan, k: int) -> tuple[OwnedNodes, ...]:
+    """The nodes the baseline bought at a data centre (in its month 0, before the spec's), as
+    owned nodes (none for a node model the spec states owned nodes of)."""
+    stated = {o.instance for o in site.owned}
+    return tuple(OwnedNodes(p.instance, p.nodes) for p in baseline.pools
+                 if p.site == site.name and p.pricing == "purchase" and p.nodes > 0 and k > 0
+                 and p.instance not in stated)

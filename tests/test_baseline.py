@@ -1,0 +1,150 @@
+"""Re-planning from a baseline (`--baseline PLAN`, compiler/baseline.py): what the plan before
+bought ahead of the new start is held, never bought again, and used before anything is rented;
+a file that is not a plan of this spec is a clear error. The oracle of the quarterly replay is
+the previous plan itself: its terms that began before the new start, re-dated by hand, and the
+catalog's rate for what they still cost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from compiler import pipeline
+from compiler.catalog import load_catalog
+from compiler.diagnostics import CompileError
+from compiler.plan import to_json
+from compiler.spec import HOURS_PER_MONTH
+
+SPEC = """\
+apiVersion: infra-compile/v1
+name: replay
+start: START
+horizon_months: 12
+sites:
+  - name: aws-use1
+    type: cloud
+    provider: aws
+    region: us-east-1
+    pricing: [on_demand, reserved_1y]
+policy:
+  placement: cloud
+  allowed_gpus: [H100]
+  max_gpu_types_per_service: null
+  min_pool_months: null
+workloads:
+  - name: chat
+    kind: inference
+    model: llama-3-70b
+    quantization: fp8
+    traffic: {peak_rps: RPS, input_tokens: 1000, output_tokens: 250, growth_per_month: 0.08}
+    slo: {ttft_p99_ms: 800, tpot_p99_ms: 60}
+"""
+QUARTERS = (("2027-01", 20), ("2027-04", 24), ("2027-07", 26), ("2027-10", 30))
+
+
+def _spec(tmp_path, start: str, rps: float, name: str = "replay") -> str:
+    path = tmp_path / f"{name}-{start}.yaml"
+    path.write_text(SPEC.replace("START", start).replace("RPS", f"{rps:g}").replace("name: replay", f"name: {name}"),
+                    encoding="utf-8")
+    return str(path)
+
+
+def _compile(spec: str, baseline: str | None = None, warned: list | None = None):
+    return pipeline.compile_spec(spec, pipeline.CompileOptions(
+        baseline=baseline, warn=(lambda ds, _src: warned.extend(ds)) if warned is not None else None)).plan
+
+
+def _write(tmp_path, plan, name: str) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(to_json(plan), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def replay(tmp_path_factory):
+    """One spec re-planned each quarter for a year: start three months later and its traffic up
+    each time, each plan with the one before as its baseline."""
+    tmp = tmp_path_factory.mktemp("replay")
+    plans, base = [], None
+    for start, rps in QUARTERS:
+        plan = _compile(_spec(tmp, start, rps), base)
+        plans.append(plan)
+        base = _write(tmp, plan, f"plan-{start}")
+    return plans
+
+
+def _terms(plan):
+    """(instance, term) -> [(start month, nodes)] of the plan's reserved pools."""
+    return {(p.instance, p.pricing): [(r.start_month, r.nodes) for r in p.reservations]
+            for p in plan.pools if p.reservations}
+
+
+@pytest.mark.slow
+def test_what_the_plan_before_bought_is_held_and_never_bought_again(replay):
+    rate = load_catalog().instances["p5.48xlarge"].price("us-east-1", "reserved_1y")
+    assert any(r.start_month >= 0 for p in replay[0].pools for r in p.reservations)   # the first plan buys terms
+    for before, after in zip(replay, replay[1:]):
+        # by hand: a term that began before the new start (3 months later) and still runs then
+        carried = sorted((s - 3, n) for terms in _terms(before).values() for s, n in terms if s - 3 < 0 < s - 3 + 12)
+        held = sorted((s, n) for terms in _terms(after).values() for s, n in terms if s < 0)
+        assert held == carried and carried
+        assert sorted((h.until_month, h.nodes) for h in after.held) == sorted((s + 12, n) for s, n in carried)
+        # what they still cost, at the catalog's rate, is sunk and apart from the total
+        assert after.sunk_usd == pytest.approx(sum(n * rate * HOURS_PER_MONTH * (s + 12) for s, n in carried),
+                                               abs=0.01 * len(carried))
+
+
+@pytest.mark.slow
+def test_held_nodes_are_used_before_anything_is_rented(replay):
+    for plan in replay[1:]:
+        pools = {(p.instance, p.pricing): p for p in plan.pools}
+        for h in plan.held:
+            for m, used in enumerate(h.monthly_used):
+                if used < h.nodes - 1e-6:       # a held node idle: nothing rented that month
+                    on_demand = pools.get((h.instance, "on_demand"))
+                    assert on_demand is None or on_demand.monthly_nodes[m] == 0, (plan.start, m)
+
+
+@pytest.mark.slow
+def test_a_re_plan_never_costs_more_than_one_from_scratch_plus_what_it_inherits(replay, tmp_path):
+    # held nodes are free: the re-plan is no dearer than the same spec compiled with no baseline
+    for (start, rps), plan in zip(QUARTERS[1:], replay[1:]):
+        scratch = _compile(_spec(tmp_path, start, rps))
+        assert plan.total_cost_usd <= scratch.total_cost_usd * (1 + scratch.solver.gap) + 0.01
+
+
+def test_a_corrupt_or_hand_edited_baseline_is_a_clear_error(tmp_path):
+    spec = _spec(tmp_path, "2027-04", 24)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"spec": {"name": "replay",\n  "sha256": }', encoding="utf-8")
+    with pytest.raises(CompileError) as err:
+        _compile(spec, str(bad))
+    (d,) = err.value.diagnostics
+    assert d.code == "E010" and (d.position.line, d.position.column) == (2, 13)   # the '}'
+    assert err.value.source.filename == str(bad)
+    bad.write_text(json.dumps({"spec": {"name": "replay"}, "pools": "none"}), encoding="utf-8")
+    with pytest.raises(CompileError) as err:
+        _compile(spec, str(bad))
+    assert err.value.diagnostics[0].code == "E010" and "not a plan.json" in err.value.diagnostics[0].message
+    with pytest.raises(CompileError) as err:
+        _compile(spec, str(tmp_path / "missing.json"))
+    assert err.value.diagnostics[0].code == "E010"
+
+
+@pytest.mark.slow
+def test_a_baseline_of_another_spec_or_a_later_start_is_an_error_and_an_undated_one_a_warning(tmp_path):
+    first = _compile(_spec(tmp_path, "2027-01", 20))
+    other = _write(tmp_path, first, "first")
+    with pytest.raises(CompileError) as err:
+        _compile(_spec(tmp_path, "2027-04", 24, name="another"), other)
+    assert err.value.diagnostics[0].code == "E011" and "'replay'" in err.value.diagnostics[0].message
+    with pytest.raises(CompileError) as err:
+        _compile(_spec(tmp_path, "2026-10", 24), other)
+    assert err.value.diagnostics[0].code == "E011"
+    undated = tmp_path / "undated.yaml"
+    undated.write_text(SPEC.replace("start: START\n", "").replace("RPS", "24"), encoding="utf-8")
+    warned: list = []
+    plan = _compile(str(undated), other, warned)
+    assert [d.code for d in warned] == ["E012"] and plan.held == ()
