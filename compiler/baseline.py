@@ -95,6 +95,19 @@ def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
     return replace(spec, sites=tuple(sites)), warnings
 
 
+def kept(spec: Spec, baseline: Plan):
+    """Where the baseline ran each workload the spec still has (moves.Kept): a job's candidate,
+    a service's candidates, and what a move must save (policy.replan.min_saving_usd)."""
+    from compiler.optimize.moves import Kept
+
+    names = {w.name for w in spec.workloads}
+    training = {w.name: w.placements[0].candidate for w in baseline.workloads
+                if w.name in names and w.kind == "training" and w.placements and w.placements[0].candidate}
+    serving = {w.name: frozenset(p.candidate for p in w.placements if p.candidate) for w in baseline.workloads
+               if w.name in names and w.kind == "inference" and w.placements}
+    return Kept(training, serving, spec.policy.replan_min_saving_usd)
+
+
 def _held(site: CloudSite, calendar: Calendar, baseline: Plan, k: int) -> tuple[HeldReservation, ...]:
     """The baseline's reserved terms at `site` that began before the spec's month 0 and still
     run in it, as held commitments: every term the baseline bought, and the terms it held itself

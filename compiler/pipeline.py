@@ -104,12 +104,13 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     spec, catalog, doc = timed("validate", lambda: validate(
         spec_path, options.catalog, allow_unpriced_regions=options.allow_unpriced_regions,
         warn=options.warn))
+    kept = None
     if options.baseline is not None:
-        spec = _carried(spec, catalog, options)
+        spec, kept = _carried(spec, catalog, options)
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,
-        progress=options.progress, settings=options.settings,
+        progress=options.progress, settings=options.settings, kept=kept,
         **({} if options.max_nodes is None else {"max_nodes": options.max_nodes, "nodes_given": True}))
     free_plan = None
     try:
@@ -137,8 +138,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
 
 
 def _carried(spec, catalog, options: CompileOptions):
-    """The spec with what the baseline plan bought before its start held (compiler/baseline.py);
-    the baseline's warnings go where the spec's go."""
+    """The spec with what the baseline plan bought before its start held, and where it ran each
+    workload (compiler/baseline.py); the baseline's warnings go where the spec's go."""
     from compiler import baseline
 
     base = baseline.load(options.baseline)
@@ -149,7 +150,7 @@ def _carried(spec, catalog, options: CompileOptions):
                                    severity="warning"))
     if warnings and options.warn is not None:
         options.warn(warnings, Source.of(str(options.baseline), ""))
-    return carried
+    return carried, baseline.kept(carried, base)
 
 
 def estimate_candidates(spec, catalog, doc, options: CompileOptions):

@@ -38,6 +38,9 @@ class SolverInfo:
     seconds: float
     gap_note: str = ""            # what the gap means for this plan, and where the bound is weak
     strategy: SolvePath = SolvePath()
+    # a re-plan (--baseline): what the plan's moves add to the objective (policy.replan), so
+    # objective_usd = total_cost_usd + moves_usd; the gap is the objective's
+    moves_usd: float = 0.0
 
     @property
     def searched(self) -> bool:
@@ -440,6 +443,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["start"]            # a spec without a start: no key
     if not d["held"]:
         del d["held"]             # no commitments already bought: no key
+    if not d["solver"]["moves_usd"]:
+        del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {

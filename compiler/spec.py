@@ -144,6 +144,9 @@ class Policy:
     # outlive the horizon"): prorated (its months inside the horizon), full, or continues (its
     # later months free where the last month's load would keep them busy).
     after_horizon: Literal["prorated", "full", "continues"] = "prorated"
+    # a re-plan (--baseline) moves a running workload only where that saves at least this much
+    # over the horizon (policy.replan.min_saving_usd; docs/spec-reference.md says why the default)
+    replan_min_saving_usd: float = 2000.0
 
     @property
     def limits_types(self) -> bool:

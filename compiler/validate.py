@@ -287,6 +287,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
                                                       Policy.max_gpu_types_per_service)),
             min_pool_months=_int(policy.get("min_pool_months", Policy.min_pool_months)),
             after_horizon=policy.get("after_horizon", "prorated"),
+            replan_min_saving_usd=float(policy.get("replan", {}).get("min_saving_usd", Policy.replan_min_saving_usd)),
         ),
         workloads=tuple(_workload(w, f"$.workloads[{i}]")
                         for i, w in enumerate(data["workloads"])),

@@ -148,3 +148,78 @@ def test_a_baseline_of_another_spec_or_a_later_start_is_an_error_and_an_undated_
     warned: list = []
     plan = _compile(str(undated), other, warned)
     assert [d.code for d in warned] == ["E012"] and plan.held == ()
+
+
+FINETUNE = """\
+  - name: extra-8b-finetune
+    kind: training
+    model: llama-3-8b
+    tokens: 2.0e10
+    seq_len: 4096
+    window: {start_month: 4, deadline_days: 14}
+"""
+
+
+def _placed(plan):
+    """workload -> the candidates its placements run on (where the plan runs it, not how much)."""
+    return {w.name: frozenset(p.candidate for p in w.placements) for w in plan.workloads}
+
+
+@pytest.fixture(scope="module")
+def hybrid(tmp_path_factory):
+    """examples/hybrid-llm-platform.yaml compiled, then re-planned from that plan with a small
+    fine-tune added, and with a training job dropped."""
+    from examples_cache import ROOT
+
+    tmp = tmp_path_factory.mktemp("hybrid")
+    text = (ROOT / "examples" / "hybrid-llm-platform.yaml").read_text(encoding="utf-8")
+    base_spec = tmp / "base.yaml"
+    base_spec.write_text(text, encoding="utf-8")
+    base = _compile(str(base_spec))
+    base_json = _write(tmp, base, "base")
+    cut = text.index("  - name: chat-70b")
+    added = tmp / "added.yaml"
+    added.write_text(text[:cut] + FINETUNE + "\n" + text[cut:], encoding="utf-8")
+    start = text.index("  - name: support-8b-finetune")
+    dropped = tmp / "dropped.yaml"
+    dropped.write_text(text[:start] + text[cut:], encoding="utf-8")
+    return base, _compile(str(added), base_json, []), _compile(str(dropped), base_json, [])
+
+
+@pytest.mark.slow
+def test_adding_a_fine_tune_moves_nothing_else_and_costs_at_most_its_own_cost(hybrid):
+    base, added, _dropped = hybrid
+    before, after = _placed(base), _placed(added)
+    assert {w: c for w, c in after.items() if w in before} == before        # every other workload stays
+    own = next(w.cost_usd for w in added.workloads if w.name == "extra-8b-finetune")
+    assert added.total_cost_usd <= base.total_cost_usd + own * 1.01 + 0.01
+    assert added.solver.moves_usd == 0.0
+
+
+@pytest.mark.slow
+def test_dropping_a_training_job_never_raises_the_total(hybrid):
+    base, _added, dropped = hybrid
+    assert dropped.total_cost_usd <= base.total_cost_usd + 0.01
+    assert {w: c for w, c in _placed(base).items() if w in _placed(dropped)} == _placed(dropped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("saving", [0, 10 ** 9])
+def test_a_running_workload_moves_only_where_that_saves_more_than_the_policy_asks(tmp_path, saving):
+    # The base plan runs on H100 only; the re-plan may use H200 and L40S too. Asked for no saving
+    # a move is free: the re-plan is the compile from scratch (same cost, within its gap). Asked
+    # for more than any move can save, every service stays on the candidates it ran on.
+    base = _compile(_spec(tmp_path, "2027-01", 20))
+    text = SPEC.replace("START", "2027-01").replace("RPS", "20").replace(
+        "allowed_gpus: [H100]", "allowed_gpus: [H100, H200, L40S]")
+    text = text.replace("  min_pool_months: null\n", f"  min_pool_months: null\n  replan: {{min_saving_usd: {saving}}}\n")
+    wider = tmp_path / f"wider-{saving}.yaml"
+    wider.write_text(text, encoding="utf-8")
+    replan = _compile(str(wider), _write(tmp_path, base, "base"), [])
+    scratch = _compile(str(wider))
+    if saving:
+        assert _placed(replan) == _placed(base) and replan.total_cost_usd <= base.total_cost_usd + 0.01
+    else:
+        assert replan.total_cost_usd == pytest.approx(scratch.total_cost_usd,
+                                                      rel=max(replan.solver.gap, scratch.solver.gap) + 1e-6)
+    assert scratch.total_cost_usd <= replan.total_cost_usd * (1 + scratch.solver.gap) + 0.01

@@ -32,9 +32,32 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
         raise CompileError(missing, exit_code=EXIT_INFEASIBLE)
     if options.progress:
         options.progress(f"formulated {len(problem.variables)} variables, {len(problem.constraints)} constraints")
+    if options.kept is not None:
+        from compiler.optimize import moves
+
+        problem = moves.with_moves(problem, options.kept)
+        options = replace(options, start=_kept_start(problem, options))
     chosen = strategy.choose(problem, options)
     problem, sol, path = strategy.run(problem, chosen, options)
-    return decode(problem, sol, path)
+    if options.kept is None:
+        return decode(problem, sol, path)
+    from compiler.optimize.moves import moves_usd, without_moves
+
+    plan = decode(without_moves(problem), sol, path)    # the plan's own costs, not its moves' price
+    return replace(plan, solver=replace(plan.solver, moves_usd=round(moves_usd(problem, sol.values), 2)))
+
+
+def _kept_start(problem, options: SolveOptions):
+    """The baseline with the cheapest placement of what is new (moves.kept_plan completed by a
+    search of settings.window_nodes nodes), or the start given, where none completes it."""
+    from compiler.optimize.moves import kept_plan
+    from compiler.optimize.solve import HighsModel
+
+    sol = HighsModel(problem).solve(fixed=kept_plan(problem, options.kept),
+                                    max_nodes=options.settings.window_nodes)
+    if not sol.has_solution:
+        return options.start
+    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
 
 
 def greedy_plan(candidates: Candidates) -> Plan | None:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:
+    from compiler.optimize.moves import Kept
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,9 @@ class SolveOptions:
     # A plan given from outside, its integers by variable name (a deployed plan to re-plan from):
     # every path starts from it where it is a plan of this problem no dearer than the greedy start.
     start: Mapping[str, float] | None = field(default=None, hash=False)
+    # Where a re-plan's baseline ran each workload (moves.Kept): a move is priced, and the plan
+    # that keeps them is a start.
+    kept: "Kept | None" = field(default=None, hash=False)
 
     @property
     def nodes_asked(self) -> bool:

@@ -1,0 +1,99 @@
+"""What moving a running workload costs a re-plan (--baseline): the plan keeps each workload
+where the baseline placed it unless moving saves more than the spec's policy.replan asks.
+
+Kept says where the baseline ran each workload still in the spec: a training job's candidate,
+the candidates a service's replicas ran on. with_moves adds the price of a move to the problem's
+objective (cost category "replan"), as a problem of its own: a job's every candidate but the
+baseline's costs `usd` more, and a service whose replicas run on any candidate the baseline
+did not use pays `usd` once (a binary moved[w], set by one row per month: the replicas on those
+candidates are at most their bound times it). So a move is made only where it saves more than
+`usd`; a service that grows adds replicas where it runs without paying. The price is not a cost
+of the plan: the plan is read back on the problem without it (without_moves), so its costs and
+the audit are those of the plan itself; the solver's objective and bound include it (a plan that
+moves nothing pays nothing, and moves_usd says what the plan's moves add).
+
+kept_plan holds every kept workload where the baseline ran it and leaves the rest free: the
+baseline with the cheapest placement of what is new, always a candidate plan (strategy's start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from compiler.problem import Constraint, Problem, Variable, x_name
+
+CATEGORY = "replan"
+
+
+@dataclass(frozen=True)
+class Kept:
+    training: Mapping[str, str] = field(default_factory=dict)            # job -> candidate id
+    serving: Mapping[str, frozenset[str]] = field(default_factory=dict)  # service -> candidate ids
+    usd: float = 0.0                                                     # what one move must save
+
+
+def with_moves(problem: Problem, kept: Kept) -> Problem:
+    """The problem with the price of moving a kept workload in its objective."""
+    var = {v.name: v for v in problem.variables}
+    new_vars = dict(var)
+    rows = []
+    for w, cid in sorted(kept.training.items()):
+        if not x_name_of(problem, w, cid):
+            continue            # the baseline's candidate is gone (the job changed): no move to price
+        for c in problem.chosen_from.get(w, ()):
+            v = var.get(x_name(c))
+            if v is not None and c.id != cid:
+                new_vars[v.name] = replace(v, costs=tuple(sorted(v.costs + ((CATEGORY, kept.usd),))))
+    for w, cids in sorted(kept.serving.items()):
+        away: dict[int, list[Variable]] = {}
+        for v in problem.variables:
+            if v.family == "y" and v.workload == w and v.candidate not in cids and v.month is not None:
+                away.setdefault(v.month, []).append(v)
+        if not away or any(v.ub is None for vs in away.values() for v in vs):
+            continue
+        mn = f"moved[{w}]"
+        new_vars[mn] = Variable(mn, "binary", None, ((CATEGORY, kept.usd),), family="moved", workload=w)
+        for m, vs in sorted(away.items()):
+            bound = sum(v.ub for v in vs)
+            rows.append(Constraint(f"moved[{w}@{m:03d}]", "replan", tuple(sorted([(v.name, 1.0) for v in vs]
+                                                                               + [(mn, -bound)])),
+                                   "<=", 0.0, "$.policy.replan", f"{w} runs replicas where the baseline did not "
+                                   f"in month {m} only if it moves", family="moved", workload=w, month=m))
+    return replace(problem, variables=tuple(new_vars[n] for n in sorted(new_vars)),
+                   constraints=tuple(sorted(problem.constraints + tuple(rows), key=lambda c: c.name)))
+
+
+def moves_usd(problem: Problem, values: Mapping[str, float]) -> float:
+    """What the moves of a plan (`values`) add to the objective of with_moves' problem."""
+    return sum(usd * values.get(v.name, 0.0) for v in problem.variables for cat, usd in v.costs if cat == CATEGORY)
+
+
+def without_moves(problem: Problem) -> Problem:
+    """The problem as with_moves found it: no moved[] variables or rows, no replan costs."""
+    variables = tuple(replace(v, costs=tuple(c for c in v.costs if c[0] != CATEGORY))
+                      for v in problem.variables if v.family != "moved")
+    return replace(problem, variables=variables,
+                   constraints=tuple(c for c in problem.constraints if c.family != "moved"))
+
+
+def kept_plan(problem: Problem, kept: Kept) -> dict[str, float]:
+    """The integers a plan that keeps every kept workload where the baseline ran it must hold:
+    each kept job's candidate chosen and its others not, each kept service's replicas on no
+    candidate the baseline did not use (the counts themselves are free: demand may have moved)."""
+    held: dict[str, float] = {}
+    for w, cid in kept.training.items():
+        for c in problem.chosen_from.get(w, ()):
+            held[x_name(c)] = 1.0 if c.id == cid else 0.0
+    for v in problem.variables:
+        if v.family == "y" and v.workload in kept.serving and v.candidate not in kept.serving[v.workload]:
+            held[v.name] = 0.0
+    return held
+
+
+def x_name_of(problem: Problem, w: str, cid: str) -> str:
+    """The choice variable of workload w's candidate `cid` ("" where the problem has no such candidate)."""
+    for c in problem.chosen_from.get(w, ()):
+        if c.id == cid:
+            return x_name(c)
+    return ""
