@@ -95,17 +95,35 @@ def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
     return replace(spec, sites=tuple(sites)), warnings
 
 
-def kept(spec: Spec, baseline: Plan):
+def kept(spec: Spec, baseline: Plan, usd: float | None = None):
     """Where the baseline ran each workload the spec still has (moves.Kept): a job's candidate,
-    a service's candidates, and what a move must save (policy.replan.min_saving_usd)."""
+    a service's candidates, what a move must save (`usd`, by default policy.replan.min_saving_usd;
+    0: moves are free, the baseline is only where the search starts), and the baseline's own
+    decisions by variable name, in the spec's months."""
     from compiler.optimize.moves import Kept
+    from compiler.problem import buy_name, res_name, x_id, y_id
 
+    k = shift(spec, baseline) or 0
     names = {w.name for w in spec.workloads}
     training = {w.name: w.placements[0].candidate for w in baseline.workloads
                 if w.name in names and w.kind == "training" and w.placements and w.placements[0].candidate}
     serving = {w.name: frozenset(p.candidate for p in w.placements if p.candidate) for w in baseline.workloads
                if w.name in names and w.kind == "inference" and w.placements}
-    return Kept(training, serving, spec.policy.replan_min_saving_usd)
+    values: dict[str, float] = {x_id(c): 1.0 for c in training.values()}
+    for w in baseline.workloads:
+        if w.name in serving:
+            for p in w.placements:
+                for m, n in enumerate(p.monthly_replicas):
+                    if 0 <= m - k < spec.horizon_months:
+                        values[y_id(p.candidate, m - k)] = float(n)
+    for p in baseline.pools:
+        if p.pricing in TERM_MONTHS:
+            for r in p.reservations:
+                if r.start_month - k >= 0:
+                    values[res_name(p.site, p.instance, p.pricing, r.start_month - k)] = float(r.nodes)
+        elif p.pricing == "purchase" and k == 0:
+            values[buy_name(p.site, p.instance)] = float(p.nodes)
+    return Kept(training, serving, spec.policy.replan_min_saving_usd if usd is None else usd, values)
 
 
 def _held(site: CloudSite, calendar: Calendar, baseline: Plan, k: int) -> tuple[HeldReservation, ...]:

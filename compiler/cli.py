@@ -189,6 +189,9 @@ def compile_cmd(
     baseline: Optional[Path] = typer.Option(
         None, "--baseline", help="The plan.json of the plan deployed or approved before this one: the reserved "
                                  "terms and nodes it bought before the spec's start are held, not bought again."),
+    start_from: Optional[Path] = typer.Option(
+        None, "--start-from", help="A plan.json the search starts from where it is still a plan of SPEC (a "
+                                   "what-if that only relaxes it then ends no dearer); nothing held, no move priced."),
     fmt: Format = FormatOpt,
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
     allow_unpriced_regions: bool = AllowUnpricedOpt,
@@ -212,7 +215,8 @@ def compile_cmd(
                 catalog=str(catalog) if catalog else None, solver=solver.value,
                 time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes,
                 allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings,
-                baseline=str(baseline) if baseline else None))
+                baseline=str(baseline) if baseline else None,
+                start_from=str(start_from) if start_from else None))
         finally:
             if status is not None:
                 status.stop()

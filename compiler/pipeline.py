@@ -34,6 +34,7 @@ class CompileOptions:
     warn: Warn | None = None          # receives the validation's warnings, if there are any
     settings: Settings = DEFAULT      # every tuned number of the estimate's scan and the solver
     baseline: str | None = None       # the plan this one re-plans (--baseline): what it bought is held
+    start_from: str | None = None     # a plan the search starts from where it still is one (--start-from)
 
 
 def load_catalog(overlay: str | None = None):
@@ -107,6 +108,10 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     kept = None
     if options.baseline is not None:
         spec, kept = _carried(spec, catalog, options)
+    elif options.start_from is not None:
+        from compiler import baseline
+
+        kept = baseline.kept(spec, baseline.load(options.start_from), usd=0.0)    # a start, no move priced
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,

@@ -116,11 +116,21 @@ class Problem:
 # --- names: the solver and the read-back map values by these names ----------------------
 
 def x_name(c: Candidate) -> str:
-    return f"x[{c.id}]"
+    return x_id(c.id)
+
+
+def x_id(cid: str) -> str:
+    """x_name by the candidate's id (a plan names its placements' candidates by id)."""
+    return f"x[{cid}]"
 
 
 def y_name(c: Candidate, m: int) -> str:
-    return f"y[{c.id}@{m:03d}]"
+    return y_id(c.id, m)
+
+
+def y_id(cid: str, m: int) -> str:
+    """y_name by the candidate's id."""
+    return f"y[{cid}@{m:03d}]"
 
 
 def buy_name(site: str, inst: str) -> str:

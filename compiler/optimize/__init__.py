@@ -35,7 +35,8 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if options.kept is not None:
         from compiler.optimize import moves
 
-        problem = moves.with_moves(problem, options.kept)
+        if options.kept.usd > 0:
+            problem = moves.with_moves(problem, options.kept)
         options = replace(options, start=_kept_start(problem, options))
     chosen = strategy.choose(problem, options)
     problem, sol, path = strategy.run(problem, chosen, options)
@@ -48,16 +49,23 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
 
 
 def _kept_start(problem, options: SolveOptions):
-    """The baseline with the cheapest placement of what is new (moves.kept_plan completed by a
-    search of settings.window_nodes nodes), or the start given, where none completes it."""
+    """The baseline with the cheapest placement of what is new, completed by a search of
+    settings.window_nodes nodes: first with the baseline's own decisions held (a spec that only
+    relaxes the baseline's then starts from the baseline itself, and can only end cheaper), else
+    with its workloads only kept where they ran (moves.kept_plan); or the start given, where
+    neither completes."""
     from compiler.optimize.moves import kept_plan
     from compiler.optimize.solve import HighsModel
 
-    sol = HighsModel(problem).solve(fixed=kept_plan(problem, options.kept),
-                                    max_nodes=options.settings.window_nodes)
-    if not sol.has_solution:
-        return options.start
-    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    model, where = HighsModel(problem), kept_plan(problem, options.kept)
+    names = {v.name for v in problem.variables}
+    exact = {**where, **{n: x for n, x in options.kept.values.items() if n in names}}
+    for fixed in (exact, where):
+        sol = model.solve(fixed=fixed, max_nodes=options.settings.window_nodes)
+        if sol.has_solution:
+            return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables
+                    if v.kind != "continuous"}
+    return options.start
 
 
 def greedy_plan(candidates: Candidates) -> Plan | None:

@@ -31,6 +31,9 @@ class Kept:
     training: Mapping[str, str] = field(default_factory=dict)            # job -> candidate id
     serving: Mapping[str, frozenset[str]] = field(default_factory=dict)  # service -> candidate ids
     usd: float = 0.0                                                     # what one move must save
+    # the baseline's own decisions by variable name (candidates, replicas, terms, nodes bought):
+    # where they are still a plan of this problem, its start is the baseline itself
+    values: Mapping[str, float] = field(default_factory=dict)
 
 
 def with_moves(problem: Problem, kept: Kept) -> Problem:

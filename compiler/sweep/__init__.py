@@ -14,7 +14,7 @@ folder's files; the CLI writes them atomically, as a compile's output.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -30,6 +30,7 @@ class Prepared:
     catalog_version: str
     scenarios: tuple[Scenario, ...]
     jobs: tuple[Job, ...]
+    base: Job | None = None     # the spec as it is: every scenario's search starts from its plan
 
 
 def prepare(spec_path: str | Path, scenarios_path: str | Path, *, solver: str = "auto",
@@ -69,7 +70,8 @@ def prepare(spec_path: str | Path, scenarios_path: str | Path, *, solver: str = 
                             allow_unpriced_regions))
     if problems:
         raise CompileError(problems, source=loaded.doc.source)
-    return Prepared(spec.name, catalog.version, loaded.items, tuple(jobs))
+    base = Job("base", doc.source.text, None, solver, max_nodes, gap, time_limit, allow_unpriced_regions)
+    return Prepared(spec.name, catalog.version, loaded.items, tuple(jobs), base)
 
 
 def sweep(prepared: Prepared, workers: int | None = None, scheduler: str | None = None,
@@ -82,7 +84,14 @@ def sweep(prepared: Prepared, workers: int | None = None, scheduler: str | None 
     from compiler.sweep.page import page
     from compiler.sweep.table import rows, to_csv, to_json
 
-    outcomes = run_jobs(prepared.jobs, workers=workers, scheduler=scheduler, on_done=on_done)
+    jobs, base = prepared.jobs, None
+    if prepared.base is not None:
+        # the base spec first: each scenario starts from its plan where that is still a plan of
+        # the scenario, so a relaxation (more power, lower prices, less traffic) ends no dearer
+        base = run_jobs((prepared.base,), workers=1)[0]
+        if base.ok:
+            jobs = tuple(replace(j, start_from=base.artifacts["plan.json"]) for j in jobs)
+    outcomes = run_jobs(jobs, workers=workers, scheduler=scheduler, on_done=on_done)
     table = rows(outcomes, prepared.scenarios)
     files: dict[str, str] = {
         "index.html": page(table, prepared.spec_name, prepared.catalog_version),
@@ -90,6 +99,8 @@ def sweep(prepared: Prepared, workers: int | None = None, scheduler: str | None 
         "scenarios.json": json.dumps({"spec": prepared.spec_name, "catalog_version": prepared.catalog_version,
                                       "scenarios": to_json(table)}, indent=2, sort_keys=True) + "\n",
     }
+    if base is not None and base.ok:
+        files["_base/plan.json"] = base.artifacts["plan.json"]
     for job, out in zip(prepared.jobs, outcomes):
         files[f"{job.name}/spec.yaml"] = job.spec_text
         if job.overlay_text is not None:

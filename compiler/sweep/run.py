@@ -31,6 +31,7 @@ class Job:
     gap: float | None = None
     time_limit: float | None = None
     allow_unpriced_regions: bool = False
+    start_from: str | None = None       # the base plan's plan.json text: the search starts from it
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,14 @@ def compile_job(job: Job) -> Outcome:
         if job.overlay_text is not None:
             overlay = Path(tmp) / "catalog.yaml"
             overlay.write_text(job.overlay_text, encoding="utf-8")
+        start_from = None
+        if job.start_from is not None:
+            start_from = Path(tmp) / "base-plan.json"
+            start_from.write_text(job.start_from, encoding="utf-8")
         options = CompileOptions(catalog=None if overlay is None else str(overlay), solver=job.solver,
                                  max_nodes=job.max_nodes, gap=job.gap, time_limit=job.time_limit,
-                                 allow_unpriced_regions=job.allow_unpriced_regions)
+                                 allow_unpriced_regions=job.allow_unpriced_regions,
+                                 start_from=None if start_from is None else str(start_from))
         try:
             result = compile_spec(spec, options)
         except CompileError as exc:
