@@ -117,6 +117,7 @@ class PlanInfo:
     gap: float                    # relative, proven: (plan - bound) / plan
     best_bound_usd: float
     start: str | None = None      # month 0 as YYYY-MM, where the plan is dated
+    sunk_usd: float = 0.0         # commitments it inherits (held), paid whatever it does: not in its total
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,7 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None,
 
 def _info(p: Plan) -> PlanInfo:
     return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
-                    p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start)
+                    p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start, round(p.sunk_usd, 2))
 
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
@@ -343,6 +344,9 @@ def cautions(d: PlanDiff) -> tuple[str, ...]:
         if d.plan_a.catalog_version != d.plan_b.catalog_version:
             out.append(f"the plans were priced on different catalogs ({d.plan_a.catalog_version} "
                        f"and {d.plan_b.catalog_version})")
+        if d.plan_a.sunk_usd or d.plan_b.sunk_usd:
+            out.append(f"commitments bought before a plan are sunk, not in its total: plan A inherits "
+                       f"{_money(d.plan_a.sunk_usd)}, plan B {_money(d.plan_b.sunk_usd)}")
         starts = (d.plan_a.start, d.plan_b.start)
         if None not in starts and starts[0] != starts[1]:
             out.append(f"plan A starts in {starts[0]} and plan B in {starts[1]}: their months are "
@@ -391,6 +395,8 @@ def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]
                     "best_bound_usd": _r(info.best_bound_usd)})
         if info.start is not None:
             out["start"] = info.start
+        if info.sunk_usd:
+            out["sunk_usd"] = _r(info.sunk_usd)
     return out
 
 

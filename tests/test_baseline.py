@@ -223,3 +223,13 @@ def test_a_running_workload_moves_only_where_that_saves_more_than_the_policy_ask
         assert replan.total_cost_usd == pytest.approx(scratch.total_cost_usd,
                                                       rel=max(replan.solver.gap, scratch.solver.gap) + 1e-6)
     assert scratch.total_cost_usd <= replan.total_cost_usd * (1 + scratch.solver.gap) + 0.01
+
+
+@pytest.mark.slow
+def test_the_diff_of_a_re_plan_says_what_it_inherits_apart_from_its_total(replay):
+    from compiler.diff import cautions, diff_plans, diff_to_json
+
+    d = diff_plans(replay[0], replay[1])
+    said = [c for c in cautions(d) if "sunk" in c]
+    assert said and f"${replay[1].sunk_usd:,.0f}" in said[0]
+    assert diff_to_json(d)["plans"]["b"]["sunk_usd"] == pytest.approx(replay[1].sunk_usd, abs=0.01)
