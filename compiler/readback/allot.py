@@ -110,82 +110,110 @@ def allot(supply: Supply, demands: Sequence[Demand]) -> Allotment:
     """The holdings of one pool in one month (see the module docstring for the rule)."""
     hours: dict[str, dict[str, float]] = {d.key: {} for d in demands}
     in_use: dict[str, float] = {}
-    busy: dict[str, float] = {}
-
-    def give(d: Demand, pricing: str, nh: float) -> None:
-        if nh > EPS:
-            hours[d.key][pricing] = hours[d.key].get(pricing, 0.0) + nh
-
     pinned = sorted((d for d in demands if d.pinned), key=lambda d: (d.kind, _order(d)))
     services = sorted((d for d in demands if not d.pinned and d.kind == "service"), key=_order)
     jobs = sorted((d for d in demands if not d.pinned and d.kind == "job"), key=_order)
     block = math.ceil(sum(d.nodes for d in services) - EPS) if services else 0
-
     if supply.site_type == "cloud":
-        left = {t: HOURS * supply.reserved(t) for t in TERMS}
-        for d in pinned:
-            give(d, d.pinned, d.node_hours)
-            if d.pinned in left:
-                left[d.pinned] = max(0.0, left[d.pinned] - d.node_hours)
-        # the services' block of whole nodes; while a job pinned to a reserved term holds its
-        # nodes, the block keeps only the reserved nodes left free and runs the rest on demand
-        # (formulate (12b) bills that excess: h (n - reserved + replicas' nodes))
-        reserved = sum(supply.reserved(t) for t in TERMS)
-        displaced = [(d.hours, min(block, max(0, d.whole_nodes + block - reserved)))
-                     for d in pinned if d.pinned in TERMS]      # (hours, block nodes moved)
-        yielded = min(HOURS * block, sum(h * n for h, n in displaced))
-        need = HOURS * block - yielded
-        block_hours: dict[str, float] = {}
-        for t in TERMS:
-            block_hours[t] = min(left[t], need)
-            left[t] -= block_hours[t]
-            need -= block_hours[t]
-        block_nodes = {t: math.ceil(block_hours[t] / HOURS - EPS) for t in TERMS}
-        fill = dict(block_hours)
-        moved = yielded / (HOURS * block) if block else 0.0   # the share the pinned jobs displace
-        for d in services:
-            rest = d.node_hours * (1.0 - moved)
-            give(d, "on_demand", d.node_hours * moved)
-            for t in TERMS:
-                take = min(fill[t], rest)
-                give(d, t, take)
-                fill[t] -= take
-                rest -= take
-            give(d, "on_demand", rest)
-        in_use["on_demand"] = max(math.ceil(max(0.0, need) / HOURS - EPS),
-                                  max((n for _h, n in displaced), default=0))
-        for t in TERMS:
-            in_use[t] = block_nodes[t]
-        for d in jobs:
-            rest = d.node_hours
-            for t in TERMS:
-                cap = max(0, supply.reserved(t) - block_nodes[t]) * d.hours
-                take = min(left[t], cap, rest)
-                give(d, t, take)
-                left[t] -= take
-                rest -= take
-            give(d, "on_demand", rest)
+        _cloud(supply, pinned, services, jobs, block, hours, in_use)
     else:
-        owned_left = supply.owned
-        for d in pinned:
-            give(d, d.pinned, d.node_hours)
-            if d.pinned == "owned":
-                owned_left = max(0, owned_left - d.whole_nodes)
-        block_owned = min(owned_left, block)
-        owned_left -= block_owned
-        in_use["owned"], in_use["purchase"] = block_owned, block - block_owned
-        fill = float(block_owned)
-        for d in services:
-            take = min(fill, d.nodes)
-            give(d, "owned", take * HOURS)
-            give(d, "purchase", (d.nodes - take) * HOURS)
-            fill -= take
-        for d in jobs:
-            k = min(d.whole_nodes, owned_left)
-            owned_left -= k
-            give(d, "owned", k * d.hours)
-            give(d, "purchase", (d.nodes - k) * d.hours)
+        _on_prem(supply, pinned, services, jobs, block, hours, in_use)
+    return _allotment(supply, demands, hours, in_use)
 
+
+def _give(hours: dict[str, dict[str, float]], d: Demand, pricing: str, nh: float) -> None:
+    """Book `nh` node-hours of `pricing` to d (none below EPS)."""
+    if nh > EPS:
+        hours[d.key][pricing] = hours[d.key].get(pricing, 0.0) + nh
+
+
+def _cloud(supply: Supply, pinned: list[Demand], services: list[Demand], jobs: list[Demand], block: int,
+           hours: dict[str, dict[str, float]], in_use: dict[str, float]) -> None:
+    """A cloud pool (rule 1-3): pinned work at its pricing, the services' block on reserved nodes
+    and on demand, then each job on the reserved node-hours left, the rest on demand."""
+    left = {t: HOURS * supply.reserved(t) for t in TERMS}
+    for d in pinned:
+        _give(hours, d, d.pinned, d.node_hours)
+        if d.pinned in left:
+            left[d.pinned] = max(0.0, left[d.pinned] - d.node_hours)
+    block_nodes = _cloud_block(supply, pinned, services, block, left, hours, in_use)
+    for d in jobs:
+        rest = d.node_hours
+        for t in TERMS:
+            cap = max(0, supply.reserved(t) - block_nodes[t]) * d.hours
+            take = min(left[t], cap, rest)
+            _give(hours, d, t, take)
+            left[t] -= take
+            rest -= take
+        _give(hours, d, "on_demand", rest)
+
+
+def _cloud_block(supply: Supply, pinned: list[Demand], services: list[Demand], block: int, left: dict[str, float],
+                 hours: dict[str, dict[str, float]], in_use: dict[str, float]) -> dict[str, int]:
+    """The services' block of whole nodes in a cloud pool (rule 2): reserved node-hours (3y, then
+    1y) out of `left`, the rest on demand, filled by the services in order; returns its reserved
+    nodes by term. While a job pinned to a reserved term holds its nodes, the block keeps only
+    the reserved nodes left free and runs the rest on demand (formulate (12b) bills that excess:
+    h (n - reserved + replicas' nodes))."""
+    reserved = sum(supply.reserved(t) for t in TERMS)
+    displaced = [(d.hours, min(block, max(0, d.whole_nodes + block - reserved)))
+                 for d in pinned if d.pinned in TERMS]      # (hours, block nodes moved)
+    yielded = min(HOURS * block, sum(h * n for h, n in displaced))
+    need = HOURS * block - yielded
+    block_hours: dict[str, float] = {}
+    for t in TERMS:
+        block_hours[t] = min(left[t], need)
+        left[t] -= block_hours[t]
+        need -= block_hours[t]
+    block_nodes = {t: math.ceil(block_hours[t] / HOURS - EPS) for t in TERMS}
+    fill = dict(block_hours)
+    moved = yielded / (HOURS * block) if block else 0.0   # the share the pinned jobs displace
+    for d in services:
+        rest = d.node_hours * (1.0 - moved)
+        _give(hours, d, "on_demand", d.node_hours * moved)
+        for t in TERMS:
+            take = min(fill[t], rest)
+            _give(hours, d, t, take)
+            fill[t] -= take
+            rest -= take
+        _give(hours, d, "on_demand", rest)
+    in_use["on_demand"] = max(math.ceil(max(0.0, need) / HOURS - EPS),
+                              max((n for _h, n in displaced), default=0))
+    for t in TERMS:
+        in_use[t] = block_nodes[t]
+    return block_nodes
+
+
+def _on_prem(supply: Supply, pinned: list[Demand], services: list[Demand], jobs: list[Demand], block: int,
+             hours: dict[str, dict[str, float]], in_use: dict[str, float]) -> None:
+    """An on-prem pool: pinned work at its pricing, the block on owned nodes first (services fill
+    its owned part first), then each job on whole owned nodes left, the rest bought."""
+    owned_left = supply.owned
+    for d in pinned:
+        _give(hours, d, d.pinned, d.node_hours)
+        if d.pinned == "owned":
+            owned_left = max(0, owned_left - d.whole_nodes)
+    block_owned = min(owned_left, block)
+    owned_left -= block_owned
+    in_use["owned"], in_use["purchase"] = block_owned, block - block_owned
+    fill = float(block_owned)
+    for d in services:
+        take = min(fill, d.nodes)
+        _give(hours, d, "owned", take * HOURS)
+        _give(hours, d, "purchase", (d.nodes - take) * HOURS)
+        fill -= take
+    for d in jobs:
+        k = min(d.whole_nodes, owned_left)
+        owned_left -= k
+        _give(hours, d, "owned", k * d.hours)
+        _give(hours, d, "purchase", (d.nodes - k) * d.hours)
+
+
+def _allotment(supply: Supply, demands: Sequence[Demand], hours: Mapping[str, Mapping[str, float]],
+               in_use: dict[str, float]) -> Allotment:
+    """Each demand's shares from its node-hours by pricing (node counts as the module docstring
+    says), the nodes in use and busy per pricing."""
+    busy: dict[str, float] = {}
     shares: dict[str, tuple[Share, ...]] = {}
     for d in demands:
         out = []
