@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
 from compiler.candidates import Candidate, TrainingEstimate
 from compiler import unit_costs
@@ -30,6 +31,10 @@ from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
 CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
 BINDING_GROUPS = ("power", "racks", "max_gpus", "quota", "cloud_share")
+# The pricings whose nodes a pool's users share, and so their costs.
+SHARED_PRICINGS = tuple(p for p in PRICINGS if p != "spot")
+# (site, instance, pricing) -> month -> workload -> node-hours
+Use = dict[tuple[str, str, str], list[dict[str, float]]]
 
 
 def _r(v: float) -> float:
@@ -40,160 +45,17 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
     """The Plan `sol` describes; `path`: the solve path that made it (strategy.py), recorded in plan.json."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
-    val = sol.values
-    var = {v.name: v for v in problem.variables}
-
-    def value(name: str) -> float:
-        x = val.get(name, 0.0)
-        return float(round(x)) if var.get(name) and var[name].kind != "continuous" else x
-
-    breakdown = {k: 0.0 for k in CATEGORIES}
-    for v in problem.variables:
-        q = value(v.name)
-        for cat_name, usd in v.costs:
-            breakdown[cat_name] = breakdown.get(cat_name, 0.0) + usd * q
+    value = _reader(problem, sol)
+    breakdown = _breakdown(problem, value)
     total = sum(breakdown.values())
     by_site = _site_bills(problem, value)
-
-    # --- what was chosen ---------------------------------------------------------------
-    train: dict[str, Candidate] = {}
-    infer: dict[str, list[tuple[Candidate, list[int]]]] = {}
-    for w in spec.workloads:
-        cands = problem.chosen_from[w.name]
-        if isinstance(w, InferenceWorkload):
-            rows = []
-            for c in cands:
-                reps = [int(value(F.y_name(c, m))) for m in range(H)]
-                if any(reps):
-                    rows.append((c, reps))
-            infer[w.name] = rows
-        else:
-            picked = [c for c in cands if value(F.x_name(c)) > 0.5]
-            train[w.name] = picked[0] if picked else cands[0]
-
-    # --- which nodes each placement holds (allot.py) ------------------------------------
-    held = _allot(problem, value, train, infer)
-    owner = {c.id: name for name, c in train.items()}
-    owner.update({c.id: name for name, rows in infer.items() for c, _ in rows})
-    # node-hours per (site, instance, pricing), month and workload: who uses what is paid for
-    use: dict[tuple, list[dict[str, float]]] = defaultdict(lambda: [defaultdict(float) for _ in range(H)])
-    for cid, by_pricing in held.shares.items():
-        c = held.candidates[cid]
-        for pricing, (_nodes, hours) in by_pricing.items():
-            for m, nh in enumerate(hours):
-                if nh > 0:
-                    use[(c.site, c.instance, pricing)][m][owner[cid]] += nh
-
-    def weights(site: str, inst: str, pricings, months) -> dict[str, float]:
-        out: dict[str, float] = defaultdict(float)
-        for p in pricings:
-            series = use.get((site, inst, p))
-            if series:
-                for m in months:
-                    for name, nh in series[m].items():
-                        out[name] += nh
-        return out
-
-    # --- costs ---------------------------------------------------------------------------
-    direct: dict[str, float] = defaultdict(float)
-    monthly = [0.0] * H
-    for name, c in train.items():
-        xv = var[F.x_name(c)]
-        direct[name] += xv.cost
-        hours_total = sum(h for m, h in c.usage if m < H) or 1.0
-        for m, h in c.usage:
-            if m < H and h > 0:
-                monthly[m] += xv.cost * h / hours_total
-    for name, rows in infer.items():
-        for c, reps in rows:
-            for m, r in enumerate(reps):
-                if r:
-                    yv = var[F.y_name(c, m)]
-                    direct[name] += yv.cost * r
-                    monthly[m] += yv.cost * r
-
-    # Shared costs go to the placements that hold what they pay for: on-demand node-hours of a
-    # month to its on-demand holders, a reserved term's months to that term's holders, bought
-    # nodes (capex, support, fabric) to the holders of bought nodes; where nobody holds them
-    # (idle reserved nodes), to every user of the pool that month, then over the horizon.
-    workload_cost = dict(direct)
-
-    def spread(amount: float, *candidates: dict[str, float]) -> None:
-        """To the first group of users with any node-hours, in proportion to them."""
-        for wts in candidates:
-            tot = sum(wts.values())
-            if tot > 1e-9:
-                for name, x in wts.items():
-                    workload_cost[name] = workload_cost.get(name, 0.0) + amount * x / tot
-                return
-
-    everything = [p for p in PRICINGS if p != "spot"]
-    all_months = range(H)
-    reservation = {r.var: r for r in problem.reservations}
-    storage_shared: dict[str, float] = defaultdict(float)
-    for v in problem.variables:
-        q = value(v.name)
-        if not q or not v.cost or v.family in ("x", "y"):
-            continue
-        usd = v.cost * q
-        month = v.month
-        if v.family == "reserved":
-            # a term's months: a non-empty range within the horizon (formulate); what it pays for
-            # months after the horizon is booked in the month it is bought, and goes to its holders
-            # as its months inside do
-            r = reservation[v.name]
-            inside = usd * min(1.0, len(r.months) / unit_costs.term_months_charged(
-                r.term, r.start, H, spec.policy.after_horizon))
-            share = usd / len(r.months)
-            for m in r.months:
-                spread(share, weights(r.site, r.instance, (r.term,), (m,)),
-                       weights(r.site, r.instance, everything, (m,)),
-                       weights(r.site, r.instance, everything, all_months))
-                monthly[m] += inside / len(r.months)
-            monthly[r.start] += usd - inside
-            continue
-        if v.family == "idle_tail":
-            # decided by the last month's load: booked there, and to that month's users
-            s, i = v.site, v.instance
-            spread(usd, weights(s, i, everything, (H - 1,)), weights(s, i, everything, all_months))
-            monthly[H - 1] += usd
-            continue
-        if v.family in ("storage", "storage_peak"):
-            storage_shared[v.site] += usd
-        elif v.family == "ondemand":
-            s, i = v.site, v.instance
-            spread(usd, weights(s, i, ("on_demand",), (month,)), weights(s, i, everything, (month,)),
-                   weights(s, i, everything, all_months))
-        elif v.instance is not None:       # an on-prem pool's bought nodes and their fabric
-            s, i = v.site, v.instance
-            spread(usd, weights(s, i, ("purchase",), all_months), weights(s, i, everything, all_months))
-        if month is not None:
-            monthly[month] += usd
-        else:
-            for m in range(H):
-                monthly[m] += usd / H
-    # Storage: by TB-months of dataset + checkpoints at the site.
-    tb_months: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for name, c in train.items():
-        w = spec.workload(name)
-        need = (w.data.dataset_tb if w.data else 0.0) + checkpoint_tb(w, cat)
-        tb_months[c.site][name] += need * sum(1 for m, h in c.usage if h > 0 and m < H)
-    for site, amount in storage_shared.items():
-        users = tb_months.get(site, {})
-        tot = sum(users.values())
-        for name, tbm in users.items():
-            workload_cost[name] = workload_cost.get(name, 0.0) + (amount * tbm / tot if tot else 0.0)
-
+    train, infer = _chosen(problem, value)
+    held = _allot(problem, value, train, infer)      # which nodes each placement holds (allot.py)
+    workload_cost, monthly = _workload_costs(problem, value, train, infer, held)
     pools = _pools(problem, value, held)
     workloads = tuple(_workload_plan(problem, w, train, infer, workload_cost, held)
                       for w in sorted(spec.workloads, key=lambda w: w.name))
-    used_sites = sorted({p.site for w in workloads for p in w.placements})
-    sites = []
-    for s in used_sites:
-        site = spec.site(s)
-        orch = sorted({w.orchestrator for w in workloads if any(p.site == s for p in w.placements)})
-        sites.append(SitePlan(s, site.type, getattr(site, "provider", None), getattr(site, "region", None),
-                              tuple(orch)))
+    sites = _sites(spec, workloads)
 
     plan = Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
@@ -211,6 +73,211 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
         held=held_commitments(spec, cat, pools),
     )
     return replace(plan, idle_owned=idle_owned(problem, plan))
+
+
+def _reader(problem: F.Problem, sol: Solution) -> Callable[[str], float]:
+    """A variable's value in `sol`, integer variables rounded to whole numbers (0 if absent)."""
+    val = sol.values
+    var = {v.name: v for v in problem.variables}
+
+    def value(name: str) -> float:
+        x = val.get(name, 0.0)
+        return float(round(x)) if var.get(name) and var[name].kind != "continuous" else x
+
+    return value
+
+
+def _breakdown(problem: F.Problem, value: Callable[[str], float]) -> dict[str, float]:
+    """The plan's cost per breakdown category: every variable's costs at its value."""
+    breakdown = {k: 0.0 for k in CATEGORIES}
+    for v in problem.variables:
+        q = value(v.name)
+        for cat_name, usd in v.costs:
+            breakdown[cat_name] = breakdown.get(cat_name, 0.0) + usd * q
+    return breakdown
+
+
+def _chosen(problem: F.Problem, value: Callable[[str], float]) -> tuple[
+        dict[str, Candidate], dict[str, list[tuple[Candidate, list[int]]]]]:
+    """What was chosen: each training job's candidate, and each service's candidates with their
+    replicas month by month (those with any)."""
+    H = problem.spec.horizon_months
+    train: dict[str, Candidate] = {}
+    infer: dict[str, list[tuple[Candidate, list[int]]]] = {}
+    for w in problem.spec.workloads:
+        cands = problem.chosen_from[w.name]
+        if isinstance(w, InferenceWorkload):
+            rows = []
+            for c in cands:
+                reps = [int(value(F.y_name(c, m))) for m in range(H)]
+                if any(reps):
+                    rows.append((c, reps))
+            infer[w.name] = rows
+        else:
+            picked = [c for c in cands if value(F.x_name(c)) > 0.5]
+            train[w.name] = picked[0] if picked else cands[0]
+    return train, infer
+
+
+def _sites(spec, workloads: tuple[WorkloadPlan, ...]) -> list[SitePlan]:
+    """The sites any placement uses, each with the orchestrators its workloads run on."""
+    sites = []
+    for s in sorted({p.site for w in workloads for p in w.placements}):
+        site = spec.site(s)
+        orch = sorted({w.orchestrator for w in workloads if any(p.site == s for p in w.placements)})
+        sites.append(SitePlan(s, site.type, getattr(site, "provider", None), getattr(site, "region", None),
+                              tuple(orch)))
+    return sites
+
+
+def _workload_costs(problem: F.Problem, value: Callable[[str], float], train, infer,
+                    held: "_Held") -> tuple[dict[str, float], list[float]]:
+    """What each workload pays, and what each month costs: direct costs (power, spot, egress) as
+    they are, shared ones to the placements holding what they pay for (_shared_costs), storage
+    by TB-months. The workload costs add up to the total."""
+    use = _use(problem.spec.horizon_months, held, train, infer)
+    direct, monthly = _direct_costs(problem, train, infer)
+    workload_cost = dict(direct)
+    storage_shared = _shared_costs(problem, value, use, workload_cost, monthly)
+    _storage_costs(problem, train, storage_shared, workload_cost)
+    return workload_cost, monthly
+
+
+def _use(H: int, held: "_Held", train, infer) -> Use:
+    """Node-hours per (site, instance, pricing), month and workload: who uses what is paid for."""
+    owner = {c.id: name for name, c in train.items()}
+    owner.update({c.id: name for name, rows in infer.items() for c, _ in rows})
+    use: Use = defaultdict(lambda: [defaultdict(float) for _ in range(H)])
+    for cid, by_pricing in held.shares.items():
+        c = held.candidates[cid]
+        for pricing, (_nodes, hours) in by_pricing.items():
+            for m, nh in enumerate(hours):
+                if nh > 0:
+                    use[(c.site, c.instance, pricing)][m][owner[cid]] += nh
+    return use
+
+
+def _weights(use: Use, site: str, inst: str, pricings, months) -> dict[str, float]:
+    """Each workload's node-hours in one pool, over the given pricings and months."""
+    out: dict[str, float] = defaultdict(float)
+    for p in pricings:
+        series = use.get((site, inst, p))
+        if series:
+            for m in months:
+                for name, nh in series[m].items():
+                    out[name] += nh
+    return out
+
+
+def _spread(workload_cost: dict[str, float], amount: float, *candidates: dict[str, float]) -> None:
+    """To the first group of users with any node-hours, in proportion to them."""
+    for wts in candidates:
+        tot = sum(wts.values())
+        if tot > 1e-9:
+            for name, x in wts.items():
+                workload_cost[name] = workload_cost.get(name, 0.0) + amount * x / tot
+            return
+
+
+def _direct_costs(problem: F.Problem, train, infer) -> tuple[dict[str, float], list[float]]:
+    """The costs of the chosen candidates themselves (their x and y variables), per workload and
+    month: a job's spread over its months by the hours it runs."""
+    H = problem.spec.horizon_months
+    var = {v.name: v for v in problem.variables}
+    direct: dict[str, float] = defaultdict(float)
+    monthly = [0.0] * H
+    for name, c in train.items():
+        xv = var[F.x_name(c)]
+        direct[name] += xv.cost
+        hours_total = sum(h for m, h in c.usage if m < H) or 1.0
+        for m, h in c.usage:
+            if m < H and h > 0:
+                monthly[m] += xv.cost * h / hours_total
+    for name, rows in infer.items():
+        for c, reps in rows:
+            for m, r in enumerate(reps):
+                if r:
+                    yv = var[F.y_name(c, m)]
+                    direct[name] += yv.cost * r
+                    monthly[m] += yv.cost * r
+    return direct, monthly
+
+
+def _shared_costs(problem: F.Problem, value: Callable[[str], float], use: Use, workload_cost: dict[str, float],
+                  monthly: list[float]) -> dict[str, float]:
+    """Shared costs go to the placements that hold what they pay for: on-demand node-hours of a
+    month to its on-demand holders, a reserved term's months to that term's holders, bought
+    nodes (capex, support, fabric) to the holders of bought nodes; where nobody holds them
+    (idle reserved nodes), to every user of the pool that month, then over the horizon. Each
+    is booked in its month too; storage is returned by site, to go by TB-months."""
+    H = problem.spec.horizon_months
+    all_months = range(H)
+    reservation = {r.var: r for r in problem.reservations}
+    storage_shared: dict[str, float] = defaultdict(float)
+    for v in problem.variables:
+        q = value(v.name)
+        if not q or not v.cost or v.family in ("x", "y"):
+            continue
+        usd = v.cost * q
+        month = v.month
+        if v.family == "reserved":
+            _reserved_cost(problem, reservation[v.name], usd, use, workload_cost, monthly)
+            continue
+        s, i = v.site, v.instance
+        if v.family == "idle_tail":
+            # decided by the last month's load: booked there, and to that month's users
+            _spread(workload_cost, usd, _weights(use, s, i, SHARED_PRICINGS, (H - 1,)),
+                    _weights(use, s, i, SHARED_PRICINGS, all_months))
+            monthly[H - 1] += usd
+            continue
+        if v.family in ("storage", "storage_peak"):
+            storage_shared[v.site] += usd
+        elif v.family == "ondemand":
+            _spread(workload_cost, usd, _weights(use, s, i, ("on_demand",), (month,)),
+                    _weights(use, s, i, SHARED_PRICINGS, (month,)), _weights(use, s, i, SHARED_PRICINGS, all_months))
+        elif v.instance is not None:       # an on-prem pool's bought nodes and their fabric
+            _spread(workload_cost, usd, _weights(use, s, i, ("purchase",), all_months),
+                    _weights(use, s, i, SHARED_PRICINGS, all_months))
+        if month is not None:
+            monthly[month] += usd
+        else:
+            for m in range(H):
+                monthly[m] += usd / H
+    return storage_shared
+
+
+def _reserved_cost(problem: F.Problem, r, usd: float, use: Use, workload_cost: dict[str, float],
+                   monthly: list[float]) -> None:
+    """A reserved term's cost, month by month over its months (a non-empty range within the
+    horizon, formulate) to that term's holders, then the pool's users; what it pays for months
+    after the horizon is booked in the month it is bought, and goes to its holders as its months
+    inside do."""
+    H = problem.spec.horizon_months
+    inside = usd * min(1.0, len(r.months) / unit_costs.term_months_charged(
+        r.term, r.start, H, problem.spec.policy.after_horizon))
+    share = usd / len(r.months)
+    for m in r.months:
+        _spread(workload_cost, share, _weights(use, r.site, r.instance, (r.term,), (m,)),
+                _weights(use, r.site, r.instance, SHARED_PRICINGS, (m,)),
+                _weights(use, r.site, r.instance, SHARED_PRICINGS, range(H)))
+        monthly[m] += inside / len(r.months)
+    monthly[r.start] += usd - inside
+
+
+def _storage_costs(problem: F.Problem, train, storage_shared: Mapping[str, float],
+                   workload_cost: dict[str, float]) -> None:
+    """Storage: each site's spend to its jobs by TB-months of dataset + checkpoints there."""
+    spec, cat, H = problem.spec, problem.candidates.catalog, problem.spec.horizon_months
+    tb_months: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for name, c in train.items():
+        w = spec.workload(name)
+        need = (w.data.dataset_tb if w.data else 0.0) + checkpoint_tb(w, cat)
+        tb_months[c.site][name] += need * sum(1 for m, h in c.usage if h > 0 and m < H)
+    for site, amount in storage_shared.items():
+        users = tb_months.get(site, {})
+        tot = sum(users.values())
+        for name, tbm in users.items():
+            workload_cost[name] = workload_cost.get(name, 0.0) + (amount * tbm / tot if tot else 0.0)
 
 
 def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
