@@ -95,7 +95,7 @@ def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
     return replace(spec, sites=tuple(sites)), warnings
 
 
-def kept(spec: Spec, baseline: Plan, usd: float | None = None):
+def kept(spec: Spec, baseline: Plan, usd: float | None = None, share: float | None = None):
     """Where the baseline ran each workload the spec still has (moves.Kept): a job's candidate,
     a service's candidates, what a move must save (`usd`, by default policy.replan.min_saving_usd;
     0: moves are free, the baseline is only where the search starts), and the baseline's own
@@ -123,7 +123,9 @@ def kept(spec: Spec, baseline: Plan, usd: float | None = None):
                     values[res_name(p.site, p.instance, p.pricing, r.start_month - k)] = float(r.nodes)
         elif p.pricing == "purchase" and k == 0:
             values[buy_name(p.site, p.instance)] = float(p.nodes)
-    return Kept(training, serving, spec.policy.replan_min_saving_usd if usd is None else usd, values)
+    return Kept(training, serving, usd=spec.policy.replan_min_saving_usd if usd is None else usd,
+                share=spec.policy.replan_min_saving_share if share is None else share,
+                cost={w.name: w.cost_usd for w in baseline.workloads}, values=values)
 
 
 def _held(site: CloudSite, calendar: Calendar, baseline: Plan, k: int) -> tuple[HeldReservation, ...]:

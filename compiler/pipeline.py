@@ -111,7 +111,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     elif options.start_from is not None:
         from compiler import baseline
 
-        kept = baseline.kept(spec, baseline.load(options.start_from), usd=0.0)    # a start, no move priced
+        kept = baseline.kept(spec, baseline.load(options.start_from), usd=0.0, share=0.0)   # a start: no move priced
     candidates = timed("estimate", estimate_candidates, spec, catalog, doc, options)
     solve_options = SolveOptions(
         solver=options.solver, time_limit=options.time_limit, gap=options.gap,

@@ -147,6 +147,8 @@ class Policy:
     # a re-plan (--baseline) moves a running workload only where that saves at least this much
     # over the horizon (policy.replan.min_saving_usd; docs/spec-reference.md says why the default)
     replan_min_saving_usd: float = 2000.0
+    # ... and at least this share of the workload's own cost in the baseline, where that is more
+    replan_min_saving_share: float = 0.1
 
     @property
     def limits_types(self) -> bool:

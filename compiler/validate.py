@@ -288,6 +288,8 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
             min_pool_months=_int(policy.get("min_pool_months", Policy.min_pool_months)),
             after_horizon=policy.get("after_horizon", "prorated"),
             replan_min_saving_usd=float(policy.get("replan", {}).get("min_saving_usd", Policy.replan_min_saving_usd)),
+            replan_min_saving_share=float(policy.get("replan", {}).get("min_saving_share",
+                                                                      Policy.replan_min_saving_share)),
         ),
         workloads=tuple(_workload(w, f"$.workloads[{i}]")
                         for i, w in enumerate(data["workloads"])),

@@ -165,6 +165,12 @@ def _placed(plan):
     return {w.name: frozenset(p.candidate for p in w.placements) for w in plan.workloads}
 
 
+def _exactly(plan):
+    """workload -> each placement's candidate, pricing, nodes and replicas month by month."""
+    return {w.name: sorted((p.candidate, p.pricing, p.nodes, p.monthly_replicas) for p in w.placements)
+            for w in plan.workloads}
+
+
 @pytest.fixture(scope="module")
 def hybrid(tmp_path_factory):
     """examples/hybrid-llm-platform.yaml compiled, then re-planned from that plan with a small
@@ -189,8 +195,8 @@ def hybrid(tmp_path_factory):
 @pytest.mark.slow
 def test_adding_a_fine_tune_moves_nothing_else_and_costs_at_most_its_own_cost(hybrid):
     base, added, _dropped = hybrid
-    before, after = _placed(base), _placed(added)
-    assert {w: c for w, c in after.items() if w in before} == before        # every other workload stays
+    before, after = _exactly(base), _exactly(added)
+    assert {w: c for w, c in after.items() if w in before} == before        # every other workload stays as it was
     own = next(w.cost_usd for w in added.workloads if w.name == "extra-8b-finetune")
     assert added.total_cost_usd <= base.total_cost_usd + own * 1.01 + 0.01
     assert added.solver.moves_usd == 0.0
@@ -212,7 +218,7 @@ def test_a_running_workload_moves_only_where_that_saves_more_than_the_policy_ask
     base = _compile(_spec(tmp_path, "2027-01", 20))
     text = SPEC.replace("START", "2027-01").replace("RPS", "20").replace(
         "allowed_gpus: [H100]", "allowed_gpus: [H100, H200, L40S]")
-    text = text.replace("  min_pool_months: null\n", f"  min_pool_months: null\n  replan: {{min_saving_usd: {saving}}}\n")
+    text = text.replace("  min_pool_months: null\n", f"  min_pool_months: null\n  replan: {{min_saving_usd: {saving}, min_saving_share: 0}}\n")
     wider = tmp_path / f"wider-{saving}.yaml"
     wider.write_text(text, encoding="utf-8")
     replan = _compile(str(wider), _write(tmp_path, base, "base"), [])

@@ -35,7 +35,7 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if options.kept is not None:
         from compiler.optimize import moves
 
-        if options.kept.usd > 0:
+        if options.kept.priced:
             problem = moves.with_moves(problem, options.kept)
         options = replace(options, start=_kept_start(problem, options))
     chosen = strategy.choose(problem, options)

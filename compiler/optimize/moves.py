@@ -4,10 +4,11 @@ where the baseline placed it unless moving saves more than the spec's policy.rep
 Kept says where the baseline ran each workload still in the spec: a training job's candidate,
 the candidates a service's replicas ran on. with_moves adds the price of a move to the problem's
 objective (cost category "replan"), as a problem of its own: a job's every candidate but the
-baseline's costs `usd` more, and a service whose replicas run on any candidate the baseline
-did not use pays `usd` once (a binary moved[w], set by one row per month: the replicas on those
-candidates are at most their bound times it). So a move is made only where it saves more than
-`usd`; a service that grows adds replicas where it runs without paying. The price is not a cost
+baseline's costs `usd` more, and a service whose replicas differ from the baseline's in any
+month the baseline planned (on another candidate, or another count on one of its own) pays
+`usd` once (a binary moved[w], set by rows on its replica counts). So a running workload changes
+only where that saves more than its price (Kept.price), or where the spec's change to it leaves
+it no choice. The price is not a cost
 of the plan: the plan is read back on the problem without it (without_moves), so its costs and
 the audit are those of the plan itself; the solver's objective and bound include it (a plan that
 moves nothing pays nothing, and moves_usd says what the plan's moves add).
@@ -31,6 +32,18 @@ class Kept:
     training: Mapping[str, str] = field(default_factory=dict)            # job -> candidate id
     serving: Mapping[str, frozenset[str]] = field(default_factory=dict)  # service -> candidate ids
     usd: float = 0.0                                                     # what one move must save
+    # the share of a workload's own cost (in the baseline) a move of it must save, where that is
+    # more than `usd`
+    share: float = 0.0
+    cost: Mapping[str, float] = field(default_factory=dict)              # workload -> its baseline cost
+
+    def price(self, workload: str) -> float:
+        """What moving `workload` must save: `usd`, or `share` of its baseline cost where more."""
+        return max(self.usd, self.share * self.cost.get(workload, 0.0))
+
+    @property
+    def priced(self) -> bool:
+        return self.usd > 0 or self.share > 0
     # the baseline's own decisions by variable name (candidates, replicas, terms, nodes bought):
     # where they are still a plan of this problem, its start is the baseline itself
     values: Mapping[str, float] = field(default_factory=dict)
@@ -47,24 +60,41 @@ def with_moves(problem: Problem, kept: Kept) -> Problem:
         for c in problem.chosen_from.get(w, ()):
             v = var.get(x_name(c))
             if v is not None and c.id != cid:
-                new_vars[v.name] = replace(v, costs=tuple(sorted(v.costs + ((CATEGORY, kept.usd),))))
+                new_vars[v.name] = replace(v, costs=tuple(sorted(v.costs + ((CATEGORY, kept.price(w)),))))
     for w, cids in sorted(kept.serving.items()):
-        away: dict[int, list[Variable]] = {}
-        for v in problem.variables:
-            if v.family == "y" and v.workload == w and v.candidate not in cids and v.month is not None:
-                away.setdefault(v.month, []).append(v)
-        if not away or any(v.ub is None for vs in away.values() for v in vs):
+        ys = [v for v in problem.variables if v.family == "y" and v.workload == w and v.month is not None]
+        if not ys or any(v.ub is None for v in ys):
             continue
         mn = f"moved[{w}]"
-        new_vars[mn] = Variable(mn, "binary", None, ((CATEGORY, kept.usd),), family="moved", workload=w)
-        for m, vs in sorted(away.items()):
-            bound = sum(v.ub for v in vs)
-            rows.append(Constraint(f"moved[{w}@{m:03d}]", "replan", tuple(sorted([(v.name, 1.0) for v in vs]
-                                                                               + [(mn, -bound)])),
-                                   "<=", 0.0, "$.policy.replan", f"{w} runs replicas where the baseline did not "
-                                   f"in month {m} only if it moves", family="moved", workload=w, month=m))
+        new_vars[mn] = Variable(mn, "binary", None, ((CATEGORY, kept.price(w)),), family="moved", workload=w)
+        rows += _service_rows(w, mn, ys, cids, kept.values)
     return replace(problem, variables=tuple(new_vars[n] for n in sorted(new_vars)),
                    constraints=tuple(sorted(problem.constraints + tuple(rows), key=lambda c: c.name)))
+
+
+def _service_rows(w: str, mn: str, ys: list[Variable], cids: frozenset[str],
+                  baseline: Mapping[str, float]) -> list[Constraint]:
+    """moved[w] = 1 wherever service w's replicas differ from the baseline's: on a candidate the
+    baseline did not use (their sum is at most their bounds times moved), or, in a month the
+    baseline planned, another count on one it did (y <= y0 + (ub - y0) moved, y >= y0 (1 - moved)).
+    A month the baseline did not plan (its horizon ended before) is free."""
+    rows, away = [], {}
+    for v in ys:
+        if v.candidate not in cids:
+            away.setdefault(v.month, []).append(v)
+        elif v.name in baseline:
+            y0, why = baseline[v.name], f"{w}'s replicas on {v.candidate} in month {v.month} change only if it moves"
+            rows.append(Constraint(f"kept_most[{v.name}]", "replan", ((mn, y0 - v.ub), (v.name, 1.0)), "<=", y0,
+                                   "$.policy.replan", why, family="moved", workload=w, month=v.month))
+            if y0 > 0:
+                rows.append(Constraint(f"kept_least[{v.name}]", "replan", ((mn, y0), (v.name, 1.0)), ">=", y0,
+                                       "$.policy.replan", why, family="moved", workload=w, month=v.month))
+    for m, vs in sorted(away.items()):
+        bound = sum(v.ub for v in vs)
+        terms = tuple(sorted([(v.name, 1.0) for v in vs] + [(mn, -bound)]))
+        rows.append(Constraint(f"moved[{w}@{m:03d}]", "replan", terms, "<=", 0.0, "$.policy.replan", f"{w} runs replicas where the baseline did not "
+                               f"in month {m} only if it moves", family="moved", workload=w, month=m))
+    return rows
 
 
 def moves_usd(problem: Problem, values: Mapping[str, float]) -> float:
