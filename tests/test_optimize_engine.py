@@ -180,10 +180,9 @@ def test_a_round_stops_after_its_root_node_whatever_the_user_allows(problem, use
             return super().solve(**kwargs)
 
     improve(problem, greedy_start(problem), lambda k=0: Recording(problem), max_nodes=user, settings=s)
-    assert budgets[0] == (True, None, False)               # the LP relaxation
-    assert budgets[1] == (False, None, True)               # the start's price: every integer held
-    rounds = [(relax, nodes) for relax, nodes, merge in budgets[2:] if not merge]
-    merges = [(relax, nodes) for relax, nodes, merge in budgets[2:] if merge]
+    assert budgets[0] == (True, None, False)               # the LP relaxation (the rounds do not price
+    rounds = [(relax, nodes) for relax, nodes, merge in budgets[1:] if not merge]    # their start)
+    merges = [(relax, nodes) for relax, nodes, merge in budgets[1:] if merge]
     assert rounds and set(rounds) == {(False, s.round_nodes)}
     assert set(merges) <= {(False, s.merge_nodes)}   # the pools' re-plan of a merge
 

@@ -89,7 +89,7 @@ def rounds(problem: F.Problem, max_nodes: int | None = None, *, cycles: int | No
     default_cycles = settings.large_cycles if large else settings.cycles
     return Schedule(cycle=cycle, cycles=default_cycles if cycles is None else cycles, tail=tail,
                     nodes=min(settings.round_nodes, max_nodes or settings.round_nodes), restart=not large,
-                    workers=workers, choices=groups["training"] | groups["serving"])
+                    workers=workers, choices=groups["training"] | groups["serving"], price_start=False)
 
 
 def months(problem: F.Problem, settings: Settings = DEFAULT, *, enough: float | None = None,
