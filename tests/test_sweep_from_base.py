@@ -16,9 +16,9 @@ RELAXED = """\
 scenarios:
   - name: h100-cheaper
     prices:
-      - {gpu: H100, factor: {values: [0.7, 0.9]}}
+      - {gpu: H100, factor: 0.8}
   - name: less-traffic
-    traffic: {values: [0.8, 0.95]}
+    traffic: 0.9
   - name: fewer-tokens
     tokens: 0.5
 """
@@ -31,6 +31,6 @@ def test_no_relaxation_costs_more_than_the_base_plan(tmp_path):
     prepared = prepare(ROOT / "examples" / "hybrid-llm-platform.yaml", scenarios)
     table, files = sweep(prepared, workers=2)
     base = json.loads(files["_base/plan.json"])["total_cost_usd"]
-    assert len(table) == 5 and all(r.ok for r in table)
+    assert len(table) == 3 and all(r.ok for r in table)
     for row in table:
         assert row.total_usd <= base + 0.01, (row.scenario, row.total_usd, base)
