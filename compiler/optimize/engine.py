@@ -88,7 +88,7 @@ class Schedule:
     # plan replaces the start (HiGHS was given it, so that plan is no dearer unless HiGHS could
     # not use it), and the model is left as the rounds leave it: a fixed solve on the model the
     # branch-and-bound after the rounds goes on with changes that search's path (HiGHS keeps some
-    # state across solves), measured 15% slower on a benchmark platform
+    # state across solves; benchmarks/LOG.md has the measurement)
     price_start: bool = True
 
 
