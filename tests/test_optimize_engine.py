@@ -347,24 +347,35 @@ def test_a_cutoff_prunes_every_plan_that_is_not_cheaper(problem):
     assert model.solve(fixed=start).objective == pytest.approx(cost, rel=1e-9)
 
 
-def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_finds_one(problem,
-                                                                                         monkeypatch):
-    # _Search.again with the rounds and their outcomes stubbed: the cheapest node first, rounds
-    # made again from each cheaper plan, a round not run again on the plan it left, and the
-    # step ends when no round finds a cheaper plan.
+def _stubbed_engine(problem, monkeypatch, workers: int):
+    """An engine with no solver: its fewer-nodes rounds are one per pool of the three cheapest
+    (the dearest first, so the order the engine runs them in is its own), at plan 0; the tests
+    give it a batch() of their own. (engine, the three pools, cheapest first)."""
     from types import SimpleNamespace
 
-    from compiler.optimize.engine import FewerNodes, Round, _Engine as _Search
+    from compiler.optimize.engine import Round, _Engine
 
     price = {v.name: v.cost for v in problem.variables}
     pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
-    assert len(pools) == 3 and price[pools[0]] <= price[pools[1]] <= price[pools[2]]
     rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
     monkeypatch.setattr(engine, "fewer_nodes", lambda *a, **k: rounds)
-    search = _Search.__new__(_Search)
+    search = _Engine.__new__(_Engine)
     search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
     search.settings = DEFAULT
-    search.schedule = SimpleNamespace(workers=1, enough=None)
+    search.schedule = SimpleNamespace(workers=workers, enough=None)
+    return search, pools
+
+
+def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_finds_one(problem,
+                                                                                         monkeypatch):
+    # _Engine.again with the rounds and their outcomes stubbed: the cheapest node first, rounds
+    # made again from each cheaper plan, a round not run again on the plan it left, and the
+    # step ends when no round finds a cheaper plan.
+    from compiler.optimize.engine import FewerNodes
+
+    search, pools = _stubbed_engine(problem, monkeypatch, workers=1)
+    price = {v.name: v.cost for v in problem.variables}
+    assert len(pools) == 3 and price[pools[0]] <= price[pools[1]] <= price[pools[2]]
     finds = {pools[0]: [True, False], pools[1]: [True], pools[2]: [False]}
     ran = []
 
@@ -389,18 +400,9 @@ def test_a_fewer_nodes_step_again_starts_over_from_each_cheaper_plan_until_none_
 def test_a_paired_fewer_nodes_step_runs_its_rounds_two_at_a_time(problem, monkeypatch):
     # As above, `paired`: the rounds go to batch() the plan's workers at a time, the cheapest
     # nodes first; a cheaper plan makes them again, less the round that made it.
-    from types import SimpleNamespace
+    from compiler.optimize.engine import FewerNodes
 
-    from compiler.optimize.engine import FewerNodes, Round, _Engine as _Search
-
-    price = {v.name: v.cost for v in problem.variables}
-    pools = sorted((n for n in price if n.startswith("buy[")), key=lambda n: (price[n], n))[:3]
-    rounds = tuple(Round(f"fewer nodes {p[4:-1]}", moved=((p, 1.0),)) for p in reversed(pools))
-    monkeypatch.setattr(engine, "fewer_nodes", lambda *a, **k: rounds)
-    search = _Search.__new__(_Search)
-    search.problem, search.left, search.incumbent, search.left_at = problem, lambda: None, {"plan": 0.0}, {}
-    search.settings = DEFAULT
-    search.schedule = SimpleNamespace(workers=2, enough=None)
+    search, pools = _stubbed_engine(problem, monkeypatch, workers=2)
     finds = {pools[0]: [True], pools[1]: [False, False], pools[2]: [False]}
     ran = []
 

@@ -8,8 +8,7 @@ baseline's costs `usd` more, and a service whose replicas differ from the baseli
 month the baseline planned (on another candidate, or another count on one of its own) pays
 `usd` once (a binary moved[w], set by rows on its replica counts). So a running workload changes
 only where that saves more than its price (Kept.price), or where the spec's change to it leaves
-it no choice. The price is not a cost
-of the plan: the plan is read back on the problem without it (without_moves), so its costs and
+it no choice. The price is not a cost of the plan: the plan is read back on the problem without it (without_moves), so its costs and
 the audit are those of the plan itself; the solver's objective and bound include it (a plan that
 moves nothing pays nothing, and moves_usd says what the plan's moves add).
 
@@ -36,6 +35,9 @@ class Kept:
     # more than `usd`
     share: float = 0.0
     cost: Mapping[str, float] = field(default_factory=dict)              # workload -> its baseline cost
+    # the baseline's own decisions by variable name (candidates, replicas, terms, nodes bought):
+    # where they are still a plan of this problem, its start is the baseline itself
+    values: Mapping[str, float] = field(default_factory=dict)
 
     def price(self, workload: str) -> float:
         """What moving `workload` must save: `usd`, or `share` of its baseline cost where more."""
@@ -44,9 +46,6 @@ class Kept:
     @property
     def priced(self) -> bool:
         return self.usd > 0 or self.share > 0
-    # the baseline's own decisions by variable name (candidates, replicas, terms, nodes bought):
-    # where they are still a plan of this problem, its start is the baseline itself
-    values: Mapping[str, float] = field(default_factory=dict)
 
 
 def with_moves(problem: Problem, kept: Kept) -> Problem:
@@ -61,8 +60,12 @@ def with_moves(problem: Problem, kept: Kept) -> Problem:
             v = var.get(x_name(c))
             if v is not None and c.id != cid:
                 new_vars[v.name] = replace(v, costs=tuple(sorted(v.costs + ((CATEGORY, kept.price(w)),))))
+    replicas: dict[str, list[Variable]] = {}        # service -> its replica counts, one pass over the model
+    for v in problem.variables:
+        if v.family == "y" and v.workload in kept.serving and v.month is not None:
+            replicas.setdefault(v.workload, []).append(v)
     for w, cids in sorted(kept.serving.items()):
-        ys = [v for v in problem.variables if v.family == "y" and v.workload == w and v.month is not None]
+        ys = replicas.get(w, [])
         if not ys or any(v.ub is None for v in ys):
             continue
         mn = f"moved[{w}]"

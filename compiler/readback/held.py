@@ -19,11 +19,11 @@ def held_commitments(spec: Spec, catalog: Catalog, pools: tuple[Pool, ...]) -> t
     for site in spec.sites:
         if not isinstance(site, CloudSite):
             continue
-        for r in site.reserved:
+        for j, r in enumerate(site.reserved):
             rate = unit_costs.cloud_price(catalog, site, r.instance, r.term) or 0.0
             pool = by_pool.get((site.name, r.instance, r.term))
-            earlier = sum(e.nodes for e in site.reserved[:site.reserved.index(r)]
-                          if (e.instance, e.term) == (r.instance, r.term))
+            # the entries listed before it of the same pool take the work first
+            earlier = sum(e.nodes for e in site.reserved[:j] if (e.instance, e.term) == (r.instance, r.term))
             used = []
             for m in range(min(H, r.until_month)):
                 run = pool.monthly_node_hours[m] / HOURS_PER_MONTH if pool and m < len(pool.monthly_node_hours) else 0.0
