@@ -183,6 +183,9 @@ class WorkloadPlan:
     # end of the horizon); inference: None
     deadline_days: float | None = None
     availability: float = 0.0     # inference: slo.availability (0.999 or more: N+1 across sites)
+    # The workload's spec as the user stated it (compiler/readback/inputs.py), so a diff can say
+    # which spec lines changed; None: a plan.json written before plans recorded them.
+    inputs: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -445,6 +448,9 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["held"]             # no commitments already bought: no key
     if not d["solver"]["moves_usd"]:
         del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
+    for w in d["workloads"]:
+        if w["inputs"] is None:
+            del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {

@@ -144,6 +144,7 @@ def _mutations():
         "empty reservation": set_(["pools", 1, "reservations", 0, "nodes"], 0),
         "reservation without start": delete(["pools", 1, "reservations", 0, "start_month"]),
         "storage missing its months": delete(["storage", 0, "monthly_tb"]),
+        "inputs not a mapping": set_(["workloads", 0, "inputs"], "model: llama-3-70b"),
     }
 
 
@@ -167,3 +168,19 @@ def test_compiled_example_plan_validates():
     assert training
     for w in training:
         assert sum(w["estimate"]["step_breakdown"].values()) == pytest.approx(1, abs=1e-3), w["name"]
+    # and records the spec it was asked, for diff: the model and window as the spec states them
+    for w in doc["workloads"]:
+        assert w["inputs"]["model"] and "start_month" in w["inputs"]["window"], w["name"]
+        assert not {"name", "kind", "path"} & set(w["inputs"])
+
+
+def test_inputs_validate_and_read_back():
+    from dataclasses import replace
+
+    plan = hybrid_plan()
+    inputs = {"model": "llama-3-70b", "sites": ["fra-dc1"], "traffic": {"peak_rps": 20}, "window": {"start_month": 2}}
+    plan = replace(plan, workloads=(replace(plan.workloads[0], inputs=inputs),) + plan.workloads[1:])
+    doc = json.loads(to_json(plan))
+    assert errors(doc) == []
+    assert doc["workloads"][0]["inputs"] == inputs and "inputs" not in doc["workloads"][1]
+    assert from_dict(doc).workloads[0].inputs == inputs and from_dict(doc).workloads[1].inputs is None

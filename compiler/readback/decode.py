@@ -24,6 +24,7 @@ from compiler.appraise.idle import idle_owned
 from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments
+from compiler.readback.inputs import inputs_of
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
                            Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan,
                            WorkloadPlan)
@@ -496,7 +497,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         alone = chosen_training(problem, c)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month,
-                            alternatives(problem, w.name, alone), chosen_alone=alone)
+                            alternatives(problem, w.name, alone), chosen_alone=alone, inputs=inputs_of(w))
     rows = infer[w.name]
     demand = problem.demand[w.name]
     peak_m = max(range(len(demand)), key=lambda m: (demand[m], m)) if demand else 0
@@ -524,7 +525,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                         alternatives(problem, w.name, alone), peak_replicas, alone,
                         quantization=w.quantization,
                         max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
-                        availability=w.slo.availability)
+                        availability=w.slo.availability, inputs=inputs_of(w))
 
 
 def _layout(c: Candidate) -> LayoutPlan:
