@@ -4,17 +4,26 @@
     render_diff(d, console)             rich tables for people
     diff_to_json(d) -> dict             the same facts for CI (sorted, rounded: deterministic)
 
-Pools are matched by (site, instance, pricing); workloads by name. A workload "moved" when
-its site, instance, GPU, GPU count or pricing changed, or it holds nodes of a pricing (in a
-pool) it did not hold before or no longer holds; replicas or nodes alone are a resize (for
-inference the GPU count is replicas x GPUs per replica, so it alone is a resize too).
-Per workload the diff also lists the nodes it holds per pool and pricing (most at once, and
-node-hours over the horizon) where they differ, e.g. a job moving from reserved to on-demand
-nodes, and for services the replicas per site (peak, and the months that differ).
+Pools are matched by (site, instance, pricing); workloads by name. The diff is read against a
+re-plan (DESIGN.md section 6), so it says first what the input did, then what the plan did:
+- a workload whose spec changed (plan.json `inputs`, one row per field that differs), or that
+  was added or removed, comes first, with its own cost in each plan;
+- then a workload whose spec did not change but which "moved": its GPU, GPU count (training)
+  or main pricing changed, or it holds nodes in a pool or of a pricing it did not hold before
+  or no longer holds; with what it saved (its own cost in A minus its own cost in B);
+- then one "resized": replicas or nodes alone (for inference the GPU count is replicas x GPUs
+  per replica, so it alone is a resize too); then any other change (its start, its cost);
+- unchanged workloads are counted, not listed.
+Where a workload is placed is a table, one row per (site, instance, pricing) with the nodes it
+holds there in each plan (most at once, and node-hours over the horizon), never one joined
+string; for services, the replicas per site (peak, and the months that differ).
 
 Months are named as the plans name them (plan.Calendar): by index, or where a plan has a start,
 as calendar months. Two dated plans are compared month by calendar month, so a re-plan that
-starts later lines up with the plan before it; a dated and an undated plan are compared by index.
+starts later lines up with the plan before it (a job that starts in the same calendar month in
+both did not move in time, whatever its month index); a dated and an undated plan are compared
+by index. A plan.json written before plans recorded their inputs still compares: its workloads'
+spec changes are unknown, and the diff says so.
 """
 
 from __future__ import annotations
@@ -91,16 +100,40 @@ class ReplicaDelta:
                                   # "2027-03..2027-12, 2028-03")
 
 
+# The order the diff lists workloads in: what the input did first, then what the re-plan did.
+CHANGE_ORDER = ("input changed", "added", "removed", "moved", "resized", "changed", "unchanged")
+# plan fields whose change is a resize (more or fewer of the same), not a move
+_SIZE_FIELDS = frozenset({"gpus", "nodes", "total_gpus", "replicas"})
+
+
 @dataclass(frozen=True)
 class WorkloadDiff:
     name: str
-    status: str                   # added | removed | changed | unchanged
-    moved: bool                   # site / instance / gpu / gpus / pricing changed
-    changes: tuple[Change, ...]   # placement-level fields that differ
+    status: str                   # added | removed | input changed | changed | unchanged
+    moved: bool                   # gpu / gpus / where / main pricing changed
+    changes: tuple[Change, ...]   # plan fields that differ, one per field (where it runs: holdings)
     estimate: tuple[Delta, ...]   # estimate keys whose value differs
     cost: Delta
     holdings: tuple[HoldingDelta, ...] = ()   # per pool and pricing, where they differ
     replicas: tuple[ReplicaDelta, ...] = ()   # inference: per site, where they differ
+    inputs: tuple[Change, ...] = ()           # the spec's fields that differ ('traffic.peak_rps')
+    inputs_known: bool = True     # both plans record the workload's spec (plan.json `inputs`)
+
+    @property
+    def change(self) -> str:
+        """What the diff calls this workload's change (CHANGE_ORDER)."""
+        if self.status != "changed":
+            return self.status
+        if self.moved:
+            return "moved"
+        if self.holdings or self.replicas or any(c.field in _SIZE_FIELDS for c in self.changes):
+            return "resized"
+        return "changed"
+
+    @property
+    def saving(self) -> float | None:
+        """Its own cost in plan A minus in plan B (None where it is in one plan only)."""
+        return None if self.cost.delta is None else -self.cost.delta
 
 
 @dataclass(frozen=True)
@@ -118,6 +151,8 @@ class PlanInfo:
     best_bound_usd: float
     start: str | None = None      # month 0 as YYYY-MM, where the plan is dated
     sunk_usd: float = 0.0         # commitments it inherits (held), paid whatever it does: not in its total
+    inputs: bool = True           # every workload records its spec (plan.json from before: False)
+    moves_usd: float = 0.0        # a re-plan: what its objective priced its moves at (policy.replan)
 
 
 @dataclass(frozen=True)
@@ -131,9 +166,18 @@ class PlanDiff:
     pools_added: tuple[PoolRef, ...]
     pools_removed: tuple[PoolRef, ...]
     pools_resized: tuple[PoolResize, ...]
-    workloads: tuple[WorkloadDiff, ...]   # every workload of either plan, by name
+    workloads: tuple[WorkloadDiff, ...]   # every workload of either plan, in CHANGE_ORDER, then by name
     plan_a: PlanInfo | None = None
     plan_b: PlanInfo | None = None
+
+    @property
+    def listed(self) -> tuple[WorkloadDiff, ...]:
+        """The workloads the diff shows: every one that changed, in CHANGE_ORDER."""
+        return tuple(w for w in self.workloads if w.status != "unchanged")
+
+    @property
+    def unchanged(self) -> int:
+        return len(self.workloads) - len(self.listed)
 
     @property
     def rise(self) -> float | None:
@@ -147,8 +191,31 @@ class PlanDiff:
                     or abs(self.total.delta or 0.0) >= 0.005)
 
 
-MOVE_FIELDS = ("site", "instance", "gpu", "gpus", "pricing")
+MOVE_FIELDS = ("gpu", "gpus", "where")
 _EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class _Months:
+    """How the diff names the two plans' months and lines them up (the module's docstring)."""
+    frame: Calendar = Calendar()  # the calendar months are named by: A's, or B's where only B is dated
+    offset: int = 0               # B's month j is A's month j + offset (0 unless both are dated)
+    dated: bool = False           # both plans are dated: a month is compared as its calendar month
+
+    def when(self, m: int, calendar: Calendar) -> int | str:
+        """Month m of the plan with `calendar` as the diff compares and writes it: its calendar
+        month where both plans are dated; by index otherwise (named by the dated plan's
+        calendar where one is)."""
+        if self.dated:
+            return calendar.name(m)
+        return self.frame.name(m) if self.frame.dated else m
+
+
+def _frame(a: Plan, b: Plan) -> _Months:
+    ca, cb = a.calendar, b.calendar
+    if ca.dated and cb.dated:
+        return _Months(ca, ca.index(cb.start), True)
+    return _Months(ca if ca.dated else cb)
 
 
 def _pool_key(p: Pool) -> tuple[str, str, str]:
@@ -159,16 +226,7 @@ def _ref(p: Pool) -> PoolRef:
     return PoolRef(p.site, p.instance, p.pricing, p.gpu, p.nodes, p.nodes * p.gpus_per_node, p.fabric)
 
 
-def _frame(a: Plan, b: Plan) -> tuple[Calendar, int]:
-    """The calendar the diff names months by (A's, or B's where only B is dated), and how many
-    months after A's month 0 B's month 0 falls (0 unless both are dated)."""
-    ca, cb = a.calendar, b.calendar
-    if ca.dated and cb.dated:
-        return ca, ca.index(cb.start)
-    return (ca if ca.dated else cb), 0
-
-
-def _pools(a: Plan, b: Plan):
+def _pools(a: Plan, b: Plan, months: _Months = _Months()):
     pa = {_pool_key(p): p for p in a.pools}
     pb = {_pool_key(p): p for p in b.pools}
     added = tuple(_ref(pb[k]) for k in sorted(pb.keys() - pa.keys()))
@@ -178,7 +236,9 @@ def _pools(a: Plan, b: Plan):
         x, y = pa[k], pb[k]
         changes = tuple(Change(f, getattr(x, f), getattr(y, f))
                         for f in ("gpu", "gpus_per_node", "nodes", "fabric") if getattr(x, f) != getattr(y, f))
-        tx, ty = _terms(x, a.calendar), _terms(y, b.calendar)
+        # a term's start is compared as the months are (a dated and an undated plan: by index)
+        tx = _terms(x, a.calendar if months.dated else months.frame)
+        ty = _terms(y, b.calendar if months.dated else months.frame)
         if tx != ty:
             changes += (Change("reservations", tx, ty),)
         if changes:
@@ -191,10 +251,10 @@ def _terms(p: Pool, calendar: Calendar) -> str:
     return ", ".join(f"{r.nodes} from {calendar.month(r.start_month)}" for r in p.reservations)
 
 
-def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None]]:
+def _held(w: WorkloadPlan | None) -> dict[tuple[str, str, str], tuple[int, float | None]]:
     """(site, instance, pricing) -> (most nodes held at once in a month, node-hours over the
     horizon). A placement without holdings (plan.json from before them) holds its nodes of its
-    pricing, node-hours unknown."""
+    pricing, node-hours unknown. No workload (added or removed): nothing held."""
     nodes: dict[tuple[str, str, str], list[int]] = {}
     hours: dict[tuple[str, str, str], float | None] = {}
 
@@ -203,7 +263,7 @@ def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None
         before = hours.get(key, 0.0)
         hours[key] = None if before is None or node_hours is None else before + node_hours
 
-    for p in w.placements:
+    for p in w.placements if w is not None else ():
         if not p.holdings:
             add((p.site, p.instance, p.pricing), [p.nodes], None)
         for h in p.holdings:
@@ -212,7 +272,7 @@ def _held(w: WorkloadPlan) -> dict[tuple[str, str, str], tuple[int, float | None
     return {k: v for k, v in out.items() if v[0] or v[1]}
 
 
-def _holdings(a: WorkloadPlan, b: WorkloadPlan) -> tuple[HoldingDelta, ...]:
+def _holdings(a: WorkloadPlan | None, b: WorkloadPlan | None) -> tuple[HoldingDelta, ...]:
     ha, hb = _held(a), _held(b)
     order = {p: i for i, p in enumerate(PRICINGS)}
     out = []
@@ -231,12 +291,12 @@ def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
     return site_replicas(w, monthly=months), months
 
 
-def _replicas(a: WorkloadPlan, b: WorkloadPlan, frame: Calendar = Calendar(),
-              offset: int = 0) -> tuple[ReplicaDelta, ...]:
+def _replicas(a: WorkloadPlan, b: WorkloadPlan, months: _Months = _Months()) -> tuple[ReplicaDelta, ...]:
     """Per site, where the replicas differ: B's month j is A's month j + offset (_frame)."""
     if "inference" not in (a.kind, b.kind):
         return ()
     (ra, ma), (rb, mb) = _site_replicas(a), _site_replicas(b)
+    offset = months.offset
     out = []
     for site in sorted(ra.keys() | rb.keys()):
         x, y = ra.get(site, [0]), rb.get(site, [0])
@@ -245,28 +305,63 @@ def _replicas(a: WorkloadPlan, b: WorkloadPlan, frame: Calendar = Calendar(),
             differ = [m for m in range(min(0, offset), max(len(x), len(y) + offset))
                       if at(x, m) != at(y, m - offset)]
             if differ:
-                out.append(ReplicaDelta(site, max(x), max(y), frame.runs(differ)))
+                out.append(ReplicaDelta(site, max(x), max(y), months.frame.runs(differ)))
         elif max(x) != max(y):
             out.append(ReplicaDelta(site, max(x), max(y), ""))
     return tuple(out)
 
 
-def _shape(w: WorkloadPlan) -> dict[str, Any]:
-    """A workload's placement in comparable form: multi-site values joined in site order."""
-    ps = sorted(w.placements, key=lambda p: (p.site, p.instance, p.pricing))
+def _shape(w: WorkloadPlan, calendar: Calendar, months: _Months) -> dict[str, Any]:
+    """A workload's plan in comparable form, one value per field; where it runs is the holdings'
+    table (_holdings), not a field here."""
     return {
-        "site": "+".join(p.site for p in ps),
-        "instance": "+".join(p.instance for p in ps),
         "gpu": w.gpu,
         "gpus": w.gpus,
-        "pricing": "+".join(p.pricing for p in ps),
-        "nodes": sum(p.nodes for p in ps),
-        "total_gpus": sum(p.gpus for p in ps),
-        "replicas": sum(p.replicas for p in ps),
+        "nodes": sum(p.nodes for p in w.placements),
+        "total_gpus": sum(p.gpus for p in w.placements),
+        "replicas": sum(p.replicas for p in w.placements),
         "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}"
                   + (f"/cp{w.layout.cp}" if w.layout.cp > 1 else ""),
         "orchestrator": w.orchestrator,
+        "start": months.when(w.start_month, calendar),
     }
+
+
+def _where(w: WorkloadPlan) -> tuple[tuple[str, str, str], ...]:
+    """Each placement's (site, instance, main pricing): a workload whose set of these changes
+    moved (compared, never shown: the holdings' table shows where it runs)."""
+    return tuple(sorted((p.site, p.instance, p.pricing) for p in w.placements))
+
+
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A workload's inputs as dotted paths: {'traffic': {'peak_rps': 20}} -> {'traffic.peak_rps': 20}."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+# inputs that are months of the horizon: compared as calendar months where both plans are dated
+_MONTH_INPUTS = frozenset({"window.start_month"})
+
+
+def _inputs(a: WorkloadPlan, b: WorkloadPlan, cal_a: Calendar, cal_b: Calendar,
+            months: _Months) -> tuple[Change, ...]:
+    """The spec fields of the workload that differ, one Change per dotted path (A or B None:
+    the field is unset on that side)."""
+    fa, fb = _flat(a.inputs or {}), _flat(b.inputs or {})
+    out = []
+    for key in sorted(fa.keys() | fb.keys()):
+        x, y = fa.get(key), fb.get(key)
+        if key in _MONTH_INPUTS:
+            x = None if x is None else months.when(x, cal_a)
+            y = None if y is None else months.when(y, cal_b)
+        if x != y:
+            out.append(Change(key, x, y))
+    return tuple(out)
 
 
 def _num(v: Any) -> float | None:
@@ -284,42 +379,52 @@ def _estimate(a: dict[str, Any], b: dict[str, Any]) -> tuple[Delta, ...]:
     return tuple(out)
 
 
-def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None,
-              frame: Calendar = Calendar(), offset: int = 0) -> WorkloadDiff:
+def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None, cal_a: Calendar = Calendar(),
+              cal_b: Calendar = Calendar(), months: _Months = _Months()) -> WorkloadDiff:
+    cost = Delta("cost_usd", a.cost_usd if a else None, b.cost_usd if b else None)
     if a is None or b is None:
-        w = a or b
-        assert w is not None
-        return WorkloadDiff(name, "added" if a is None else "removed", False, (), (),
-                            Delta("cost_usd", a.cost_usd if a else None, b.cost_usd if b else None))
-    sa, sb = _shape(a), _shape(b)
+        one = a or b
+        assert one is not None
+        # where it runs (or ran) is its placement rows: held in one plan only
+        return WorkloadDiff(name, "added" if a is None else "removed", False, (), (), cost,
+                            _holdings(a, b), inputs_known=one.inputs is not None)
+    sa, sb = _shape(a, cal_a, months), _shape(b, cal_b, months)
     changes = tuple(Change(k, sa[k], sb[k]) for k in sa if sa[k] != sb[k])
     estimate = _estimate(a.estimate, b.estimate)
-    cost = Delta("cost_usd", a.cost_usd, b.cost_usd)
+    holdings = _holdings(a, b)
+    replicas = _replicas(a, b, months)
+    known = a.inputs is not None and b.inputs is not None
+    inputs = _inputs(a, b, cal_a, cal_b, months) if known else ()
     # An inference workload's gpus is its replicas times the GPUs of one replica: more
     # replicas on the same sites and instances is a resize, not a move.
     move_fields = MOVE_FIELDS if b.kind == "training" else tuple(f for f in MOVE_FIELDS if f != "gpus")
-    holdings = _holdings(a, b)
-    replicas = _replicas(a, b, frame, offset)
+    shape_a, shape_b = {**sa, "where": _where(a)}, {**sb, "where": _where(b)}
     # nodes of a pricing (in a pool) held before and not now, or now and not before: a move
-    moved = any(c.field in move_fields for c in changes) or any(
+    moved = any(shape_a[f] != shape_b[f] for f in move_fields) or any(
         (h.nodes_a == 0) != (h.nodes_b == 0) for h in holdings)
-    same = (not changes and not estimate and not holdings and not replicas
+    same = (not changes and not estimate and not holdings and not replicas and not moved
             and abs(a.cost_usd - b.cost_usd) < 0.005)
-    return WorkloadDiff(name, "unchanged" if same else "changed", moved, changes, estimate, cost,
-                        holdings, replicas)
+    status = "input changed" if inputs else "unchanged" if same else "changed"
+    return WorkloadDiff(name, status, moved, changes, estimate, cost, holdings, replicas, inputs, known)
 
 
 def _info(p: Plan) -> PlanInfo:
     return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
-                    p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start, round(p.sunk_usd, 2))
+                    p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start, round(p.sunk_usd, 2),
+                    all(w.inputs is not None for w in p.workloads), round(p.solver.moves_usd, 2))
+
+
+def _order(w: WorkloadDiff) -> tuple[int, str]:
+    return CHANGE_ORDER.index(w.change), w.name
 
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
-    added, removed, resized = _pools(a, b)
+    months = _frame(a, b)
+    added, removed, resized = _pools(a, b, months)
     wa = {w.name: w for w in a.workloads}
     wb = {w.name: w for w in b.workloads}
-    frame, offset = _frame(a, b)
-    workloads = tuple(_workload(n, wa.get(n), wb.get(n), frame, offset) for n in sorted(wa.keys() | wb.keys()))
+    workloads = tuple(sorted((_workload(n, wa.get(n), wb.get(n), a.calendar, b.calendar, months)
+                              for n in wa.keys() | wb.keys()), key=_order))
     ca, cb = a.cost_breakdown_usd, b.cost_breakdown_usd
     breakdown = tuple(Delta(k, ca.get(k), cb.get(k)) for k in sorted(ca.keys() | cb.keys())
                       if abs((ca.get(k) or 0.0) - (cb.get(k) or 0.0)) >= 0.005 or (k in ca) != (k in cb))
@@ -355,6 +460,15 @@ def cautions(d: PlanDiff) -> tuple[str, ...]:
             dated, other = ("A", "B") if starts[0] else ("B", "A")
             out.append(f"only plan {dated} is dated (start {starts[0] or starts[1]}): months are "
                        f"compared by index, as if plan {other} started then too")
+        unknown = [side for side, info in (("A", d.plan_a), ("B", d.plan_b)) if not info.inputs]
+        if unknown:
+            out.append(f"plan {' and plan '.join(unknown)} {'does' if len(unknown) == 1 else 'do'} not record "
+                       f"{'its' if len(unknown) == 1 else 'their'} workloads' spec (a plan.json from before "
+                       f"plans recorded it): which workloads the spec changed is unknown")
+        if d.plan_b.moves_usd:
+            out.append(f"plan B is a re-plan: its moves were priced at {_money(d.plan_b.moves_usd)} in all "
+                       f"(policy.replan): a workload whose spec did not change moved only where that "
+                       f"saved the plan more than its price, or where it could not stay")
     return tuple(out)
 
 
@@ -392,11 +506,33 @@ def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]
     if info is not None:
         out.update({"spec_sha256": info.spec_sha256, "catalog_version": info.catalog_version,
                     "solver": info.solver, "status": info.status, "gap": _r(info.gap),
-                    "best_bound_usd": _r(info.best_bound_usd)})
+                    "best_bound_usd": _r(info.best_bound_usd), "inputs_recorded": info.inputs})
         if info.start is not None:
             out["start"] = info.start
         if info.sunk_usd:
             out["sunk_usd"] = _r(info.sunk_usd)
+        if info.moves_usd:
+            out["moves_usd"] = _r(info.moves_usd)
+    return out
+
+
+def _workload_json(w: WorkloadDiff) -> dict[str, Any]:
+    out = {
+        "name": w.name, "change": w.change, "status": w.status, "moved": w.moved,
+        "inputs_known": w.inputs_known,
+        "cost_usd": _delta_json(w.cost),
+        "inputs": [_change_json(c) for c in w.inputs],
+        "changes": [_change_json(c) for c in w.changes],
+        "placements": [{"site": h.site, "instance": h.instance, "pricing": h.pricing,
+                        "nodes_a": h.nodes_a, "nodes_b": h.nodes_b,
+                        "node_hours_a": _r(h.node_hours_a), "node_hours_b": _r(h.node_hours_b)}
+                       for h in w.holdings],
+        "replicas": [{"site": r.site, "peak_a": r.peak_a, "peak_b": r.peak_b, "months": r.months}
+                     for r in w.replicas],
+        "estimate": {e.key: _delta_json(e) for e in w.estimate},
+    }
+    if w.change == "moved":
+        out["saving_usd"] = _r(w.saving)      # its own cost in A minus in B
     return out
 
 
@@ -415,22 +551,13 @@ def diff_to_json(d: PlanDiff) -> dict[str, Any]:
                          "nodes_a": p.nodes_a, "nodes_b": p.nodes_b, "nodes_delta": p.nodes_delta,
                          "changes": [_change_json(c) for c in p.changes]} for p in d.pools_resized],
         },
-        "workloads": [{
-            "name": w.name, "status": w.status, "moved": w.moved,
-            "changes": [_change_json(c) for c in w.changes],
-            "estimate": {e.key: _delta_json(e) for e in w.estimate},
-            "cost_usd": _delta_json(w.cost),
-            "holdings": [{"site": h.site, "instance": h.instance, "pricing": h.pricing,
-                          "nodes_a": h.nodes_a, "nodes_b": h.nodes_b,
-                          "node_hours_a": _r(h.node_hours_a), "node_hours_b": _r(h.node_hours_b)}
-                         for h in w.holdings],
-            "replicas": [{"site": r.site, "peak_a": r.peak_a, "peak_b": r.peak_b, "months": r.months}
-                         for r in w.replicas],
-        } for w in d.workloads],
+        # in the diff's order (CHANGE_ORDER, then by name); the unchanged ones are counted
+        "workloads": [_workload_json(w) for w in d.listed],
+        "unchanged_workloads": d.unchanged,
     }
 
 
-# --- rich ---------------------------------------------------------------------------------
+# --- words, shared with the pull-request comment (diff_comment.py) -----------------------
 
 def _money(v: float | None, signed: bool = False) -> str:
     from compiler.render.environment import money
@@ -444,24 +571,43 @@ def _pct(d: Delta) -> str:
 
 
 def value_text(v: Any) -> str:
-    """A changed field's value as the diff writes it (text, JSON aside)."""
+    """A changed field's value as the diff writes it (text, JSON aside); '-': unset."""
     if isinstance(v, float):
         return f"{v:,.6g}" if abs(v) < 1e6 else f"{v:,.0f}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(value_text(x) for x in v)
     return "-" if v is None else str(v)
 
 
-def changes_text(changes: tuple[Change, ...]) -> str:
-    """A workload's changed fields in one line: 'replicas 32 -> 64; site a -> b'."""
-    return "; ".join(f"{c.field} {value_text(c.a)} -> {value_text(c.b)}" for c in changes)
+def note_text(w: WorkloadDiff) -> str:
+    """What the workloads' table says beside a change: what a move saved (its own cost, A
+    minus B), and where the spec is unknown."""
+    if w.change == "moved" and w.saving is not None:
+        return (f"saved {_money(w.saving)}" if w.saving >= 0.005 else
+                f"costs {_money(-w.saving)} more" if w.saving <= -0.005 else "saved nothing")
+    if not w.inputs_known and w.status == "changed":
+        return "spec unknown"
+    return ""
 
 
-def _hours(v: float | None) -> str:
+def hours_text(v: float | None) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def render_diff(d: PlanDiff, console) -> None:
+# --- rich ---------------------------------------------------------------------------------
+
+def _table(title: str, columns: tuple[str, ...], right: tuple[str, ...], rows) -> Any:
     from rich.table import Table
 
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def render_diff(d: PlanDiff, console) -> None:
     title = d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}"
     console.print(f"[bold]{title}[/bold]: total {_money(d.total.a)} -> {_money(d.total.b)} "
                   f"([bold]{_money(d.total.delta, True)}[/bold] {_pct(d.total)})")
@@ -477,68 +623,49 @@ def render_diff(d: PlanDiff, console) -> None:
         return
 
     if d.breakdown:
-        t = Table(title="Cost by category", title_justify="left")
-        for col in ("category", "A", "B", "delta", ""):
-            t.add_column(col, justify="left" if col == "category" else "right")
-        for x in d.breakdown:
-            t.add_row(x.key, _money(x.a), _money(x.b), _money(x.delta, True), _pct(x))
-        console.print(t)
+        console.print(_table("Cost by category", ("category", "A", "B", "delta", ""), ("A", "B", "delta", ""),
+                             [(x.key, _money(x.a), _money(x.b), _money(x.delta, True), _pct(x))
+                              for x in d.breakdown]))
 
     if d.pools_added or d.pools_removed or d.pools_resized:
-        t = Table(title="Pools", title_justify="left")
-        for col in ("change", "site", "instance", "pricing", "GPU", "nodes A", "nodes B", "other"):
-            t.add_column(col, justify="right" if col.startswith("nodes") else "left")
-        for p in d.pools_added:
-            t.add_row("added", p.site, p.instance, p.pricing, p.gpu, "-", str(p.nodes), p.fabric)
-        for p in d.pools_removed:
-            t.add_row("removed", p.site, p.instance, p.pricing, p.gpu, str(p.nodes), "-", p.fabric)
-        for r in d.pools_resized:
-            other = ", ".join(f"{c.field} {c.a} -> {c.b}" for c in r.changes if c.field != "nodes")
-            t.add_row("resized" if r.nodes_delta else "changed", r.site, r.instance, r.pricing, r.gpu,
-                      str(r.nodes_a), str(r.nodes_b), other)
-        console.print(t)
+        rows = ([("added", p.site, p.instance, p.pricing, p.gpu, "-", str(p.nodes), p.fabric)
+                 for p in d.pools_added]
+                + [("removed", p.site, p.instance, p.pricing, p.gpu, str(p.nodes), "-", p.fabric)
+                   for p in d.pools_removed]
+                + [("resized" if r.nodes_delta else "changed", r.site, r.instance, r.pricing, r.gpu,
+                    str(r.nodes_a), str(r.nodes_b),
+                    "; ".join(f"{c.field} {c.a} -> {c.b}" for c in r.changes if c.field != "nodes"))
+                   for r in d.pools_resized])
+        console.print(_table("Pools", ("change", "site", "instance", "pricing", "GPU", "nodes A", "nodes B",
+                                       "other"), ("nodes A", "nodes B"), rows))
 
-    changed = [w for w in d.workloads if w.status != "unchanged"]
-    if changed:
-        t = Table(title="Workloads", title_justify="left")
-        for col in ("workload", "status", "what changed", "cost A", "cost B", "delta", ""):
-            t.add_column(col, justify="right" if col.startswith("cost") or col in ("delta", "") else "left")
-        for w in changed:
-            what = changes_text(w.changes)
-            status = "moved" if w.moved else w.status
-            t.add_row(w.name, status, what or "-", _money(w.cost.a), _money(w.cost.b),
-                      _money(w.cost.delta, True), _pct(w.cost))
-        console.print(t)
-
-        rows = [(w.name, h) for w in changed for h in w.holdings]
+    listed = d.listed
+    if listed:
+        console.print(_table("Workloads", ("workload", "change", "cost A", "cost B", "delta", "", "note"),
+                             ("cost A", "cost B", "delta", ""),
+                             [(w.name, w.change, _money(w.cost.a), _money(w.cost.b), _money(w.cost.delta, True),
+                               _pct(w.cost), note_text(w)) for w in listed]))
+        rows = [(w.name, c.field, value_text(c.a), value_text(c.b)) for w in listed for c in w.inputs]
         if rows:
-            t = Table(title="Nodes held, by pricing (most at once; node-hours over the horizon)",
-                      title_justify="left")
-            for col in ("workload", "where", "pricing", "nodes A", "nodes B", "node-hours A", "node-hours B"):
-                t.add_column(col, justify="left" if col in ("workload", "where", "pricing") else "right")
-            for name, h in rows:
-                t.add_row(name, f"{h.site} {h.instance}", h.pricing, str(h.nodes_a), str(h.nodes_b),
-                          _hours(h.node_hours_a), _hours(h.node_hours_b))
-            console.print(t)
-
-        rows = [(w.name, r) for w in changed for r in w.replicas]
+            console.print(_table("Spec changes", ("workload", "field", "A", "B"), (), rows))
+        rows = [(w.name, h.site, h.instance, h.pricing, str(h.nodes_a), str(h.nodes_b),
+                 hours_text(h.node_hours_a), hours_text(h.node_hours_b)) for w in listed for h in w.holdings]
         if rows:
-            t = Table(title="Replicas per site (peak)", title_justify="left")
-            for col in ("workload", "site", "A", "B", "months that differ"):
-                t.add_column(col, justify="right" if col in ("A", "B") else "left")
-            for name, r in rows:
-                t.add_row(name, r.site, str(r.peak_a), str(r.peak_b), r.months or "-")
-            console.print(t)
-
-        rows = [(w.name, e) for w in changed for e in w.estimate]
+            console.print(_table("Placements: nodes held (most at once; node-hours over the horizon)",
+                                 ("workload", "site", "instance", "pricing", "nodes A", "nodes B",
+                                  "node-hours A", "node-hours B"),
+                                 ("nodes A", "nodes B", "node-hours A", "node-hours B"), rows))
+        rows = [(w.name, c.field, value_text(c.a), value_text(c.b)) for w in listed for c in w.changes]
         if rows:
-            t = Table(title="Estimates", title_justify="left")
-            for col in ("workload", "metric", "A", "B", "delta", ""):
-                t.add_column(col, justify="left" if col in ("workload", "metric") else "right")
-            for name, e in rows:
-                t.add_row(name, e.key, value_text(e.a), value_text(e.b),
-                          "-" if e.delta is None else f"{e.delta:+,.6g}", _pct(e))
-            console.print(t)
-    unchanged = len(d.workloads) - len(changed)
-    if unchanged:
-        console.print(f"{unchanged} workload{'s' if unchanged != 1 else ''} unchanged.")
+            console.print(_table("Other changes", ("workload", "field", "A", "B"), ("A", "B"), rows))
+        rows = [(w.name, r.site, str(r.peak_a), str(r.peak_b), r.months or "-") for w in listed for r in w.replicas]
+        if rows:
+            console.print(_table("Replicas per site (peak)", ("workload", "site", "A", "B", "months that differ"),
+                                 ("A", "B"), rows))
+        rows = [(w.name, e.key, value_text(e.a), value_text(e.b), "-" if e.delta is None else f"{e.delta:+,.6g}",
+                 _pct(e)) for w in listed for e in w.estimate]
+        if rows:
+            console.print(_table("Estimates", ("workload", "metric", "A", "B", "delta", ""),
+                                 ("A", "B", "delta", ""), rows))
+    if d.unchanged:
+        console.print(f"{d.unchanged} workload{'s' if d.unchanged != 1 else ''} unchanged.")

@@ -5,16 +5,20 @@
 
 The comment answers what a reviewer asks of a spec change, in this order: how much the total
 moves (and whether it crossed the team's threshold), whether the two plans can be compared (each
-one's solver status, proven gap and catalog), which workloads' costs moved, and which pools are
-added, removed or resized. `threshold` is the largest rise of the total the team accepts, as a
-ratio (0.05: 5%); the CLI exits non-zero past it (cli.EXIT_COST_RISE).
+one's solver status, proven gap and catalog), which workloads changed, in the diff's order (the
+ones whose spec changed, or added or removed, first; then the ones the re-plan moved, each with
+what it saved; then the resized ones), the spec fields that changed, where each workload holds
+nodes (one row per site, instance and pricing), its other changed fields, and which pools are
+added, removed or resized. Every row is one field: nothing is joined into one cell.
+`threshold` is the largest rise of the total the team accepts, as a ratio (0.05: 5%); the CLI
+exits non-zero past it (cli.EXIT_COST_RISE).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.diff import Delta, PlanDiff, PlanInfo, cautions, changes_text
+from compiler.diff import Delta, PlanDiff, PlanInfo, cautions, hours_text, note_text, value_text
 from compiler.render.environment import money, percent, render_template
 
 
@@ -41,12 +45,34 @@ class Side:
 @dataclass(frozen=True)
 class WorkloadRow:
     name: str
-    change: str           # added | removed | moved | changed
-    what: str
+    change: str           # input changed | added | removed | moved | resized | changed
     a: str
     b: str
     delta: str
     ratio: str
+    note: str             # a move: what it saved (its own cost, base minus head)
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    """One field of one workload that differs: a spec input, or a field of its plan."""
+    workload: str
+    field: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class PlacementRow:
+    """The nodes one workload holds of one pricing in one pool, in each plan."""
+    workload: str
+    site: str
+    instance: str
+    pricing: str
+    nodes_a: str
+    nodes_b: str
+    node_hours_a: str
+    node_hours_b: str
 
 
 @dataclass(frozen=True)
@@ -71,6 +97,9 @@ class Comment:
     verdict: str          # the threshold's verdict, "" without one
     over: bool            # the rise exceeds the threshold
     workloads: tuple[WorkloadRow, ...]
+    inputs: tuple[FieldRow, ...]            # spec fields that changed
+    placements: tuple[PlacementRow, ...]
+    others: tuple[FieldRow, ...]            # plan fields that changed (start, replicas, layout ...)
     unchanged: int        # workloads with no change
     pools: tuple[PoolRow, ...]
     same: bool            # nothing differs
@@ -107,13 +136,11 @@ def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:
         rise = "" if d.rise is None else f" ({percent(d.rise, signed=True)})"
         verdict = (f"The total rises more than the {percent(threshold)} allowed{rise}."
                    if over else f"Within the {percent(threshold)} rise allowed{rise}.")
-    changed = [w for w in d.workloads if w.status != "unchanged"]
+    listed = d.listed
     workloads = []
-    for w in changed:
+    for w in listed:
         cost = _row(w.name, w.cost)
-        what = changes_text(w.changes)
-        workloads.append(WorkloadRow(w.name, "moved" if w.moved else w.status, what or "-",
-                                     cost.a, cost.b, cost.delta, cost.ratio))
+        workloads.append(WorkloadRow(w.name, w.change, cost.a, cost.b, cost.delta, cost.ratio, note_text(w)))
     pools = tuple(
         [PoolRow("added", p.site, p.instance, p.pricing, p.gpu, "-", str(p.nodes)) for p in d.pools_added]
         + [PoolRow("removed", p.site, p.instance, p.pricing, p.gpu, str(p.nodes), "-") for p in d.pools_removed]
@@ -127,7 +154,12 @@ def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:
         categories=tuple(_row(x.key, x) for x in d.breakdown),
         sides=(_side("base", d.plan_a, d.spec_a), _side("head", d.plan_b, d.spec_b)),
         cautions=cautions(d), verdict=verdict, over=over, workloads=tuple(workloads),
-        unchanged=len(d.workloads) - len(changed), pools=pools, same=not d.changed)
+        inputs=tuple(FieldRow(w.name, c.field, value_text(c.a), value_text(c.b)) for w in listed for c in w.inputs),
+        placements=tuple(PlacementRow(w.name, h.site, h.instance, h.pricing, str(h.nodes_a), str(h.nodes_b),
+                                      hours_text(h.node_hours_a), hours_text(h.node_hours_b))
+                         for w in listed for h in w.holdings),
+        others=tuple(FieldRow(w.name, c.field, value_text(c.a), value_text(c.b)) for w in listed for c in w.changes),
+        unchanged=d.unchanged, pools=pools, same=not d.changed)
 
 
 def render_comment(d: PlanDiff, threshold: float | None = None) -> str:

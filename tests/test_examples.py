@@ -305,8 +305,14 @@ def test_diff_names_what_doubled_traffic_changed(tmp_path):
     total = d["total_cost_usd"]
     assert total["delta"] == pytest.approx(b["total_cost_usd"] - a["total_cost_usd"], abs=0.01)
     assert total["delta"] > 0
-    changed_workloads = {w["name"] for w in d["workloads"] if w["status"] == "changed"}
+    # both plans record their spec: the two services are listed as what the edit changed, each
+    # with the one spec line that did
+    changed_workloads = {w["name"] for w in d["workloads"] if w["status"] == "input changed"}
     assert changed_workloads == {"chat-70b", "assistant-8b"}
+    for w in d["workloads"]:
+        if w["name"] in changed_workloads:
+            assert [c["field"] for c in w["inputs"]] == ["traffic.peak_rps"]
+            assert w["inputs"][0]["b"] == 2 * w["inputs"][0]["a"]
     # the pools that changed are named by site, instance and pricing, as the plans say
     def pool_map(plan):
         return {(p["site"], p["instance"], p["pricing"]): p for p in plan["pools"]}
