@@ -127,7 +127,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     except CompileError as exc:
         # Infeasibility diagnostics name spec paths; give them positions in the spec.
         raise _positioned(exc, doc) from None
-    plan = with_deadlines(plan, {w.name: getattr(w.window, "deadline_days", None) for w in spec.workloads})
+    plan = with_deadlines(plan, {w.name: getattr(w.window, "deadline_days", None) for w in spec.workloads},
+                          recurring(spec))
     timed("audit", _audit, candidates, plan, doc)
     if spec.policy.sets_limits:
         from compiler.operability import unlimited, with_limits
@@ -140,6 +141,19 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         plan = replace(plan, start=spec.start)   # names its months for people; indices stay
     artifacts = timed("render", render_artifacts, plan, candidates.catalog)
     return Result(plan, artifacts, candidates, free_plan, seconds)
+
+
+def recurring(spec) -> dict[str, tuple[str, int]]:
+    """Each recurring job's period and how many runs the horizon holds (compiler/recurrence.py)."""
+    from compiler.recurrence import Period, run_starts
+
+    out = {}
+    for w in spec.workloads:
+        period = Period.parse(getattr(w.window, "every", None) or "")
+        if period is not None:
+            out[w.name] = (period.text, len(run_starts(period, w.window.start_month, w.window.deadline_days,
+                                                       spec.horizon_months)))
+    return out
 
 
 def _carried(spec, catalog, options: CompileOptions):

@@ -183,6 +183,10 @@ class WorkloadPlan:
     # end of the horizon); inference: None
     deadline_days: float | None = None
     availability: float = 0.0     # inference: slo.availability (0.999 or more: N+1 across sites)
+    # training that recurs (window.every, compiler/recurrence.py): its period ("7d", "1mo") and
+    # how many runs the horizon holds; the placement holds each run's nodes, its cost is all runs'
+    every: str | None = None
+    runs: int = 0
     # The workload's spec as the user stated it (compiler/readback/inputs.py), so a diff can say
     # which spec lines changed; None: a plan.json written before plans recorded them.
     inputs: dict[str, Any] | None = None
@@ -429,12 +433,17 @@ def _round(value: Any) -> Any:
     return value
 
 
-def with_deadlines(plan: Plan, deadlines: dict[str, float | None]) -> Plan:
-    """The plan with each training workload's deadline (workload name -> days) recorded, so the
-    report and plan.json can state the slack without the spec."""
-    return replace(plan, workloads=tuple(
-        replace(w, deadline_days=deadlines.get(w.name)) if w.kind == "training" else w
-        for w in plan.workloads))
+def with_deadlines(plan: Plan, deadlines: dict[str, float | None],
+                   recurring: dict[str, tuple[str, int]] | None = None) -> Plan:
+    """The plan with each training workload's deadline (workload name -> days) recorded, and a
+    recurring job's period and run count (name -> ("7d", runs)), so the report, the launchers and
+    plan.json can state them without the spec."""
+    recurring = recurring or {}
+
+    def stated(w: WorkloadPlan) -> WorkloadPlan:
+        every, runs = recurring.get(w.name, (None, 0))
+        return replace(w, deadline_days=deadlines.get(w.name), every=every, runs=runs)
+    return replace(plan, workloads=tuple(stated(w) if w.kind == "training" else w for w in plan.workloads))
 
 
 def to_dict(plan: Plan) -> dict[str, Any]:
@@ -451,6 +460,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     for w in d["workloads"]:
         if w["inputs"] is None:
             del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
+        if w["every"] is None:
+            del w["every"], w["runs"]   # not a recurring job: no keys
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {

@@ -25,6 +25,8 @@ leaves the rest to the schema's own diagnostics.
   E218 a commitment already bought (a cloud site's `reserved`) that the catalog does not sell
        in the site's region, whose term cannot reach `until`, or with no `start` to date it
        (a warning where it ended before `start`: it is left out)
+  E219 a recurring job (`window.every`) whose period no cron schedule states, whose run's window
+       is longer than its period, or that has no whole run inside the horizon
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any, Iterator
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
+from compiler.recurrence import CRON_DAYS, CRON_MONTHS, Period, run_starts
 from compiler.resources import schema as load_schema
 from compiler.source import Document
 from compiler.spec import TERM_MONTHS
@@ -380,7 +383,9 @@ class _Checker:
                             f"(0..{horizon - 1})")
             return
         deadline = _num(window.get("deadline_days"))
-        if w.get("kind") == "training" and deadline is not None and deadline > 0:
+        if w.get("kind") == "training" and isinstance(window.get("every"), str):
+            yield from self.recurring_checks(path, window, start, deadline, horizon)
+        elif w.get("kind") == "training" and deadline is not None and deadline > 0:
             start = start if start is not None and start >= 0 else 0
             end = start * DAYS_PER_MONTH + deadline
             limit = horizon * DAYS_PER_MONTH
@@ -390,6 +395,35 @@ class _Checker:
                                 f"{_fmt(deadline)} days), after the {horizon}-month horizon "
                                 f"ends on day {_fmt(round(limit, 1))}",
                                 "shorten the deadline or lengthen horizon_months")
+
+    def recurring_checks(self, path: Path, window: dict, start: int | None, deadline: float | None,
+                         horizon: int) -> Iterator[Diagnostic]:
+        """E219: a recurring job's period is one cron states, each run fits its period, and at
+        least one whole run lies inside the horizon."""
+        period = Period.parse(window["every"])
+        if period is None:
+            return          # the schema's pattern reports it
+        if not period.cron_states:
+            near = (f"every: {'7d' if period.count < 30 else '1mo'}" if period.unit == "d"
+                    else f"every: {min(CRON_MONTHS, key=lambda n: (abs(n - period.count), n))}mo")
+            yield self.diag("E219", path + ("window", "every"),
+                            f"every: {period.text} is not a period one cron schedule states, so its runs "
+                            f"would need a launcher each",
+                            f"use {', '.join(f'{d}d' for d in CRON_DAYS)} or "
+                            f"{', '.join(f'{n}mo' for n in CRON_MONTHS)} (e.g. {near})")
+            return
+        if deadline is not None and deadline > 0 and deadline > period.days + 1e-9:
+            yield self.diag("E219", path + ("window", "deadline_days"),
+                            f"each run's window of {_fmt(deadline)} days is longer than its period "
+                            f"(every {period.text}, {_fmt(round(period.days, 1))} days): runs would overlap",
+                            f"a window of at most {_fmt(round(period.days, 1))} days")
+            return
+        first = start if start is not None and start >= 0 else 0
+        if not run_starts(period, first, deadline if deadline and deadline > 0 else None, horizon):
+            yield self.diag("E219", path + ("window", "every"),
+                            f"no whole run fits: the first starts in month {first} and its window ends "
+                            f"after the {horizon}-month horizon",
+                            "start it earlier, shorten deadline_days or lengthen horizon_months")
 
     # ------------------------------------------------------------------ pins
 

@@ -225,7 +225,9 @@ class Checkpoint:
 @dataclass(frozen=True)
 class TrainingWindow:
     start_month: int = 0
-    deadline_days: float | None = None  # None: may run until the end of the horizon
+    deadline_days: float | None = None  # None: may run until the end of the horizon (recurring: the period)
+    every: str | None = None            # recurring: "7d" | "1mo" ... (compiler/recurrence.py); each
+                                        # run's window is deadline_days from its start
 
 
 @dataclass(frozen=True)

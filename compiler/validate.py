@@ -338,7 +338,7 @@ def _workload(w: dict, path: str):
         return TrainingWorkload(
             **common,
             window=TrainingWindow(int(window.get("start_month", 0)),
-                                  _float(window.get("deadline_days"))),
+                                  _float(window.get("deadline_days")), window.get("every")),
             tokens=_float(w.get("tokens")), seq_len=int(w.get("seq_len", 4096)),
             samples=_int(w.get("samples")), epochs=_float(w.get("epochs")),
             precision=w.get("precision", "bf16"), optimizer=w.get("optimizer", "adamw"),

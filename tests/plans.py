@@ -77,9 +77,12 @@ def aws_plan() -> Plan:
         workloads=[
             training("llama-70b-pretrain", "aws-use1", "p5.48xlarge", "reserved_1y", 16, 128,
                      tp=8, pp=4),
-            training("llama-8b-ablation", "aws-use1", "p5.48xlarge", "spot", 8, 64, tp=2),
-            training("finetune-13b", "aws-usw2", "p4de.24xlarge", "on_demand", 4, 32, tp=4,
-                     orchestrator="kubernetes", gpu="A100-80GB"),
+            # recurring jobs: one scheduled launcher each (a scrontab entry, a CronJob)
+            replace(training("llama-8b-ablation", "aws-use1", "p5.48xlarge", "spot", 8, 64, tp=2),
+                    every="1mo", runs=12),
+            replace(training("finetune-13b", "aws-usw2", "p4de.24xlarge", "on_demand", 4, 32, tp=4,
+                             orchestrator="kubernetes", gpu="A100-80GB"),
+                    every="7d", runs=52, deadline_days=3.0),
             inference("chat-8b", [Placement("aws-usw2", "g6e.48xlarge", "on_demand", 3, 24, 6)],
                       tp=4, gpu="L40S"),
         ],

@@ -27,7 +27,11 @@ def _yaml_files(case: str) -> dict[str, str]:
 
 
 def _docs(case: str) -> list[tuple[str, dict]]:
-    return [(p, d) for p, t in _yaml_files(case).items() for d in yaml.safe_load_all(t) if d]
+    """Every object, and the JobSet a recurring job's CronJob creates from its ConfigMap, so that
+    JobSet passes every check a one-time job's does."""
+    docs = [(p, d) for p, t in _yaml_files(case).items() for d in yaml.safe_load_all(t) if d]
+    return docs + [(p, yaml.safe_load(d["data"]["jobset.yaml"])) for p, d in docs
+                   if d["kind"] == "ConfigMap" and "jobset.yaml" in d.get("data", {})]
 
 
 def _tool(name: str) -> str:
@@ -215,3 +219,19 @@ def test_onprem_kubernetes_nodes_are_listed_with_their_labels():
                                            "infra-compile.io/pricing": "purchase"} for d in docs)
     dep = next(d for p, d in _docs("onprem") if d["kind"] == "Deployment" and "fra-dc1" in p)
     assert dep["spec"]["template"]["spec"]["nodeSelector"] == {"infra-compile.io/pool": "l40s-server"}
+
+
+def test_a_recurring_job_is_one_cronjob_that_creates_its_jobset():
+    docs = [(p, d) for p, d in _docs("aws") if p.endswith("20-train-finetune-13b.yaml")]
+    kinds = [d["kind"] for _, d in docs]
+    assert kinds == ["ConfigMap", "ServiceAccount", "Role", "RoleBinding", "CronJob", "JobSet"]
+    cron = next(d for _, d in docs if d["kind"] == "CronJob")
+    assert cron["spec"]["schedule"] == "0 0 * * 1"            # every 7d: Mondays
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"       # runs never overlap
+    script = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"][0]
+    assert "create -f /jobset/jobset.yaml" in script
+    jobset = next(d for _, d in docs if d["kind"] == "JobSet")
+    assert jobset["metadata"]["name"] == "finetune-13b"
+    role = next(d for _, d in docs if d["kind"] == "Role")
+    assert role["rules"] == [{"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"],
+                              "verbs": ["get", "create", "delete"]}]

@@ -3,6 +3,7 @@ every job script through shellcheck."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,40 @@ def test_slurm_config_loads_and_jobs_test_submit(case, site, tmp_path):
             out = h.test_job(job)
             assert out.returncode == 0 and "to start at" in (out.stdout + out.stderr), \
                 f"{job.name}: {out.stdout}{out.stderr}"
+        # A recurring job's scrontab: its #SCRON options are the allocation each run gets, so
+        # they go through the same sbatch --test-only as a script's #SBATCH lines.
+        for entry in sorted((conf / "jobs").glob("*.scrontab")):
+            script = entry.with_suffix(".scron.sbatch")
+            script.write_text(scron_as_sbatch(entry.read_text()))
+            out = h.test_job(script)
+            assert out.returncode == 0 and "to start at" in (out.stdout + out.stderr), \
+                f"{entry.name}: {out.stdout}{out.stderr}"
         assert h.errors() == []
+
+
+CRON_FIELD = re.compile(r"^(\*|\*/[0-9]+|[0-9]+)$")
+
+
+def scron_as_sbatch(text: str) -> str:
+    """A scrontab file as the batch script one of its runs is: #SCRON lines as #SBATCH, and the
+    one cron line (five fields, each a number, * or */N) as the command."""
+    lines = text.splitlines()
+    entries = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert len(entries) == 1, entries
+    fields = entries[0].split()
+    assert all(CRON_FIELD.match(f) for f in fields[:5]) and len(fields) > 5, entries[0]
+    options = [ln.replace("#SCRON", "#SBATCH", 1) for ln in lines if ln.startswith("#SCRON")]
+    return "\n".join(["#!/bin/bash", *options, " ".join(fields[5:])]) + "\n"
+
+
+def test_a_recurring_job_is_one_scrontab_entry():
+    files = rendered("aws")
+    entry = files["slurm/aws-use1/jobs/llama-8b-ablation.scrontab"]
+    assert [ln for ln in entry.splitlines() if ln and not ln.startswith("#")] == \
+        ["0 0 1 * * bash /fsx/jobs/llama-8b-ablation.sbatch"]
+    assert "#SCRON --nodes=8" in entry and "#SCRON --time=30-10:00:00" in entry   # the month's 730 h
+    assert "#SCRON --requeue" in entry                                            # spot, as its script
+    assert not any(p.endswith(".scrontab") and "llama-70b" in p for p in files)     # one-time: none
 
 
 @needs_slurm

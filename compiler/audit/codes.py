@@ -13,6 +13,7 @@ PLACEMENT_COUNT = "A103"       # training: not exactly one placement; inference:
 UNKNOWN_CANDIDATE = "A104"     # a placement's candidate id is not among the estimates
 CANDIDATE_MISMATCH = "A105"    # a placement disagrees with its candidate (site, instance, GPUs ...)
 DEADLINE = "A106"              # a training candidate runs longer than its deadline (or the horizon)
+RUNS = "A107"                  # a recurring job's hours by month are not those of its runs
 SERVICE_SHORT = "A111"         # a service's replicas carry less than the month's demand
 SITE_LOSS = "A112"             # availability >= 0.999: demand not carried without some site
 REPLICA_SERIES = "A113"        # monthly replicas malformed, outside the window, or peak misstated

@@ -76,7 +76,12 @@ def _deadline(ctx: Context, w, wp) -> Iterator[Finding]:
         c = ctx.by_id.get(p.candidate)
         if c is None or c.kind != "training":
             continue
-        if w.window.deadline_days is not None:
+        every = _period_hours(w.window.every)
+        if every is not None:
+            limit = w.window.deadline_days * 24.0 if w.window.deadline_days is not None else every
+            what = f"each run's {limit / 24:g}-day window"
+            yield from _runs(ctx, w, c, every, limit)
+        elif w.window.deadline_days is not None:
             limit, what = w.window.deadline_days * 24.0, f"its {w.window.deadline_days:g}-day deadline"
         else:
             limit = (ctx.H - w.window.start_month) * rules.HOURS
@@ -85,3 +90,32 @@ def _deadline(ctx: Context, w, wp) -> Iterator[Finding]:
             yield Finding(codes.DEADLINE,
                           f"{w.name} on {c.id} runs {c.estimate.duration_hours / 24:,.1f} days, beyond {what} "
                           f"({limit / 24:,.1f} days)", f"{w.path}.window")
+
+
+def _period_hours(every: str | None) -> float | None:
+    """A recurring job's period in hours, read from the spec's text ("7d", "1mo")."""
+    if not every:
+        return None
+    n, unit = (int(every[:-2]), "mo") if every.endswith("mo") else (int(every[:-1]), "d")
+    return n * (rules.HOURS if unit == "mo" else 24.0)
+
+
+def _runs(ctx: Context, w, c, every: float, window: float) -> Iterator[Finding]:
+    """A recurring job's candidate runs the hours of every run whose window ends in the horizon,
+    each counted from the month it starts in: re-derived here by walking the runs."""
+    want: dict[int, float] = {}
+    t = w.window.start_month * rules.HOURS
+    while t + window <= ctx.H * rules.HOURS + 1e-6:
+        m, left = int(t // rules.HOURS + 1e-9), c.estimate.duration_hours
+        while left > 1e-9:
+            want[m] = want.get(m, 0.0) + min(rules.HOURS, left)
+            left -= rules.HOURS
+            m += 1
+        t += every
+    got = {m: h for m, h in c.usage if h > 0}
+    bad = sorted(m for m in set(want) | set(got) if abs(want.get(m, 0.0) - got.get(m, 0.0)) > 1e-3 * max(1.0, want.get(m, 0.0)))
+    if bad:
+        m = bad[0]
+        yield Finding(codes.RUNS,
+                      f"{w.name} runs every {w.window.every}: month {m} should hold {want.get(m, 0.0):,.1f} hours of "
+                      f"runs, the candidate {c.id} holds {got.get(m, 0.0):,.1f}", f"{w.path}.window.every")

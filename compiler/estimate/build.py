@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from compiler import recurrence
 from compiler.candidates import Candidate, InferenceEstimate, Layout, Rejection, TrainingEstimate
 from compiler.catalog.model import Catalog, Model
 from compiler.estimate import floors, inference, training
@@ -13,6 +14,7 @@ from compiler.estimate.memory import model_state_bytes, usable_training_gb, weig
 from compiler.estimate.models import resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import vision_rate
+from compiler.recurrence import Period
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
 
 
@@ -252,7 +254,12 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
     pin = w.pin
-    if w.window.deadline_days is not None:
+    period = Period.parse(w.window.every) if w.window.every else None
+    if period is not None:      # a recurring job: each run within its own window
+        limit_h = recurrence.window_hours(period, w.window.deadline_days)
+        limit_what = f"each run's {limit_h / 24:g}-day window"
+        starts = recurrence.run_starts(period, w.window.start_month, w.window.deadline_days, spec.horizon_months)
+    elif w.window.deadline_days is not None:
         limit_h, limit_what = w.window.deadline_days * 24, f"the {w.window.deadline_days:g}-day deadline"
     else:
         limit_h, limit_what = (spec.horizon_months - w.window.start_month) * HOURS_PER_MONTH, "the horizon"
@@ -339,7 +346,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                     reason = (f"misses {limit_what}: {est.duration_hours / 24:.1f} days on {gpus} GPUs "
                               f"(limit {limit_h / 24:.1f})")
                     continue
-                use = usage(w.window.start_month, est.duration_hours)
+                use = (usage(w.window.start_month, est.duration_hours) if period is None
+                       else recurrence.usage(starts, est.duration_hours))
                 run = [h for m, h in use if h > 0 and m < spec.horizon_months]
                 if ceiling is not None and rate * nodes * sum(run) + away > ceiling:
                     reason = (f"costs at least ${rate * nodes * sum(run) + away:,.0f} on {gpus} GPUs, over "
@@ -352,7 +360,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                     nodes=nodes, layout=layout, fabric=hw.fabric, spot=spot,
                     estimate=est, start_month=w.window.start_month, usage=use))
                 found += 1
-                if len(use) == 1:
+                # every run inside the month it starts in: each larger count runs the same months
+                if est.duration_hours <= HOURS_PER_MONTH if period is not None else len(use) == 1:
                     record = min(record, nodes * est.duration_hours)
                 if totals is not None:
                     totals.add(len(run), nodes * sum(run))

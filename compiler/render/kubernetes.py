@@ -101,8 +101,10 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
         out[f"{base}/10-kueue.yaml"] = render_template("kubernetes/kueue.yaml.j2", site=site,
                                                        flavors=flavors(site), **COMMON)
     for job in site.training_kubernetes:
-        out[f"{base}/20-train-{job.name}.yaml"] = render_template(
-            "kubernetes/jobset.yaml.j2", site=site, job=job, **COMMON)
+        jobset = render_template("kubernetes/jobset.yaml.j2", site=site, job=job, **COMMON)
+        # a recurring job: one CronJob creates the JobSet for each run (applying it would start one now)
+        out[f"{base}/20-train-{job.name}.yaml"] = (jobset if not job.cron else render_template(
+            "kubernetes/recurring.yaml.j2", site=site, job=job, jobset=jobset, **COMMON))
     for svc in site.inference:
         out[f"{base}/30-serve-{svc.object_name}.yaml"] = render_template(
             "kubernetes/inference.yaml.j2", site=site, svc=svc, **COMMON)

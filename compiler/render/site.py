@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from compiler import recurrence
 from compiler.catalog.model import Catalog
 from compiler.estimate.factors import factor
 from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan
+from compiler.recurrence import Period
 from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
                                     slug, storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
@@ -54,6 +56,13 @@ class TrainingJob:
     months: str                   # the months it runs, e.g. "0-1" (dated: "2027-01..2027-02")
     holdings: tuple[tuple[str, tuple[int, ...]], ...] = ()   # (pricing, nodes each month)
     when: str = ""                # the same in running text: "months 0-1" (dated: as months)
+    # a recurring job (window.every): its runs' cron schedule, period in words, run count and
+    # each run's window (a Slurm time limit, D-HH:MM:SS); "" / 0 for a one-time job
+    cron: str = ""
+    period: str = ""
+    runs: int = 0
+    time_limit: str = ""
+    script_path: str = ""         # where the runbook has ops copy the job script (the shared file system)
 
     @property
     def spot(self) -> bool:
@@ -190,8 +199,21 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
                 nccl=nccl_profile(domain.fabric, domain.instance),
                 months=months, when=months if cal.dated else f"months {months}",
                 holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
+                script_path=f"{shared_mount(storage)}/jobs/{w.name}.sbatch",
+                **_recurring(w),
             ))
     return tuple(jobs)
+
+
+def _recurring(w) -> dict:
+    """A recurring job's launcher fields: one cron schedule starts every run, each limited to its
+    window."""
+    period = Period.parse(w.every or "")
+    if period is None:
+        return {}
+    window_h = recurrence.window_hours(period, w.deadline_days)
+    days, hours = divmod(int(round(window_h)), 24)
+    return dict(cron=period.cron, period=period.words, runs=w.runs, time_limit=f"{days}-{hours:02d}:00:00")
 
 
 def _kv_cache_dtype(quantization: str, catalog: Catalog) -> str:

@@ -160,4 +160,6 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
             out[f"{base}/{name}"] = render_template(f"slurm/{name}.j2", site=site, slurm=view)
     for job in site.training_slurm:
         out[f"{base}/jobs/{job.name}.sbatch"] = render_template("slurm/job.sbatch.j2", site=site, job=job)
+        if job.cron:
+            out[f"{base}/jobs/{job.name}.scrontab"] = render_template("slurm/job.scrontab.j2", site=site, job=job)
     return out

@@ -16,6 +16,7 @@ from typing import Any
 from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, UNDATED, Alternative, Calendar, OptionPart, Plan, Pool, WorkloadPlan,
                            add_into, site_replicas)
+from compiler.recurrence import Period
 from compiler.report import commitments, operability
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
@@ -694,6 +695,8 @@ def time_shares(w: WorkloadPlan) -> tuple[TimeShare, ...]:
 def _headline(w: WorkloadPlan) -> str:
     e = w.estimate
     if w.kind == "training" and e.get("duration_hours") is not None:
+        if w.every:     # a recurring job: one line for all its runs
+            return f"{e['duration_hours'] / 24:,.1f} days a run, {Period.parse(w.every).words} x {w.runs}"
         return f"{e['duration_hours'] / 24:,.1f} days"
     if w.kind == "inference" and e.get("tokens_per_s") is not None:
         return f"{_number(e['tokens_per_s'])} tok/s"
@@ -771,6 +774,8 @@ def _why(w: WorkloadPlan, alts: tuple[AlternativeRow, ...], pools: tuple[Pool, .
     where = ", ".join(dict.fromkeys(f"{p.site} ({p.instance}, {p.pricing.replace('_', ' ')})"
                                     for p in w.placements))
     text = f"{w.name} runs as {_gpus_label(w, pools)} at {where} for {_money(w.cost_usd)}"
+    if w.every:
+        text += f" ({Period.parse(w.every).words}: {w.runs} runs, each on the same nodes)"
     base = _alone_base(w)
     if alts and base is not None:
         a = alts[0]
@@ -1020,6 +1025,8 @@ def slack_rows(plan: Plan) -> tuple[SlackRow, ...]:
         duration = float(w.estimate.get("duration_hours", 0.0)) / 24
         if w.deadline_days is not None:
             limit, deadline = float(w.deadline_days), True
+        elif w.every:   # a recurring job's run must end before the next starts
+            limit, deadline = Period.parse(w.every).days, True
         else:
             limit, deadline = (plan.horizon_months - w.start_month) * HOURS_PER_MONTH / 24, False
         rows.append(SlackRow(w.name, duration, limit, deadline, limit - duration,
