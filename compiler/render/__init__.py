@@ -1,12 +1,14 @@
 """The render stage: a Plan (+ the catalog's hardware figures) -> artifact files.
 
-    render(plan, catalog) -> {relative path: text}
+    render(plan, catalog, baseline=None) -> {relative path: text}
 
 site.py builds each site's view (its scheduling domains, from domains.py, storage, jobs and
 services); one module per target (terraform, slurm, kubernetes, onprem) turns it into files
 from templates/<target>/, and schedule.py says who holds which nodes month by month (a CSV, a
 script that applies a month, and a CronJob that runs it); runbook.py writes ci/schedule.yml and
-RUNBOOK.md, how to apply all of it, from the files written.
+RUNBOOK.md, how to apply all of it, from the files written. A re-plan's baseline (the plan
+deployed before it) changes RUNBOOK.md only: it then says what changes against it (changes.py);
+the other files are the plan's, whatever was deployed before.
 docs/artifacts.md is the contract the files keep. plan.json and the report are written by
 other stages. The output is sorted and holds no timestamps: the same plan renders the same
 bytes.
@@ -20,6 +22,7 @@ from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
 from compiler.render import kubernetes, onprem, runbook, schedule, slurm, terraform
+from compiler.render.changes import changes
 from compiler.render.site import site_view
 
 # The spec's name pattern; names become directory names, node names and identifiers, so
@@ -38,7 +41,7 @@ def _check_names(plan: Plan) -> None:
             hint="names must match ^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$") for kind, name in bad])
 
 
-def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
+def render(plan: Plan, catalog: Catalog, baseline: Plan | None = None) -> dict[str, str]:
     _check_names(plan)
     files: dict[str, str] = {}
     views = tuple(site_view(plan, catalog, site) for site in sorted(plan.sites, key=lambda s: s.name))
@@ -54,5 +57,6 @@ def render(plan: Plan, catalog: Catalog) -> dict[str, str]:
         files.update(schedule.render_site(view, catalog))
     files.update(runbook.workflow(plan, views, files))
     # Last: the runbook follows the files actually written.
-    files.update(runbook.render(plan, catalog, views, files))
+    delta = None if baseline is None else changes(plan, baseline)
+    files.update(runbook.render(plan, catalog, views, files, delta))
     return dict(sorted(files.items()))

@@ -8,17 +8,24 @@ CI workflow ci/schedule.yml for every site). Before any of it: the reservations 
 which are bought outside Terraform, and what the manifests need installed (Kueue and JobSet, the
 metrics adapter an HPA on a custom metric reads, the storage class driver). After each step, a
 command and what it must show.
+
+A re-plan (a baseline plan given) is applied over what the baseline deployed: the runbook opens
+with what changes against it (changes.py) and the held commitments that end in the horizon, and
+a site whose pools and workloads all stay as they are gets no step but its schedule; a site that
+changes gets its steps without what the baseline's deploy did once (variables, state backend,
+tools, the jobs that run as before).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
 from compiler.catalog.model import Catalog
 from compiler.plan import UNDATED, Calendar, Held, Plan
+from compiler.render.changes import Changes
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import render_template
@@ -108,6 +115,7 @@ class SlurmStep:
     program_dir: str
     partitions: tuple[PartitionCheck, ...]
     jobs: tuple[SlurmJob, ...]
+    kept_jobs: tuple[str, ...] = ()   # a re-plan: jobs that run as the baseline placed them, and when
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,10 @@ class SiteSteps:
     slurm: SlurmStep | None
     kubernetes: KubernetesStep | None
     schedule: ScheduleStep | None
+    # A re-plan only: new (the baseline runs nothing here: every step), changed (the steps, less
+    # what the baseline's deploy did once), deployed (nothing here changes: the schedule only).
+    status: str = ""
+    changes: tuple[str, ...] = ()     # what changes here, one line each
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,7 @@ class Runbook:
     cron: str
     calendar: Calendar = UNDATED      # names the months (the spec's start)
     held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
+    changes: Changes | None = None    # a re-plan: what changes against the baseline
 
 
 _VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
@@ -378,19 +391,44 @@ def purchases(plan: Plan) -> tuple[Purchase, ...]:
     return tuple(sorted(out, key=lambda b: (b.first_month, b.site, b.instance, b.term)))
 
 
-def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> Runbook:
+def _over_baseline(step: SiteSteps, changes: Changes) -> SiteSteps:
+    """A site's steps in a re-plan: a site the baseline runs nothing at keeps every step; one
+    where nothing changes keeps only its schedule (this plan's months); one that changes keeps
+    the steps that change something: hardware only where bought nodes change, and only the jobs
+    that are new or moved (the others run as the baseline placed them)."""
+    status = changes.site_status(step.name)
+    if status == "new":
+        return replace(step, status=status)
+    if status == "deployed":
+        return replace(step, status=status, terraform=None, bom="", slurm=None, kubernetes=None)
+    buys = any(p.site == step.name and p.pricing == "purchase" for p in changes.pools)
+    slurm = step.slurm
+    if slurm is not None:
+        changed = changes.changed_workloads
+        slurm = replace(slurm, jobs=tuple(j for j in slurm.jobs if j.name in changed),
+                        kept_jobs=tuple(f"`{j.name}` ({changes.calendar.month(j.first_month)})"
+                                        for j in slurm.jobs if j.name not in changed))
+    return replace(step, status=status, changes=changes.site_lines(step.name), bom=step.bom if buys else "",
+                   slurm=slurm)
+
+
+def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
+          changes: Changes | None = None) -> Runbook:
     steps = tuple(SiteSteps(
         name=s.name, where=f"{s.provider} {s.region}" if s.cloud else "on-prem", cloud=s.cloud,
         terraform=_terraform(s, files, catalog),
         bom=f"onprem/{s.name}/bom.csv" if f"onprem/{s.name}/bom.csv" in files else "",
         slurm=_slurm(plan, s, files, catalog), kubernetes=_kubernetes(s, files, catalog),
         schedule=_schedule(s, files)) for s in sites)
+    if changes is not None:
+        steps = tuple(_over_baseline(step, changes) for step in steps)
     metrics = _hpa_metrics([t for p, t in sorted(files.items()) if p.startswith("kubernetes/")])
     return Runbook(
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan),
         metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
-        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar, held=plan.held)
+        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar, held=plan.held,
+        changes=changes)
 
 
 
@@ -433,5 +471,6 @@ def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> 
                                       cron=CRON, calendar=plan.calendar, horizon_months=plan.horizon_months)}
 
 
-def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:
-    return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2", rb=build(plan, catalog, sites, files))}
+def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
+           changes: Changes | None = None) -> dict[str, str]:
+    return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2", rb=build(plan, catalog, sites, files, changes))}
