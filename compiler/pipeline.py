@@ -105,9 +105,9 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     spec, catalog, doc = timed("validate", lambda: validate(
         spec_path, options.catalog, allow_unpriced_regions=options.allow_unpriced_regions,
         warn=options.warn))
-    kept = None
+    kept = base = None
     if options.baseline is not None:
-        spec, kept = _carried(spec, catalog, options)
+        spec, kept, base = _carried(spec, catalog, options)
     elif options.start_from is not None:
         from compiler import baseline
 
@@ -139,7 +139,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     if spec.start is not None:
         from dataclasses import replace
         plan = replace(plan, start=spec.start)   # names its months for people; indices stay
-    artifacts = timed("render", render_artifacts, plan, candidates.catalog)
+    # the baseline only where there is one: without it the render call is the one it always was
+    artifacts = timed("render", render_artifacts, plan, candidates.catalog, *(() if base is None else (base,)))
     return Result(plan, artifacts, candidates, free_plan, seconds)
 
 
@@ -157,8 +158,9 @@ def recurring(spec) -> dict[str, tuple[str, int]]:
 
 
 def _carried(spec, catalog, options: CompileOptions):
-    """The spec with what the baseline plan bought before its start held, and where it ran each
-    workload (compiler/baseline.py); the baseline's warnings go where the spec's go."""
+    """The spec with what the baseline plan bought before its start held, where it ran each
+    workload (compiler/baseline.py), and the baseline Plan (the runbook and the report say what
+    changes against it); the baseline's warnings go where the spec's go."""
     from compiler import baseline
 
     base = baseline.load(options.baseline)
@@ -169,7 +171,7 @@ def _carried(spec, catalog, options: CompileOptions):
                                    severity="warning"))
     if warnings and options.warn is not None:
         options.warn(warnings, Source.of(str(options.baseline), ""))
-    return carried, baseline.kept(carried, base)
+    return carried, baseline.kept(carried, base), base
 
 
 def estimate_candidates(spec, catalog, doc, options: CompileOptions):
@@ -215,15 +217,17 @@ def _audit(candidates, plan, doc) -> None:
         raise _positioned(CompileError(diags, exit_code=EXIT_AUDIT), doc)
 
 
-def render_artifacts(plan, catalog) -> dict[str, str]:
+def render_artifacts(plan, catalog, baseline=None) -> dict[str, str]:
+    """Every file of the output folder. `baseline`: the plan this one re-plans (--baseline); the
+    runbook and the report then say what changes against it."""
     from compiler.plan import to_json
 
     artifacts: dict[str, str] = {"plan.json": to_json(plan)}
     from compiler.render import render
     from compiler.report import render_report
 
-    artifacts.update(render(plan, catalog))
-    artifacts.update(render_report(plan, catalog))
+    artifacts.update(render(plan, catalog, baseline))
+    artifacts.update(render_report(plan, catalog, baseline))
     return dict(sorted(artifacts.items()))
 
 

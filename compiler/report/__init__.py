@@ -1,9 +1,10 @@
 """The design-review report: report.md and a self-contained report.html.
 
-    render_report(plan, catalog) -> {"report.md": ..., "report.html": ...}
+    render_report(plan, catalog, baseline=None) -> {"report.md": ..., "report.html": ...}
 
 Views (views.py) are computed once from the Plan; charts (charts.py) are inline SVG;
-both files come from templates/report/ through THE Jinja environment.
+both files come from templates/report/ through THE Jinja environment. A re-plan's baseline
+(the plan before it) adds what changes against it (replan.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from compiler.catalog.model import Catalog
 from compiler.plan import Plan
 
 
-def render_report(plan: Plan, catalog: Catalog) -> dict[str, str]:
+def render_report(plan: Plan, catalog: Catalog, baseline: Plan | None = None) -> dict[str, str]:
     from compiler.render.environment import render_template
     from compiler.report import charts, views
 
-    view = views.build(plan, catalog)
+    view = views.build(plan, catalog, baseline)
     svg = {
         "cost": charts.cost_chart(view.by_category, view.by_site, view.by_workload),
         "fleet": charts.fleet_chart(view.fleet),

@@ -17,7 +17,8 @@ from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, UNDATED, Alternative, Calendar, OptionPart, Plan, Pool, WorkloadPlan,
                            add_into, site_replicas)
 from compiler.recurrence import Period
-from compiler.report import commitments, operability
+from compiler.render.changes import Changes, changes
+from compiler.report import commitments, operability, replan
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
 
@@ -259,6 +260,7 @@ class WorkloadView:
     replicas_by_month: tuple[ReplicaSpan, ...] = ()   # inference: replicas per site, month ranges
     time_shares: tuple[TimeShare, ...] = ()     # training: where the wall time goes (terms at 0 left out)
     calendar: Calendar = UNDATED
+    change: str = ""              # a re-plan: added | moved against the baseline ("": as it was)
 
     @property
     def start(self) -> str:
@@ -460,6 +462,7 @@ class ReportView:
     commitments: commitments.CommitmentsView | None = None   # what outlives the horizon
     held: commitments.HeldView | None = None    # commitments already bought (None: the spec holds none)
     calendar: Calendar = UNDATED  # how months are named (the spec's start)
+    changes: Changes | None = None   # a re-plan: what changes against the baseline (None: no baseline)
 
     @property
     def period(self) -> str:
@@ -1091,8 +1094,10 @@ def risk(plan: Plan, catalog: Catalog | None) -> RiskView:
                     single_site_services(plan), cited)
 
 
-def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
-    """The report's view model. The catalog only adds hardware figures: the Plan is self-contained."""
+def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = None) -> ReportView:
+    """The report's view model. The catalog only adds hardware figures: the Plan is self-contained.
+    `baseline`: the plan this one re-plans; the summary and the order of the workloads then lead
+    with what changes against it (replan.py)."""
     h = plan.horizon_months
     total = plan.total_cost_usd
     solver = SolverView(plan.solver.name, plan.solver.status, plan.solver.objective_usd,
@@ -1104,11 +1109,19 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
     binding = tuple(_constraint(b) for b in plan.binding_constraints)
     monthly = sum(plan.monthly_cost_usd) / len(plan.monthly_cost_usd) if plan.monthly_cost_usd else total / h
     fleet_view = fleet(plan)
+    delta = None if baseline is None else changes(plan, baseline)
+    if delta is not None:
+        workloads = replan.changed_first(replan.marked(workloads, delta), delta)
     groups = workload_groups(plan, workloads)
+    if delta is not None:
+        groups = replan.changed_first(groups, delta, lambda g: [w.name for w in g.members])
+    summary = _summary(plan, by_category, solver, binding, fleet_view, groups)
+    if delta is not None:
+        summary = replan.summary(delta) + summary
     return ReportView(
         spec_name=plan.spec_name, spec_sha256=plan.spec_sha256, catalog_version=plan.catalog_version,
         horizon_months=h, total_cost_usd=total, monthly_average_usd=monthly, solver=solver,
-        summary=_summary(plan, by_category, solver, binding, fleet_view, groups),
+        summary=summary,
         by_category=by_category, by_site=cost_by_site(plan), by_workload=cost_by_workload(plan),
         sites=tuple(_site_view(plan, s, catalog, fleet_view) for s in plan.sites),
         fleet=fleet_view,
@@ -1128,4 +1141,5 @@ def build(plan: Plan, catalog: Catalog | None = None) -> ReportView:
         by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
         by_workload_rule=WORKLOAD_RULE,
         calendar=plan.calendar,
+        changes=delta,
     )
