@@ -201,20 +201,23 @@ class _Months:
     frame: Calendar = Calendar()  # the calendar months are named by: A's, or B's where only B is dated
     offset: int = 0               # B's month j is A's month j + offset (0 unless both are dated)
     dated: bool = False           # both plans are dated: a month is compared as its calendar month
+    first: str = ""               # both dated: the later start, the first month both plans cover
 
     def when(self, m: int, calendar: Calendar) -> int | str:
-        """Month m of the plan with `calendar` as the diff compares and writes it: its calendar
-        month where both plans are dated; by index otherwise (named by the dated plan's
-        calendar where one is)."""
+        """A start, month m of the plan with `calendar`, as the diff compares and writes it: its
+        calendar month where both plans are dated; by index otherwise (named by the dated plan's
+        calendar where one is). A start before the later plan's first month is that month: a
+        service that runs from A's start runs from B's too when B starts later, and says so with
+        start_month 0, which is no change."""
         if self.dated:
-            return calendar.name(m)
+            return max(calendar.name(m), self.first)     # YYYY-MM: text order is time order
         return self.frame.name(m) if self.frame.dated else m
 
 
 def _frame(a: Plan, b: Plan) -> _Months:
     ca, cb = a.calendar, b.calendar
     if ca.dated and cb.dated:
-        return _Months(ca, ca.index(cb.start), True)
+        return _Months(ca, ca.index(cb.start), True, max(ca.start, cb.start))
     return _Months(ca if ca.dated else cb)
 
 

@@ -8,10 +8,10 @@ moves (and whether it crossed the team's threshold), whether the two plans can b
 one's solver status, proven gap and catalog), which workloads changed, in the diff's order (the
 ones whose spec changed, or added or removed, first; then the ones the re-plan moved, each with
 what it saved; then the resized ones), the spec fields that changed, where each workload holds
-nodes (one row per site, instance and pricing), its other changed fields, and which pools are
-added, removed or resized. Every row is one field: nothing is joined into one cell.
-`threshold` is the largest rise of the total the team accepts, as a ratio (0.05: 5%); the CLI
-exits non-zero past it (cli.EXIT_COST_RISE).
+nodes (one row per site, instance and pricing), its other changed fields, a service's replicas
+per site, and which pools are added, removed or resized. Every row is one field: nothing is
+joined into one cell. `threshold` is the largest rise of the total the team accepts, as a ratio
+(0.05: 5%); the CLI exits non-zero past it (cli.EXIT_COST_RISE).
 """
 
 from __future__ import annotations
@@ -76,6 +76,16 @@ class PlacementRow:
 
 
 @dataclass(frozen=True)
+class ReplicaRow:
+    """A service's replicas at one site in each plan (peak), and the months they differ."""
+    workload: str
+    site: str
+    a: str
+    b: str
+    months: str
+
+
+@dataclass(frozen=True)
 class PoolRow:
     change: str           # added | removed | resized | changed
     site: str
@@ -100,6 +110,7 @@ class Comment:
     inputs: tuple[FieldRow, ...]            # spec fields that changed
     placements: tuple[PlacementRow, ...]
     others: tuple[FieldRow, ...]            # plan fields that changed (start, replicas, layout ...)
+    replicas: tuple[ReplicaRow, ...]
     unchanged: int        # workloads with no change
     pools: tuple[PoolRow, ...]
     same: bool            # nothing differs
@@ -159,6 +170,8 @@ def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:
                                       hours_text(h.node_hours_a), hours_text(h.node_hours_b))
                          for w in listed for h in w.holdings),
         others=tuple(FieldRow(w.name, c.field, value_text(c.a), value_text(c.b)) for w in listed for c in w.changes),
+        replicas=tuple(ReplicaRow(w.name, r.site, str(r.peak_a), str(r.peak_b), r.months or "-")
+                       for w in listed for r in w.replicas),
         unchanged=d.unchanged, pools=pools, same=not d.changed)
 
 

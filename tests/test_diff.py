@@ -280,7 +280,7 @@ def test_markdown_comment_is_tables_a_parser_reads(doubled):
     from compiler.diff_comment import render_comment
 
     text = render_comment(doubled, threshold=0.05)
-    cost, plans, workloads, inputs, placements, others, pools = _md_tables(text)
+    cost, plans, workloads, inputs, placements, others, replicas, pools = _md_tables(text)
     assert cost[0] == ["Cost", "Base", "Head", "Change", ""]
     assert cost[1] == ["Total", "$9,209,396", "$13,341,807", "+$4,132,411", "+44.9%"]
     assert {r[0] for r in cost[2:]} == {"cloud_compute", "power"}
@@ -297,6 +297,7 @@ def test_markdown_comment_is_tables_a_parser_reads(doubled):
         ["resnet50", "aws-use1", "p5.48xlarge", "spot", "0", "1", "0", "26"],
         ["resnet50", "fra-dc1", "dgx-h100", "owned", "1", "0", "24", "0"]]
     assert ["chat-70b", "replicas", "32", "64"] in others
+    assert replicas[1:] == [["chat-70b", "aws-use1", "16", "32", "2-35"], ["chat-70b", "fra-dc1", "16", "32", "2-35"]]
     assert [r[:3] for r in pools[1:]] == [["added", "aws-use1", "p5.48xlarge"],
                                           ["resized", "aws-use1", "p5.48xlarge"]]
     assert "rises more than the 5.0% allowed (+44.9%)" in text
@@ -433,6 +434,10 @@ def test_dated_plans_compare_a_jobs_start_by_calendar_month():
     doc = diff_to_json(d)
     job = next(x for x in doc["workloads"] if x["name"] == "llama-70b-pretrain")
     assert job["changes"] == [{"field": "start", "a": "2027-06", "b": "2027-07"}]
+    # a workload that runs from each plan's first month (start_month 0 in both) runs from the
+    # later one's in both: not a change
+    d = diff_plans(_read(_dated(hybrid_plan(), "2027-01", 0)), _read(_dated(hybrid_plan(), "2027-04", 0)))
+    assert {w.name: w.status for w in d.workloads}["llama-70b-pretrain"] == "unchanged"
 
 
 def test_a_move_of_an_unchanged_workload_carries_its_saving():
