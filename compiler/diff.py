@@ -584,12 +584,15 @@ def value_text(v: Any) -> str:
 
 def note_text(w: WorkloadDiff) -> str:
     """What the workloads' table says beside a change: what a move saved (its own cost, A
-    minus B), and where the spec is unknown."""
+    minus B), where the spec is unknown, and a cost that changed with nothing else (its share
+    of nodes or storage it shares with others, as a rule)."""
     if w.change == "moved" and w.saving is not None:
         return (f"saved {_money(w.saving)}" if w.saving >= 0.005 else
                 f"costs {_money(-w.saving)} more" if w.saving <= -0.005 else "saved nothing")
     if not w.inputs_known and w.status == "changed":
         return "spec unknown"
+    if w.change == "changed" and not (w.changes or w.estimate or w.holdings or w.replicas):
+        return "cost only"
     return ""
 
 

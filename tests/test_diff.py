@@ -397,6 +397,15 @@ def test_changed_inputs_come_first_one_row_per_field():
         {"field": "slo.ttft_p99_ms", "a": 1000, "b": 800}]
 
 
+def test_a_cost_that_changed_alone_says_so():
+    a = _stated(hybrid_plan())
+    b = with_workload(a, "resnet50", cost_usd=workload(a, "resnet50").cost_usd + 10.0)
+    d = diff_plans(_read(a), _read(b))
+    [w] = d.listed
+    assert (w.name, w.status, w.change) == ("resnet50", "changed", "changed")
+    assert _row(_text(d), "resnet50", "changed")[-1] == "cost only"
+
+
 def test_a_jobs_start_month_is_a_change():
     a = _stated(hybrid_plan())
     later = with_workload(a, "llama-70b-pretrain", start_month=3)
