@@ -174,7 +174,9 @@ def test_apply_order_follows_the_files_written(outputs):
             assert order == written, (name, site)
             applied = re.findall(r"^kubectl apply -f (\S+)$", section, re.M)
             assert applied == sorted(p for p in files if p.startswith(f"kubernetes/{site}/")), (name, site)
-            jobs = re.findall(r"`sbatch (\S+)`", section)
+            # every job once: a one-time job's sbatch, a recurring one's script copied and scrontab installed
+            jobs = re.findall(r"`sbatch (\S+)`", section) + re.findall(r"`scrontab (slurm/\S+)`", section)
+            jobs += [p for p in re.findall(r"copy `(\S+)`", section)]
             assert sorted(jobs) == sorted(p for p in files if p.startswith(f"slurm/{site}/jobs/")), (name, site)
             if f"slurm/{site}/slurm.conf" in files:
                 parts = re.findall(r"^PartitionName=(\S+) Nodes=(\S+)", files[f"slurm/{site}/slurm.conf"], re.M)
@@ -182,7 +184,7 @@ def test_apply_order_follows_the_files_written(outputs):
                 for part, hosts in parts:
                     assert f"`scontrol show partition {part}` shows `TotalNodes={_expand(hosts)}`" in section
                 for p in files:
-                    if p.startswith(f"slurm/{site}/jobs/"):
+                    if p.startswith(f"slurm/{site}/jobs/") and p.endswith(".sbatch"):
                         nodes = re.search(r"^#SBATCH --nodes=(\d+)$", files[p], re.M).group(1)
                         job = re.search(r"^#SBATCH --job-name=(\S+)$", files[p], re.M).group(1)
                         assert f"shows `{job} {nodes}`" in section

@@ -105,6 +105,11 @@ class SlurmJob:
     first_month: int              # when to submit it
     months: str                   # the months it runs
     when: str = ""                # the same in running text: "months 0-1"; dated "2027-01..2027-02"
+    # a recurring job: its scrontab file, where the entry runs the script from, and its runs
+    scrontab: str = ""
+    script_path: str = ""
+    period: str = ""
+    runs: int = 0
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,9 @@ def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) 
         if path in files:
             plural = "s" if "-" in job.months or "," in job.months else ""
             when = job.months if site.calendar.dated else f"month{plural} {job.months}"
-            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months, when))
+            cron = f"{base}/jobs/{job.name}.scrontab"
+            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months, when,
+                                 *((cron, job.script_path, job.period, job.runs) if cron in files else ())))
     return SlurmStep(
         dir=base, config=tuple(f for f in CONFIG_FILES if f"{base}/{f}" in files),
         programs=tuple(f for f in POWER_PROGRAMS if f"{base}/{f}" in files), program_dir=PROGRAM_DIR,
