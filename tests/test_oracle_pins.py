@@ -42,7 +42,7 @@ RANDOM_SPECS = int(os.environ.get("ORACLE_SPECS", "50"))
 ALL_PINS = os.environ.get("ORACLE_PINS", "") == "all"
 PINS_PER_SPEC = 5
 # Examples compile in seconds to a minute each with the exact model: a few pins each in CI.
-EXAMPLE_PINS = {"onprem-vision": 8, "llm-pretrain-aws": 3, "multi-region-inference": 2, "hybrid-llm-platform": 1}
+EXAMPLE_PINS = {"onprem-vision": 8, "llm-pretrain-aws": 3, "multi-region-inference": 1, "hybrid-llm-platform": 1}
 HA = 0.999   # slo.availability at which a service must survive the loss of any one site
 
 
