@@ -66,9 +66,10 @@ def shift(spec: Spec, baseline: Plan) -> int | None:
     return month_number(spec.start) - month_number(baseline.start)
 
 
-def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
-    """The spec with what the baseline bought before its start held or owned, and the warnings
-    that say what the baseline could not carry."""
+def carried(spec: Spec, baseline: Plan, catalog=None) -> tuple[Spec, list[Diagnostic]]:
+    """The spec with what the baseline bought before its start held or owned (bought in the
+    baseline's first month: with the catalog, their useful life ends where it says), and the
+    warnings that say what the baseline could not carry."""
     warnings = []
     if baseline.spec_name != spec.name:
         raise CompileError([Diagnostic("E011", f"the baseline is a plan of '{baseline.spec_name}', this spec is "
@@ -87,7 +88,7 @@ def carried(spec: Spec, baseline: Plan) -> tuple[Spec, list[Diagnostic]]:
         if isinstance(site, CloudSite):
             sites.append(replace(site, reserved=site.reserved + _held(site, Calendar(spec.start), baseline, k)))
         else:
-            sites.append(replace(site, owned=site.owned + _bought(site, baseline, k)))
+            sites.append(replace(site, owned=site.owned + _bought(site, baseline, k, spec.horizon_months, catalog)))
     gone = sorted({p.site for p in baseline.pools} - {s.name for s in spec.sites})
     if gone:
         warnings.append(Diagnostic("E012", f"the baseline's sites {', '.join(gone)} are not in the spec: what it "
@@ -149,10 +150,16 @@ def _held(site: CloudSite, calendar: Calendar, baseline: Plan, k: int) -> tuple[
     return tuple(out)
 
 
-def _bought(site: OnPremSite, baseline: Plan, k: int) -> tuple[OwnedNodes, ...]:
-    """The nodes the baseline bought at a data centre (in its month 0, before the spec's), as
-    owned nodes (none for a node model the spec states owned nodes of)."""
+def _bought(site: OnPremSite, baseline: Plan, k: int, horizon: int, catalog=None) -> tuple[OwnedNodes, ...]:
+    """The nodes the baseline bought at a data centre (in its month 0, k months before the
+    spec's), as owned nodes bought then (none for a node model the spec states owned nodes of)."""
     stated = {o.instance for o in site.owned}
-    return tuple(OwnedNodes(p.instance, p.nodes) for p in baseline.pools
+
+    def retires(instance: str) -> int | None:
+        if catalog is None or instance not in catalog.onprem_nodes:
+            return None
+        end = round(catalog.onprem_nodes[instance].useful_life_years * 12) - k
+        return end if end < horizon else None
+    return tuple(OwnedNodes(p.instance, p.nodes, baseline.start, retires(p.instance)) for p in baseline.pools
                  if p.site == site.name and p.pricing == "purchase" and p.nodes > 0 and k > 0
                  and p.instance not in stated)

@@ -164,7 +164,7 @@ def _carried(spec, catalog, options: CompileOptions):
     from compiler import baseline
 
     base = baseline.load(options.baseline)
-    carried, warnings = baseline.carried(spec, base)
+    carried, warnings = baseline.carried(spec, base, catalog)
     if base.catalog_version != catalog.version:
         warnings.append(Diagnostic("E012", f"the baseline was priced on catalog {base.catalog_version}, this "
                                    f"compile on {catalog.version}: its commitments are carried, its costs differ",

@@ -269,6 +269,20 @@ class Held:
 
 
 @dataclass(frozen=True)
+class OwnedAge:
+    """Owned on-prem nodes whose purchase the spec dates (`owned[].bought`): their useful life runs
+    from then, so they serve the plan until it ends, and what is left of their price at the plan's
+    start (straight-line) is sunk: paid, not the plan's to decide, not in its total."""
+    site: str
+    instance: str
+    nodes: int
+    bought: str                   # YYYY-MM
+    life_ends: str                # YYYY-MM: bought + the node model's useful life
+    retires_month: int | None     # the month of the horizon it ends (None: after the horizon)
+    book_usd: float               # capex x nodes x the share of its life left at the plan's start
+
+
+@dataclass(frozen=True)
 class AfterHorizon:
     """policy.after_horizon and every commitment that outlives the horizon, by pool and pricing."""
     rule: str = "prorated"        # prorated | full | continues
@@ -308,6 +322,7 @@ class Plan:
     after_horizon: AfterHorizon = AfterHorizon()
     start: str | None = None      # the spec's `start`: month 0 as YYYY-MM (None: undated)
     held: tuple[Held, ...] = ()   # commitments already bought (sunk, not in total_cost_usd)
+    owned_ages: tuple[OwnedAge, ...] = ()   # owned nodes with a purchase date (OwnedAge)
 
     @property
     def sunk_usd(self) -> float:
@@ -455,6 +470,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["start"]            # a spec without a start: no key
     if not d["held"]:
         del d["held"]             # no commitments already bought: no key
+    if not d["owned_ages"]:
+        del d["owned_ages"]       # no owned nodes dated: no key
     if not d["solver"]["moves_usd"]:
         del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
     for w in d["workloads"]:
@@ -510,6 +527,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         after_horizon=_after_horizon(d.get("after_horizon")),
         start=d.get("start"),
         held=tuple(Held(**{**h, "monthly_used": tuple(h.get("monthly_used", ()))}) for h in d.get("held", ())),
+        owned_ages=tuple(OwnedAge(**o) for o in d.get("owned_ages", ())),
     )
 
 

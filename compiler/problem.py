@@ -283,9 +283,9 @@ def policy_filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Can
     return kept, why
 
 
-def owned_nodes(site: OnPremSite, instance: str) -> int:
-    """Nodes of `instance` the site already owns."""
-    return site.owned_nodes(instance)
+def owned_nodes(site: OnPremSite, instance: str, month: int | None = None) -> int:
+    """Nodes of `instance` the site already owns in `month` (without one: in any month)."""
+    return site.owned_nodes(instance, month)
 
 
 def fabric_free(c: Candidate) -> bool:

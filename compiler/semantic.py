@@ -27,6 +27,8 @@ leaves the rest to the schema's own diagnostics.
        (a warning where it ended before `start`: it is left out)
   E219 a recurring job (`window.every`) whose period no cron schedule states, whose run's window
        is longer than its period, or that has no whole run inside the horizon
+  E220 owned nodes whose `bought` has no `start` to date it, or is after `start` (a warning
+       where their useful life ended before `start`: they are left out)
 """
 
 from __future__ import annotations
@@ -192,7 +194,35 @@ class _Checker:
                                                      + ", ".join(sorted(nodes)))
             yield self.diag("E212", path + ("owned", j, "instance"),
                             f"unknown on-prem node model '{inst}'", hint)
+        for j, owned in enumerate(_list(site.get("owned"))):
+            yield from self.owned_bought(path + ("owned", j), _dict(owned))
         yield from self.existing_storage(path, site)
+
+    def owned_bought(self, path: Path, owned: dict) -> Iterator[Diagnostic]:
+        """E220: owned nodes' `bought` is dated by a `start` and not after it; a warning where their
+        useful life ended before it."""
+        bought, start = _str(owned.get("bought")), _str(self.data.get("start"))
+        if bought is None or not re.match(MONTH_PATTERN, bought):
+            return      # absent, or the schema says what is wrong with it
+        if start is None:
+            yield self.diag("E220", path + ("bought",), f"owned nodes bought in {bought}, and the spec has no start",
+                            "add `start: YYYY-MM` at the top: the month the plan's month 0 is")
+            return
+        if not re.match(MONTH_PATTERN, start):
+            return
+        if month_number(bought) > month_number(start):
+            yield self.diag("E220", path + ("bought",), f"owned nodes bought in {bought}, after the plan's start {start}",
+                            "nodes bought later are the plan's to decide: leave them out, or move start")
+            return
+        node = self.catalog.onprem_nodes.get(_str(owned.get("instance")) or "")
+        if node is None:
+            return
+        life = round(node.useful_life_years * 12)
+        if month_number(bought) + life <= month_number(start):
+            yield self.diag("E220", path + ("bought",),
+                            f"owned {node.name} nodes bought in {bought} reached the end of their "
+                            f"{node.useful_life_years:g}-year useful life before {start}: left out of the plan",
+                            "remove the entry, or correct bought", severity="warning")
 
     def held_reservation(self, path: Path, site: dict, held: dict) -> Iterator[Diagnostic]:
         """E218: a commitment already bought is of an instance sold in the site's region, ends

@@ -83,6 +83,10 @@ class CloudSite:
 class OwnedNodes:
     instance: str  # an on-prem node model from the catalog
     nodes: int
+    bought: str | None = None     # YYYY-MM, where stated: its useful life runs from then
+    # the month of the horizon its useful life ends (bought + the node model's useful_life_years):
+    # it serves the months before; None where that is after the horizon or `bought` is not stated
+    retires: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,9 +106,17 @@ class OnPremSite:
     path: str = ""
     type: Literal["on_prem"] = "on_prem"
 
-    def owned_nodes(self, instance: str) -> int:
-        """Nodes of `instance` the site already owns (the spec may list a model more than once)."""
-        return sum(o.nodes for o in self.owned if o.instance == instance)
+    def owned_nodes(self, instance: str, month: int | None = None) -> int:
+        """Nodes of `instance` the site already owns in `month` (the spec may list a model more
+        than once; nodes past their useful life are retired). Without a month: the most it owns
+        in any month, what takes racks and bounds a pool."""
+        return sum(o.nodes for o in self.owned if o.instance == instance
+                   and (o.retires is None or (o.retires > 0 if month is None else month < o.retires)))
+
+    @property
+    def retiring(self) -> bool:
+        """Some owned nodes reach the end of their useful life inside the horizon."""
+        return any(o.retires is not None for o in self.owned)
 
     def nodes_admitted(self, node_kw: float, node_rack_units: int, node_gpus: int) -> tuple[int, int]:
         """(new nodes of one model the power budget admits, nodes of it the racks, rack power and

@@ -273,7 +273,8 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
         api_version=data["apiVersion"],
         name=data["name"],
         horizon_months=int(data["horizon_months"]),
-        sites=tuple(_site(s, f"$.sites[{i}]", data.get("start")) for i, s in enumerate(data["sites"])),
+        sites=tuple(_site(s, f"$.sites[{i}]", data.get("start"), catalog, int(data["horizon_months"]))
+                    for i, s in enumerate(data["sites"])),
         policy=Policy(
             placement=policy.get("placement", "hybrid"),
             allowed_gpus=_tuple(policy.get("allowed_gpus")),
@@ -298,7 +299,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
     )
 
 
-def _site(s: dict, path: str, start: str | None):
+def _site(s: dict, path: str, start: str | None, catalog: Catalog, horizon: int):
     if s["type"] == "cloud":
         return CloudSite(
             name=s["name"], provider=s["provider"], region=s["region"],
@@ -311,9 +312,21 @@ def _site(s: dict, path: str, start: str | None):
         electricity_usd_per_kwh=float(s["electricity_usd_per_kwh"]), pue=float(s["pue"]),
         max_racks=int(s["max_racks"]), rack_power_kw=_float(s.get("rack_power_kw")),
         max_gpus=_int(s.get("max_gpus")),
-        owned=tuple(OwnedNodes(o["instance"], int(o["nodes"])) for o in s.get("owned", [])),
+        owned=tuple(_owned(o, start, catalog, horizon) for o in s.get("owned", [])),
         existing_storage_tb=float(s.get("storage", {}).get("existing_tb", 0.0)),
         path=path)
+
+
+def _owned(o: dict, start: str | None, catalog: Catalog, horizon: int) -> OwnedNodes:
+    """Owned nodes; where `bought` is stated, the month of the horizon their useful life ends
+    (semantic.py has checked that a start dates it)."""
+    bought = o.get("bought")
+    retires = None
+    if bought is not None and start is not None:
+        life = round(catalog.onprem_nodes[o["instance"]].useful_life_years * 12)
+        end = month_number(bought) + life - month_number(start)
+        retires = end if end < horizon else None
+    return OwnedNodes(o["instance"], int(o["nodes"]), bought, retires)
 
 
 def _held(entries: list, path: str, start: str | None) -> tuple[HeldReservation, ...]:

@@ -183,7 +183,7 @@ def idle_owned(problem: Problem, plan: Plan) -> tuple[dict, ...]:
             for p in plan.pools:
                 if p.site == site.name and p.instance == i and p.pricing == "owned":
                     held = [a + b for a, b in zip(held, list(p.monthly_nodes) + [0] * H)]
-            idle = [max(0, owned - n) for n in held]
+            idle = [max(0, site.owned_nodes(i, m) - n) for m, n in enumerate(held)]   # retired nodes idle no more
             # workloads wholly on these owned nodes: nothing of them is left to move here
             users = {w.name for w in plan.workloads if w.placements and all(
                 p.site == site.name and p.instance == i and all(h.pricing == "owned" for h in p.holdings)

@@ -75,11 +75,14 @@ def check_pools(ctx: Context) -> Iterator[Finding]:
                 break
         if p.pricing == "owned":
             own = rules.owned_nodes(site, p.instance)
-            over = [m for m, n in enumerate(p.monthly_nodes) if n > own]
+            at = [rules.owned_nodes(site, p.instance, m, ctx.spec.start, ctx.catalog) for m in range(ctx.H)]
+            over = [m for m, n in enumerate(p.monthly_nodes) if n > at[m]]
             if p.nodes > own or over:
                 m = over[0] if over else max(range(ctx.H), key=lambda k: p.monthly_nodes[k])
                 yield Finding(codes.OWNED_EXCEEDED, f"{name}: month {m} uses {max(p.nodes, p.monthly_nodes[m])} "
-                              f"nodes, the site owns {own}", f"{site.path}.owned")
+                              f"nodes, the site owns {at[m] if over else own}"
+                              + (" (the rest are past their useful life)" if over and at[m] < own else ""),
+                              f"{site.path}.owned")
         yield from _reservations(ctx, p, site)
 
 
@@ -237,7 +240,7 @@ def check_onprem_capacity(ctx: Context) -> Iterator[Finding]:
         if is_cloud(site) or (s, i) in reported:
             continue
         gpn = ctx.catalog.onprem_nodes[i].gpus
-        own, bought = rules.owned_nodes(site, i), ctx.bought(s, i)
+        own, bought = rules.owned_nodes(site, i, m, ctx.spec.start, ctx.catalog), ctx.bought(s, i)
         if g > (own + bought) * gpn:
             reported.add((s, i))
             yield Finding(codes.ONPREM_CAPACITY,

@@ -43,7 +43,7 @@ def price(ctx: Context) -> Priced:
         node = cat.onprem_nodes[p.instance]
         after = node.capex_usd - rules.capex_for_horizon(node, H)
         idle = p.nodes if full else 0.0 if rule == "prorated" else max(
-            0.0, p.nodes + rules.owned_nodes(site, p.instance)
+            0.0, p.nodes + rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat)
             - ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
         if after > 0 and p.nodes:

@@ -169,5 +169,20 @@ def demand(w: InferenceWorkload, month: int) -> float:
     return t.peak_rps * t.output_tokens * (1.0 + t.growth_per_month) ** (month - w.window.start_month)
 
 
-def owned_nodes(site: OnPremSite, instance: str) -> int:
-    return sum(o.nodes for o in site.owned if o.instance == instance)
+def owned_nodes(site: OnPremSite, instance: str, month: int | None = None, start: str | None = None,
+                catalog=None) -> int:
+    """Nodes of `instance` the site owns in `month`: re-derived from each entry's `bought`, the
+    spec's start and the node model's useful life in the catalog (the spec's own `retires` is
+    what this checks). Without a month: every entry still in its life at the start."""
+    total = 0
+    for o in site.owned:
+        if o.instance != instance:
+            continue
+        if o.bought is not None and start is not None and catalog is not None:
+            by, bm = map(int, o.bought.split("-"))
+            sy, sm = map(int, start.split("-"))
+            end = by * 12 + bm + round(catalog.onprem_nodes[instance].useful_life_years * 12) - (sy * 12 + sm)
+            if (month if month is not None else 0) >= end:
+                continue
+        total += o.nodes
+    return total

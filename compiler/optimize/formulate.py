@@ -238,7 +238,7 @@ def _add_mixes(B: "_Builder", spec: Spec, cat, w, m: int, cands, found):
               sense, 0.0, path, f"{yn} holds its mix's replica count", family="mix_y", **about)
         if c.site_type == "cloud":
             node_var, gpn = inode_name(c.site, c.instance, m), cat.instances[c.instance].gpus
-        elif not owned_nodes(spec.site(c.site), c.instance):
+        elif not owned_nodes(spec.site(c.site), c.instance, m):
             node_var, gpn = buy_name(c.site, c.instance), c.gpus_per_node
         else:
             continue   # owned nodes may carry a mix for free
@@ -758,7 +758,7 @@ def _buy_bound(st: "_State", s: str, i: str) -> int:
     also the fabric link's big-M. Site limits stay constraints, so explain.py can relax them."""
     site: OnPremSite = st.spec.site(s)
     node = st.cat.onprem_nodes[i]
-    owned = owned_nodes(site, i)
+    owned = min(owned_nodes(site, i, m) for m in range(st.H))   # the fewest: nodes retire
     peak = max((sum(v.values()) for (ss, ii, _m), v in st.pool_peak.items() if (ss, ii) == (s, i)), default=0.0)
     cap_nodes = max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
     if any(k[:2] == (s, i) and k[3] == "purchase" for k in st.pinned_gpus):
@@ -835,7 +835,7 @@ def _onprem_month(st: "_State", s: str, i: str, m: int, bn: str) -> None:
     last month, (6) capacity, and (12a) work pinned to owned or bought nodes."""
     B, site = st.B, st.spec.site(s)
     node = st.cat.onprem_nodes[i]
-    owned = owned_nodes(site, i)
+    owned = owned_nodes(site, i, m)
     terms = st.onprem_gpu.get((s, i, m))
     for yn, g in sorted((terms or {}).items()):
         if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
@@ -871,7 +871,7 @@ def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str
     B, pool = st.B, dict(site=s, instance=i)
     tn = B.var(f"idle_tail[{s}/{i}]", "continuous", None, family="idle_tail", pricing="purchase",
                usd={"capex": after}, **pool)
-    owned = owned_nodes(st.spec.site(s), i)
+    owned = owned_nodes(st.spec.site(s), i, st.H - 1)
     B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, **{k: v / node.gpus for k, v in in_use.items()}},
           ">=", float(owned), "$.policy.after_horizon",
           f"bought {i} nodes at {s} are paid for their life after the horizon where the last month's load "
@@ -1201,7 +1201,7 @@ def _cover_row(st: "_State", name: str, w: InferenceWorkload, m: int, coefs: dic
     for (s, i), k in sorted(coefs.items()):
         site = spec.site(s)
         if isinstance(site, OnPremSite):
-            rhs -= min(k, rhs) * owned_nodes(site, i)
+            rhs -= min(k, rhs) * owned_nodes(site, i, m)
             if rhs <= 1e-6:
                 return   # the owned nodes alone satisfy it (stop before rhs < 0 flips min())
             terms[buy_name(s, i)] = k

@@ -166,10 +166,9 @@ class _Ledger:
         return True
 
     def bought(self, s: str, i: str, gpus) -> int:
-        node = self.cat.onprem_nodes[i]
-        peak = max((g for (ss, ii, _m), g in gpus.items() if (ss, ii) == (s, i)), default=0.0)
-        owned = F.owned_nodes(self.spec.site(s), i)
-        return max(0, math.ceil(peak / node.gpus - 1e-9) - owned)
+        node, site = self.cat.onprem_nodes[i], self.spec.site(s)
+        return max([0] + [math.ceil(g / node.gpus - 1e-9) - F.owned_nodes(site, i, m)
+                          for (ss, ii, m), g in gpus.items() if (ss, ii) == (s, i)])
 
     def _site_ok(self, s: str, gpus, quota) -> bool:
         site = self.spec.site(s)

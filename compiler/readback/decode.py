@@ -23,7 +23,7 @@ from compiler.appraise.alternatives import alternatives, breakeven, chosen_servi
 from compiler.appraise.idle import idle_owned
 from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
-from compiler.readback.held import held_commitments
+from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
                            Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan,
@@ -72,6 +72,7 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
         breakeven=breakeven(problem),
         after_horizon=_after_horizon(problem, value, pools),
         held=held_commitments(spec, cat, pools),
+        owned_ages=owned_ages(spec, cat),
     )
     return replace(plan, idle_owned=idle_owned(problem, plan))
 
@@ -381,9 +382,10 @@ def _allot(problem, value, train, infer) -> _Held:
             supply = lambda m: Supply("cloud", reserved_3y=reserved.get((s, i, "reserved_3y"), [0] * H)[m],  # noqa: E731
                                       reserved_1y=reserved.get((s, i, "reserved_1y"), [0] * H)[m])
         else:
-            owned, bought = F.owned_nodes(site, i), int(value(F.buy_name(s, i)))
+            bought = int(value(F.buy_name(s, i)))
             held.bought[(s, i)] = bought
-            supply = lambda m: Supply("on_prem", owned=owned, bought=bought)  # noqa: E731
+            # owned nodes serve until their useful life ends (spec.OwnedNodes.retires)
+            supply = lambda m: Supply("on_prem", owned=F.owned_nodes(site, i, m), bought=bought)  # noqa: E731
         for m, month_demands in enumerate(demands[(s, i)]):
             if not month_demands:
                 continue

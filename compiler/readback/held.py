@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from compiler import unit_costs
 from compiler.catalog.model import Catalog
-from compiler.plan import Held, Pool
-from compiler.spec import HOURS_PER_MONTH, CloudSite, Spec
+from compiler.plan import Calendar, Held, OwnedAge, Pool, month_number
+from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite, Spec
 
 
 def held_commitments(spec: Spec, catalog: Catalog, pools: tuple[Pool, ...]) -> tuple[Held, ...]:
@@ -30,4 +30,26 @@ def held_commitments(spec: Spec, catalog: Catalog, pools: tuple[Pool, ...]) -> t
                 used.append(round(min(float(r.nodes), max(0.0, run - earlier)), 3))
             out.append(Held(site.name, r.instance, r.term, r.nodes, r.until_month,
                             round(r.nodes * rate * HOURS_PER_MONTH * r.until_month, 2), tuple(used)))
+    return tuple(out)
+
+
+def owned_ages(spec: Spec, catalog: Catalog) -> tuple[OwnedAge, ...]:
+    """Every owned entry whose purchase the spec dates, in the order it lists them: when its
+    useful life ends, the month of the horizon it retires in (the spec's reading, OwnedNodes), and
+    its book value at the start, straight-line over that life."""
+    out = []
+    for site in spec.sites:
+        if not isinstance(site, OnPremSite) or spec.start is None:
+            continue
+        for o in site.owned:
+            if o.bought is None or o.instance not in catalog.onprem_nodes:
+                continue
+            node = catalog.onprem_nodes[o.instance]
+            life = round(node.useful_life_years * 12)
+            age = month_number(spec.start) - month_number(o.bought)
+            if age >= life:
+                continue            # past its life before the start: left out (E220's warning)
+            ends = Calendar(o.bought).name(life)
+            out.append(OwnedAge(site.name, o.instance, o.nodes, o.bought, ends, o.retires,
+                                round(node.capex_usd * o.nodes * (life - age) / life, 2)))
     return tuple(out)

@@ -72,3 +72,31 @@ def held(plan: Plan) -> HeldView:
     months = tuple((cal.name(m), tuple(f"{h.monthly_used[m]:,.1f} of {h.nodes}" if m < len(h.monthly_used) else "ended"
                                        for h in plan.held)) for m in range(last))
     return HeldView(plan.sunk_usd, rows, months)
+
+
+@dataclass(frozen=True)
+class OwnedAgeRow:
+    label: str                    # "dc1 dgx-h100, 4 nodes"
+    bought: str
+    life_ends: str
+    serves: str                   # "to 2027-06; the plan replaces them from 2027-07" | "through the horizon"
+    book_usd: float
+
+
+@dataclass(frozen=True)
+class OwnedAgesView:
+    """Owned nodes with a purchase date: until when they serve the plan, and their book value at
+    its start (sunk: paid, not in the total)."""
+    book_usd: float
+    rows: tuple[OwnedAgeRow, ...]
+
+
+def owned_ages(plan: Plan) -> OwnedAgesView:
+    cal = plan.calendar
+    rows = []
+    for o in plan.owned_ages:
+        serves = ("through the horizon" if o.retires_month is None else
+                  f"to {cal.name(o.retires_month - 1)}; retired from {cal.name(o.retires_month)}, "
+                  f"the plan runs their work elsewhere")
+        rows.append(OwnedAgeRow(f"{o.site} {o.instance}, {o.nodes} nodes", o.bought, o.life_ends, serves, o.book_usd))
+    return OwnedAgesView(round(sum(o.book_usd for o in plan.owned_ages), 2), tuple(rows))
