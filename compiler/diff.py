@@ -21,8 +21,9 @@ string; for services, the replicas per site (peak, and the months that differ).
 Months are named as the plans name them (plan.Calendar): by index, or where a plan has a start,
 as calendar months. Two dated plans are compared month by calendar month, so a re-plan that
 starts later lines up with the plan before it (a job that starts in the same calendar month in
-both did not move in time, whatever its month index); a dated and an undated plan are compared
-by index. A plan.json written before plans recorded their inputs still compares: its workloads'
+both did not move in time, whatever its month index), and replicas over the months both cover
+(A's months before B's start are past, B's after A's horizon are new); a dated and an undated
+plan are compared by index, over every month of either. A plan.json written before plans recorded their inputs still compares: its workloads'
 spec changes are unknown, and the diff says so.
 """
 
@@ -305,8 +306,11 @@ def _replicas(a: WorkloadPlan, b: WorkloadPlan, months: _Months = _Months()) -> 
         x, y = ra.get(site, [0]), rb.get(site, [0])
         if ma and mb:
             at = lambda s, m: s[m] if 0 <= m < len(s) else 0   # noqa: E731
-            differ = [m for m in range(min(0, offset), max(len(x), len(y) + offset))
-                      if at(x, m) != at(y, m - offset)]
+            # dated plans: the months both cover (A's months before B's start are past, B's after
+            # A's horizon are new); undated: every month of either
+            lo, hi = ((max(0, offset), min(len(x), len(y) + offset)) if months.dated
+                      else (min(0, offset), max(len(x), len(y) + offset)))
+            differ = [m for m in range(lo, hi) if at(x, m) != at(y, m - offset)]
             if differ:
                 out.append(ReplicaDelta(site, max(x), max(y), months.frame.runs(differ)))
         elif max(x) != max(y):

@@ -374,11 +374,18 @@ def test_diff_names_calendar_months_and_lines_up_two_starts():
 
     base = _tree_plan("onprem")
     a, b = growing(base, "2027-01", 0), growing(base, "2027-03", 2)
-    # B starts two months later: the calendar months both plan line up and agree, so only A's two
-    # months before B starts and B's two after A ends differ (by index, every month would)
+    # B starts two months later: the calendar months both plans cover line up and agree, so no
+    # replicas changed (A's two months before B starts are past, B's two after A ends are new; by
+    # index, every month would differ)
     d = diff_plans(a, b)
-    replicas = [r for w in d.workloads for r in w.replicas]
-    assert replicas and {r.months for r in replicas} == {"2027-01..2027-02, 2028-01..2028-02"}
+    assert not [r for w in d.workloads for r in w.replicas]
+    # one month of the overlap raised in B: that calendar month, and only it, is a change
+    bumped = replace(b, workloads=tuple(
+        replace(w, placements=tuple(replace(p, monthly_replicas=tuple(r + (m == 5) for m, r in enumerate(p.monthly_replicas)))
+                                    for p in w.placements)) if w.kind == "inference" else w
+        for w in b.workloads))
+    replicas = [r for w in diff_plans(a, bumped).workloads for r in w.replicas]
+    assert replicas and {r.months for r in replicas} == {"2027-08"}
     data = diff_to_json(d)
     assert (data["plans"]["a"]["start"], data["plans"]["b"]["start"]) == ("2027-01", "2027-03")
     assert any("compared as calendar months" in c for c in data["cautions"])
