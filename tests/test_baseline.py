@@ -217,3 +217,22 @@ def test_the_diff_of_a_re_plan_says_what_it_inherits_apart_from_its_total(replay
     said = [c for c in cautions(d) if "sunk" in c]
     assert said and f"${replay[1].sunk_usd:,.0f}" in said[0]
     assert diff_to_json(d)["plans"]["b"]["sunk_usd"] == pytest.approx(replay[1].sunk_usd, abs=0.01)
+
+
+def test_the_start_frees_only_the_workloads_the_change_touches():
+    # Two services, the baseline's replicas and a pool's nodes: 'chat' still carries its demand on
+    # the baseline's 3 replicas, 'code' needs 5 where the baseline ran 4. The start holds chat's
+    # replicas as they were and leaves code's, and the pool's nodes, to the search.
+    from compiler.optimize import _untouched
+    from compiler.problem import Constraint, Problem, Variable
+
+    variables = (Variable("y[chat]", "integer", family="y", workload="chat"),
+                 Variable("y[code]", "integer", family="y", workload="code"),
+                 Variable("inodes[pool]", "integer", family="inodes"),
+                 Variable("moved[chat]", "binary", family="moved", workload="chat"))
+    rows = (Constraint("demand[chat]", "demand", (("y[chat]", 1.0),), ">=", 3.0, family="demand", workload="chat"),
+            Constraint("demand[code]", "demand", (("y[code]", 1.0),), ">=", 5.0, family="demand", workload="code"),
+            Constraint("pack[pool]", "packing", (("y[chat]", 1.0), ("y[code]", 1.0), ("inodes[pool]", -2.0)), "<=", 0.0))
+    problem = Problem(spec=None, candidates=None, chosen_from={}, variables=variables, constraints=rows)
+    exact = {"y[chat]": 3.0, "y[code]": 4.0, "inodes[pool]": 4.0, "moved[chat]": 0.0}
+    assert _untouched(problem, exact) == {"y[chat]": 3.0}

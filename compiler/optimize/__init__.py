@@ -51,21 +51,41 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
 def _kept_start(problem, options: SolveOptions):
     """The baseline with the cheapest placement of what is new, completed by a search of
     settings.window_nodes nodes: first with the baseline's own decisions held (a spec that only
-    relaxes the baseline's then starts from the baseline itself, and can only end cheaper), else
-    with its workloads only kept where they ran (moves.kept_plan); or the start given, where
-    neither completes."""
+    relaxes the baseline's then starts from the baseline itself, and can only end cheaper); else
+    with every workload the change leaves a plan of held exactly as the baseline ran it and the
+    pools free to follow the rest (_untouched); else with its workloads only kept where they ran
+    (moves.kept_plan); or the start given, where none completes."""
     from compiler.optimize.moves import kept_plan
     from compiler.optimize.solve import HighsModel
 
     model, where = HighsModel(problem), kept_plan(problem, options.kept)
     names = {v.name for v in problem.variables}
     exact = {**where, **{n: x for n, x in options.kept.values.items() if n in names}}
-    for fixed in (exact, where):
+    for fixed in (exact, _untouched(problem, exact), where):
         sol = model.solve(fixed=fixed, max_nodes=options.settings.window_nodes)
         if sol.has_solution:
             return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables
                     if v.kind != "continuous"}
     return options.start
+
+
+def _untouched(problem, exact: dict[str, float]) -> dict[str, float]:
+    """The baseline's decisions about each workload whose own rows it still satisfies (a service
+    whose demand did not outgrow its replicas, a job whose candidate is still there), and nothing
+    else: the workloads the change touches, and every pool's terms, nodes and purchases, are left
+    to the search, so one service's traffic moves that service and the pools under it, not its
+    neighbours."""
+    by_name = {v.name: v for v in problem.variables}
+    touched = set()
+    for c in problem.constraints:
+        if c.workload is None or c.workload in touched or not all(n in exact for n, _ in c.terms):
+            continue
+        lhs = sum(k * exact[n] for n, k in c.terms)
+        if (c.sense == ">=" and lhs < c.rhs - 1e-6) or (c.sense == "<=" and lhs > c.rhs + 1e-6) \
+                or (c.sense == "==" and abs(lhs - c.rhs) > 1e-6):
+            touched.add(c.workload)
+    return {n: x for n, x in exact.items()
+            if by_name[n].workload is not None and by_name[n].workload not in touched and by_name[n].family != "moved"}
 
 
 def greedy_plan(candidates: Candidates) -> Plan | None:
