@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_pipeline import MAX_SITES, platform_spec  # noqa: E402
 
-# 60 examples: about two thirds end in a plan (every stage, render included), a quarter
+# 40 examples: about two thirds end in a plan (every stage, render included), a quarter
 # infeasible (estimate + solve + explain); measured ~30 s on 2 cores.
-DEEP = settings(max_examples=60, derandomize=True, deadline=None, database=None,
+DEEP = settings(max_examples=40, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 OUTCOMES: Counter = Counter()     # exit code -> count, read by the last test
 

@@ -42,7 +42,8 @@ RANDOM_SPECS = int(os.environ.get("ORACLE_SPECS", "50"))
 ALL_PINS = os.environ.get("ORACLE_PINS", "") == "all"
 PINS_PER_SPEC = 5
 # Examples compile in seconds to a minute each with the exact model: a few pins each in CI.
-EXAMPLE_PINS = {"onprem-vision": 8, "llm-pretrain-aws": 3, "multi-region-inference": 1, "hybrid-llm-platform": 1}
+# multi-region-inference's compiles take most of a minute each: its pins run with ORACLE_PINS=all
+EXAMPLE_PINS = {"onprem-vision": 8, "llm-pretrain-aws": 3, "multi-region-inference": 0, "hybrid-llm-platform": 1}
 HA = 0.999   # slo.availability at which a service must survive the loss of any one site
 
 
@@ -131,7 +132,7 @@ def pin_sweep(path: Path, k: int | None, seed: int, tmp_path: Path,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", [e for e in EXAMPLES if ALL_PINS or EXAMPLE_PINS.get(e, 8)])
 def test_pins_never_beat_the_example_plan(name, tmp_path):
     path = ROOT / "examples" / f"{name}.yaml"
     base, problems, tried = pin_sweep(path, EXAMPLE_PINS.get(name, 8), zlib.crc32(name.encode()), tmp_path)
