@@ -19,6 +19,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from compiler import unit_costs
 from compiler.diagnostics import CompileError, Diagnostic, Position, Source
 from compiler.plan import Calendar, Plan, from_dict, month_number
 from compiler.resources import schema
@@ -158,7 +159,7 @@ def _bought(site: OnPremSite, baseline: Plan, k: int, horizon: int, catalog=None
     def retires(instance: str) -> int | None:
         if catalog is None or instance not in catalog.onprem_nodes:
             return None
-        end = round(catalog.onprem_nodes[instance].useful_life_years * 12) - k
+        end = unit_costs.life_months(catalog.onprem_nodes[instance]) - k
         return end if end < horizon else None
     return tuple(OwnedNodes(p.instance, p.nodes, baseline.start, retires(p.instance)) for p in baseline.pools
                  if p.site == site.name and p.pricing == "purchase" and p.nodes > 0 and k > 0

@@ -146,15 +146,10 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
 
 def recurring(spec) -> dict[str, tuple[str, int]]:
     """Each recurring job's period and how many runs the horizon holds (compiler/recurrence.py)."""
-    from compiler.recurrence import Period, run_starts
+    from compiler import recurrence
 
-    out = {}
-    for w in spec.workloads:
-        period = Period.parse(getattr(w.window, "every", None) or "")
-        if period is not None:
-            out[w.name] = (period.text, len(run_starts(period, w.window.start_month, w.window.deadline_days,
-                                                       spec.horizon_months)))
-    return out
+    schedules = {w.name: recurrence.of(w.window, spec.horizon_months) for w in spec.workloads}
+    return {name: (s[0].text, len(s[1])) for name, s in schedules.items() if s is not None}
 
 
 def _carried(spec, catalog, options: CompileOptions):

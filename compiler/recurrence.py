@@ -63,6 +63,14 @@ class Period:
         return {1: "monthly", 3: "quarterly", 12: "yearly"}.get(self.count, f"every {self.count} months")
 
 
+def of(window, horizon_months: int) -> tuple[Period, tuple[float, ...]] | None:
+    """A training window's period and its runs' starts (None: it does not recur)."""
+    period = Period.parse(getattr(window, "every", None) or "")
+    if period is None:
+        return None
+    return period, run_starts(period, window.start_month, window.deadline_days, horizon_months)
+
+
 def window_hours(period: Period, deadline_days: float | None) -> float:
     """A run's window: its deadline where stated, else the whole period."""
     return period.hours if deadline_days is None else deadline_days * 24.0

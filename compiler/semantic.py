@@ -37,6 +37,7 @@ import functools
 import re
 from typing import Any, Iterator
 
+from compiler import unit_costs
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
@@ -217,8 +218,7 @@ class _Checker:
         node = self.catalog.onprem_nodes.get(_str(owned.get("instance")) or "")
         if node is None:
             return
-        life = round(node.useful_life_years * 12)
-        if month_number(bought) + life <= month_number(start):
+        if unit_costs.life_left(node, bought, start) <= 0:
             yield self.diag("E220", path + ("bought",),
                             f"owned {node.name} nodes bought in {bought} reached the end of their "
                             f"{node.useful_life_years:g}-year useful life before {start}: left out of the plan",

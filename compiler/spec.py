@@ -113,11 +113,6 @@ class OnPremSite:
         return sum(o.nodes for o in self.owned if o.instance == instance
                    and (o.retires is None or (o.retires > 0 if month is None else month < o.retires)))
 
-    @property
-    def retiring(self) -> bool:
-        """Some owned nodes reach the end of their useful life inside the horizon."""
-        return any(o.retires is not None for o in self.owned)
-
     def nodes_admitted(self, node_kw: float, node_rack_units: int, node_gpus: int) -> tuple[int, int]:
         """(new nodes of one model the power budget admits, nodes of it the racks, rack power and
         max_gpus admit in all): the most a site could ever hold of that model."""

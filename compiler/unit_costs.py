@@ -22,6 +22,7 @@ All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_
 from __future__ import annotations
 
 from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
+from compiler.plan import month_number
 from compiler.spec import HOURS_PER_MONTH, TERM_MONTHS, CloudSite, OnPremSite
 CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
                           "azure": ("managed-lustre",), "on_prem": ("onprem-nfs", "onprem-lustre")}
@@ -37,6 +38,17 @@ def cloud_price(catalog: Catalog, site: CloudSite, instance: str, option: str) -
         return None
     inst = catalog.instances.get(instance)
     return None if inst is None else inst.price(site.region, option)
+
+
+def life_months(node: OnPremNode) -> int:
+    """A node model's useful life in whole months."""
+    return round(node.useful_life_years * 12)
+
+
+def life_left(node: OnPremNode, bought: str, start: str) -> int:
+    """Months of useful life left at `start` to nodes bought in `bought` (both YYYY-MM); 0 or
+    less: their life ended before it."""
+    return month_number(bought) + life_months(node) - month_number(start)
 
 
 def capex_in_horizon(node: OnPremNode, horizon_months: int) -> float:

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from compiler import semantic
+from compiler import semantic, unit_costs
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
@@ -323,8 +323,7 @@ def _owned(o: dict, start: str | None, catalog: Catalog, horizon: int) -> OwnedN
     bought = o.get("bought")
     retires = None
     if bought is not None and start is not None:
-        life = round(catalog.onprem_nodes[o["instance"]].useful_life_years * 12)
-        end = month_number(bought) + life - month_number(start)
+        end = unit_costs.life_left(catalog.onprem_nodes[o["instance"]], bought, start)
         retires = end if end < horizon else None
     return OwnedNodes(o["instance"], int(o["nodes"]), bought, retires)
 

@@ -14,7 +14,6 @@ from compiler.estimate.memory import model_state_bytes, usable_training_gb, weig
 from compiler.estimate.models import resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import vision_rate
-from compiler.recurrence import Period
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
 
 
@@ -254,11 +253,10 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
     pin = w.pin
-    period = Period.parse(w.window.every) if w.window.every else None
+    period, starts = recurrence.of(w.window, spec.horizon_months) or (None, ())
     if period is not None:      # a recurring job: each run within its own window
         limit_h = recurrence.window_hours(period, w.window.deadline_days)
         limit_what = f"each run's {limit_h / 24:g}-day window"
-        starts = recurrence.run_starts(period, w.window.start_month, w.window.deadline_days, spec.horizon_months)
     elif w.window.deadline_days is not None:
         limit_h, limit_what = w.window.deadline_days * 24, f"the {w.window.deadline_days:g}-day deadline"
     else:

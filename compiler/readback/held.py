@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compiler import unit_costs
 from compiler.catalog.model import Catalog
-from compiler.plan import Calendar, Held, OwnedAge, Pool, month_number
+from compiler.plan import Calendar, Held, OwnedAge, Pool
 from compiler.spec import HOURS_PER_MONTH, CloudSite, OnPremSite, Spec
 
 
@@ -45,11 +45,9 @@ def owned_ages(spec: Spec, catalog: Catalog) -> tuple[OwnedAge, ...]:
             if o.bought is None or o.instance not in catalog.onprem_nodes:
                 continue
             node = catalog.onprem_nodes[o.instance]
-            life = round(node.useful_life_years * 12)
-            age = month_number(spec.start) - month_number(o.bought)
-            if age >= life:
+            life, left = unit_costs.life_months(node), unit_costs.life_left(node, o.bought, spec.start)
+            if left <= 0:
                 continue            # past its life before the start: left out (E220's warning)
-            ends = Calendar(o.bought).name(life)
-            out.append(OwnedAge(site.name, o.instance, o.nodes, o.bought, ends, o.retires,
-                                round(node.capex_usd * o.nodes * (life - age) / life, 2)))
+            out.append(OwnedAge(site.name, o.instance, o.nodes, o.bought, Calendar(o.bought).name(life), o.retires,
+                                round(node.capex_usd * o.nodes * left / life, 2)))
     return tuple(out)

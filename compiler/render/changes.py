@@ -187,11 +187,16 @@ def _pools(plan: Plan, base: Plan, shift: int) -> tuple[tuple[PoolChange, ...], 
     return tuple(out), kept, tuple(sorted(deployed))
 
 
+def _monthly(p) -> list:
+    """A placement's month-by-month series: nodes per holding, and its replicas."""
+    return [h.monthly_nodes for h in p.holdings] + ([p.monthly_replicas] if p.monthly_replicas else [])
+
+
 def _active(w: WorkloadPlan, first: int) -> list:
     """Its placements that run in month `first` or later (a plan.json without monthly figures:
     all of them)."""
     def runs(p) -> bool:
-        series = [h.monthly_nodes for h in p.holdings] + ([p.monthly_replicas] if p.monthly_replicas else [])
+        series = _monthly(p)
         if not series:
             return w.kind == "inference" or w.start_month >= first
         return any(n for s in series for n in s[first:])
@@ -207,8 +212,7 @@ def _running(w: WorkloadPlan | None, m: int, last: bool = False) -> frozenset[tu
     after its plan's horizon reads as the last (the baseline's, what stays deployed)."""
     out = set()
     for p in w.placements if w is not None else ():
-        series = [h.monthly_nodes for h in p.holdings] + ([p.monthly_replicas] if p.monthly_replicas else [])
-        if any(s and s[min(m, len(s) - 1) if last else m] for s in series if last or m < len(s)):
+        if any(s and s[min(m, len(s) - 1) if last else m] for s in _monthly(p) if last or m < len(s)):
             out.add((p.site, p.instance))
     return frozenset(out)
 
