@@ -23,6 +23,8 @@ class Layout:
     ep: int = 1   # expert parallel (MoE)
     cp: int = 1   # context/sequence parallel
     zero: int = 0  # ZeRO/FSDP stage (0: none)
+    recompute: str = "selective"   # activation recompute: selective (attention core) | moe (and the MoE
+                                   # layers) | full (every layer)
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,8 @@ def _shape(w: WorkloadPlan, calendar: Calendar, months: _Months) -> dict[str, An
         "total_gpus": sum(p.gpus for p in w.placements),
         "replicas": sum(p.replicas for p in w.placements),
         "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}"
-                  + (f"/cp{w.layout.cp}" if w.layout.cp > 1 else ""),
+                  + (f"/cp{w.layout.cp}" if w.layout.cp > 1 else "")
+                  + ("/full-recompute" if getattr(w.layout, "recompute", "selective") == "full" else ""),
         "orchestrator": w.orchestrator,
         "start": months.when(w.start_month, calendar),
     }

@@ -100,12 +100,14 @@ class Holding:
 @dataclass(frozen=True)
 class LayoutPlan:
     """Every parallel degree the estimate sized: tp x pp x cp x dp = GPUs (training) or GPUs per
-    replica (inference, dp = 1); experts are sharded over the data-parallel ranks, so ep divides dp."""
+    replica (inference, dp = 1); experts are folded over the tensor-, context- and data-parallel ranks
+    (whole experts per rank), so ep divides tp x cp x dp."""
     tp: int = 1
     pp: int = 1
     dp: int = 1
     ep: int = 1
     cp: int = 1                   # context parallel: the sequence split over cp GPUs
+    recompute: str = "selective"  # activation recompute the memory was sized for: selective | full
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,7 @@ class WorkloadPlan:
     alternatives: tuple[Alternative, ...] = ()
     replicas: int = 0             # inference: the most replicas running at once (training: 0)
     chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
-    quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|int8|int4)
+    quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|fp4|int8|int4)
     max_model_len: int = 0        # inference: tokens per sequence the KV cache was sized for
     # training: the spec's deadline in days from its start month (None: none, it may run to the
     # end of the horizon); inference: None

@@ -15,8 +15,8 @@ from typing import Literal, Mapping
 
 Pricing = Literal["on_demand", "spot", "reserved_1y", "reserved_3y"]
 PRICING_OPTIONS: tuple[str, ...] = ("on_demand", "spot", "reserved_1y", "reserved_3y")
-Precision = Literal["fp32", "bf16", "fp8"]
-Quantization = Literal["bf16", "fp8", "int8", "int4"]
+Precision = Literal["fp32", "bf16", "fp8", "fp4"]
+Quantization = Literal["bf16", "fp8", "fp4", "int8", "int4"]
 Orchestrator = Literal["slurm", "kubernetes"]
 HOURS_PER_MONTH = 730.0  # 8760 h / 12: the convention cloud price sheets use
 RACK_UNITS = 42.0        # rack units in a rack

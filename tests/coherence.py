@@ -2083,7 +2083,7 @@ def check_bom(ctx: Context) -> list[str]:
 # container's args; the quantization flags per weight width are the contract's table, and the
 # KV cache's width is the catalog's kv_bytes figure (1 byte: fp8 cache; 2: the server's default).
 
-QUANT_FLAG = {"bf16": None, "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq"}
+QUANT_FLAG = {"bf16": None, "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq", "fp4": "modelopt_fp4"}
 LAUNCHER_DEGREES = ("tensor", "pipeline", "context", "expert", "data")
 
 
@@ -2254,8 +2254,10 @@ def check_serving(ctx: Context) -> list[str]:
 def check_launchers(ctx: Context) -> list[str]:
     """Each training job's launcher runs the plan's layout: torchrun's nodes x processes per node
     are the placement's GPUs, and the degrees the training script is told are the plan's, with
-    tensor x pipeline x context x data = GPUs (experts are sharded over the data-parallel ranks,
-    so the expert degree divides the data degree)."""
+    tensor x pipeline x context x data = GPUs. Experts fold over the tensor x context x data ranks,
+    whole on each (Megatron-Core's parallel folding): the expert degree divides tensor x context x data, and a launcher
+    with expert parallelism says expert tensor parallel 1. The recompute it is told is the one the
+    memory was sized for."""
     out: list[str] = []
     for w in ctx.plan.workloads:
         if w.kind != "training":
@@ -2267,8 +2269,11 @@ def check_launchers(ctx: Context) -> list[str]:
         if lay.tp * lay.pp * want["context"] * lay.dp != gpus:
             out.append(f"launch: plan.json: {w.name}'s layout tensor {lay.tp} x pipeline {lay.pp} x context "
                        f"{want['context']} x data {lay.dp} is not its {gpus} GPUs")
-        if lay.dp % max(1, lay.ep):
-            out.append(f"launch: plan.json: {w.name}'s expert degree {lay.ep} does not divide its data degree {lay.dp}")
+        fold = lay.tp * getattr(lay, "cp", 1) * lay.dp
+        if fold % max(1, lay.ep):
+            out.append(f"launch: plan.json: {w.name}'s expert degree {lay.ep} does not divide its tensor x context x "
+                       f"data degree {fold}")
+        recompute = getattr(lay, "recompute", "selective")
         for p in w.placements:
             texts = []
             if orchestrator_of(w) == "slurm":
@@ -2297,6 +2302,12 @@ def check_launchers(ctx: Context) -> list[str]:
                     if told[k] != want[k]:
                         out.append(f"{where}: --{k}-parallel-size={flags.get(f'{k}-parallel-size', '1 (absent)')}, "
                                    f"the plan's layout has {want[k]}")
+                if flags.get("recompute-granularity") != recompute:
+                    out.append(f"{where}: --recompute-granularity={flags.get('recompute-granularity', '(absent)')}, "
+                               f"the plan sized its memory for {recompute}")
+                if lay.ep > 1 and flags.get("expert-tensor-parallel-size") != "1":
+                    out.append(f"{where}: experts are whole on each of its {lay.ep} expert ranks, but the launcher "
+                               f"does not say --expert-tensor-parallel-size=1")
                 ranks = told["tensor"] * told["pipeline"] * told["context"] * told["data"] \
                     if None not in told.values() else None
                 if ranks != p.gpus:

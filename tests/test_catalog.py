@@ -21,7 +21,7 @@ from compiler.source import parse
 
 DATA_FILES = sorted(catalog_data_dir().glob("*.yaml"))
 
-GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "L4", "L40S", "MI300X"]
+GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "L4", "L40S", "MI300X"]
 INSTANCES = {
     "aws": ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g6.xlarge", "g6.12xlarge",
             "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge"],
@@ -34,7 +34,8 @@ INSTANCES = {
 ONPREM = ["dgx-h100", "hgx-h100", "hgx-h200", "hgx-b200", "dgx-a100", "l40s-server"]
 MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "llama-3-405b",
           "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-          "mixtral-8x7b", "deepseek-v3", "gpt-3-175b", "resnet-50", "vit-b-16"]
+          "mixtral-8x7b", "mixtral-8x22b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3", "gpt-3-175b",
+          "resnet-50", "vit-b-16"]
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11.2"
+    assert cat.version == "2026.11.3"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -236,7 +237,7 @@ sources:
     url: "https://example.com/acme/quote-17"
     as_of: "2026-10-01"
 gpus:
-  GB200:
+  ACME-X1:
     vendor: nvidia
     memory_gb: 186
     memory_bandwidth_gb_s: 8000
@@ -253,7 +254,7 @@ instances:
 
 def test_overlay_adds_a_gpu_and_overrides_one_price_keeping_the_rest(tmp_path, cat):
     merged = load_catalog(_write(tmp_path, OVERLAY))
-    assert merged.gpus["GB200"].tflops == {"bf16": 2500.0, "fp8": 5000.0}
+    assert merged.gpus["ACME-X1"].tflops == {"bf16": 2500.0, "fp8": 5000.0}
     p5 = merged.instances["p5.48xlarge"]
     assert p5.price("us-east-1", "on_demand") == 40.0
     assert p5.price("us-east-1", "spot") == cat.instances["p5.48xlarge"].price("us-east-1", "spot")
@@ -263,14 +264,14 @@ def test_overlay_adds_a_gpu_and_overrides_one_price_keeping_the_rest(tmp_path, c
     assert merged.gpus["H100"] == cat.gpus["H100"]
     # The built-in catalog is cached and untouched by the overlay.
     assert load_catalog().instances["p5.48xlarge"].price("us-east-1", "on_demand") != 40.0
-    assert "GB200" not in load_catalog().gpus
+    assert "ACME-X1" not in load_catalog().gpus
 
 
 def test_overlay_can_add_an_instance_on_a_gpu_it_adds(tmp_path):
     text = OVERLAY + """\
-  gb200-box:
+  acme-box:
     provider: aws
-    gpu: GB200
+    gpu: ACME-X1
     gpus: 4
     vcpus: 144
     sockets: 2
@@ -282,8 +283,8 @@ def test_overlay_can_add_an_instance_on_a_gpu_it_adds(tmp_path):
     source: acme-quote
 """
     merged = load_catalog(_write(tmp_path, text))
-    assert merged.instances["gb200-box"].gpu == "GB200"
-    assert merged.instances["gb200-box"].price("us-east-1", "spot") is None
+    assert merged.instances["acme-box"].gpu == "ACME-X1"
+    assert merged.instances["acme-box"].price("us-east-1", "spot") is None
 
 
 BROKEN = """\
@@ -383,7 +384,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.2"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.3"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -406,8 +407,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11.2"
-    assert json.loads(again)["version"] == "2026.11.2+x"
+    assert data["version"] == "2026.11.3"
+    assert json.loads(again)["version"] == "2026.11.3+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]

@@ -20,8 +20,8 @@ from compiler.spec import CloudSite, Pin, Policy, Spec, TrainingWindow, Training
 from examples_cache import EXAMPLES, ROOT
 
 CAT = load_catalog()
-LLM_TERMS = ("compute", "exposed_tp", "exposed_cp", "exposed_ep", "exposed_pp", "pipeline_bubble",
-             "exposed_dp", "lost")
+LLM_TERMS = ("compute", "recompute", "moe_gemm", "exposed_tp", "exposed_cp", "exposed_ep", "exposed_pp",
+             "pipeline_bubble", "exposed_dp", "lost")
 VISION_TERMS = ("compute", "exposed_dp", "data_loading", "lost")
 
 
@@ -30,35 +30,39 @@ def test_step_breakdown_worked_by_hand():
     # 3,200 Gb/s InfiniBand), TP 2 x PP 2 x DP 4, ZeRO-1, bf16:
     #   global batch 16M tokens / 4096 = 3,906 sequences; m = ceil(3906 / 4) = 977 micro-batches
     #   tokens per step = 977 x 4 x 4096 = 16,007,168
-    #   FLOPs per token = 6 x 6.74e9 + 12 x 32 x 4096 x 4096 = 46,882,450,944
-    #   compute = 16,007,168 x 46,882,450,944 / (16 x 989.4e12 x base_mfu 0.46) = 103.056 s
+    #   linear layers: 6 x 6.74e9 FLOPs per token at 989.4e12 x base_mfu 0.46
+    #       = 16,007,168 x 40.44e9 / (16 x 455.12e12) = 88.895 s
+    #   attention: 12 x 32 x 4096 x 4096 FLOPs per token, half of them computed under the causal
+    #       mask, at 989.4e12 x attention_mfu 0.43 = 16,007,168 x 3.221e9 / (16 x 425.44e12) = 7.575 s
+    #   compute = 96.470 s
     #   NVLink 900/2 GB/s x 0.75 = 337.5 GB/s; IB 3200/8/8 GB/s x 0.9 = 45 GB/s per GPU
     #   TP: 977 micro-batches x 16 layers x 4 all-reduces of 4096 x 4096 x 2 B over 2 ranks
-    #       = 62,528 x 33,554,432 / 337.5e9 = 6.2166 s, 90% hidden (tp_overlap) -> 0.62166 s exposed
+    #       = 62,528 x 33,554,432 / 337.5e9 = 6.2166 s, 70% hidden (tp_overlap) -> 1.86497 s exposed
     #   PP (across nodes, never hidden): 977 x 2 x 4096 x 4096 x 2 / 2 B / 45e9 = 0.7285 s
-    #   critical path = 103.056 + 0.62166 + 0.7285 = 104.407 s
+    #   critical path = 96.470 + 1.86497 + 0.7285 = 99.063 s
     #   bubble: (p-1)/(v m + p-1) = 1/(4 x 977 + 1) = 1/3909 of the pipeline, so
-    #       pipeline - critical = critical / 3908 = 0.026716 s
+    #       pipeline - critical = critical / 3908 = 0.025349 s
     #   DP: 6.74e9/4 params x 2 B over 4 ranks: 2 x 3/4 x 3.37e9 / 45e9 = 0.11233 s; 70% hides
     #       behind the backward pass (2/3 x compute is far more) -> 0.0337 s exposed
-    #   step = 104.407 + 0.026716 + 0.0337 = 104.467 s
+    #   step = 99.063 + 0.025349 + 0.0337 = 99.122 s
     s = step_time(CAT.models["llama-2-7b"], Layout(tp=2, pp=2, dp=4, zero=1), CAT.gpus["H100"],
                   Fabric("infiniband-ndr", 3200.0, 8), 4096, "bf16", "adamw", CAT)
     b = s.breakdown()
     assert s.tokens == 977 * 4 * 4096
-    compute = 977 * 4 * 4096 * (6 * 6.74e9 + 12 * 32 * 4096 * 4096) / (16 * 989.4e12 * 0.46)
-    tp = 977 * 16 * 4 * 4096 * 4096 * 2 / 337.5e9 * 0.1
+    compute = 977 * 4 * 4096 * (6 * 6.74e9 / (989.4e12 * 0.46)
+                                + 12 * 32 * 4096 * 4096 * 0.5 / (989.4e12 * 0.43)) / 16
+    tp = 977 * 16 * 4 * 4096 * 4096 * 2 / 337.5e9 * 0.3
     pp = 977 * 2 * 4096 * 4096 * 2 / 2 / 45e9
     critical = compute + tp + pp
     dp = 2 * 3 / 4 * 6.74e9 / 4 * 2 / 45e9 * 0.3
-    assert b == pytest.approx({"compute": compute, "exposed_tp": tp, "exposed_cp": 0.0, "exposed_ep": 0.0,
-                               "exposed_pp": pp, "pipeline_bubble": critical / 3908, "exposed_dp": dp},
-                              rel=1e-9)
-    assert b["compute"] == pytest.approx(103.056, abs=1e-3)
-    assert b["exposed_tp"] == pytest.approx(0.62166, abs=1e-5)
-    assert b["pipeline_bubble"] == pytest.approx(0.026716, abs=1e-6)
+    assert b == pytest.approx({"compute": compute, "recompute": 0.0, "moe_gemm": 0.0, "exposed_tp": tp,
+                               "exposed_cp": 0.0, "exposed_ep": 0.0, "exposed_pp": pp,
+                               "pipeline_bubble": critical / 3908, "exposed_dp": dp}, rel=1e-9)
+    assert b["compute"] == pytest.approx(96.470, abs=1e-3)
+    assert b["exposed_tp"] == pytest.approx(1.86497, abs=1e-5)
+    assert b["pipeline_bubble"] == pytest.approx(0.025349, abs=1e-6)
     assert b["exposed_dp"] == pytest.approx(0.0337, abs=1e-6)
-    assert s.seconds == pytest.approx(104.467, abs=1e-3)
+    assert s.seconds == pytest.approx(99.122, abs=1e-3)
     assert sum(b.values()) == s.seconds
 
 
@@ -95,10 +99,11 @@ def test_wall_time_shares_worked_by_hand():
     # A 10 s step: 6 compute, 1 TP, 0.5 PP, 1.5 bubble, 1 DP; the run loses 25% on top of its
     # ideal time, so the duration is 1.25 x ideal: compute 6/10/1.25 = 0.48, TP and DP 0.08 each,
     # PP 0.04, bubble 0.12, lost 0.25/1.25 = 0.2. Sum 1.
-    step = {"compute": 6.0, "exposed_tp": 1.0, "exposed_cp": 0.0, "exposed_ep": 0.0, "exposed_pp": 0.5,
-            "pipeline_bubble": 1.5, "exposed_dp": 1.0}
+    step = {"compute": 6.0, "recompute": 0.0, "moe_gemm": 0.0, "exposed_tp": 1.0, "exposed_cp": 0.0,
+            "exposed_ep": 0.0, "exposed_pp": 0.5, "pipeline_bubble": 1.5, "exposed_dp": 1.0}
     shares = dict(wall_time_shares(step, 10.0, 0.25))
-    assert shares == {"compute": 0.48, "exposed_tp": 0.08, "exposed_cp": 0.0, "exposed_ep": 0.0,
+    assert shares == {"compute": 0.48, "recompute": 0.0, "moe_gemm": 0.0, "exposed_tp": 0.08, "exposed_cp": 0.0,
+                      "exposed_ep": 0.0,
                       "exposed_pp": 0.04, "pipeline_bubble": 0.12, "exposed_dp": 0.08, "lost": 0.2}
     assert tuple(shares) == LLM_TERMS
 

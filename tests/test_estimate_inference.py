@@ -93,24 +93,34 @@ def test_largest_batch_beside_the_weights_worked_by_hand():
     # Llama-3-70B (70.55B params) at fp8 on 2 x H100 80 GB, 2,000 in + 500 out tokens:
     #   usable 2 x 80 x 0.90 = 144 GB, minus 2 x 3 GB runtime, minus 70.55 GB weights = 67.45 GB
     #   KV per token at fp8: 2 x 80 layers x 8 kv heads x 128 x 1 B = 163,840 B
-    #   per sequence: 163,840 x 2,500 = 0.4096 GB -> floor(67.45 / 0.4096) = 164 sequences.
+    #   a paged cache holds a sequence's input and, on average over its decode, half its output:
+    #   163,840 x (2,000 + 0.5 x 500) = 0.36864 GB -> floor(67.45 / 0.36864) = 182 sequences.
     rep = inference.replica(CAT.models["llama-3-70b"], CAT.gpus["H100"], 2, "fp8", 2000, 500, CAT)
     assert rep.weights_gb == pytest.approx(70.55)
     assert rep.free_gb == pytest.approx(67.45)
-    assert rep.kv_per_seq_gb == pytest.approx(0.4096)
-    assert rep.max_batch == 164  # memory is the only limit besides the SLO: no constant cap
+    assert rep.kv_per_seq_gb == pytest.approx(0.36864)
+    assert rep.max_batch == 182  # memory is the only limit besides the SLO: no constant cap
+
+
+def test_kv_heads_fewer_than_the_tensor_parallel_gpus_are_replicated():
+    # Qwen3-235B has 4 KV heads: at tp 8 each GPU still holds a whole head, so the replica's cache
+    # per token is 8 / 4 = 2x the model's 2 x 94 layers x 4 heads x 128 x 1 B = 96,256 B at fp8.
+    m = CAT.models["qwen3-235b-a22b"]
+    assert inference.replica_kv_bytes_per_token(m, 4, "fp8", CAT) == 2 * 94 * 4 * 128
+    assert inference.replica_kv_bytes_per_token(m, 8, "fp8", CAT) == 2 * 2 * 94 * 4 * 128
 
 
 def test_decode_step_with_tensor_parallel_all_reduces_worked_by_hand():
     # Same replica, batch 1, mean context 2,000 + 0.5 x 500 = 2,250 tokens:
     #   weights 70.55e9 B and KV 163,840 x 2,250 B over 2 x 3,350 GB/s x 0.9 = 11.761 ms
     #   (compute, 147 GFLOP at 2 x 1,978.9 TFLOP/s x 0.4, is 0.19 ms: bandwidth binds both)
-    #   TP: 2 all-reduces x 80 layers x (32 us + 2(2-1)/2 x 16,384 B / 337.5 GB/s) = 5.128 ms
+    #   TP: 2 all-reduces x 80 layers x (40 us + 2(2-1)/2 x 16,384 B / 337.5 GB/s) = 6.408 ms
+    #   the engine's own 8 us for the one sequence
     step = inference.decode_step_s(CAT.models["llama-3-70b"], CAT.gpus["H100"], 2, "fp8", 1, 2250, CAT)
     bw = (70.55e9 + 163840 * 2250) / (2 * 3350e9 * 0.9)
-    tp = 2 * 80 * (32e-6 + 16384 / 337.5e9)
-    assert step == pytest.approx(bw + tp)
-    assert step * 1e3 == pytest.approx(16.889, abs=1e-3)
+    tp = 2 * 80 * (40e-6 + 16384 / 337.5e9)
+    assert step == pytest.approx(bw + tp + 8e-6)
+    assert step * 1e3 == pytest.approx(18.177, abs=1e-3)
 
 
 def test_decode_step_is_a_roofline_per_operator_worked_by_hand():
@@ -120,10 +130,11 @@ def test_decode_step_is_a_roofline_per_operator_worked_by_hand():
     #          = 22.817 ms) = 22.817 ms
     #   attention: max(256 x 163,840 x 2,250 B / 6.03e12 = 15.650 ms,
     #              256 x 4 x 80 x 8,192 x 2,250 / 1.583e15 = 0.95 ms) = 15.650 ms
-    #   TP: 160 x (32 us + 256 x 8,192 x 2 B / 337.5 GB/s = 12.43 us) = 7.108 ms
+    #   TP: 160 x (40 us + 256 x 8,192 x 2 B / 337.5 GB/s = 12.43 us) = 8.389 ms
+    #   engine: 256 sequences x 8 us = 2.048 ms
     step = inference.decode_step_s(CAT.models["llama-3-70b"], CAT.gpus["H100"], 2, "fp8", 256, 2250, CAT)
-    assert step * 1e3 == pytest.approx(22.817 + 15.650 + 7.108, abs=2e-3)
-    assert step * 1e3 == pytest.approx(45.576, abs=1e-3)
+    assert step * 1e3 == pytest.approx(22.817 + 15.650 + 8.389 + 2.048, abs=2e-3)
+    assert step * 1e3 == pytest.approx(48.904, abs=1e-3)
 
 
 def test_ttft_and_tpot_under_continuous_batching_worked_by_hand():
@@ -141,9 +152,9 @@ def test_ttft_and_tpot_under_continuous_batching_worked_by_hand():
     assert pt.tpot_ms == pytest.approx(tpot * 1.1 * 1e3)
     assert pt.ttft_ms == pytest.approx((d + p + 4.6 * rho * p / (2 * (1 - rho))) * 1e3)
     # The prefill of 2,000 tokens: (2 x 70.55e9 x 2000 + 2 x 80 x 8192 x 2000^2) FLOPs
-    # = 2.874e14 at 2 x 1,978.9 TFLOP/s x 0.45 = 161.4 ms (the attention term is 1.8% of it).
-    assert p == pytest.approx((2 * 70.55e9 * 2000 + 2 * 80 * 8192 * 2000 ** 2) / (2 * 1978.9e12 * 0.45))
-    assert p * 1e3 == pytest.approx(161.4, abs=0.1)
+    # = 2.874e14 at 2 x 1,978.9 TFLOP/s x 0.50 = 145.3 ms (the attention term is 1.8% of it).
+    assert p == pytest.approx((2 * 70.55e9 * 2000 + 2 * 80 * 8192 * 2000 ** 2) / (2 * 1978.9e12 * 0.50))
+    assert p * 1e3 == pytest.approx(145.3, abs=0.1)
 
 
 def test_replicas_carry_the_grown_peak_and_survive_losing_a_site():

@@ -11,12 +11,13 @@ import pytest
 
 from compiler.candidates import Layout
 from compiler.catalog import load_catalog
-from compiler.estimate import comms
+from compiler.estimate import comms, moe
 from compiler.estimate.factors import factor
 from compiler.estimate.layout import training_layouts
 from compiler.estimate.memory import params_per_gpu, state_bytes_per_param, training_memory
-from compiler.estimate.training import (Fabric, LayoutSearch, Step, best_step, compute_s_per_token,
-                                        flops_per_token, mfu_ceiling, peak_flops, step_time)
+from compiler.estimate.training import (Fabric, LayoutSearch, Step, attention_s_per_token, best_step,
+                                        compute_s_per_token, expert_s_per_token, flops_per_token, mfu_ceiling,
+                                        peak_flops, step_time)
 
 CAT = load_catalog()
 
@@ -26,7 +27,8 @@ CASES = [("llama-3-8b", "H100", Fabric("efa", 3200.0, 8), 8192, "bf16"),
          ("llama-3-70b", "H100", Fabric("infiniband-ndr", 3200.0, 8), 32768, "fp8"),
          ("mixtral-8x7b", "A100-80GB", Fabric("ethernet", 400.0, 8), 4096, "bf16"),
          ("llama-3-70b", "L40S", Fabric("roce-400g", 400.0, 4), 8192, "fp32"),
-         ("llama-2-7b", "L40S", Fabric("ethernet", 0.0, 1), 4096, "bf16")]
+         ("llama-2-7b", "L40S", Fabric("ethernet", 0.0, 1), 4096, "bf16"),
+         ("qwen3-30b-a3b", "H100", Fabric("infiniband-ndr", 3200.0, 8), 32768, "fp8")]
 NODES = (1, 2, 3, 6, 16, 40, 96)
 
 
@@ -41,37 +43,52 @@ def _plain_step(model, layout, gpu, fabric, seq_len, precision, optimizer, catal
     tokens = m * mb * layout.dp * seq_len
     fpt = flops_per_token(model, seq_len)
     compute = tokens * compute_s_per_token(model, gpu, seq_len, precision, catalog) / gpus
+    routed_s, routed_bf16_s = expert_s_per_token(model, gpu, precision, catalog)
+    s_local = seq_len / layout.cp
+    moe_per_token = 0.0
+    if routed_s:
+        routed = mb * s_local / layout.tp if layout.ep > 1 else mb * s_local
+        moe_per_token = routed_bf16_s * moe.training_slowdown(model, layout.ep, routed, catalog) - routed_s
+    moe_s = tokens * moe_per_token / gpus
     nvl = comms.scaleup_bw(gpu, catalog)
     net = comms.scaleout_bw(fabric.node_gbps, gpn, fabric.name, catalog) if fabric.node_gbps > 0 else nvl
     multi_node = gpus > gpn
     layers = model.layers / layout.pp
-    s_local = seq_len / layout.cp
     act = 2
     tp = m * layers * 4 * comms.ring_allreduce_s(mb * s_local * model.hidden * act, layout.tp, nvl)
-    kv_chunk = 2 * mb * s_local * (model.kv_heads or model.heads) * model.head_dim * act
+    kv_chunk = 2 * mb * s_local * max(1.0, (model.kv_heads or model.heads) / layout.tp) * model.head_dim * act
     cp_bw = nvl if layout.tp * layout.cp <= gpn else net
-    cp = m * layers * 3 * (layout.cp - 1) * kv_chunk / cp_bw if layout.cp > 1 else 0.0
+    block = (attention_s_per_token(model, gpu, seq_len, precision, catalog) / model.layers * mb * seq_len
+             / (layout.tp * layout.cp) / (3 * layout.cp))
+    cp = m * layers * 3 * (layout.cp - 1) * max(0.0, kv_chunk / cp_bw - block) if layout.cp > 1 else 0.0
     ep = 0.0
     if layout.ep > 1:
-        ep_bw = nvl if layout.tp * layout.ep <= gpn else net
+        ep_bw = nvl if layout.ep <= gpn else net
         tok_bytes = mb * s_local / layout.tp * model.hidden * act * (model.experts_per_token or 1)
-        ep = m * layers * 4 * comms.all_to_all_s(tok_bytes, layout.ep, ep_bw)
+        ep = m * layers * 4 * (comms.all_to_all_s(tok_bytes, layout.ep, ep_bw) * factor(catalog, "moe_imbalance"))
     pp = 0.0
     if layout.pp > 1:
         pp_bw = net if multi_node else nvl
         pp = m * 2 * mb * s_local * model.hidden * act / layout.tp / pp_bw
+    recompute = 0.0
+    if layout.recompute == "full":
+        recompute = (compute + moe_s) / 3
+        tp, ep, cp = tp * 1.5, ep * 1.5, cp * 4 / 3
+    elif layout.recompute == "moe":
+        recompute = (tokens * routed_s / gpus + moe_s) / 3
+        ep = ep * 1.5
     exposed_tp = comms.exposed(tp, factor(catalog, "tp_overlap"), compute)
-    exposed_cp = comms.exposed(cp, factor(catalog, "cp_overlap"), compute)
     exposed_ep = comms.exposed(ep, factor(catalog, "ep_overlap"), compute)
-    critical = compute + exposed_tp + exposed_cp + exposed_ep + pp
+    critical = compute + recompute + moe_s + exposed_tp + cp + exposed_ep + pp
     v = min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers))) if layout.pp > 1 else 1
     bubble = comms.pipeline_bubble(layout.pp, m, v)
     pipeline = critical / (1 - bubble)
     grad_b = state_bytes_per_param(precision, optimizer, catalog)[1]
     dense, experts = params_per_gpu(model, layout)
     dp_bw = net if multi_node else nvl
+    expert_group = layout.tp * layout.cp * layout.dp // layout.ep if layout.ep > 1 else layout.dp
     dp = (comms.ring_allreduce_s(dense * grad_b, layout.dp, dp_bw)
-          + comms.ring_allreduce_s(experts * grad_b, max(1, layout.dp // layout.ep), dp_bw))
+          + comms.ring_allreduce_s(experts * grad_b, max(1, expert_group), dp_bw))
     if layout.zero >= 3:
         dp *= factor(catalog, "zero3_comm_multiplier")
     exposed_dp = comms.exposed(dp, factor(catalog, "dp_overlap"), compute * 2 / 3)
@@ -79,7 +96,7 @@ def _plain_step(model, layout, gpu, fabric, seq_len, precision, optimizer, catal
     mfu = tokens * fpt / (gpus * peak * step)
     mem = training_memory(model, layout, seq_len, precision, optimizer, catalog)
     return Step(layout, step, tokens, compute, mfu, (step - compute) / step, mem,
-                exposed_tp, exposed_cp, exposed_ep, pp, pipeline - critical, exposed_dp)
+                exposed_tp, cp, exposed_ep, pp, pipeline - critical, exposed_dp, moe_s, recompute)
 
 
 def _inputs(case):

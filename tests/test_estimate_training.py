@@ -336,14 +336,23 @@ def test_no_layout_fits_below_the_fewest_gpus_to_fit(model, gpu, gpn):
                        for n in range(max(1, int(fewest // gpn)), 400))
 
 
-def test_a_70b_model_never_fits_one_gpu_nodes_at_tp1():
-    # Llama-3-70B at 4,096 tokens, micro-batch 1, TP 1 (one GPU a node): activations alone are
-    # s x h x 34 bytes x 80 layers (Korthikanti et al. 2022, sequence parallel + selective
-    # recompute) = 4,096 x 8,192 x 34 x 80 = 91.3 GB, over an L40S's 48 GB at any GPU count.
+def test_a_70b_model_fits_one_gpu_nodes_at_tp1_only_with_full_recompute():
+    # Llama-3-70B at 4,096 tokens, micro-batch 1, TP 1 (one GPU a node): with selective recompute
+    # the activations alone are s x h x 34 bytes x 80 layers (Korthikanti et al. 2022, sequence
+    # parallel + selective recompute) = 4,096 x 8,192 x 34 x 80 = 91.3 GB, over an L40S's 48 GB at
+    # any GPU count. Full recompute keeps each layer's input (2 s h bytes) and one layer's
+    # activations: 4,096 x 8,192 x (2 x 80 + 34) = 6.5 GB, plus the fp32 logits 4,096 x 128,256 x 4
+    # = 2.1 GB. The 16 bytes/param of 70.55B shard over every GPU under ZeRO-3, so the fewest GPUs
+    # that fit are 1,128.8 GB / (48 x 0.95 - 8.6 - 4 GB buffer) = 34.2.
     from compiler.estimate.training import fewest_gpus_to_fit
     assert 4096 * 8192 * 34 * 80 / 1e9 == pytest.approx(91.27, abs=0.01)
+    act_full = (4096 * 8192 * (2 * 80 + 34) + 4096 * 128256 * 4) / 1e9
+    assert act_full == pytest.approx(8.61, abs=0.01)
     m = CAT.models["llama-3-70b"]
-    assert fewest_gpus_to_fit(m, 1, CAT.gpus["L40S"], 4096, "bf16", "adamw", CAT) == float("inf")
+    want = 70.55e9 * 16 / 1e9 / (48 * 0.95 - act_full - 4)
+    assert fewest_gpus_to_fit(m, 1, CAT.gpus["L40S"], 4096, "bf16", "adamw", CAT) == pytest.approx(want, rel=1e-9)
+    step, _ = best_step(m, 40, CAT.gpus["L40S"], Fabric("ethernet", 100, 1), 4096, "bf16", "adamw", CAT)
+    assert step is not None and step.layout.recompute == "full" and step.layout.zero == 3
 
 
 def _exhaustive_best(m, gpus, gpu, fab, seq, cat):
@@ -354,13 +363,16 @@ def _exhaustive_best(m, gpus, gpu, fab, seq, cat):
     from compiler.estimate.memory import training_memory, usable_training_gb
     from compiler.estimate.training import _key, step_time
 
+    from dataclasses import replace
+    from compiler.estimate.training import recomputes
     fits = []
     cp_min = int(factor(cat, "context_parallel_min_seq"))
-    for layout in training_layouts(m, gpus, fab.gpus_per_node, seq, cp_min):
-        mem = training_memory(m, layout, seq, "bf16", "adamw", cat)
-        if mem.total_gb <= usable_training_gb(gpu.memory_gb, cat):
-            s = step_time(m, layout, gpu, fab, seq, "bf16", "adamw", cat, mem)
-            fits.append((_key(s), layout, s.seconds))
+    for plain in training_layouts(m, gpus, fab.gpus_per_node, seq, cp_min):
+        for layout in (replace(plain, recompute=r) for r in recomputes(m)):
+            mem = training_memory(m, layout, seq, "bf16", "adamw", cat)
+            if mem.total_gb <= usable_training_gb(gpu.memory_gb, cat):
+                s = step_time(m, layout, gpu, fab, seq, "bf16", "adamw", cat, mem)
+                fits.append((_key(s), layout, s.seconds))
     return min(fits, key=lambda f: f[0]) if fits else None
 
 
@@ -369,8 +381,9 @@ def _exhaustive_best(m, gpus, gpu, fab, seq, cat):
                                            ("llama-3-8b", "L40S", 1)])
 def test_best_step_skips_only_zero_stages_that_cannot_win(model, gpu, gpn):
     """best_step leaves out a shape's higher ZeRO stages once a lower one fits (stages 1 and 2
-    step alike, stage 3 moves zero3_comm_multiplier x more, ties go to the lower stage): on every
-    count here it picks the layout the exhaustive search picks, at the same step time."""
+    step alike, stage 3 moves zero3_comm_multiplier x more, ties go to the lower stage), and tries
+    more recompute only where less does not fit: on every count here it picks the layout the
+    exhaustive search over every layout and recompute picks, at the same step time."""
     from compiler.estimate.factors import factor
     assert factor(CAT, "zero3_comm_multiplier") >= 1
     m, g = CAT.models[model], CAT.gpus[gpu]

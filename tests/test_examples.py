@@ -53,10 +53,12 @@ def test_example_matches_golden_tree(name, compiled, golden):
     golden(f"examples/{name}", _stable(compiled[name]))
 
 
-# example -> (the gap it must stay below, the most it may cost): multi-region-inference ends with
-# the month windows' plan, proven within 1% by the month floors; its cost is at most the best plan
-# known before them ($1,618,451: HiGHS, 8 minutes, no node limit, at today's estimates).
-STOPS_SHORT_OF_A_PROOF = {"multi-region-inference": (0.01, 1_618_451)}
+# example -> (the gap it must stay below, the most it may cost): multi-region-inference's services
+# share whole nodes under 1-year terms, where the month floors' bound is weak (docs/optimizer.md,
+# "Where the remaining gap comes from"): its search stops at the node limit 2.2% above that bound,
+# which 5,000 nodes do not raise. Its cost is at most the best plan known at the estimates before
+# replicas were sized on a paged KV cache ($1,618,451: HiGHS, 8 minutes, no node limit).
+STOPS_SHORT_OF_A_PROOF = {"multi-region-inference": (0.025, 1_618_451)}
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

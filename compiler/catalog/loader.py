@@ -363,7 +363,7 @@ def _build(merged: _Merged) -> Catalog:
                        vocab=_opt_int(r.get("vocab")), ffn_hidden=_opt_int(r.get("ffn_hidden")),
                        experts=_opt_int(r.get("experts")), experts_per_token=_opt_int(r.get("experts_per_token")),
                        gflops_per_sample=_opt_float(r.get("gflops_per_sample")),
-                       image_size=_opt_int(r.get("image_size")))
+                       image_size=_opt_int(r.get("image_size")), head_width=_opt_int(r.get("head_dim")))
               for n, r in s["models"].items()}
     factors = {n: Factor(name=n, value=float(r["value"]), source=r["source"], note=r.get("note", ""))
                for n, r in s["factors"].items()}

@@ -143,6 +143,7 @@ class Model:
     experts_per_token: int | None = None
     gflops_per_sample: float | None = None   # vision: forward pass at the reference resolution
     image_size: int | None = None
+    head_width: int | None = None           # a head's width where it is not hidden / heads (catalog head_dim)
 
     @property
     def active_b(self) -> float:
@@ -150,8 +151,16 @@ class Model:
 
     @property
     def head_dim(self) -> int:
+        if self.head_width:
+            return self.head_width
         assert self.hidden and self.heads
         return self.hidden // self.heads
+
+    @property
+    def attention_width(self) -> int:
+        """Query heads x head width: the width attention's score and value products run at
+        (hidden for most models; Qwen3's 64 heads of 128 make 8,192 at hidden 4,096)."""
+        return self.heads * self.head_width if self.head_width and self.heads else self.hidden
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from rich.table import Table
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic, did_you_mean
 
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 PRICE_OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 
 

@@ -5,7 +5,7 @@ Memory: weights (bytes/param by quantization) + runtime overhead per GPU + KV ca
 batch is limited by that memory and by the SLO, not by a constant cap.
 Decode step at batch B, a roofline per operator (the kernels run one after another, so the
 weight GEMMs and the attention each take the slower of their memory and compute times):
-    D(B) = max(weights / BW, B * 2 N_active / C)             weight GEMMs
+    D(B) = max(weights / BW, B * 2 N_active / C)             weight GEMMs (MoE: moe_gemm_s)
          + max(B * kv_per_token * ctx / BW, B * 4 L h ctx / C)  attention over the KV cache
          + TP all-reduces,     BW = t*bw*eff_bw, C = t*peak*eff_c
 Prefill of one request (compute-bound): P = (2*N*in + 2*L*h*in^2) / (t*peak*eff_prefill).
@@ -26,6 +26,7 @@ from compiler.catalog.model import Catalog, Gpu, Model
 from compiler.estimate import comms
 from compiler.estimate.factors import factor
 from compiler.estimate.memory import kv_bytes_per_token, weight_bytes
+from compiler.estimate.models import active_expert_params, expert_params, experts_hit, is_moe
 from compiler.spec import InferenceWorkload
 
 COMPUTE_KEYS = {  # which tensor-core peak each quantization runs its GEMMs at
@@ -33,13 +34,18 @@ COMPUTE_KEYS = {  # which tensor-core peak each quantization runs its GEMMs at
     "fp8": ("fp8", "bf16", "fp16"),
     "int8": ("int8", "fp8", "bf16", "fp16"),
     "int4": ("bf16", "fp16"),       # weight-only: dequantize to 16 bits
+    "fp4": ("fp4",),                # NVFP4 weights and activations: Blackwell's FP4 tensor cores only
 }
+NEEDS_OWN_PEAK = ("fp4",)   # a quantization no other tensor core runs: a GPU without it cannot serve it
 
 
-def compute_peak(gpu: Gpu, quantization: str) -> float:
+def compute_peak(gpu: Gpu, quantization: str) -> float | None:
+    """The tensor-core peak the quantization's GEMMs run at; None where the GPU cannot run it."""
     for key in COMPUTE_KEYS.get(quantization, ("bf16",)):
         if gpu.tflops.get(key):
             return gpu.tflops[key] * 1e12
+    if quantization in NEEDS_OWN_PEAK:
+        return None
     return max(gpu.tflops.values()) * 1e12
 
 
@@ -71,31 +77,64 @@ class Replica:
 def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
             catalog: Catalog) -> Replica:
     weights = weight_bytes(model.params_b * 1e9, quant, catalog) / 1e9
-    kv_seq = kv_bytes_per_token(model, quant, catalog) * (input_tokens + output_tokens) / 1e9
+    # Paged KV cache (Kwon et al., vLLM): a sequence holds blocks for its input and the output so
+    # far, on average `kv_context_fraction_of_output` of it over its decode.
+    held = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
+    kv_seq = replica_kv_bytes_per_token(model, t, quant, catalog) * held / 1e9
     free = (t * gpu.memory_gb * factor(catalog, "inference_memory_utilization")
             - t * factor(catalog, "inference_runtime_overhead_gb") - weights)
     max_b = int(max(0.0, free) // kv_seq) if kv_seq > 0 else 0
     peak = compute_peak(gpu, quant)
-    h = model.hidden
+    h = model.attention_width
     prefill_flops = 2 * model.active_b * 1e9 * input_tokens + 2 * model.layers * h * input_tokens ** 2
-    return Replica(weights, kv_seq, max_b, prefill_flops / (t * peak * factor(catalog, "prefill_efficiency")), free)
+    efficiency = factor(catalog, f"prefill_efficiency.{quant}", "prefill_efficiency")
+    return Replica(weights, kv_seq, max_b, prefill_flops / (t * peak * efficiency), free)
+
+
+def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalog) -> float:
+    """KV cache bytes per token across a replica of t GPUs: tensor parallelism splits the KV heads,
+    and where t exceeds them (Qwen3's 4 at tp 8) each GPU still holds a whole head, so the cache
+    is t / kv_heads times the model's."""
+    kv_heads = model.kv_heads or model.heads or 1
+    return kv_bytes_per_token(model, quant, catalog) * max(1.0, t / kv_heads)
 
 
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
                   catalog: Catalog) -> float:
     bw = t * gpu.memory_bandwidth_gb_s * 1e9 * factor(catalog, "decode_bandwidth_efficiency")
-    c = t * compute_peak(gpu, quant) * factor(catalog, "decode_compute_efficiency")
+    c = t * compute_peak(gpu, quant) * factor(catalog, f"decode_compute_efficiency.{quant}", "decode_compute_efficiency")
     # Weight GEMMs: the weights are read once per step and used by every sequence of the batch.
-    gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, batch * 2 * model.active_b * 1e9 / c)
+    if is_moe(model):
+        gemm = moe_gemm_s(model, quant, batch, bw, c, catalog)
+    else:
+        gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, batch * 2 * model.active_b * 1e9 / c)
     # Attention: each sequence reads its own KV cache (a few FLOPs per byte: memory-bound).
-    kv = batch * kv_bytes_per_token(model, quant, catalog) * context
-    attention = max(kv / bw, batch * 4 * model.layers * model.hidden * context / c)
+    kv = batch * replica_kv_bytes_per_token(model, t, quant, catalog) * context
+    attention = max(kv / bw, batch * 4 * model.layers * model.attention_width * context / c)
     comm = 0.0
     if t > 1:  # two all-reduces per layer of the batch's hidden states
         latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
         comm = 2 * model.layers * (latency + comms.ring_allreduce_s(batch * model.hidden * 2, t,
                                                                     comms.scaleup_bw(gpu, catalog)))
-    return gemm + attention + comm
+    # The engine's own work per sequence each step (scheduling, sampling, the KV block tables),
+    # which no more GPUs shorten: a replica of t GPUs pays it once per sequence.
+    host = batch * factor(catalog, "decode_per_sequence_us") * 1e-6
+    return gemm + attention + comm + host
+
+
+def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalog: Catalog) -> float:
+    """An MoE decode step's weight GEMMs. The dense part (attention projections, shared experts,
+    embeddings) is the dense roofline. Each layer reads only the experts its batch hits,
+    experts_hit(B) of E, and each hit expert multiplies the few rows routed to it, m = B k / hits:
+    too few to hide streaming its weights behind the math, so the two add (the roofline's sum, whose
+    rate m / (m + C bytes / 2 BW) of C is the half-point form moe.py uses; DeepGEMM's grouped GEMMs
+    at m = 256..1024 follow it). Both parts are concave in B and 0 at 0, so D(B)/B never rises."""
+    experts = expert_params(model)
+    routed = active_expert_params(model)
+    dense = max(weight_bytes(model.params_b * 1e9 - experts, quant, catalog) / bw,
+                batch * 2 * (model.active_b * 1e9 - routed) / c)
+    hit = experts_hit(model, batch) / (model.experts or 1)
+    return dense + weight_bytes(experts * hit, quant, catalog) / bw + batch * 2 * routed / c
 
 
 def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
@@ -123,6 +162,8 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
     the best rate is B*'s, the largest batch that meets both and fits memory; of the batches
     within TIE of that rate the smallest is taken (the rate is flat once compute binds).
     tests/test_estimate_inference.py checks the bisection against a scan of every batch."""
+    if compute_peak(gpu, quant) is None:
+        return None, f"no {quant} tensor cores on {gpu.name}"
     rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog)
     if rep.max_batch < 1:
         need = rep.weights_gb / t + factor(catalog, "inference_runtime_overhead_gb") + rep.kv_per_seq_gb / t

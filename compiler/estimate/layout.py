@@ -1,8 +1,8 @@
 """Parallel layouts: every (tp, pp, dp, ep, cp, zero) worth trying for a GPU count.
 
 Tensor parallel stays inside a node (NVLink); pipeline stages are powers of two up to the
-layer count; context parallel only for long sequences; expert parallel only for MoE and
-within the data-parallel group; ZeRO 1/2/3 when there is data parallelism to shard over.
+layer count; context parallel only for long sequences; expert parallel only for MoE, folded
+over the tensor-, context- and data-parallel ranks (experts whole on each rank: expert tensor parallel 1); ZeRO 1/2/3 when there is data parallelism to shard over.
 The caller picks the fastest layout that fits memory (for a fixed GPU count, fastest
 is cheapest).
 """
@@ -16,6 +16,7 @@ from compiler.catalog.model import Model
 from compiler.estimate.models import is_moe
 
 POWERS = (1, 2, 4, 8, 16, 32, 64)
+EP_DEGREES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def training_layouts(model: Model, gpus: int, gpus_per_node: int, seq_len: int,
@@ -47,7 +48,11 @@ def training_degrees(model: Model, gpus: int,
         if gpus % n:
             continue
         dp = gpus // n
-        eps = [e for e in POWERS if e <= dp and dp % e == 0 and experts % e == 0] if moe else (1,)
+        # Expert parallelism folds over the tensor-, context- and data-parallel ranks (Megatron-Core's
+        # MoE parallel folding with expert tensor parallel 1): ep divides tp x cp x dp and the
+        # expert count.
+        fold = tp * cp * dp
+        eps = [e for e in EP_DEGREES if e <= fold and fold % e == 0 and experts % e == 0] if moe else (1,)
         for ep in eps:
             for zero in ((1, 2, 3) if dp > 1 else (0,)):
                 yield tp, pp, dp, ep, cp, zero

@@ -3,7 +3,7 @@
 Model state per parameter (Rajbhandari et al., ZeRO): weights + gradients + optimizer
 (+ an fp32 master copy under mixed precision). bf16 + AdamW: 2 + 2 + 8 + 4 = 16 bytes.
 ZeRO stage 1 shards optimizer + master over the data-parallel group, stage 2 also the
-gradients, stage 3 (FSDP) also the weights.
+gradients, stage 3 (FSDP) also the weights. Experts shard over their own data-parallel group.
 Activations (Korthikanti et al. 2022, eq. 2 and sec. 4): per layer s*b*h*(34 + 5*a*s/h);
 with sequence parallelism and selective recompute s*b*h*34/t. Under 1F1B the first
 pipeline stage holds p micro-batches of L/p layers: L layers' worth in total.
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from compiler.candidates import Layout
 from compiler.catalog.model import Catalog, Model
 from compiler.estimate.factors import factor
-from compiler.estimate.models import expert_params, resolve_model
+from compiler.estimate import moe
+from compiler.estimate.models import expert_params, is_moe, resolve_model
 from compiler.spec import TrainingWorkload
 
 GB = 1e9
@@ -58,27 +59,40 @@ class TrainingMemory:
 
 
 def params_per_gpu(model: Model, layout: Layout) -> tuple[float, float]:
-    """(dense, expert) parameters held by one GPU before ZeRO sharding."""
+    """(dense, expert) parameters held by one GPU before ZeRO sharding. Under expert parallelism
+    each rank holds E/ep experts whole (expert tensor parallel 1); without it the tensor-parallel
+    ranks split every expert as they split the dense layers."""
     experts = expert_params(model)
     dense = model.params_b * 1e9 - experts
-    return dense / (layout.tp * layout.pp), experts / (layout.tp * layout.pp * layout.ep)
+    return dense / (layout.tp * layout.pp), experts / (layout.pp * expert_shards(layout.tp, layout.ep))
+
+
+def expert_shards(tp: int, ep: int) -> int:
+    """Ranks one pipeline stage's experts are split over: ep whole-expert groups, or tp slices."""
+    return ep if ep > 1 else tp
+
+
+def expert_replicas(tp: int, cp: int, dp: int, ep: int) -> int:
+    """Ranks that hold the same expert shard (its data-parallel group, which ZeRO shards over):
+    tp x cp x dp / ep under expert parallelism (folded over them), dp without it."""
+    return max(1, tp * cp * dp // ep) if ep > 1 else dp
 
 
 def states_per_gpu_bytes(model: Model, layout: Layout, precision: str, optimizer: str,
                          catalog: Catalog) -> float:
     dense, experts = params_per_gpu(model, layout)
-    return sharded_state_bytes(dense, experts, layout.dp, layout.ep, layout.zero,
-                               state_bytes_per_param(precision, optimizer, catalog))
+    return sharded_state_bytes(dense, experts, layout.dp, expert_replicas(layout.tp, layout.cp, layout.dp, layout.ep),
+                               layout.zero, state_bytes_per_param(precision, optimizer, catalog))
 
 
-def sharded_state_bytes(dense: float, experts: float, dp: int, ep: int, zero: int,
+def sharded_state_bytes(dense: float, experts: float, dp: int, expert_dp: int, zero: int,
                         per_param: tuple[float, float, float]) -> float:
     """Model-state bytes on one GPU: its (dense, expert) parameters before ZeRO sharding
     (params_per_gpu), sharded by the ZeRO stage; per_param is state_bytes_per_param's."""
     w, g, o = per_param
     total = 0.0
-    # Experts are replicated over dp/ep ranks only; dense over all dp ranks.
-    for params, shard in ((dense, dp), (experts, max(1, dp // ep))):
+    # Dense parameters are replicated over the dp ranks, experts over expert_replicas' ranks.
+    for params, shard in ((dense, dp), (experts, expert_dp)):
         if params == 0:
             continue
         zw = shard if zero >= 3 else 1
@@ -91,11 +105,24 @@ def sharded_state_bytes(dense: float, experts: float, dp: int, ep: int, zero: in
 def activation_bytes_per_gpu(model: Model, layout: Layout, seq_len: int, micro_batch: int,
                              precision: str, catalog: Catalog) -> float:
     """Korthikanti with sequence parallel + selective recompute: s*b*h*34/t per layer,
-    L layers in flight on the first pipeline stage; context parallel splits s."""
+    L layers in flight on the first pipeline stage; context parallel splits s. Full recompute
+    keeps 2 s*b*h/t per layer and one layer's activations."""
     s = seq_len / layout.cp
     per_layer = s * micro_batch * model.hidden * factor(catalog, "activation_bytes_per_sbh") / layout.tp
     scale = factor(catalog, f"activation_scale.{precision}")
     logits = s * micro_batch * (model.vocab or 0) * factor(catalog, "logits_bytes_per_token_vocab") / layout.tp
+    if is_moe(model):   # the routed copies' inputs and expert intermediates (moe.activation_bytes_per_token)
+        if layout.recompute == "moe":
+            # The MoE layers are recomputed too (Megatron --recompute-modules moe): each keeps its
+            # input in place of the MLP's share and the routed copies.
+            mlp = factor(catalog, "activation_mlp_bytes_per_sbh") - factor(catalog, "activation_checkpoint_bytes_per_sbh")
+            return (per_layer - s * micro_batch * model.hidden * mlp / layout.tp) * model.layers * scale + logits
+        per_layer += s * micro_batch * moe.activation_bytes_per_token(model, catalog) / layout.tp
+    if layout.recompute == "full":
+        # Full recompute keeps each layer's input and rebuilds one layer's activations at a time
+        # in the backward pass (Chen et al. 2016; Megatron --recompute-granularity full).
+        kept = s * micro_batch * model.hidden * factor(catalog, "activation_checkpoint_bytes_per_sbh") / layout.tp
+        return (kept * model.layers + per_layer) * scale + logits
     return per_layer * model.layers * scale + logits
 
 

@@ -35,3 +35,20 @@ def expert_params(model: Model) -> float:
         return 0.0
     per_expert = (model.params_b - model.active_params_b) / (e - k)
     return per_expert * e * 1e9
+
+
+def active_expert_params(model: Model) -> float:
+    """Parameters (absolute) of the k experts one token is routed to: k * e (expert_params' e).
+    The rest of the active parameters (attention, shared experts, embeddings) run as dense GEMMs."""
+    if not is_moe(model):
+        return 0.0
+    return expert_params(model) / (model.experts or 1) * (model.experts_per_token or 1)
+
+
+def experts_hit(model: Model, tokens: float) -> float:
+    """Expected distinct experts a layer reads for `tokens` routed tokens, each to k of E experts
+    uniformly: E (1 - (1 - k/E)^tokens). Concave in tokens and 0 at 0 (so hits/tokens never rises)."""
+    e, k = model.experts or 1, model.experts_per_token or 1
+    if tokens <= 0:
+        return 0.0
+    return e * (1 - (1 - min(1.0, k / e)) ** tokens)

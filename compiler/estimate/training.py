@@ -21,14 +21,16 @@ from dataclasses import dataclass
 
 from compiler.candidates import Layout
 from compiler.catalog.model import Catalog, Gpu, Model
-from compiler.estimate import comms
+from compiler.estimate import comms, moe
 from compiler.estimate.factors import factor, per
+from compiler.estimate.models import active_expert_params, is_moe
 from compiler.estimate.layout import inner_degrees, training_degrees, training_layouts
-from compiler.estimate.memory import (GB, TrainingMemory, activation_bytes_per_gpu, model_state_bytes,
+from compiler.estimate.memory import (GB, TrainingMemory, activation_bytes_per_gpu, expert_replicas, model_state_bytes,
                                       params_per_gpu, sharded_state_bytes, state_bytes_per_param, training_memory,
                                       usable_training_gb)
 
-PEAK_KEYS = {"fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp8": ("fp8",)}
+PEAK_KEYS = {"fp32": ("tf32", "fp32"), "bf16": ("bf16", "fp16"), "fp8": ("fp8",), "fp4": ("fp4",)}
+LOW_PRECISION = ("fp8", "fp4")   # Transformer Engine recipes: linear layers low, attention bf16
 
 
 def peak_flops(gpu: Gpu, precision: str) -> float | None:
@@ -41,7 +43,7 @@ def peak_flops(gpu: Gpu, precision: str) -> float | None:
 
 def flops_per_token(model: Model, seq_len: int) -> float:
     """6*N_active + 12*L*h*s (MoE: active parameters only)."""
-    return 6 * model.active_b * 1e9 + 12 * model.layers * model.hidden * seq_len
+    return 6 * model.active_b * 1e9 + 12 * model.layers * model.attention_width * seq_len
 
 
 def model_flops(model: Model, tokens: float, seq_len: int) -> float:
@@ -51,18 +53,55 @@ def model_flops(model: Model, tokens: float, seq_len: int) -> float:
 def compute_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
     """GPU-seconds of pure compute per token (before communication and bubble), or None.
 
-    bf16/fp32: flops_per_token at the precision's peak x `base_mfu.<gpu>.<prec>`. fp8 (Transformer
-    Engine) runs only the linear layers' GEMMs in fp8, so they are the ones at the fp8 peak, with
-    their own efficiency `fp8_mfu.<gpu>`; attention (the 12 L h s term) stays at bf16 and its
-    base MFU. So fp8 gains less on long sequences, where attention is a larger share."""
+    Linear layers (6 N_active): bf16/fp32 at the precision's peak x `base_mfu.<gpu>.<prec>`; fp8 and
+    fp4 (Transformer Engine) run the linear layers' GEMMs at the fp8 (fp4) peak with their own
+    efficiency `fp8_mfu.<gpu>` (`fp4_mfu.<gpu>`). Attention's score and value products (the
+    12 L h s of the model FLOPs) run in 16 bits (TF32 under fp32) in fused attention kernels: a
+    causal kernel computes `attention_causal_share` of them (the blocks above the diagonal are
+    skipped), at `attention_mfu.<gpu>` of the 16-bit peak. So attention sets the pace on long
+    sequences, and fp8 gains less there."""
     if peak_flops(gpu, precision) is None:
         return None
     linear = 6 * model.active_b * 1e9
-    attention = 12 * model.layers * model.hidden * seq_len
-    if precision != "fp8":
-        return (linear + attention) / (peak_flops(gpu, precision) * per(catalog, "base_mfu", gpu.name, precision))
-    bf16 = (peak_flops(gpu, "bf16") or peak_flops(gpu, "fp8") / 2) * per(catalog, "base_mfu", gpu.name, "bf16")
-    return linear / (peak_flops(gpu, "fp8") * per(catalog, "fp8_mfu", gpu.name)) + attention / bf16
+    return linear / model_linear_rate(model, gpu, precision, catalog) + attention_s_per_token(model, gpu, seq_len,
+                                                                                            precision, catalog)
+
+
+def model_linear_rate(model: Model, gpu: Gpu, precision: str, catalog: Catalog) -> float | None:
+    """The rate a model's linear layers reach: linear_flop_rate, except that an MoE model trained in
+    fp8 or fp4 runs at the bf16 rate. Published MoE runs gain little from low precision: Qwen3-235B
+    on 256 H100 runs 1,663 tokens/s/GPU in bf16 and 1,575-1,712 in fp8 across three containers;
+    the casts and scales of many small GEMMs eat what the faster math saves."""
+    if is_moe(model) and precision in LOW_PRECISION and peak_flops(gpu, precision) is not None:
+        return linear_flop_rate(gpu, "bf16", catalog) or linear_flop_rate(gpu, precision, catalog)
+    return linear_flop_rate(gpu, precision, catalog)
+
+
+def attention_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float:
+    """GPU-seconds per token of attention's score and value products (compute_s_per_token's)."""
+    attention = 12 * model.layers * model.attention_width * seq_len
+    attn_peak = peak_flops(gpu, "fp32" if precision == "fp32" else "bf16") or peak_flops(gpu, "fp8") / 2
+    return attention * factor(catalog, "attention_causal_share") / (attn_peak * per(catalog, "attention_mfu", gpu.name))
+
+
+def linear_flop_rate(gpu: Gpu, precision: str, catalog: Catalog) -> float | None:
+    """FLOP/s the linear layers' GEMMs reach at the dense rate (compute_s_per_token's): fp8 at the
+    fp8 peak x `fp8_mfu`, other precisions at their peak x `base_mfu`."""
+    if peak_flops(gpu, precision) is None:
+        return None
+    if precision in LOW_PRECISION:
+        return peak_flops(gpu, precision) * per(catalog, f"{precision}_mfu", gpu.name)
+    return peak_flops(gpu, precision) * per(catalog, "base_mfu", gpu.name, precision)
+
+
+def expert_s_per_token(model: Model, gpu: Gpu, precision: str, catalog: Catalog) -> tuple[float, float]:
+    """GPU-seconds per token of the routed experts' GEMMs (6 x the k experts' parameters): at the
+    model's linear rate (the part of compute_s_per_token they are) and at the bf16 rate, the one
+    moe.py's slowdown applies to. (0, 0) for a dense model."""
+    rate = model_linear_rate(model, gpu, precision, catalog)
+    bf16 = linear_flop_rate(gpu, "bf16", catalog) or rate
+    routed = 6 * active_expert_params(model)
+    return (routed / rate, routed / bf16) if rate and routed else (0.0, 0.0)
 
 
 def compute_mfu(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
@@ -98,12 +137,14 @@ class Step:
     exposed_pp_s: float = 0.0   # stage-to-stage activations and gradients (never overlapped)
     bubble_s: float = 0.0       # pipeline idle time: pipeline - critical path
     exposed_dp_s: float = 0.0   # gradient all-reduce beyond what the backward pass hides
+    moe_gemm_s: float = 0.0     # routed experts past their FLOPs at the dense rate (moe.py)
+    recompute_s: float = 0.0    # full recompute: the forward pass run again in the backward
 
     def breakdown(self) -> dict[str, float]:
         """Seconds per step by term, in the order they add up to `seconds`."""
-        return {"compute": self.compute_s, "exposed_tp": self.exposed_tp_s, "exposed_cp": self.exposed_cp_s,
-                "exposed_ep": self.exposed_ep_s, "exposed_pp": self.exposed_pp_s,
-                "pipeline_bubble": self.bubble_s, "exposed_dp": self.exposed_dp_s}
+        return {"compute": self.compute_s, "recompute": self.recompute_s, "moe_gemm": self.moe_gemm_s,
+                "exposed_tp": self.exposed_tp_s, "exposed_cp": self.exposed_cp_s, "exposed_ep": self.exposed_ep_s,
+                "exposed_pp": self.exposed_pp_s, "pipeline_bubble": self.bubble_s, "exposed_dp": self.exposed_dp_s}
 
 
 class LayoutSearch:
@@ -130,6 +171,7 @@ class LayoutSearch:
         self.z3_multiplier = factor(catalog, "zero3_comm_multiplier")
         self.buffer_gb = factor(catalog, "training_memory_buffer_gb")
         self.per_param = state_bytes_per_param(precision, optimizer, catalog)
+        self.recomputes = recomputes(model)
         self.inner = inner_degrees(model, self.gpn, seq_len, self.cp_min)
         self._shapes: dict[tuple[int, int, int, int], _Shape] = {}
         self._best: dict[int, tuple[Step | None, Step | None]] = {}
@@ -142,10 +184,12 @@ class LayoutSearch:
         self.seqs = max(1, round(factor(catalog, "global_batch_tokens") / seq_len))
         self.fpt = flops_per_token(model, seq_len)
         self.s_per_token = compute_s_per_token(model, gpu, seq_len, precision, catalog)
+        self.expert_s_per_token, self.expert_bf16_s_per_token = expert_s_per_token(model, gpu, precision, catalog)
         self.nvl = comms.scaleup_bw(gpu, catalog)
         self.net = (comms.scaleout_bw(fabric.node_gbps, self.gpn, fabric.name, catalog)
                     if fabric.node_gbps > 0 else self.nvl)
-        self.overlap = {kind: factor(catalog, f"{kind}_overlap") for kind in ("tp", "cp", "ep", "dp")}
+        self.overlap = {kind: factor(catalog, f"{kind}_overlap") for kind in ("tp", "ep", "dp")}
+        self.attn_s_per_token = attention_s_per_token(model, gpu, seq_len, precision, catalog)
 
     def shape(self, tp: int, pp: int, cp: int, ep: int) -> _Shape:
         sh = self._shapes.get((tp, pp, cp, ep))
@@ -153,20 +197,27 @@ class LayoutSearch:
             sh = self._shapes[(tp, pp, cp, ep)] = _Shape(self, tp, pp, cp, ep)
         return sh
 
-    def terms(self, sh: _Shape, tp: int, pp: int, dp: int, ep: int, cp: int, zero: int) -> tuple:
+    def terms(self, sh: _Shape, tp: int, pp: int, dp: int, ep: int, cp: int, zero: int,
+              recompute: str = "selective") -> tuple:
         """A layout's step: (seconds, tokens, compute, mfu, overhead share, exposed TP, CP, EP, PP,
-        bubble, exposed DP), in Step's field order. The step model in the module docstring."""
+        bubble, exposed DP, MoE GEMMs, recompute), in Step's field order. The step model in the
+        module docstring. Full recompute runs every layer's forward again in the backward pass: a
+        third more compute, and the forward's communication (2 of the 4 TP all-reduces and of the
+        4 all-to-alls, 1 of the 3 ring passes) once more; MoE recompute does so for the MoE layers
+        alone (their routed experts and all-to-alls)."""
         gpus = tp * pp * dp * cp
         mb = self.mb
         m = max(1, math.ceil(self.seqs / (dp * mb)))
         tokens = m * mb * dp * self.seq_len
         compute = tokens * self.s_per_token / gpus
+        moe_s = tokens * sh.moe_s_per_token / gpus
         multi_node = gpus > self.gpn
         layers = sh.layers
         # TP: 2 all-reduces forward + 2 backward per layer per micro-batch (Megatron).
         tp_s = m * layers * 4 * sh.tp_allreduce
-        # CP (ring attention): each rank's K,V chunk travels cp-1 hops, forward and twice backward.
-        cp_s = m * layers * 3 * (cp - 1) * sh.kv_chunk / sh.cp_bw if cp > 1 else 0.0
+        # CP (ring attention): each rank's K,V chunk travels cp-1 hops, forward and twice backward;
+        # each hop hides behind the attention of the block at hand (_Shape.cp_exposed_hop).
+        cp_s = m * layers * 3 * (cp - 1) * sh.cp_exposed_hop if cp > 1 else 0.0
         # EP: dispatch + combine all-to-all, forward and backward, top-k copies of each token.
         ep_s = m * layers * 4 * sh.ep_all_to_all if ep > 1 else 0.0
         # PP: activations to the next stage and gradients back, per micro-batch.
@@ -174,41 +225,50 @@ class LayoutSearch:
         if pp > 1:
             pp_bw = self.net if multi_node else self.nvl
             pp_s = m * 2 * mb * sh.s_local * self.model.hidden * ACT_BYTES / tp / pp_bw
+        recompute_s = 0.0
+        if recompute == "full":
+            recompute_s = (compute + moe_s) / 3
+            tp_s, ep_s, cp_s = tp_s * 1.5, ep_s * 1.5, cp_s * 4 / 3
+        elif recompute == "moe":
+            recompute_s = (tokens * self.expert_s_per_token / gpus + moe_s) / 3
+            ep_s = ep_s * 1.5
         overlap = self.overlap
         exposed_tp = comms.exposed(tp_s, overlap["tp"], compute)
-        exposed_cp = comms.exposed(cp_s, overlap["cp"], compute)
+        exposed_cp = cp_s
         exposed_ep = comms.exposed(ep_s, overlap["ep"], compute)
-        critical = compute + exposed_tp + exposed_cp + exposed_ep + pp_s
+        critical = compute + recompute_s + moe_s + exposed_tp + exposed_cp + exposed_ep + pp_s
         bubble = comms.pipeline_bubble(pp, m, sh.virtual_stages)
         pipeline = critical / (1 - bubble)
         # DP: gradient all-reduce (ZeRO-3: all-gather params twice + reduce-scatter grads).
         dp_bw = self.net if multi_node else self.nvl
         dp_s = (comms.ring_allreduce_s(sh.dense_grad_bytes, dp, dp_bw)
-                + comms.ring_allreduce_s(sh.expert_grad_bytes, max(1, dp // ep), dp_bw))
+                + comms.ring_allreduce_s(sh.expert_grad_bytes, expert_replicas(tp, cp, dp, ep), dp_bw))
         if zero >= 3:
             dp_s *= self.z3_multiplier
         exposed_dp = comms.exposed(dp_s, overlap["dp"], compute * 2 / 3)
         step = pipeline + exposed_dp
         mfu = tokens * self.fpt / (gpus * self.peak * step)
         return (step, tokens, compute, mfu, (step - compute) / step,
-                exposed_tp, exposed_cp, exposed_ep, pp_s, pipeline - critical, exposed_dp)
+                exposed_tp, exposed_cp, exposed_ep, pp_s, pipeline - critical, exposed_dp, moe_s, recompute_s)
 
-    def states_gb(self, sh: _Shape, dp: int, ep: int, zero: int) -> float:
+    def states_gb(self, sh: _Shape, tp: int, cp: int, dp: int, ep: int, zero: int) -> float:
         """training_memory's states_gb for the layout (memory.states_per_gpu_bytes)."""
-        return sharded_state_bytes(sh.dense, sh.experts, dp, ep, zero, self.per_param) / GB
+        return sharded_state_bytes(sh.dense, sh.experts, dp, expert_replicas(tp, cp, dp, ep), zero,
+                                   self.per_param) / GB
 
-    def make_step(self, degrees: tuple[int, int, int, int, int, int], terms: tuple, states_gb: float) -> Step:
+    def make_step(self, degrees: tuple[int, int, int, int, int, int], terms: tuple, states_gb: float,
+                  recompute: str = "selective") -> Step:
         tp, pp, dp, ep, cp, zero = degrees
-        mem = TrainingMemory(states_gb, self.shape(tp, pp, cp, ep).activations_gb, self.buffer_gb)
-        return Step(Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero), terms[0], terms[1], terms[2],
-                    terms[3], terms[4], mem, *terms[5:])
+        mem = TrainingMemory(states_gb, self.shape(tp, pp, cp, ep).activations[recompute], self.buffer_gb)
+        return Step(Layout(tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, zero=zero, recompute=recompute),
+                    terms[0], terms[1], terms[2], terms[3], terms[4], mem, *terms[5:])
 
     def step(self, layout: Layout, mem: TrainingMemory | None = None) -> Step | None:
         """step_time: the layout's Step, with `mem` or its training_memory."""
         if self.peak is None:
             return None
         l = layout
-        terms = self.terms(self.shape(l.tp, l.pp, l.cp, l.ep), l.tp, l.pp, l.dp, l.ep, l.cp, l.zero)
+        terms = self.terms(self.shape(l.tp, l.pp, l.cp, l.ep), l.tp, l.pp, l.dp, l.ep, l.cp, l.zero, l.recompute)
         if mem is None:
             mem = training_memory(self.model, layout, self.seq_len, self.precision, self.optimizer, self.catalog)
         return Step(layout, terms[0], terms[1], terms[2], terms[3], terms[4], mem, *terms[5:])
@@ -224,8 +284,10 @@ class LayoutSearch:
         if self.peak is None:
             return None, None
         # ZeRO 1 and 2 step alike (only stage 3 moves more: zero3_comm_multiplier), and the key
-        # breaks a tie by the lower stage; so once a shape fits at one stage its higher stages, which
-        # training_layouts yields next, can neither win nor be the leanest that is reported.
+        # breaks a tie by the lower stage; so once a shape fits at one stage with selective
+        # recompute its higher stages, which training_layouts yields next, can neither win nor be
+        # the leanest that is reported. More recompute is tried only where less does not fit: on
+        # the same layout each is slower than the one before (RECOMPUTE's order).
         z3_slower = self.z3_multiplier >= 1
         best = best_rank = leanest = fitted = None
         for degrees in training_degrees(self.model, gpus, self.inner):
@@ -235,23 +297,27 @@ class LayoutSearch:
                 continue
             # Memory first: a layout that does not fit needs no step time (the hot loop of estimate).
             sh = self.shape(tp, pp, cp, ep)
-            states_gb = self.states_gb(sh, dp, ep, zero)
-            total_gb = states_gb + sh.activations_gb + self.buffer_gb   # TrainingMemory.total_gb
+            states_gb = self.states_gb(sh, tp, cp, dp, ep, zero)
+            for recompute in self.recomputes:
+                total_gb = states_gb + sh.activations[recompute] + self.buffer_gb   # TrainingMemory.total_gb
+                if total_gb <= self.cap:
+                    break
             if leanest is None or total_gb < leanest[0]:
-                leanest = (total_gb, degrees, states_gb)
+                leanest = (total_gb, degrees, states_gb, recompute)
             if total_gb <= self.cap:
-                fitted = shape if zero else None
-                terms = self.terms(sh, *degrees)
-                rank = _rank(terms[0], terms[1], pp, tp, cp, ep, zero)
+                fitted = shape if zero and recompute == "selective" else fitted
+                terms = self.terms(sh, *degrees, recompute)
+                rank = _rank(terms[0], terms[1], pp, tp, cp, ep, zero, recompute)
                 if best is None or rank < best_rank:
-                    best, best_rank = (degrees, terms, states_gb), rank
+                    best, best_rank = (degrees, terms, states_gb, recompute), rank
         if best is not None:
             return self.make_step(*best), None
         if leanest is None:
             return None, None
-        _total, degrees, states_gb = leanest
+        _total, degrees, states_gb, recompute = leanest
         tp, pp, dp, ep, cp, zero = degrees
-        return None, self.make_step(degrees, self.terms(self.shape(tp, pp, cp, ep), *degrees), states_gb)
+        return None, self.make_step(degrees, self.terms(self.shape(tp, pp, cp, ep), *degrees, recompute), states_gb,
+                                    recompute)
 
     def ceiling(self, gpus: int) -> float | None:
         """mfu_ceiling on `gpus`."""
@@ -264,7 +330,7 @@ class LayoutSearch:
             return None
         best = 0.0
         for tp, pp, cp, ep in _shapes(self.model, self.gpn, self.seq_len, self.cp_min):
-            dp = max(ep, -(-gpus // (tp * pp * cp)))
+            dp = max(-(-ep // (tp * cp)), -(-gpus // (tp * pp * cp)))
             mfu = self._ceiling_mfu.get((tp, pp, cp, ep, dp))
             if mfu is None:
                 terms = self.terms(self.shape(tp, pp, cp, ep), tp, pp, dp, ep, cp, 1 if dp > 1 else 0)
@@ -276,30 +342,50 @@ class LayoutSearch:
 ACT_BYTES = 2  # 16-bit activations exchanged between ranks
 
 
+def recomputes(model: Model) -> tuple[str, ...]:
+    """The activation recomputes a layout may use, least first: MoE recompute only for MoE models."""
+    return RECOMPUTE if is_moe(model) else ("selective", "full")
+
+
 class _Shape:
     """What a step and its memory read that depends on (tp, pp, cp, ep) and not on dp or the
     ZeRO stage, each worked out as step_time and training_memory work it out (a GPU with a peak
     at the precision: LayoutSearch asks for none otherwise)."""
 
     __slots__ = ("layers", "s_local", "tp_allreduce", "kv_chunk", "cp_bw", "ep_all_to_all", "virtual_stages",
-                 "dense", "experts", "dense_grad_bytes", "expert_grad_bytes", "activations_gb")
+                 "dense", "experts", "dense_grad_bytes", "expert_grad_bytes", "activations", "moe_s_per_token",
+                 "cp_exposed_hop")
 
     def __init__(self, search: LayoutSearch, tp: int, pp: int, cp: int, ep: int) -> None:
         model, catalog, seq_len, gpn = search.model, search.catalog, search.seq_len, search.gpn
         mb, nvl, net = search.mb, search.nvl, search.net
         self.dense, self.experts = params_per_gpu(model, Layout(tp=tp, pp=pp, ep=ep))
-        self.activations_gb = activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp), seq_len, mb,
-                                                       search.precision, catalog) / GB
+        self.activations = {r: activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp, recompute=r), seq_len, mb,
+                                                        search.precision, catalog) / GB for r in search.recomputes}
         self.layers = layers = model.layers / pp
         self.s_local = s_local = seq_len / cp
         self.tp_allreduce = comms.ring_allreduce_s(mb * s_local * model.hidden * ACT_BYTES, tp, nvl)
-        self.kv_chunk = 2 * mb * s_local * (model.kv_heads or model.heads) * model.head_dim * ACT_BYTES
+        # A rank passes on the K,V of its own heads: tensor parallelism splits the KV heads (GQA's
+        # few KV heads are replicated once tp exceeds them).
+        self.kv_chunk = 2 * mb * s_local * max(1.0, (model.kv_heads or model.heads) / tp) * model.head_dim * ACT_BYTES
         self.cp_bw = nvl if tp * cp <= gpn else net
+        # Ring attention (Liu et al. 2023): a K,V hop runs while the rank computes attention against
+        # the chunk it holds, a cp-th of its attention per pass; only the excess is on the critical
+        # path. Per layer and micro-batch a rank's attention is attn_s_per_token x mb s / (tp cp),
+        # a third of it forward and two thirds backward, over as many hops each way as passes.
+        block_s = search.attn_s_per_token / model.layers * mb * seq_len / (tp * cp) / (3 * cp)
+        self.cp_exposed_hop = max(0.0, self.kv_chunk / self.cp_bw - block_s)
         self.ep_all_to_all = 0.0
-        if ep > 1:
-            ep_bw = nvl if tp * ep <= gpn else net
+        if ep > 1:   # the ep ranks of a group are consecutive GPUs (folded over tp x cp x dp)
+            ep_bw = nvl if ep <= gpn else net
             tok_bytes = mb * s_local / tp * model.hidden * ACT_BYTES * (model.experts_per_token or 1)
-            self.ep_all_to_all = comms.all_to_all_s(tok_bytes, ep, ep_bw)
+            self.ep_all_to_all = comms.all_to_all_s(tok_bytes, ep, ep_bw) * moe.imbalance(ep, catalog)
+        # Expert GEMMs get m = ep * tokens * k / E rows per micro-batch (moe.py) and run at the bf16
+        # rate x slowdown; compute already counts their FLOPs at the precision's rate.
+        # Under expert parallelism each rank routes its sequence-parallel share of the micro-batch.
+        routed = mb * s_local / tp if ep > 1 else mb * s_local
+        self.moe_s_per_token = (search.expert_bf16_s_per_token * moe.training_slowdown(model, ep, routed, catalog)
+                                - search.expert_s_per_token if search.expert_s_per_token else 0.0)
         self.virtual_stages = (min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers)))
                                if pp > 1 else 1)
         grad_b = search.per_param[1]
@@ -359,7 +445,8 @@ def fewest_gpus_to_fit(model: Model, gpn: int, gpu: Gpu, seq_len: int, precision
     cp_min = int(factor(catalog, "context_parallel_min_seq"))
     fewest = math.inf
     for tp, cp in sorted({(tp, cp) for tp, _pp, cp, _ep in _shapes(model, gpn, seq_len, cp_min)}):
-        act = activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp), seq_len, mb, precision, catalog) / GB
+        act = min(activation_bytes_per_gpu(model, Layout(tp=tp, cp=cp, recompute=r), seq_len, mb, precision, catalog)
+                  for r in recomputes(model)) / GB
         room = cap - act - buffer
         if room > 0:
             fewest = min(fewest, states / room)
@@ -368,14 +455,18 @@ def fewest_gpus_to_fit(model: Model, gpn: int, gpu: Gpu, seq_len: int, precision
 
 def _key(s: Step) -> tuple:
     l = s.layout
-    return _rank(s.seconds, s.tokens, l.pp, l.tp, l.cp, l.ep, l.zero)
+    return _rank(s.seconds, s.tokens, l.pp, l.tp, l.cp, l.ep, l.zero, l.recompute)
 
 
-def _rank(seconds: float, tokens: float, pp: int, tp: int, cp: int, ep: int, zero: int) -> tuple:
+RECOMPUTE = ("selective", "moe", "full")   # least recompute (fastest) first
+
+
+def _rank(seconds: float, tokens: float, pp: int, tp: int, cp: int, ep: int, zero: int,
+          recompute: str = "selective") -> tuple:
     # Fastest per token, not per step: layouts round the global batch to whole micro-batches
     # differently, so their steps carry different token counts (and the run's duration is
     # tokens / s.tokens * s.seconds). Rounded to 12 significant digits so ties stay ties.
-    return (float(f"{seconds / tokens:.12g}"), pp, tp, cp, ep, zero)
+    return (float(f"{seconds / tokens:.12g}"), pp, tp, cp, ep, zero, RECOMPUTE.index(recompute))
 
 
 def restart_h(state_gb_total: float, nodes: int, catalog: Catalog) -> float:

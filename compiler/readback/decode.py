@@ -531,7 +531,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
 
 
 def _layout(c: Candidate) -> LayoutPlan:
-    return LayoutPlan(c.layout.tp, c.layout.pp, c.layout.dp, c.layout.ep, c.layout.cp)
+    return LayoutPlan(c.layout.tp, c.layout.pp, c.layout.dp, c.layout.ep, c.layout.cp, c.layout.recompute)
 
 
 def _storage(problem, value) -> tuple[StoragePlan, ...]:

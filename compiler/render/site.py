@@ -47,7 +47,8 @@ class TrainingJob:
     pp: int
     dp: int
     ep: int
-    cp: int                       # context parallel: tp x pp x cp x dp = gpus; ep divides dp
+    cp: int                       # context parallel: tp x pp x cp x dp = gpus; ep divides tp x cp x dp
+    recompute: str                # activation recompute: selective | moe | full
     cpus_per_task: int
     pricings: tuple[str, ...]     # the pricings its nodes are held at (Slurm --constraint)
     parts: tuple[JobPart, ...]
@@ -85,9 +86,10 @@ class TrainingJob:
 
 
 # vLLM's --quantization for the weight width the estimate sized (vLLM engine arguments): fp8
-# quantizes a 16-bit checkpoint as it loads; int8 (W8A8) and int4 (AWQ) need a checkpoint
+# quantizes a 16-bit checkpoint as it loads; int8 (W8A8), int4 (AWQ) and fp4 (NVFP4) need a checkpoint
 # quantized that way, and the flag makes a wrong one fail at start instead of running bf16.
-VLLM_QUANTIZATION = {"bf16": "", "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq"}
+VLLM_QUANTIZATION = {"bf16": "", "fp8": "fp8", "int8": "compressed-tensors", "int4": "awq",
+                     "fp4": "modelopt_fp4"}
 # The checkpoint a server reads, over the weights it holds: fp8 reads a 16-bit checkpoint.
 CHECKPOINT_SHARE = {"fp8": 2.0}
 # Room on the model volume beyond the weights (tokenizer, configs, a second revision's shards).
@@ -193,7 +195,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
             jobs.append(TrainingJob(
                 name=w.name, site=site, domain=domain, nodes=nodes, gpus=p.gpus,
                 gpus_per_node=per_node, tp=w.layout.tp, pp=w.layout.pp, dp=w.layout.dp,
-                ep=w.layout.ep, cp=w.layout.cp, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
+                ep=w.layout.ep, cp=w.layout.cp, recompute=w.layout.recompute, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
                 pricings=placement_pricings(p), parts=_parts(p, nodes),
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
                 nccl=nccl_profile(domain.fabric, domain.instance),

@@ -156,9 +156,11 @@ class TimeShare:
 # The estimate's step_breakdown keys (docs/performance-model.md, "Step-time breakdown"), in order.
 TIME_SHARE_LABELS = {
     "compute": "Compute (at the GPU's base MFU)",
+    "recompute": "Full recompute: the forward pass again",
+    "moe_gemm": "MoE experts past the dense rate (routing, small GEMMs, imbalance)",
     "exposed_tp": "Tensor-parallel communication, exposed",
     "exposed_cp": "Context-parallel communication, exposed",
-    "exposed_ep": "Expert-parallel communication, exposed",
+    "exposed_ep": "MoE dispatch and combine (all-to-all), exposed",
     "exposed_pp": "Pipeline sends between stages",
     "pipeline_bubble": "Pipeline bubble",
     "exposed_dp": "Data-parallel gradient all-reduce, exposed",
@@ -731,9 +733,12 @@ def _layout(w: WorkloadPlan) -> str:
     if w.layout.cp > 1:           # the sequence split over GPUs: a factor of the GPUs like the others
         parts.append(f"CP {w.layout.cp}")
     parts.append(f"DP {w.layout.dp}")
-    if w.layout.ep > 1:
-        parts.append(f"EP {w.layout.ep}")
-    return " x ".join(parts)
+    text = " x ".join(parts)
+    if w.layout.ep > 1:           # folded over tensor x context x data, not a further factor
+        text += f", EP {w.layout.ep}"
+    if w.layout.recompute == "full":
+        text += ", full recompute"
+    return text
 
 
 def _part_pricing(p: OptionPart) -> str:

@@ -78,201 +78,49 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 35 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 1 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
+  replicas chat-70b 0
   replicas eu-assistant-8b 0
   node dgx-h100-own07 slurm
   true
 fi
 if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
+  replicas chat-70b 3
   replicas eu-assistant-8b 0
   node dgx-h100-own07 idle
   true
 fi
 if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
+  replicas chat-70b 3
   replicas eu-assistant-8b 0
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 7 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 0
+if [ "${month}" -ge 4 ] && [ "${month}" -le 8 ]; then
+  replicas chat-70b 3
   replicas eu-assistant-8b 2
   node dgx-h100-own07 idle
   true
 fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
+if [ "${month}" -ge 9 ] && [ "${month}" -le 17 ]; then
+  replicas chat-70b 4
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
+if [ "${month}" -ge 18 ] && [ "${month}" -le 25 ]; then
+  replicas chat-70b 5
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
-  replicas chat-70b-tp2 4
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
+if [ "${month}" -ge 26 ] && [ "${month}" -le 31 ]; then
+  replicas chat-70b 6
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 12 ] && [ "${month}" -le 12 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 13 ] && [ "${month}" -le 14 ]; then
-  replicas chat-70b-tp2 4
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 15 ] && [ "${month}" -le 17 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 18 ] && [ "${month}" -le 19 ]; then
-  replicas chat-70b-tp2 5
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 20 ] && [ "${month}" -le 20 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 21 ] && [ "${month}" -le 21 ]; then
-  replicas chat-70b-tp2 5
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 22 ] && [ "${month}" -le 22 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 23 ] && [ "${month}" -le 23 ]; then
-  replicas chat-70b-tp2 5
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 24 ] && [ "${month}" -le 24 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 25 ] && [ "${month}" -le 25 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 3
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 26 ] && [ "${month}" -le 27 ]; then
-  replicas chat-70b-tp2 6
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 28 ] && [ "${month}" -le 30 ]; then
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4 3
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 31 ] && [ "${month}" -le 31 ]; then
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 32 ] && [ "${month}" -le 32 ]; then
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4 1
-  replicas chat-70b-tp8 1
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 33 ] && [ "${month}" -le 33 ]; then
-  replicas chat-70b-tp2 7
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 34 ] && [ "${month}" -le 34 ]; then
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 1
-  replicas eu-assistant-8b 2
-  node dgx-h100-own07 kubernetes
-  true
-fi
-if [ "${month}" -ge 35 ] && [ "${month}" -le 35 ]; then
-  replicas chat-70b-tp2 7
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp8 0
+if [ "${month}" -ge 32 ] && [ "${month}" -le 35 ]; then
+  replicas chat-70b 7
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true

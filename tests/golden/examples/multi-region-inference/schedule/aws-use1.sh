@@ -97,100 +97,99 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 3
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 0
+  replicas assistant-8b-tp1-p5e-48xlarge 0
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 8
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
-  terraform_month months/001.tfvars
+if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
+  terraform_month months/000.tfvars
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 2
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-p5-48xlarge 1
+  replicas assistant-8b-tp1-p5e-48xlarge 2
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 5
+  true
+fi
+if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+  terraform_month months/000.tfvars
+  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5e-48xlarge 3
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 5
+  true
+fi
+if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
+  terraform_month months/000.tfvars
+  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1-g6e-xlarge 0
+  replicas assistant-8b-tp1-p5e-48xlarge 2
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 6
   true
 fi
 if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
-  terraform_month months/004.tfvars
+  terraform_month months/000.tfvars
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 2
-  replicas chat-70b-tp4-g6e-12xlarge 1
-  replicas chat-70b-tp2 1
-  replicas chat-70b-tp4-p5-48xlarge 1
+  replicas assistant-8b-tp1-p5e-48xlarge 2
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 5
   true
 fi
-if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  terraform_month months/005.tfvars
-  replicas assistant-8b-tp4 1
-  replicas assistant-8b-tp1-g6e-xlarge 5
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
-  true
-fi
-if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  terraform_month months/006.tfvars
-  replicas assistant-8b-tp4 2
+if [ "${month}" -ge 5 ] && [ "${month}" -le 6 ]; then
+  terraform_month months/000.tfvars
+  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp1-g6e-xlarge 0
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  replicas assistant-8b-tp1-p5e-48xlarge 2
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 6
   true
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
   terraform_month months/007.tfvars
-  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp4 1
   replicas assistant-8b-tp1-g6e-xlarge 1
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  replicas assistant-8b-tp1-p5e-48xlarge 1
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 7
   true
 fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   terraform_month months/008.tfvars
-  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp4 1
   replicas assistant-8b-tp1-g6e-xlarge 2
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  replicas assistant-8b-tp1-p5e-48xlarge 1
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 7
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
   terraform_month months/009.tfvars
-  replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp1-g6e-xlarge 1
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 0
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  replicas assistant-8b-tp4 1
+  replicas assistant-8b-tp1-g6e-xlarge 5
+  replicas assistant-8b-tp1-p5e-48xlarge 0
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 8
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   terraform_month months/010.tfvars
-  replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp1-g6e-xlarge 2
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 1
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1-g6e-xlarge 8
+  replicas assistant-8b-tp1-p5e-48xlarge 1
+  replicas chat-70b-tp4 1
+  replicas chat-70b-tp1 7
   true
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
-  terraform_month months/011.tfvars
-  replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp1-g6e-xlarge 4
-  replicas assistant-8b-tp1-p5-48xlarge 0
-  replicas chat-70b-tp4-g6e-12xlarge 1
-  replicas chat-70b-tp2 0
-  replicas chat-70b-tp4-p5-48xlarge 2
+  terraform_month months/010.tfvars
+  replicas assistant-8b-tp4 1
+  replicas assistant-8b-tp1-g6e-xlarge 8
+  replicas assistant-8b-tp1-p5e-48xlarge 0
+  replicas chat-70b-tp4 0
+  replicas chat-70b-tp1 8
   true
 fi
 exit "${failed}"

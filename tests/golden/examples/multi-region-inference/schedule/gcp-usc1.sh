@@ -95,101 +95,83 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 0
+  replicas assistant-8b-tp1 0
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 4
+  replicas chat-70b-tp1 8
   replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 3 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
   terraform_month months/000.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 2
+  replicas assistant-8b-tp1 2
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 3
+  replicas chat-70b-tp1 5
   replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 4 ]; then
-  terraform_month months/004.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 1
-  replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 1
-  replicas chat-70b-tp1 1
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
-  terraform_month months/005.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 1
-  replicas assistant-8b-tp4 1
-  replicas assistant-8b-tp8 1
-  replicas chat-70b-tp1 1
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
-  terraform_month months/006.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 2
+if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+  terraform_month months/000.tfvars
+  replicas assistant-8b-tp1 3
   replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 3
+  replicas chat-70b-tp1 5
+  replicas chat-70b-tp8 0
+  true
+fi
+if [ "${month}" -ge 3 ] && [ "${month}" -le 6 ]; then
+  terraform_month months/000.tfvars
+  replicas assistant-8b-tp1 2
+  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp8 0
+  replicas chat-70b-tp1 6
   replicas chat-70b-tp8 0
   true
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  terraform_month months/006.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 2
+  terraform_month months/007.tfvars
+  replicas assistant-8b-tp1 1
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp8 1
+  replicas assistant-8b-tp8 2
+  replicas chat-70b-tp1 7
+  replicas chat-70b-tp8 0
   true
 fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   terraform_month months/008.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 1
-  replicas assistant-8b-tp1-a3-ultragpu-8g 1
+  replicas assistant-8b-tp1 2
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 1
-  replicas chat-70b-tp1 1
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp8 0
+  replicas assistant-8b-tp8 0
+  replicas chat-70b-tp1 6
+  replicas chat-70b-tp8 1
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/009.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 1
+  terraform_month months/008.tfvars
+  replicas assistant-8b-tp1 2
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 2
-  replicas chat-70b-tp1 1
-  replicas chat-70b-tp2 3
-  replicas chat-70b-tp8 2
+  replicas assistant-8b-tp8 1
+  replicas chat-70b-tp1 6
+  replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
+if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   terraform_month months/010.tfvars
-  replicas assistant-8b-tp1-a2-ultragpu-1g 0
-  replicas assistant-8b-tp1-a3-ultragpu-8g 0
+  replicas assistant-8b-tp1 1
   replicas assistant-8b-tp4 0
-  replicas assistant-8b-tp8 4
-  replicas chat-70b-tp1 0
-  replicas chat-70b-tp2 4
-  replicas chat-70b-tp8 1
+  replicas assistant-8b-tp8 2
+  replicas chat-70b-tp1 7
+  replicas chat-70b-tp8 0
+  true
+fi
+if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
+  terraform_month months/011.tfvars
+  replicas assistant-8b-tp1 0
+  replicas assistant-8b-tp4 2
+  replicas assistant-8b-tp8 3
+  replicas chat-70b-tp1 8
+  replicas chat-70b-tp8 0
   true
 fi
 exit "${failed}"

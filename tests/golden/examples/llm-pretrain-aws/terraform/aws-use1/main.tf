@@ -77,7 +77,7 @@ resource "aws_launch_template" "p5_48xlarge_on_demand_slurm" {
   }
 }
 
-# ---- Slurm p5-48xlarge, spot: 44 node(s) p5-48xlarge-spot[01-44] in State=CLOUD
+# ---- Slurm p5-48xlarge, spot: 42 node(s) p5-48xlarge-spot[01-42] in State=CLOUD
 # (p5.48xlarge, 8x H100). No instances here: slurm/aws-use1/resume.sh
 # launches them from this launch template when jobs need them; suspend.sh terminates them.
 resource "aws_launch_template" "p5_48xlarge_spot_slurm" {

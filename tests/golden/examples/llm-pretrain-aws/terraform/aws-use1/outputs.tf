@@ -9,7 +9,7 @@ output "p5_48xlarge_on_demand_slurm_template" {
 }
 
 output "p5_48xlarge_spot_slurm_template" {
-  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-spot[01-44] from (p5.48xlarge, spot)."
+  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-spot[01-42] from (p5.48xlarge, spot)."
   value       = aws_launch_template.p5_48xlarge_spot_slurm.name
 }
 

@@ -9,7 +9,7 @@ output "proximity_placement_group" {
 }
 
 output "standard_nd96amsr_a100_v4_reserved_1y_reservation" {
-  description = "Capacity reservation of block standard-nd96amsr-a100-v4-reserved-1y (up to 2 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it holds none)."
+  description = "Capacity reservation of block standard-nd96amsr-a100-v4-reserved-1y (up to 1 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it holds none)."
   value       = one(azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y[*].id)
 }
 
@@ -18,22 +18,27 @@ output "standard_nd96amsr_a100_v4_reserved_1y_reservation_group" {
   value       = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
 }
 
-output "standard_nd96isr_h100_v5_reserved_1y_reservation" {
-  description = "Capacity reservation of block standard-nd96isr-h100-v5-reserved-1y (up to 1 x Standard_ND96isr_H100_v5, reserved_1y; null in months it holds none)."
-  value       = one(azurerm_capacity_reservation.standard_nd96isr_h100_v5_reserved_1y[*].id)
+output "standard_nd96isr_h200_v5_reserved_1y_reservation" {
+  description = "Capacity reservation of block standard-nd96isr-h200-v5-reserved-1y (up to 1 x Standard_ND96isr_H200_v5, reserved_1y; null in months it holds none)."
+  value       = one(azurerm_capacity_reservation.standard_nd96isr_h200_v5_reserved_1y[*].id)
 }
 
-output "standard_nd96isr_h100_v5_reserved_1y_reservation_group" {
-  description = "Capacity reservation group of block standard-nd96isr-h100-v5-reserved-1y (VMs name it to start inside the reservation)."
-  value       = azurerm_capacity_reservation_group.standard_nd96isr_h100_v5_reserved_1y.id
+output "standard_nd96isr_h200_v5_reserved_1y_reservation_group" {
+  description = "Capacity reservation group of block standard-nd96isr-h200-v5-reserved-1y (VMs name it to start inside the reservation)."
+  value       = azurerm_capacity_reservation_group.standard_nd96isr_h200_v5_reserved_1y.id
 }
 
 output "standard_nd96amsr_a100_v4_reserved_1y_kubernetes_group" {
-  description = "AKS node pool standard-nd96amsr-a100-v4-reserved-1y-k8s (0 to 2 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it has no nodes)."
+  description = "AKS node pool standard-nd96amsr-a100-v4-reserved-1y-k8s (0 to 1 x Standard_ND96amsr_A100_v4, reserved_1y; null in months it has no nodes)."
   value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_reserved_1y_kubernetes[*].name)
 }
 
-output "standard_nd96isr_h100_v5_reserved_1y_kubernetes_group" {
-  description = "AKS node pool standard-nd96isr-h100-v5-reserved-1y-k8s (1 to 1 x Standard_ND96isr_H100_v5, reserved_1y; null in months it has no nodes)."
-  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96isr_h100_v5_reserved_1y_kubernetes[*].name)
+output "standard_nd96amsr_a100_v4_on_demand_kubernetes_group" {
+  description = "AKS node pool standard-nd96amsr-a100-v4-on-demand-k8s (0 to 1 x Standard_ND96amsr_A100_v4, on_demand; null in months it has no nodes)."
+  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96amsr_a100_v4_on_demand_kubernetes[*].name)
+}
+
+output "standard_nd96isr_h200_v5_reserved_1y_kubernetes_group" {
+  description = "AKS node pool standard-nd96isr-h200-v5-reserved-1y-k8s (0 to 1 x Standard_ND96isr_H200_v5, reserved_1y; null in months it has no nodes)."
+  value       = one(azurerm_kubernetes_cluster_node_pool.standard_nd96isr_h200_v5_reserved_1y_kubernetes[*].name)
 }
