@@ -29,6 +29,7 @@ leaves the rest to the schema's own diagnostics.
        is longer than its period, or that has no whole run inside the horizon
   E220 owned nodes whose `bought` has no `start` to date it, or is after `start` (a warning
        where their useful life ended before `start`: they are left out)
+  E221 fp4 (`precision` or `quantization`) on a workload none of whose GPUs has FP4 tensor cores
 """
 
 from __future__ import annotations
@@ -327,6 +328,47 @@ class _Checker:
         yield from self.window_checks(path, w)
         if isinstance(w.get("pin"), dict):
             yield from self.pin_checks(path, w, w["pin"])
+        yield from self.fp4_checks(path, w)
+
+    def fp4_checks(self, path: Path, w: dict) -> Iterator[Diagnostic]:
+        """E221: FP4 runs only on tensor cores that have it (Blackwell), so an fp4 workload whose
+        GPUs (its pin, policy.allowed_gpus, or what its sites can offer) all lack it has no
+        candidate; this names why before the estimate does."""
+        key = "precision" if w.get("kind") == "training" else "quantization"
+        if w.get(key) != "fp4":
+            return
+        fp4 = sorted(g.name for g in self.catalog.gpus.values() if g.tflops.get("fp4"))
+        pin = _dict(w.get("pin"))
+        gpus = self.reachable_gpus(w)
+        if isinstance(pin.get("gpu"), str):
+            gpus = {pin["gpu"]} & gpus if gpus is not None else {pin["gpu"]}
+        elif self.allowed_gpus is not None:
+            gpus = self.allowed_gpus & gpus if gpus is not None else set(self.allowed_gpus)
+        if gpus is None or any(g in fp4 for g in gpus):
+            return
+        where = ", ".join(sorted(g for g in gpus if g in self.catalog.gpus)) or "none"
+        yield self.diag("E221", path + (key,),
+                        f"{key} fp4 needs FP4 tensor cores, which none of this workload's GPUs has "
+                        f"(it may use: {where})",
+                        f"the catalog's GPUs with an FP4 peak are {', '.join(fp4) or 'none'}: allow one "
+                        f"(policy.allowed_gpus, pin.gpu, a site that offers it), or use fp8")
+
+    def reachable_gpus(self, w: dict) -> set[str] | None:
+        """The GPUs the workload's sites can offer (priced cloud instances of the site's provider in
+        its region, the catalog's on-prem node models), or None where a site is not yet readable."""
+        names = [n for n in _list(w.get("sites")) if isinstance(n, str)] or list(self.sites)
+        gpus: set[str] = set()
+        for name in names:
+            site = _dict(self.sites.get(name))
+            if site.get("type") == "cloud":
+                provider, region = site.get("provider"), site.get("region")
+                gpus |= {inst.gpu for inst in self.catalog.instances.values()
+                         if inst.provider == provider and any(p.region == region for p in inst.prices)}
+            elif site.get("type") == "on_prem":
+                gpus |= {node.gpu for node in self.catalog.onprem_nodes.values()}
+            else:
+                return None
+        return gpus
 
     def placement_of_sites(self, path: Path, w: dict) -> Iterator[Diagnostic]:
         names = [n for n in _list(w.get("sites")) if isinstance(n, str) and n in self.sites]
