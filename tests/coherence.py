@@ -67,6 +67,7 @@ from __future__ import annotations
 import ast
 import csv
 import functools
+import itertools
 import io
 import json
 import math
@@ -2096,6 +2097,14 @@ def _kv_bytes(quantization: str) -> float | None:
     return None
 
 
+def _list_flag(tokens: list[str], flag: str) -> list[str]:
+    """The values a list flag (`--flag a b c`) takes: the tokens after it up to the next option."""
+    if flag not in tokens:
+        return []
+    rest = tokens[tokens.index(flag) + 1:]
+    return [t for t in itertools.takewhile(lambda t: not str(t).startswith("-"), rest)]
+
+
 def _flags(args: Iterable[Any]) -> dict[str, str]:
     """`--key=value` and `--key value` arguments as a dict (a bare `--flag` maps to "")."""
     out: dict[str, str] = {}
@@ -2282,16 +2291,16 @@ def check_launchers(ctx: Context) -> list[str]:
                 if text is not None:
                     body = text.replace("\\\n", " ")
                     line = next((ln for ln in body.splitlines() if "torchrun" in ln and not ln.lstrip().startswith("#")), "")
-                    texts.append((rel, _flags(shlex.split(line))))
+                    texts.append((rel, _flags(shlex.split(line)), shlex.split(line)))
             else:
                 for f, d in ctx.k8s_kind(p.site, "JobSet"):
                     if _match_workload((d.get("metadata") or {}).get("name", ""), _labels(d), {w.name}):
                         for pod in _jobset_pods(d)[:1]:
                             for c in pod.get("containers") or ():
-                                texts.append((f, _flags(list(c.get("args") or ()))))
+                                texts.append((f, _flags(list(c.get("args") or ())), list(c.get("args") or ())))
             if not texts:
                 continue            # check_slurm / check_kubernetes name a missing job
-            for rel, flags in texts:
+            for rel, flags, tokens in texts:
                 where = f"launch: {p.site}: {rel}: {w.name}"
                 nodes, per = _as_int(flags.get("nnodes")), _as_int(flags.get("nproc-per-node"))
                 if nodes is not None and per is not None and nodes * per != p.gpus:
@@ -2302,9 +2311,14 @@ def check_launchers(ctx: Context) -> list[str]:
                     if told[k] != want[k]:
                         out.append(f"{where}: --{k}-parallel-size={flags.get(f'{k}-parallel-size', '1 (absent)')}, "
                                    f"the plan's layout has {want[k]}")
-                if flags.get("recompute-granularity") != recompute:
+                granularity = "full" if recompute == "full" else "selective"
+                if flags.get("recompute-granularity") != granularity:
                     out.append(f"{where}: --recompute-granularity={flags.get('recompute-granularity', '(absent)')}, "
-                               f"the plan sized its memory for {recompute}")
+                               f"the plan sized its memory for {recompute} recompute")
+                modules = _list_flag(tokens, "--recompute-modules")
+                if (recompute == "moe") != ("moe" in modules):
+                    out.append(f"{where}: --recompute-modules {' '.join(modules) or '(absent)'}, the plan sized "
+                               f"its memory for {recompute} recompute")
                 if lay.ep > 1 and flags.get("expert-tensor-parallel-size") != "1":
                     out.append(f"{where}: experts are whole on each of its {lay.ep} expert ranks, but the launcher "
                                f"does not say --expert-tensor-parallel-size=1")

@@ -182,3 +182,39 @@ def test_a_job_goes_to_the_partition_its_nodes_are_in():
     od = [line for line in conf if line.startswith("NodeName=p5-48xlarge-od[01-32] ")]
     assert od and od[0].endswith("Feature=on_demand State=CLOUD")
     assert "SuspendExcNodes=p5-48xlarge-r1y01" in conf
+
+
+@pytest.mark.parametrize("recompute", ["moe", "full"])
+def test_launchers_carry_expert_folding_and_the_recompute_memory_was_sized_for(tmp_path, recompute):
+    """A job whose experts fold over 8 ranks and whose memory needs more than selective recompute:
+    the sbatch and the JobSet say so as Megatron-Core takes it (--expert-tensor-parallel-size=1;
+    selective granularity with the MoE modules, or full granularity one layer at a time), and the
+    coherence oracle, which reads them back against plan.json, finds nothing wrong."""
+    from dataclasses import replace as _replace
+    from compiler.catalog import load_catalog
+    from compiler.output import write as write_out
+    from compiler.plan import to_json
+    from compiler.render import render
+    from coherence import check
+
+    plan = PLANS["gcp"]()
+    lay = {"moe": dict(tp=8, dp=8, ep=8, recompute="moe"), "full": dict(tp=8, dp=8, ep=8, recompute="full")}[recompute]
+    plan = _replace(plan, workloads=tuple(_replace(w, layout=_replace(w.layout, **lay)) if w.name == "mixtral-sft" else w
+                                          for w in plan.workloads))
+    files = {"plan.json": to_json(plan), **render(plan, load_catalog())}
+    job = files["slurm/gcp-usc1/jobs/mixtral-sft.sbatch"]
+    assert "--expert-parallel-size=8 \\\n  --expert-tensor-parallel-size=1 \\" in job
+    if recompute == "moe":
+        assert "--recompute-granularity=selective \\\n  --recompute-modules core_attn moe \\" in job
+    else:
+        assert ("--recompute-granularity=full \\\n  --recompute-method=uniform \\\n  --recompute-num-layers=1 \\"
+                in job)
+    subprocess.run(["bash", "-n"], input=job, text=True, check=True)
+    write_out(files, tmp_path / "out")
+    problems = [p for p in check(tmp_path / "out") if "mixtral-sft" in p]
+    assert problems == []
+    # and the oracle does see a launcher that says otherwise
+    bad = dict(files)
+    bad["slurm/gcp-usc1/jobs/mixtral-sft.sbatch"] = job.replace("--expert-tensor-parallel-size=1 \\\n", "")
+    write_out(bad, tmp_path / "bad")
+    assert any("expert-tensor-parallel-size" in p for p in check(tmp_path / "bad"))
