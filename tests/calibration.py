@@ -166,6 +166,9 @@ LS = ("NVIDIA NeMo long-sequence performance (NVIDIA/NeMo docs/source/performanc
       "@ 8cfedd7), LLAMA2-7B FP8 on DGX-H100, NeMo 24.03.01. Shown, not held to the tolerance: these are early-2024 "
       "attention kernels, about 0.26 of the bf16 peak where the 2026 Megatron-Core runs the catalog is fitted to "
       "reach 0.45; the TFLOPS count the full attention products (NeMo's formula until August 2025)")
+NEMO_B200 = ("NVIDIA NeMo 25.02 performance summary, DGX-B200 (docs.nvidia.com/nemo-framework/user-guide/25.02/"
+             "performance/performance_summary.html; the page lists the 8x22B row's GBS and MBS swapped, the "
+             "launch recipes give GBS 64, MBS 1); MoE rows force-balance the routing")
 LS8 = ("NVIDIA NeMo long-sequence performance (NVIDIA/NeMo docs/source/performance/performance_long_sequence.md "
        "@ 14d427f, where GPUs = TP x DP x CP), LLAMA3-8B FP8 on DGX-B200, NeMo 25.04.rc2")
 
@@ -199,9 +202,9 @@ MOE_TRAINING: tuple[TrainingFigure, ...] = (
                    "EP32, GBS 2048, seq 4096, step 19.7 s (2048 x 4096 / 19.7 / 256 = 1,663 tokens/s/GPU)",
                    "qwen3-235b-a22b", "dgx-h100", "infiniband-ndr", 256, "bf16", 4096, 2048, "tokens_per_gpu_s",
                    2048 * 4096 / 19.7 / 256),
-    TrainingFigure("mbridge-deepseek-v3-b200-256", GAP, MB.format("26.04.01", "DGX-B200") + ": DeepSeekV3, 256 "
-                   "GPUs, MXFP8, GBS 4096, seq 4096, PP8 VP2 EP32: 3328 tokens/s/GPU. Outside the tolerance: the same "
-                   "benchmark rose from 2,265 (25.09) and 2,689 (26.02) to 3,328 tokens/s/GPU in seven months", "deepseek-v3", "hgx-b200",
+    TrainingFigure("mbridge-deepseek-v3-b200-256", HOLDOUT, MB.format("26.04.01", "DGX-B200") + ": DeepSeekV3, 256 "
+                   "GPUs, MXFP8, GBS 4096, seq 4096, PP8 VP2 EP32: 3328 tokens/s/GPU (the same benchmark: 2,265 in 25.09, "
+                   "2,689 in 26.02)", "deepseek-v3", "hgx-b200",
                    "infiniband-ndr", 256, "fp8", 4096, 4096, "tokens_per_gpu_s", 3328, balanced=True),
     TrainingFigure("mbridge-qwen3-235b-b200-256", HOLDOUT, MB.format("26.04.01", "DGX-B200") + ": Qwen3_235B_a22B, "
                    "256 GPUs, MXFP8, GBS 8192, seq 4096, PP8 EP8: 3776 tokens/s/GPU", "qwen3-235b-a22b", "hgx-b200",
@@ -233,6 +236,13 @@ MOE_TRAINING: tuple[TrainingFigure, ...] = (
                    "LLAMA3.1_405B, 256 GPUs, NVFP4, GBS 1536, seq 8192, TP4 PP16 VP8: 1184 tokens/s/GPU", "llama-3-405b",
                    "hgx-b200", "infiniband-ndr", 256, "fp4", 8192, 1536, "tokens_per_gpu_s", 1184,
                    node_gbps=64 * 800.0, gpu="GB200", gpus_per_node=64),
+    TrainingFigure("nemo-mixtral-8x7b-b200-64", FIT, f"{NEMO_B200}: MIXTRAL-8x7B, 64 GPUs, FP8, GBS 256, MBS 2, seq "
+                   "4096, EP8: 15,457 tokens/s/GPU", "mixtral-8x7b", "hgx-b200", "infiniband-ndr", 64, "fp8", 4096,
+                   256, "tokens_per_gpu_s", 15457, balanced=True),
+    TrainingFigure("nemo-mixtral-8x22b-b200-64k", GAP, f"{NEMO_B200}: MIXTRAL-8x22B, 256 GPUs, FP8, GBS 64, seq "
+                   "65536, TP2 PP4 CP8 VP14 EP8: 2,232 tokens/s/GPU. Outside the tolerance: the first B200 release at "
+                   "64K, where the B200 attention rate is fitted to NeMo 25.04's long runs", "mixtral-8x22b", "hgx-b200", "infiniband-ndr",
+                   256, "fp8", 65536, 64, "tokens_per_gpu_s", 2232, balanced=True),
     TrainingFigure("nemo-llama3-8b-b200-32k", HOLDOUT, f"{LS8}: 32K on 8 GPUs, batch 128, TP1 DP4 CP2: 1,624 "
                    "TFLOPS/GPU", "llama-3-8b", "hgx-b200", "infiniband-ndr", 8, "fp8", 32768, 128, "tflops_per_gpu", 1624),
     TrainingFigure("nemo-llama3-8b-b200-128k", HOLDOUT, f"{LS8}: 128K on 32 GPUs, batch 32, TP2 DP4 CP4: "
@@ -418,8 +428,10 @@ GROUPS: tuple[tuple[dict[str, tuple[float, ...]], dict[str, str], tuple[str, ...
       "trt-llama33-70b-b200-tp1-fp4-5000-500")),
     # Mixture of experts: the routed experts' efficiency and the all-to-all's overlap on two runs of
     # two models, fp8 and bf16 (moe_imbalance is a published measurement, not fitted).
-    ({"moe_layer_efficiency": _grid(0.30, 1.00, 0.05), "ep_overlap": _grid(0.3, 0.9, 0.1)}, {},
-     ("mbridge-deepseek-v3-h100-1024", "mz-qwen3-235b-h100-bf16", "mbridge-qwen3-235b-h100-256")),
+    ({"moe_layer_efficiency": _grid(0.60, 1.00, 0.05), "moe_copy_bytes_per_hidden.fp8": _grid(150, 550, 50)}, {},
+     ("mbridge-deepseek-v3-h100-1024", "mbridge-qwen3-235b-h100-256", "nemo-mixtral-8x7b-b200-64")),
+    ({"moe_copy_bytes_per_hidden.bf16": _grid(0, 250, 50), "ep_overlap": _grid(0.5, 0.9, 0.1)}, {},
+     ("mz-qwen3-235b-h100-bf16", "mz-qwen3-235b-16k")),
 )
 
 FIGURES = {f.key: f for f in (*TRAINING, *MOE_TRAINING, *INFERENCE, *MOE_INFERENCE)}

@@ -43,12 +43,14 @@ def _plain_step(model, layout, gpu, fabric, seq_len, precision, optimizer, catal
     tokens = m * mb * layout.dp * seq_len
     fpt = flops_per_token(model, seq_len)
     compute = tokens * compute_s_per_token(model, gpu, seq_len, precision, catalog) / gpus
-    routed_s, routed_bf16_s = expert_s_per_token(model, gpu, precision, catalog)
+    routed_s = expert_s_per_token(model, gpu, precision, catalog)
     s_local = seq_len / layout.cp
     moe_per_token = 0.0
     if routed_s:
         routed = mb * s_local / layout.tp if layout.ep > 1 else mb * s_local
-        moe_per_token = routed_bf16_s * moe.training_slowdown(model, layout.ep, routed, catalog) - routed_s
+        copies = moe.copies_s_per_token(model, gpu.memory_bandwidth_gb_s, precision, catalog)
+        moe_per_token = (routed_s * (moe.training_slowdown(model, layout.ep, routed, catalog) - 1)
+                         + copies * (factor(catalog, "moe_imbalance") if layout.ep > 1 else 1.0))
     moe_s = tokens * moe_per_token / gpus
     nvl = comms.scaleup_bw(gpu, catalog)
     net = comms.scaleout_bw(fabric.node_gbps, gpn, fabric.name, catalog) if fabric.node_gbps > 0 else nvl

@@ -139,3 +139,20 @@ def test_fp4_weights_and_peak():
     assert pt is None and why == "no fp4 tensor cores on H100"
     pt, why = inference.best_batch(CAT.models["llama-3-70b"], CAT.gpus["B200"], 1, "fp4", 1000, 1000, 1e9, 1e9, CAT)
     assert pt is not None and pt.tokens_per_s > 0
+
+
+def test_a_large_moe_job_takes_expert_parallelism_as_published_systems_do():
+    # DeepSeek-V3 on 1,024 H100 at the published batch (8,192 x 4,096, fp8, NVIDIA's Megatron-Bridge
+    # 25.09 run: TP2 PP8 EP64) and Qwen3-235B on 256 H100 (26.04.01: TP2 PP8 EP32; the ModelZoo
+    # runs EP8 within a node with FSDP as fast): the layout search takes expert parallelism, its
+    # degree folded over tensor x data ranks, and the experts' time is named apart.
+    import calibration as C
+    from compiler.estimate.training import best_step
+    for key in ("mbridge-deepseek-v3-h100-1024", "mbridge-qwen3-235b-h100-256"):
+        f = C.FIGURES[key]
+        cat = C.with_factors(CAT, global_batch_tokens=f.batch_seqs * f.seq_len, moe_imbalance=1.0)
+        hw = C._hardware(f, cat)
+        step, _ = best_step(CAT.models[f.model], f.gpus, hw.gpu, Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node),
+                            f.seq_len, f.precision, "adamw", cat)
+        assert step.layout.ep >= 8 and (step.layout.tp * step.layout.cp * step.layout.dp) % step.layout.ep == 0
+        assert step.moe_gemm_s > 0 and step.exposed_ep_s > 0

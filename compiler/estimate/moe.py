@@ -16,10 +16,13 @@ whole expert-parallel group:
 so expert parallelism multiplies the rows each expert GEMM gets, and tensor parallelism without it
 leaves each of the E experts a sliver of every micro-batch.
 
-The rest of an MoE layer. Routing, the permutation of token copies into expert order and back,
-and the grouped GEMMs' launch and synchronisation are not FLOPs the dense rate counts: the routed
-experts reach `moe_layer_efficiency` of the dense rate even where m is large. It is fitted on
-published MoE runs (docs/performance-model.md), the one factor of the MoE terms that is.
+The rest of an MoE layer. Grouped GEMMs with many rows reach `moe_layer_efficiency` of a dense
+GEMM's rate; routing, the permutation of token copies into expert order and back, dispatch
+buffers and (in fp8) each copy's cast with its scales cost each routed copy of a token
+`moe_copy_bytes_per_hidden.<precision>` bytes per hidden unit through HBM (copies_s_per_token).
+Both are fitted on published MoE runs (docs/performance-model.md). The copies' cost is what keeps
+fine-grained experts (DeepSeek-V3's 256 top-8, Qwen3's 128 top-8) from gaining what fp8's math
+saves, where Mixtral's 8 large experts top-2 do.
 
 Load imbalance. Routing is never even: the busiest rank of an expert-parallel group receives
 `moe_imbalance` times the mean, and the group waits for it (experts' compute and the all-to-all).
@@ -29,7 +32,7 @@ With ep = 1 every rank holds every expert and there is no busiest rank.
 from __future__ import annotations
 
 from compiler.catalog.model import Catalog, Model
-from compiler.estimate.factors import factor
+from compiler.estimate.factors import factor, per
 from compiler.estimate.models import is_moe
 
 
@@ -53,12 +56,25 @@ def imbalance(ep: int, catalog: Catalog) -> float:
 
 
 def training_slowdown(model: Model, ep: int, tokens_per_rank: float, catalog: Catalog) -> float:
-    """Routed experts' time over what their FLOPs take at the dense rate:
-    imbalance / (moe_layer_efficiency x g(m)) (>= 1)."""
+    """Routed experts' GEMM time over what their FLOPs take at the dense rate:
+    imbalance / (moe_layer_efficiency x g(m))."""
     if not is_moe(model):
         return 1.0
     g = gemm_efficiency(rows_per_expert(model, ep, tokens_per_rank), catalog)
-    return max(1.0, imbalance(ep, catalog) / (factor(catalog, "moe_layer_efficiency") * g))
+    return imbalance(ep, catalog) / (factor(catalog, "moe_layer_efficiency") * g)
+
+
+def copies_s_per_token(model: Model, hbm_gb_s: float, precision: str, catalog: Catalog) -> float:
+    """GPU-seconds per token an MoE model's routed copies cost beyond their GEMMs: k copies in each
+    layer, each moving `moe_copy_bytes_per_hidden` bytes per hidden unit through HBM over forward
+    and backward (routing, permutation into expert order and back, dispatch buffers, the grouped
+    GEMMs' launches). Proportional to k and the hidden size, not to the experts' FLOPs: fine-grained
+    experts (DeepSeek-V3's 256 top-8) pay it 8 times per layer for GEMMs a seventh of Mixtral's."""
+    if not is_moe(model):
+        return 0.0
+    k = model.experts_per_token or 1
+    per_hidden = per(catalog, "moe_copy_bytes_per_hidden", precision)
+    return k * model.layers * model.hidden * per_hidden / (hbm_gb_s * 1e9)
 
 
 def activation_bytes_per_token(model: Model, catalog: Catalog) -> float:

@@ -63,18 +63,8 @@ def compute_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, ca
     if peak_flops(gpu, precision) is None:
         return None
     linear = 6 * model.active_b * 1e9
-    return linear / model_linear_rate(model, gpu, precision, catalog) + attention_s_per_token(model, gpu, seq_len,
-                                                                                            precision, catalog)
-
-
-def model_linear_rate(model: Model, gpu: Gpu, precision: str, catalog: Catalog) -> float | None:
-    """The rate a model's linear layers reach: linear_flop_rate, except that an MoE model trained in
-    fp8 or fp4 runs at the bf16 rate. Published MoE runs gain little from low precision: Qwen3-235B
-    on 256 H100 runs 1,663 tokens/s/GPU in bf16 and 1,575-1,712 in fp8 across three containers;
-    the casts and scales of many small GEMMs eat what the faster math saves."""
-    if is_moe(model) and precision in LOW_PRECISION and peak_flops(gpu, precision) is not None:
-        return linear_flop_rate(gpu, "bf16", catalog) or linear_flop_rate(gpu, precision, catalog)
-    return linear_flop_rate(gpu, precision, catalog)
+    return linear / linear_flop_rate(gpu, precision, catalog) + attention_s_per_token(model, gpu, seq_len,
+                                                                                      precision, catalog)
 
 
 def attention_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float:
@@ -94,14 +84,11 @@ def linear_flop_rate(gpu: Gpu, precision: str, catalog: Catalog) -> float | None
     return peak_flops(gpu, precision) * per(catalog, "base_mfu", gpu.name, precision)
 
 
-def expert_s_per_token(model: Model, gpu: Gpu, precision: str, catalog: Catalog) -> tuple[float, float]:
-    """GPU-seconds per token of the routed experts' GEMMs (6 x the k experts' parameters): at the
-    model's linear rate (the part of compute_s_per_token they are) and at the bf16 rate, the one
-    moe.py's slowdown applies to. (0, 0) for a dense model."""
-    rate = model_linear_rate(model, gpu, precision, catalog)
-    bf16 = linear_flop_rate(gpu, "bf16", catalog) or rate
-    routed = 6 * active_expert_params(model)
-    return (routed / rate, routed / bf16) if rate and routed else (0.0, 0.0)
+def expert_s_per_token(model: Model, gpu: Gpu, precision: str, catalog: Catalog) -> float:
+    """GPU-seconds per token of the routed experts' GEMMs at the dense rate (the part of
+    compute_s_per_token they are): 6 x the k experts' parameters. 0 for a dense model."""
+    rate = linear_flop_rate(gpu, precision, catalog)
+    return 6 * active_expert_params(model) / rate if rate else 0.0
 
 
 def compute_mfu(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
@@ -184,7 +171,8 @@ class LayoutSearch:
         self.seqs = max(1, round(factor(catalog, "global_batch_tokens") / seq_len))
         self.fpt = flops_per_token(model, seq_len)
         self.s_per_token = compute_s_per_token(model, gpu, seq_len, precision, catalog)
-        self.expert_s_per_token, self.expert_bf16_s_per_token = expert_s_per_token(model, gpu, precision, catalog)
+        self.expert_s_per_token = expert_s_per_token(model, gpu, precision, catalog)
+        self.copies_s_per_token = moe.copies_s_per_token(model, gpu.memory_bandwidth_gb_s, precision, catalog)
         self.nvl = comms.scaleup_bw(gpu, catalog)
         self.net = (comms.scaleout_bw(fabric.node_gbps, self.gpn, fabric.name, catalog)
                     if fabric.node_gbps > 0 else self.nvl)
@@ -380,12 +368,13 @@ class _Shape:
             ep_bw = nvl if ep <= gpn else net
             tok_bytes = mb * s_local / tp * model.hidden * ACT_BYTES * (model.experts_per_token or 1)
             self.ep_all_to_all = comms.all_to_all_s(tok_bytes, ep, ep_bw) * moe.imbalance(ep, catalog)
-        # Expert GEMMs get m = ep * tokens * k / E rows per micro-batch (moe.py) and run at the bf16
-        # rate x slowdown; compute already counts their FLOPs at the precision's rate.
+        # Expert GEMMs get m = ep * tokens * k / E rows per micro-batch (moe.py) and take slowdown
+        # times their FLOPs' time, which compute counts once; each routed copy costs its bytes too.
         # Under expert parallelism each rank routes its sequence-parallel share of the micro-batch.
         routed = mb * s_local / tp if ep > 1 else mb * s_local
-        self.moe_s_per_token = (search.expert_bf16_s_per_token * moe.training_slowdown(model, ep, routed, catalog)
-                                - search.expert_s_per_token if search.expert_s_per_token else 0.0)
+        self.moe_s_per_token = (search.expert_s_per_token * (moe.training_slowdown(model, ep, routed, catalog) - 1)
+                                + search.copies_s_per_token * moe.imbalance(ep, catalog)
+                                if search.expert_s_per_token else 0.0)
         self.virtual_stages = (min(int(factor(catalog, "pipeline_virtual_stages")), max(1, int(layers)))
                                if pp > 1 else 1)
         grad_b = search.per_param[1]
