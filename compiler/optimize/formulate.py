@@ -57,8 +57,10 @@ Constraints
   (5)  fabric[q]:          sum_phi f_{q,phi} <= 1;   fabric_use[c]: x_c <= f_{q,phi(c)} for
                            multi-node training (one-node jobs and inference replicas stay inside
                            a node: fabric-free, any wiring will do);
-                           fabric_nodes[q/phi]: z_{q,phi} >= b_q - B_q (1 - f_{q,phi}); b_q pays
-                           the cheapest fabric offered, z_{q,phi} the difference to phi
+                           fabric_nodes[q/phi]: z_{q,phi} >= b_q - B_q (1 - f_{q,phi}) and
+                           fabric_nodes_max: z_{q,phi} <= b_q, z_{q,phi} <= B_q f_{q,phi},
+                           f_{q,phi} <= sum of its users' x_c; b_q pays the cheapest fabric
+                           offered, z_{q,phi} the difference to phi
   (6)  capacity[q@m]:      sum_c g_c x_c [h_{c,m}>0] + sum_c g_c y_{c,m} <= G_q (b_q + O_q)
                            (a job that runs any hours in m holds its GPUs in m; replicas pack
                            by GPU count, exact because tensor-parallel degrees divide G_q)
@@ -806,6 +808,17 @@ def _pool_fabrics(st: "_State", s: str, i: str, bn: str, cap_nodes: int) -> None
         B.con(f"fabric_nodes[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0, fn: -float(cap_nodes)},
               ">=", -float(cap_nodes), site.path, f"bought {i} nodes at {s} are wired with {f}",
               family="fabric_nodes", fabric=f, **pool)
+        # Never more nodes wired with f than are bought, none unless f is the pool's fabric, and f
+        # only where a job needs it: without these a plan could pay for fabric no job uses, to lift
+        # the on-prem spend a cloud-share limit measures. Exact: a plan never needs such wiring.
+        B.con(f"fabric_nodes_max[{s}/{i}/{f}]", "fabric", {zn: 1.0, bn: -1.0}, "<=", 0.0, site.path,
+              f"no more {i} nodes at {s} wired with {f} than bought", family="fabric_nodes_max", fabric=f, **pool)
+        B.con(f"fabric_nodes_chosen[{s}/{i}/{f}]", "fabric", {zn: 1.0, fn: -float(cap_nodes)}, "<=", 0.0,
+              site.path, f"{i} nodes at {s} are wired with {f} only where it is the pool's fabric",
+              family="fabric_nodes_chosen", fabric=f, **pool)
+        B.con(f"fabric_needed[{s}/{i}/{f}]", "fabric",
+              {fn: 1.0, **{f"x[{cid}]": -1.0 for cid in st.fabric_users[(s, i, f)]}}, "<=", 0.0, site.path,
+              f"the {i} pool at {s} takes {f} only for a job that needs it", family="fabric_needed", fabric=f, **pool)
         for cid in st.fabric_users[(s, i, f)]:
             B.con(f"fabric_use[{cid}]", "fabric", {f"x[{cid}]": 1.0, fn: -1.0}, "<=", 0.0,
                   site.path, f"{cid} needs the pool's fabric to be {f}", family="fabric_use",
@@ -911,6 +924,11 @@ def _storage(st: "_State") -> None:
     """Storage tiers per site and month (11)."""
     B, spec, cat, by_id = st.B, st.spec, st.cat, st.by_id
     storage_need, = st.storage_need,
+    # Under a cloud-share limit, storage bought beyond what the jobs need would lift the on-prem
+    # spend the limit measures: bound each tier's TB and capex by what the jobs there need (exact:
+    # a plan never needs more, so the optimum is kept; nothing else changes without the limit).
+    exact = spec.policy.caps_cloud_share
+    peaks: dict[tuple[str, str], list[tuple[str, float]]] = {}
     for (s, m), need in sorted(storage_need.items()):
         site = spec.site(s)
         tiers = unit_costs.storage_tiers(cat, site)
@@ -930,11 +948,17 @@ def _storage(st: "_State") -> None:
                   family="storage_max", **tier_month)
             B.con(f"storage_min[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -t.min_tb}, ">=", 0.0,
                   site.path, f"{t.name} is sold in at least {t.min_tb:g} TB", family="storage_min", **tier_month)
+            if exact and spec.site(s).type == "on_prem":
+                # S <= need - have + min_tb (open): the most a plan that holds the need buys
+                B.con(f"storage_need_max[{s}/{t.name}@{m:03d}]", "storage",
+                      {sn: 1.0, on: -t.min_tb, **{k: -v for k, v in need.items()}}, "<=", -have, site.path,
+                      f"{t.name} at {s} holds no more than its jobs need", family="storage_need_max", **tier_month)
             if t.capex_usd_per_tb:
                 kn = B.var(speak_name(s, t.name), "continuous", None, family="storage_peak", site=s, tier=t.name,
                            usd={"storage": t.capex_usd_per_tb})
                 B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path,
                       family="storage_peak", **tier_month)
+                peaks.setdefault((s, t.name), []).append((sn, big))
         held = f" with the {have:g} TB it already has" if have else ""
         B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", -have, site.path,
               f"storage at {s} in month {m}{held} holds the datasets and checkpoints of the jobs there",
@@ -950,6 +974,32 @@ def _storage(st: "_State") -> None:
             B.con(f"storage_used[{s}/{wn}@{m:03d}]", "cut", {**opens, **per_w[wn]}, ">=", 0.0, site.path,
                   "valid inequality: a job with data here opens a storage tier", family="storage_used",
                   site=s, workload=wn, month=m)
+    if exact:
+        _storage_peak_exact(st, peaks)
+
+
+def _storage_peak_exact(st: "_State", peaks: dict[tuple[str, str], list[tuple[str, float]]]) -> None:
+    """K = max_m S_m for each capex tier of an on-prem site: K >= S_m (storage_peak) and, with a
+    binary w_m marking the peak month, K <= S_m + U (1 - w_m), sum_m w_m <= 1, K <= U sum_m w_m."""
+    B, spec = st.B, st.spec
+    for (s, t), months in sorted(peaks.items()):
+        if spec.site(s).type != "on_prem":
+            continue
+        site, kn = spec.site(s), speak_name(s, t)
+        top = max(big for _, big in months)
+        marks = {}
+        for sn, _big in months:
+            m = B.vars[sn].month
+            wn = B.var(f"storage_peak_month[{s}/{t}@{m:03d}]", "binary", family="storage_peak_month", site=s, tier=t,
+                       month=m)
+            marks[wn] = 1.0
+            B.con(f"storage_peak_max[{s}/{t}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0, wn: top}, "<=", top,
+                  site.path, f"{t} at {s} is bought for its peak month", family="storage_peak_max", site=s, tier=t,
+                  month=m)
+        B.con(f"storage_peak_one[{s}/{t}]", "storage", dict(marks), "<=", 1.0, site.path,
+              f"one peak month for {t} at {s}", family="storage_peak_one", site=s, tier=t)
+        B.con(f"storage_peak_any[{s}/{t}]", "storage", {kn: 1.0, **{w: -top for w in marks}}, "<=", 0.0, site.path,
+              f"no {t} capex at {s} without a month that needs it", family="storage_peak_any", site=s, tier=t)
 
 
 def _cloud_share(st: "_State") -> None:

@@ -238,8 +238,10 @@ def _shared_costs(problem: F.Problem, value: Callable[[str], float], use: Use, w
             _spread(workload_cost, usd, _weights(use, s, i, ("on_demand",), (month,)),
                     _weights(use, s, i, SHARED_PRICINGS, (month,)), _weights(use, s, i, SHARED_PRICINGS, all_months))
         elif v.instance is not None:       # an on-prem pool's bought nodes and their fabric
+            # nodes nobody runs on (bought to keep a cloud-share limit) are every workload's alike
             _spread(workload_cost, usd, _weights(use, s, i, ("purchase",), all_months),
-                    _weights(use, s, i, SHARED_PRICINGS, all_months))
+                    _weights(use, s, i, SHARED_PRICINGS, all_months),
+                    {w.name: 1.0 for w in problem.spec.workloads})
         if month is not None:
             monthly[month] += usd
         else:
@@ -367,22 +369,27 @@ def _allot(problem, value, train, infer) -> _Held:
     by_start: dict[tuple[str, str, str], dict[int, int]] = defaultdict(dict)
     reserved: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0] * H)
     for r in problem.reservations:
-        q = int(value(r.var))
+        q = round(value(r.var))
         if q:
             key = (r.site, r.instance, r.term)
             by_start[key][r.start] = by_start[key].get(r.start, 0) + q
             for m in r.months:
                 reserved[key][m] += q
+    # Every pool with a placement, and every on-prem pool with nodes bought even where no placement
+    # runs on them (a cloud-share limit can make buying them the cheapest plan): the plan shows what
+    # it pays for.
+    bought_idle = {(v.site, v.instance) for v in problem.variables
+                   if v.family == "buy" and round(value(v.name)) > 0}
     held = _Held(cands, {cid: {} for cid in cands}, defaultdict(lambda: [0] * H),
                  defaultdict(lambda: [0.0] * H), defaultdict(lambda: [0.0] * H), dict(reserved), dict(by_start),
-                 {}, sorted(demands))
+                 {}, sorted(set(demands) | bought_idle))
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
             supply = lambda m: Supply("cloud", reserved_3y=reserved.get((s, i, "reserved_3y"), [0] * H)[m],  # noqa: E731
                                       reserved_1y=reserved.get((s, i, "reserved_1y"), [0] * H)[m])
         else:
-            bought = int(value(F.buy_name(s, i)))
+            bought = round(value(F.buy_name(s, i)))
             held.bought[(s, i)] = bought
             # owned nodes serve until their useful life ends (spec.OwnedNodes.retires)
             supply = lambda m: Supply("on_prem", owned=F.owned_nodes(site, i, m), bought=bought)  # noqa: E731
