@@ -948,7 +948,7 @@ def _storage(st: "_State") -> None:
                   family="storage_max", **tier_month)
             B.con(f"storage_min[{s}/{t.name}@{m:03d}]", "storage", {sn: 1.0, on: -t.min_tb}, ">=", 0.0,
                   site.path, f"{t.name} is sold in at least {t.min_tb:g} TB", family="storage_min", **tier_month)
-            if exact and spec.site(s).type == "on_prem":
+            if exact and site.type == "on_prem":
                 # S <= need - have + min_tb (open): the most a plan that holds the need buys
                 B.con(f"storage_need_max[{s}/{t.name}@{m:03d}]", "storage",
                       {sn: 1.0, on: -t.min_tb, **{k: -v for k, v in need.items()}}, "<=", -have, site.path,
@@ -958,7 +958,8 @@ def _storage(st: "_State") -> None:
                            usd={"storage": t.capex_usd_per_tb})
                 B.con(f"storage_peak[{s}/{t.name}@{m:03d}]", "storage", {kn: 1.0, sn: -1.0}, ">=", 0.0, site.path,
                       family="storage_peak", **tier_month)
-                peaks.setdefault((s, t.name), []).append((sn, big))
+                if exact and site.type == "on_prem":
+                    peaks.setdefault((s, t.name), []).append((sn, big))
         held = f" with the {have:g} TB it already has" if have else ""
         B.con(f"storage[{s}@{m:03d}]", "storage", terms, ">=", -have, site.path,
               f"storage at {s} in month {m}{held} holds the datasets and checkpoints of the jobs there",
@@ -979,12 +980,11 @@ def _storage(st: "_State") -> None:
 
 
 def _storage_peak_exact(st: "_State", peaks: dict[tuple[str, str], list[tuple[str, float]]]) -> None:
-    """K = max_m S_m for each capex tier of an on-prem site: K >= S_m (storage_peak) and, with a
-    binary w_m marking the peak month, K <= S_m + U (1 - w_m), sum_m w_m <= 1, K <= U sum_m w_m."""
+    """K = max_m S_m for each capex tier of an on-prem site (`peaks`: its months' S and big-M): K >=
+    S_m (storage_peak) and, with a binary w_m marking the peak month, K <= S_m + U (1 - w_m),
+    sum_m w_m <= 1, K <= U sum_m w_m."""
     B, spec = st.B, st.spec
     for (s, t), months in sorted(peaks.items()):
-        if spec.site(s).type != "on_prem":
-            continue
         site, kn = spec.site(s), speak_name(s, t)
         top = max(big for _, big in months)
         marks = {}
