@@ -30,39 +30,39 @@ def test_step_breakdown_worked_by_hand():
     # 3,200 Gb/s InfiniBand), TP 2 x PP 2 x DP 4, ZeRO-1, bf16:
     #   global batch 16M tokens / 4096 = 3,906 sequences; m = ceil(3906 / 4) = 977 micro-batches
     #   tokens per step = 977 x 4 x 4096 = 16,007,168
-    #   linear layers: 6 x 6.74e9 FLOPs per token at 989.4e12 x base_mfu 0.47
-    #       = 16,007,168 x 40.44e9 / (16 x 465.02e12) = 87.003 s
+    #   linear layers: 6 x 6.74e9 FLOPs per token at 989.4e12 x base_mfu 0.45
+    #       = 16,007,168 x 40.44e9 / (16 x 445.23e12) = 90.870 s
     #   attention: 12 x 32 x 4096 x 4096 FLOPs per token, half of them computed under the causal
-    #       mask, at 989.4e12 x attention_mfu 0.44 = 16,007,168 x 3.221e9 / (16 x 435.34e12) = 7.403 s
-    #   compute = 94.406 s
+    #       mask, at 989.4e12 x attention_mfu 0.42 = 16,007,168 x 3.221e9 / (16 x 415.548e12) = 7.755 s
+    #   compute = 98.625 s
     #   NVLink 900/2 GB/s x 0.75 = 337.5 GB/s; IB 3200/8/8 GB/s x 0.9 = 45 GB/s per GPU
     #   TP: 977 micro-batches x 16 layers x 4 all-reduces of 4096 x 4096 x 2 B over 2 ranks
-    #       = 62,528 x 33,554,432 / 337.5e9 = 6.2166 s, 70% hidden (tp_overlap) -> 1.86497 s exposed
+    #       = 62,528 x 33,554,432 / 337.5e9 = 6.2166 s, 90% hidden (tp_overlap) -> 0.62166 s exposed
     #   PP (across nodes, never hidden): 977 x 2 x 4096 x 4096 x 2 / 2 B / 45e9 = 0.7285 s
-    #   critical path = 94.406 + 1.86497 + 0.7285 = 97.000 s
+    #   critical path = 98.625 + 0.62166 + 0.7285 = 99.976 s
     #   bubble: (p-1)/(v m + p-1) = 1/(4 x 977 + 1) = 1/3909 of the pipeline, so
-    #       pipeline - critical = critical / 3908 = 0.024821 s
+    #       pipeline - critical = critical / 3908 = 0.025582 s
     #   DP: 6.74e9/4 params x 2 B over 4 ranks: 2 x 3/4 x 3.37e9 / 45e9 = 0.11233 s; 70% hides
     #       behind the backward pass (2/3 x compute is far more) -> 0.0337 s exposed
-    #   step = 97.000 + 0.024821 + 0.0337 = 97.058 s
+    #   step = 99.976 + 0.025582 + 0.0337 = 100.035 s
     s = step_time(CAT.models["llama-2-7b"], Layout(tp=2, pp=2, dp=4, zero=1), CAT.gpus["H100"],
                   Fabric("infiniband-ndr", 3200.0, 8), 4096, "bf16", "adamw", CAT)
     b = s.breakdown()
     assert s.tokens == 977 * 4 * 4096
-    compute = 977 * 4 * 4096 * (6 * 6.74e9 / (989.4e12 * 0.47)
-                                + 12 * 32 * 4096 * 4096 * 0.5 / (989.4e12 * 0.44)) / 16
-    tp = 977 * 16 * 4 * 4096 * 4096 * 2 / 337.5e9 * 0.3
+    compute = 977 * 4 * 4096 * (6 * 6.74e9 / (989.4e12 * 0.45)
+                                + 12 * 32 * 4096 * 4096 * 0.5 / (989.4e12 * 0.42)) / 16
+    tp = 977 * 16 * 4 * 4096 * 4096 * 2 / 337.5e9 * 0.1
     pp = 977 * 2 * 4096 * 4096 * 2 / 2 / 45e9
     critical = compute + tp + pp
     dp = 2 * 3 / 4 * 6.74e9 / 4 * 2 / 45e9 * 0.3
     assert b == pytest.approx({"compute": compute, "recompute": 0.0, "moe_gemm": 0.0, "exposed_tp": tp,
                                "exposed_cp": 0.0, "exposed_ep": 0.0, "exposed_pp": pp,
                                "pipeline_bubble": critical / 3908, "exposed_dp": dp}, rel=1e-9)
-    assert b["compute"] == pytest.approx(94.406, abs=1e-3)
-    assert b["exposed_tp"] == pytest.approx(1.86497, abs=1e-5)
-    assert b["pipeline_bubble"] == pytest.approx(0.024821, abs=1e-6)
+    assert b["compute"] == pytest.approx(98.625, abs=1e-3)
+    assert b["exposed_tp"] == pytest.approx(0.62166, abs=1e-5)
+    assert b["pipeline_bubble"] == pytest.approx(0.025582, abs=1e-6)
     assert b["exposed_dp"] == pytest.approx(0.0337, abs=1e-6)
-    assert s.seconds == pytest.approx(97.058, abs=1e-3)
+    assert s.seconds == pytest.approx(100.035, abs=1e-3)
     assert sum(b.values()) == s.seconds
 
 
