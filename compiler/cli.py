@@ -18,6 +18,7 @@ import typer
 
 from compiler.diagnostics import (EXIT_AUDIT, EXIT_COST_RISE, EXIT_DRIFT, EXIT_INFEASIBLE,  # noqa: F401
                                   EXIT_INTERNAL, EXIT_INVALID, EXIT_NO_PLAN, EXIT_OK)  # re-exported for callers and tests
+from compiler.catalog.freshness import DEFAULT_MAX_AGE_DAYS
 from compiler.optimize.settings import DEFAULT as SETTINGS
 
 app = typer.Typer(
@@ -195,6 +196,9 @@ def compile_cmd(
     fmt: Format = FormatOpt,
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No summary."),
     allow_unpriced_regions: bool = AllowUnpricedOpt,
+    max_price_age: int = typer.Option(
+        DEFAULT_MAX_AGE_DAYS, "--max-price-age", min=0, metavar="DAYS",
+        help="Warn (C010) where a site's prices in the catalog are older than DAYS."),
     debug: bool = DebugOpt,
 ) -> None:
     """Validate, estimate, optimize and render SPEC into DIR."""
@@ -216,7 +220,7 @@ def compile_cmd(
                 time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes,
                 allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings,
                 baseline=str(baseline) if baseline else None,
-                start_from=str(start_from) if start_from else None))
+                start_from=str(start_from) if start_from else None, max_price_age_days=max_price_age))
         finally:
             if status is not None:
                 status.stop()

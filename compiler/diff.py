@@ -154,6 +154,8 @@ class PlanInfo:
     sunk_usd: float = 0.0         # commitments it inherits (held), paid whatever it does: not in its total
     inputs: bool = True           # every workload records its spec (plan.json from before: False)
     moves_usd: float = 0.0        # a re-plan: what its objective priced its moves at (policy.replan)
+    prices_as_of: str = ""        # its sites' oldest price (compiler/catalog/freshness.py); "" unknown
+    prices_sha256: str = ""       # digest of those prices; "" unknown
 
 
 @dataclass(frozen=True)
@@ -419,7 +421,8 @@ def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None, cal_a: 
 def _info(p: Plan) -> PlanInfo:
     return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
                     p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start, round(p.sunk_usd, 2),
-                    all(w.inputs is not None for w in p.workloads), round(p.solver.moves_usd, 2))
+                    all(w.inputs is not None for w in p.workloads), round(p.solver.moves_usd, 2),
+                    p.prices_as_of, p.prices_sha256)
 
 
 def _order(w: WorkloadDiff) -> tuple[int, str]:
@@ -454,9 +457,9 @@ def cautions(d: PlanDiff) -> tuple[str, ...]:
         if 0.005 <= delta <= slack:
             out.append(f"the totals differ by less than the two plans' proven gaps allow "
                        f"({_money(slack)}): part or all of the difference may be the solver's")
-        if d.plan_a.catalog_version != d.plan_b.catalog_version:
-            out.append(f"the plans were priced on different catalogs ({d.plan_a.catalog_version} "
-                       f"and {d.plan_b.catalog_version})")
+        priced = _priced_apart(d.plan_a, d.plan_b)
+        if priced:
+            out.append(priced)
         if d.plan_a.sunk_usd or d.plan_b.sunk_usd:
             out.append(f"commitments bought before a plan are sunk, not in its total: plan A inherits "
                        f"{_money(d.plan_a.sunk_usd)}, plan B {_money(d.plan_b.sunk_usd)}")
@@ -504,6 +507,21 @@ def _change_json(c: Change) -> dict[str, Any]:
     return {"field": c.field, "a": _r(c.a), "b": _r(c.b)}
 
 
+def _priced_apart(a: PlanInfo, b: PlanInfo) -> str:
+    """Whether the two plans were priced on different catalogs, in words ("" where not): another
+    catalog version, or the same version with other prices (an overlay, a refresh). Prices are
+    compared by their digest where both plans record one; a plan that does not compares by version."""
+    def named(info: PlanInfo) -> str:
+        return info.catalog_version + (f", prices as of {info.prices_as_of}" if info.prices_as_of else "")
+
+    if a.catalog_version != b.catalog_version:
+        return f"the plans were priced on different catalogs ({named(a)} and {named(b)})"
+    if a.prices_sha256 and b.prices_sha256 and a.prices_sha256 != b.prices_sha256:
+        return (f"the plans were priced on different catalogs: {a.catalog_version} with other prices "
+                f"(an overlay or a refresh; plan A's as of {a.prices_as_of}, plan B's as of {b.prices_as_of})")
+    return ""
+
+
 def _pool_json(p: PoolRef) -> dict[str, Any]:
     return {"site": p.site, "instance": p.instance, "pricing": p.pricing, "gpu": p.gpu,
             "nodes": p.nodes, "gpus": p.gpus, "fabric": p.fabric}
@@ -512,6 +530,8 @@ def _pool_json(p: PoolRef) -> dict[str, Any]:
 def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]:
     out: dict[str, Any] = {"spec": spec, "horizon_months": horizon}
     if info is not None:
+        if info.prices_as_of:
+            out.update(prices_as_of=info.prices_as_of, prices_sha256=info.prices_sha256)
         out.update({"spec_sha256": info.spec_sha256, "catalog_version": info.catalog_version,
                     "solver": info.solver, "status": info.status, "gap": _r(info.gap),
                     "best_bound_usd": _r(info.best_bound_usd), "inputs_recorded": info.inputs})
@@ -625,7 +645,9 @@ def render_diff(d: PlanDiff, console) -> None:
     for side, info in (("A", d.plan_a), ("B", d.plan_b)):
         if info is not None:
             console.print(f"  {side}: {info.status}, gap {info.gap * 100:.2f}% ({info.solver}), "
-                          f"catalog {info.catalog_version}, spec sha256 {info.spec_sha256[:12]}"
+                          f"catalog {info.catalog_version}"
+                          + (f" (prices as of {info.prices_as_of})" if info.prices_as_of else "")
+                          + f", spec sha256 {info.spec_sha256[:12]}"
                           + (f", starts {info.start}" if info.start else ""), highlight=False)
     for caution in cautions(d):
         console.print(f"  [yellow]note: {caution}[/yellow]", highlight=False)

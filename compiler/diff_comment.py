@@ -136,7 +136,8 @@ def _side(label: str, info: PlanInfo | None, spec: str) -> Side:
     if info is None:
         return Side(label, spec, "-", "-", "-", "-", "-")
     return Side(label, info.spec, info.status, percent(info.gap, digits=2), info.solver,
-                info.catalog_version, info.spec_sha256[:12])
+                info.catalog_version + (f" (prices as of {info.prices_as_of})" if info.prices_as_of else ""),
+                info.spec_sha256[:12])
 
 
 def comment_view(d: PlanDiff, threshold: float | None = None) -> Comment:

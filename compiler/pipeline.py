@@ -35,6 +35,9 @@ class CompileOptions:
     settings: Settings = DEFAULT      # every tuned number of the estimate's scan and the solver
     baseline: str | None = None       # the plan this one re-plans (--baseline): what it bought is held
     start_from: str | None = None     # a plan the search starts from where it still is one (--start-from)
+    max_price_age_days: int | None = None   # older prices are a warning (C010, --max-price-age);
+                                            # None: freshness.DEFAULT_MAX_AGE_DAYS
+    today: Any = None                 # the date prices' age is counted to; None: freshness.today()
 
 
 def load_catalog(overlay: str | None = None):
@@ -105,6 +108,7 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     spec, catalog, doc = timed("validate", lambda: validate(
         spec_path, options.catalog, allow_unpriced_regions=options.allow_unpriced_regions,
         warn=options.warn))
+    _warn_stale_prices(spec, catalog, doc, options)
     kept = base = None
     if options.baseline is not None:
         spec, kept, base = _carried(spec, catalog, options)
@@ -142,6 +146,30 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
     # the baseline only where there is one: without it the render call is the one it always was
     artifacts = timed("render", render_artifacts, plan, candidates.catalog, *(() if base is None else (base,)))
     return Result(plan, artifacts, candidates, free_plan, seconds)
+
+
+def _warn_stale_prices(spec, catalog, doc, options: CompileOptions) -> None:
+    """C010, a warning per site whose prices are older than the options allow: the plan is only
+    as cheap as the prices it was solved with."""
+    from compiler.catalog import freshness
+
+    if options.warn is None:
+        return
+    today = options.today or freshness.today()
+    found = []
+    max_age = freshness.DEFAULT_MAX_AGE_DAYS if options.max_price_age_days is None else options.max_price_age_days
+    for row, age in freshness.stale(spec, catalog, today, max_age):
+        path = ("sites", row.site, "region") if row.region else ("sites", row.site)
+        what = f"{row.item} in {row.region}" if row.region else f"the on-prem node model {row.item}"
+        provider = getattr(spec.sites[row.site], "provider", None)
+        hint = (f"refresh them (`infra-compile catalog refresh {provider} -o prices.yaml`, then "
+                "`--catalog prices.yaml`)" if provider else "update the node model's price in a catalog overlay")
+        found.append(Diagnostic(
+            "C010", f"site '{row.site_name}' is priced on figures {age} days old ({what}: source "
+                    f"'{row.source}', as of {row.as_of}; more than {max_age} days)",
+            path, doc.position(path), hint + "; --max-price-age DAYS sets the age", severity="warning"))
+    if found:
+        options.warn(found, doc.source)
 
 
 def recurring(spec) -> dict[str, tuple[str, int]]:

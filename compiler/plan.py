@@ -323,6 +323,10 @@ class Plan:
     operability: OperabilityPlan | None = None
     after_horizon: AfterHorizon = AfterHorizon()
     start: str | None = None      # the spec's `start`: month 0 as YYYY-MM (None: undated)
+    # The oldest as_of of the prices the spec's sites could be planned with, and their digest
+    # (compiler/catalog/freshness.py): "" in a plan that does not say.
+    prices_as_of: str = ""
+    prices_sha256: str = ""
     held: tuple[Held, ...] = ()   # commitments already bought (sunk, not in total_cost_usd)
     owned_ages: tuple[OwnedAge, ...] = ()   # owned nodes with a purchase date (OwnedAge)
 
@@ -485,7 +489,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
                               charged_usd=plan.after_horizon.charged_usd)
     out = {
         "spec": {"name": d.pop("spec_name"), "sha256": d.pop("spec_sha256")},
-        "catalog": {"version": d.pop("catalog_version")},
+        "catalog": {"version": d.pop("catalog_version"),
+                    **{k: v for k in ("prices_as_of", "prices_sha256") if (v := d.pop(k))}},
         **d,
     }
     return _round(out)
@@ -501,6 +506,8 @@ def from_dict(d: dict[str, Any]) -> Plan:
         spec_name=d["spec"]["name"],
         spec_sha256=d["spec"]["sha256"],
         catalog_version=d["catalog"]["version"],
+        prices_as_of=d["catalog"].get("prices_as_of", ""),
+        prices_sha256=d["catalog"].get("prices_sha256", ""),
         horizon_months=d["horizon_months"],
         solver=_solver(d["solver"]),
         total_cost_usd=d["total_cost_usd"],

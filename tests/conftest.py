@@ -6,9 +6,15 @@ compiler renders now; without it, any difference fails the test (see tests/golde
 
 from __future__ import annotations
 
+import os
 import signal
 
 import pytest
+
+# Prices' age (compiler/catalog/freshness.py) is counted to this date in every test and every
+# compile a test starts (xdist workers and subprocesses inherit it): a stale-price warning
+# appears when the catalog's figures age, not when the calendar moves. 2026-11-28 00:00 UTC.
+os.environ["SOURCE_DATE_EPOCH"] = "1795824000"
 
 
 def pytest_configure(config):

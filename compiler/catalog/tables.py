@@ -44,14 +44,30 @@ def _gpus(cat: Catalog) -> Table:
 def _instances(cat: Catalog) -> Table:
     t = Table(title="Cloud instances (USD per node-hour; '-' = not sold)")
     for col in ("provider", "instance", "GPUs", "vCPU", "RAM GB", "fabric", "Gb/s", "region",
-                "on-demand", "spot", "1y", "3y", "price source"):
+                "on-demand", "spot", "1y", "3y", "price source", "as of"):
         t.add_column(col, justify="right" if col in ("GPUs", "vCPU", "RAM GB", "Gb/s", "on-demand", "spot", "1y", "3y")
                      else "left")
     for inst in sorted(cat.instances.values(), key=lambda i: (i.provider, i.name)):
         for n, price in enumerate(sorted(inst.prices, key=lambda p: p.region)):
             head = ((inst.provider, inst.name, f"{inst.gpus}x {inst.gpu}", str(inst.vcpus), _num(inst.ram_gb),
                      inst.fabric, _num(inst.network_gbps)) if n == 0 else ("",) * 7)
-            t.add_row(*head, price.region, *(_money(price.get(o)) for o in PRICE_OPTIONS), price.source)
+            t.add_row(*head, price.region, *(_money(price.get(o)) for o in PRICE_OPTIONS), price.source,
+                      cat.sources[price.source].as_of)
+    return t
+
+
+def _regions(cat: Catalog) -> Table:
+    """Each region's instances and how old their prices are: where a spec's site can rent what."""
+    t = Table(title="Regions (instances priced in each; as of: the oldest of their prices)")
+    for col in ("provider", "region", "instances", "GPUs", "as of"):
+        t.add_column(col)
+    rows: dict[tuple[str, str], list] = {}
+    for inst in cat.instances.values():
+        for price in inst.prices:
+            rows.setdefault((inst.provider, price.region), []).append((inst, cat.sources[price.source].as_of))
+    for (provider, region), items in sorted(rows.items()):
+        t.add_row(provider, region, ", ".join(sorted(i.name for i, _ in items)),
+                  ", ".join(sorted({i.gpu for i, _ in items})), min(a for _, a in items))
     return t
 
 
@@ -102,8 +118,16 @@ def _models(cat: Catalog) -> Table:
     return t
 
 
+def oldest_price(cat: Catalog) -> tuple[str, str] | None:
+    """(as_of, source key) of the oldest price in the catalog: an instance's or a node model's."""
+    keys = {p.source for i in cat.instances.values() for p in i.prices} | {n.source for n in cat.onprem_nodes.values()}
+    return min(((cat.sources[k].as_of, k) for k in keys), default=None)
+
+
 def _sources(cat: Catalog) -> Table:
-    t = Table(title="Sources")
+    oldest = oldest_price(cat)
+    t = Table(title="Sources", caption=None if oldest is None else
+              f"oldest price: {oldest[1]}, as of {oldest[0]}")
     for col in ("key", "as of", "title", "url"):
         t.add_column(col)
     for s in cat.sources.values():
@@ -114,13 +138,14 @@ def _sources(cat: Catalog) -> Table:
 SECTIONS: dict[str, Callable[[Catalog], Table]] = {
     "gpus": _gpus,
     "instances": _instances,
+    "regions": _regions,
     "onprem": _onprem,
     "fabrics": _fabrics,
     "storage": _storage,
     "models": _models,
     "sources": _sources,
 }
-DEFAULT_SECTIONS = ("gpus", "instances", "onprem", "fabrics", "storage", "models")
+DEFAULT_SECTIONS = ("gpus", "instances", "regions", "onprem", "fabrics", "storage", "models")
 ALIASES = {"onprem_nodes": "onprem", "egress": "storage", "gpu": "gpus", "instance": "instances",
            "model": "models", "fabric": "fabrics"}
 

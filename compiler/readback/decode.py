@@ -17,6 +17,7 @@ from typing import Callable, Mapping
 
 from compiler.candidates import Candidate, TrainingEstimate
 from compiler import unit_costs
+from compiler.catalog import freshness
 from compiler.estimate.memory import checkpoint_tb
 from compiler import problem as F
 from compiler.appraise.alternatives import alternatives, breakeven, chosen_service, chosen_training
@@ -57,9 +58,11 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
     workloads = tuple(_workload_plan(problem, w, train, infer, workload_cost, held)
                       for w in sorted(spec.workloads, key=lambda w: w.name))
     sites = _sites(spec, workloads)
+    prices = freshness.stamp(spec, cat)
 
     plan = Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
+        prices_as_of=prices.as_of if prices else "", prices_sha256=prices.sha256 if prices else "",
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
                           round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol, path), path),
         total_cost_usd=_r(total),

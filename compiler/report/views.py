@@ -437,6 +437,7 @@ class ReportView:
     spec_name: str
     spec_sha256: str
     catalog_version: str
+    prices_as_of: str               # the oldest price its spec's sites were planned with ("" unknown)
     horizon_months: int
     total_cost_usd: float
     monthly_average_usd: float
@@ -1126,7 +1127,7 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
         summary = replan.summary(delta) + summary
     return ReportView(
         spec_name=plan.spec_name, spec_sha256=plan.spec_sha256, catalog_version=plan.catalog_version,
-        horizon_months=h, total_cost_usd=total, monthly_average_usd=monthly, solver=solver,
+        prices_as_of=plan.prices_as_of, horizon_months=h, total_cost_usd=total, monthly_average_usd=monthly, solver=solver,
         summary=summary,
         by_category=by_category, by_site=cost_by_site(plan), by_workload=cost_by_workload(plan),
         sites=tuple(_site_view(plan, s, catalog, fleet_view) for s in plan.sites),
