@@ -94,7 +94,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11.3"
+    assert cat.version == "2026.11.4"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -122,9 +122,13 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
         regions[inst.provider] |= set(inst.regions)
     # US, EU and Asia-Pacific for each provider where the prices could be sourced (docs/catalog.md).
     assert regions == {
-        "aws": {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-west-2", "eu-central-1", "eu-north-1",
-                "ap-northeast-1", "ap-southeast-2"},
-        "gcp": {"us-central1", "us-east4", "europe-west1", "europe-west4", "asia-northeast1", "asia-southeast1"},
+        "aws": {"us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "eu-central-1", "eu-north-1",
+                "eu-south-2", "eu-west-1", "eu-west-2", "me-central-1", "ap-northeast-1", "ap-northeast-2",
+                "ap-south-1", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3"},
+        "gcp": {"us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3",
+                "us-west4", "europe-north1", "europe-west1", "europe-west3", "europe-west4", "europe-west9",
+                "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3", "asia-south1", "asia-south2",
+                "asia-southeast1", "australia-southeast1"},
         "azure": {"eastus", "eastus2", "southcentralus", "westus", "westus2", "westeurope"}}
 
 
@@ -135,8 +139,13 @@ def test_regional_prices_are_the_sourced_figures(cat):
     assert cat.instances["g6e.xlarge"].price("ap-northeast-1", "on_demand") == 2.699
     assert cat.instances["g2-standard-96"].price("asia-southeast1", "on_demand") == round(4.34634 + 5.52737, 4)
     assert cat.instances["Standard_ND96isr_H100_v5"].price("westus", "on_demand") == 127.816
-    # Where a source has no figure the region is not priced (no P-type row outside the US/eu-west-1).
+    # Where a source has no figure the region is not priced: SkyPilot's AWS catalog lists no P5 in
+    # Frankfurt or Ireland.
     assert "eu-central-1" not in cat.instances["p5.48xlarge"].regions
+    assert "eu-west-1" not in cat.instances["p5.48xlarge"].regions
+    # P-family outside us-east-1/us-west-2 as listed, after the June 2025 reduction.
+    assert cat.instances["p5.48xlarge"].price("eu-north-1", "on_demand") == 58.8928
+    assert cat.instances["p4d.24xlarge"].price("eu-central-1", "on_demand") == 27.43298
 
 
 def test_prices_are_ordered_spot_and_reservations_below_on_demand(cat):
@@ -259,7 +268,9 @@ def test_overlay_adds_a_gpu_and_overrides_one_price_keeping_the_rest(tmp_path, c
     assert p5.price("us-east-1", "on_demand") == 40.0
     assert p5.price("us-east-1", "spot") == cat.instances["p5.48xlarge"].price("us-east-1", "spot")
     assert p5.price("us-west-2", "on_demand") == cat.instances["p5.48xlarge"].price("us-west-2", "on_demand")
-    assert [p.source for p in p5.prices] == ["acme-quote", "aws-ec2-p-prices"]
+    sources = {p.region: p.source for p in p5.prices}
+    assert sources.pop("us-east-1") == "acme-quote"
+    assert sources == {p.region: p.source for p in cat.instances["p5.48xlarge"].prices if p.region != "us-east-1"}
     assert p5.vcpus == 192 and p5.gpu == "H100"
     assert merged.gpus["H100"] == cat.gpus["H100"]
     # The built-in catalog is cached and untouched by the overlay.
@@ -384,7 +395,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.3"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.4"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -407,8 +418,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11.3"
-    assert json.loads(again)["version"] == "2026.11.3+x"
+    assert data["version"] == "2026.11.4"
+    assert json.loads(again)["version"] == "2026.11.4+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]
