@@ -412,11 +412,27 @@ def sweep(spec: Path = SpecArg,
     raise typer.Exit(_run(body, debug, fmt))
 
 
-@app.command("catalog")
-def catalog_cmd(catalog: Optional[Path] = CatalogOpt,
+catalog_app = typer.Typer(
+    invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
+    help="Print the hardware, price and model catalog (with any overlay applied); "
+         "`catalog refresh PROVIDER` reads a cloud's prices again from its public price list.")
+app.add_typer(catalog_app, name="catalog")
+
+
+class Provider(str, Enum):
+    aws = "aws"
+    azure = "azure"
+    gcp = "gcp"
+
+
+@catalog_app.callback()
+def catalog_cmd(ctx: typer.Context, catalog: Optional[Path] = CatalogOpt,
                 section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, onprem, fabrics, storage or models."),
                 fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
     """Print the hardware, price and model catalog (with any overlay applied)."""
+    ctx.obj = {"catalog": catalog}
+    if ctx.invoked_subcommand is not None:
+        return
 
     def body() -> int:
         from compiler import pipeline
@@ -430,6 +446,49 @@ def catalog_cmd(catalog: Optional[Path] = CatalogOpt,
         return EXIT_OK
 
     raise typer.Exit(_run(body, debug, fmt))
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    ctx: typer.Context,
+    provider: Provider = typer.Argument(..., help="The cloud whose prices to read: aws, azure or gcp."),
+    regions: Optional[list[str]] = typer.Option(
+        None, "--regions", "--region", metavar="REGION[,REGION...]",
+        help="Only these regions (repeat the option or separate by commas) [default: every region the "
+             "price list has for the catalog's instances; for AWS that is many GB of offer files]."),
+    out: Optional[Path] = typer.Option(
+        None, "-o", "--out", help="The overlay file to write (an existing one keeps what other providers' "
+                                  "refreshes and its own sources wrote) [default: print it to stdout]."),
+    catalog: Optional[Path] = CatalogOpt,
+    debug: bool = DebugOpt,
+) -> None:
+    """Read PROVIDER's list prices (on-demand, spot, 1- and 3-year commitments) for the catalog's
+    instances from its public price list and write them as a catalog overlay (use it with --catalog).
+    Nothing is written unless the whole refresh succeeded. GCP needs an API key in
+    INFRA_COMPILE_GCP_API_KEY (or GOOGLE_API_KEY); docs/catalog.md, "Refreshing prices"."""
+    base = catalog or (ctx.obj or {}).get("catalog")
+
+    def body() -> int:
+        from compiler.catalog import refresh
+        from compiler.catalog.refresh.regions import split
+
+        err = _stderr()
+        status = err.status(f"{provider.value}: starting") if err.is_terminal else None
+        if status is not None:
+            status.start()
+        try:
+            outcome = refresh.run(provider.value, regions=split(regions), out=out,
+                                  catalog_path=str(base) if base else None,
+                                  progress=status.update if status is not None else (lambda text: None))
+        finally:
+            if status is not None:
+                status.stop()
+        if out is None:
+            sys.stdout.write(outcome.text)
+        print("\n".join(outcome.summary), file=sys.stderr)
+        return EXIT_OK
+
+    raise typer.Exit(_run(body, debug))
 
 
 COMMANDS = {"compile", "validate", "estimate", "diff", "sweep", "catalog"}

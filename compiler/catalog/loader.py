@@ -330,7 +330,7 @@ def _build(merged: _Merged) -> Catalog:
         prices = tuple(
             InstancePrice(region=region, on_demand=float(p["on_demand"]), spot=_opt_float(p["spot"]),
                           reserved_1y=_opt_float(p["reserved_1y"]), reserved_3y=_opt_float(p["reserved_3y"]),
-                          source=p["source"])
+                          source=p["source"], estimated=tuple(p.get("estimated") or ()))
             for region, p in sorted(r["prices"].items()))
         instances[n] = CloudInstance(name=n, provider=r["provider"], gpu=r["gpu"], gpus=int(r["gpus"]),
                                      vcpus=int(r["vcpus"]), ram_gb=float(r["ram_gb"]), fabric=r["fabric"],

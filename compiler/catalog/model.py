@@ -42,6 +42,7 @@ class InstancePrice:
     reserved_1y: float | None     # effective USD per node-hour over the term
     reserved_3y: float | None
     source: str
+    estimated: tuple[str, ...] = ()   # options the source did not give (estimates kept); see catalog refresh
 
     def get(self, option: str) -> float | None:
         return getattr(self, option)

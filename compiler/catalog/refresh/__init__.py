@@ -1,0 +1,91 @@
+"""`infra-compile catalog refresh PROVIDER`: the catalog's cloud prices, read again from the
+providers' public price lists, written as a catalog overlay.
+
+Instance facts (GPUs, vCPUs, RAM, fabric) stay in the hand-kept catalog: a refresh prices only
+the instances of that provider that the loaded catalog (built-in plus any --catalog file) knows,
+and reports, without adding them, the instances the price list has and the catalog does not. One
+module per provider reads its list (aws, azure, gcp); rows.py turns what was read into price rows
+and overlay.py writes them. Nothing is written unless the whole refresh succeeded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from compiler.catalog.refresh import aws, azure, gcp
+from compiler.catalog.refresh.http import PriceClient, refresh_error
+from compiler.catalog.refresh.overlay import dump, merge, read_existing, write_atomically
+from compiler.catalog.refresh.rows import Refreshed
+
+PROVIDERS = {"aws": aws.refresh, "azure": azure.refresh, "gcp": gcp.refresh}
+
+
+def today() -> dt.date:
+    """The refresh's as_of: SOURCE_DATE_EPOCH's date where it is set (reproducible output, tests),
+    else the machine's."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch:
+        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date()
+    return dt.date.today()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str                  # the overlay, as written (or to print)
+    written: Path | None
+    summary: tuple[str, ...]   # for people, on stderr
+
+
+def run(provider: str, *, regions: tuple[str, ...] | None = None, out: Path | None = None,
+        catalog_path: str | None = None, progress: Callable[[str], None] = lambda text: None,
+        client: PriceClient | None = None, as_of: str | None = None) -> Outcome:
+    """Refresh `provider`'s prices into the overlay at `out` (or only return its text)."""
+    from compiler.catalog import load_catalog
+
+    catalog = load_catalog(catalog_path)
+    existing = read_existing(out, provider) if out else None      # a bad file fails before any download
+    client = client or PriceClient(provider)
+    refreshed = PROVIDERS[provider](catalog, regions, as_of or today().isoformat(), client, progress)
+    if not refreshed.rows:
+        raise refresh_error(provider, "C025", f"the {provider} price list priced none of the catalog's "
+                            f"{provider} instances{' in ' + ', '.join(regions) if regions else ''}",
+                            "nothing was written; check --regions, or whether the list's format changed")
+    overlay, kept = merge(existing, refreshed, catalog, regions)
+    text = dump(overlay)
+    _loads_as_overlay(text)
+    if out is not None:
+        write_atomically(out, text)
+    return Outcome(text, out, tuple(summary(refreshed, kept, out)))
+
+
+def _loads_as_overlay(text: str) -> None:
+    """The overlay must load on the built-in catalog before it replaces anything (a refresh that
+    wrote a file `--catalog` refuses would break every compile that uses it)."""
+    from compiler.catalog import load_catalog
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "refreshed-overlay.yaml"
+        path.write_text(text, encoding="utf-8")
+        load_catalog(path)
+
+
+def summary(r: Refreshed, kept: list[str], out: Path | None) -> list[str]:
+    rows = [(name, region, row) for name, by in sorted(r.rows.items()) for region, row in sorted(by.items())]
+    regions = sorted({region for _, region, _ in rows})
+    lines = [f"{r.provider}: {len(rows)} price rows for {len(r.rows)} instances in {len(regions)} regions "
+             f"({', '.join(regions)}), from {r.files} files or pages"]
+    estimated = [f"{name} in {region} ({', '.join(row.estimated)})" for name, region, row in rows if row.estimated]
+    if estimated:
+        lines.append("  estimated (the list has no figure; the catalog's kept): " + "; ".join(estimated))
+    if r.unknown:
+        lines.append("  in the price list but not in the catalog (not added): " + ", ".join(sorted(r.unknown)))
+    lines += [f"  skipped: {s}" for s in r.skipped]
+    lines += [f"  kept: {k}" for k in kept]
+    if out is not None:
+        lines.append(f"wrote {out}")
+    return lines

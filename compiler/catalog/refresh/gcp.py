@@ -1,0 +1,142 @@
+"""GCP: the Cloud Billing Catalog API's Compute Engine SKUs, composed into machine-type prices.
+
+GET .../v1/services/6F81-5844-456A/skus?key=API_KEY&currencyCode=USD, paged by `nextPageToken`
+(empty on the last page). The API needs an API key (INFRA_COMPILE_GCP_API_KEY or GOOGLE_API_KEY;
+Google Cloud console, APIs & Services, with the Cloud Billing API enabled).
+
+A catalog machine type's price in a region and option is
+
+    gpus x GPU SKU  +  vcpus x core SKU  +  ram_gb (GiB) x RAM SKU
+
+from the SKUs of its series below (the GPU model GCP bills, the family its cores and memory are
+billed as). A region is priced where all three SKUs exist for on-demand; each other option
+(Spot, 1-/3-year resource-based commitments) where all three exist for it. Bundled Local SSD is
+not counted (GCP bills it apart).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from compiler.catalog.refresh.endpoints import GCP_BILLING_CATALOG, GCP_KEY_VARIABLES, gcp_api_key
+from compiler.catalog.refresh.gcp_skus import Component, component
+from compiler.catalog.refresh.http import PriceClient, pages, refresh_error
+from compiler.catalog.refresh.rows import Fetched, Refreshed, add_rows
+
+SOURCE_KEY = "gcp-billing-catalog"
+PAGE_SIZE = 5000
+OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
+
+
+@dataclass(frozen=True)
+class Series:
+    families: tuple[str, ...]    # the core/RAM family names the SKUs use, most specific first
+    gpus: tuple[str, ...]        # the GPU model names the SKUs use, in order of preference
+
+
+# Machine series (the type's name up to its size) -> how GCP bills it.
+SERIES = {
+    "a2-highgpu": Series(("A2",), ("A100",)),
+    "a2-ultragpu": Series(("A2",), ("A100 80GB",)),
+    "a3-highgpu": Series(("A3",), ("H100 80GB",)),
+    # A3 Mega's GPU is billed as "H100 80GB Mega" in some regions and "H100 80GB Plus" in others.
+    "a3-megagpu": Series(("A3 Mega", "A3"), ("H100 80GB Mega", "H100 80GB Plus")),
+    "a3-ultragpu": Series(("A3 Ultra", "A3"), ("H200 141GB",)),
+    "g2-standard": Series(("G2",), ("L4",)),
+}
+
+Prices = dict[tuple[str, str, str, str], float]    # (kind, name, option, region) -> USD
+
+
+def series_of(machine_type: str) -> str:
+    return "-".join(machine_type.split("-")[:2])
+
+
+def _price(prices: Prices, kind: str, names: tuple[str, ...], option: str, region: str) -> float | None:
+    for name in names:
+        if (kind, name, option, region) in prices:
+            return prices[(kind, name, option, region)]
+    return None
+
+
+def machine_price(inst, series: Series, option: str, region: str, prices: Prices) -> float | None:
+    """gpus x GPU + vcpus x core + ram_gb x RAM, or None where a part has no SKU."""
+    gpu = _price(prices, "gpu", series.gpus, option, region)
+    core = _price(prices, "core", series.families, option, region)
+    ram = _price(prices, "ram", series.families, option, region)
+    if gpu is None or core is None or ram is None:
+        return None
+    return inst.gpus * gpu + inst.vcpus * core + inst.ram_gb * ram
+
+
+def index(components: list[Component]) -> Prices:
+    """Each component's price by region (the lowest where two SKUs cover one region)."""
+    out: Prices = {}
+    for c in components:
+        for region in c.regions:
+            key = (c.kind, c.name, c.option, region)
+            out[key] = min(c.usd, out.get(key, c.usd))
+    return out
+
+
+def _next(base: str, key: str) -> Callable[[Any, str], str | None]:
+    def next_link(page: Any, _url: str) -> str | None:
+        token = page.get("nextPageToken") if isinstance(page, dict) else None
+        return _url_for(base, key, token) if token else None
+    return next_link
+
+
+def _url_for(base: str, key: str, token: str | None = None) -> str:
+    params = {"key": key, "currencyCode": "USD", "pageSize": PAGE_SIZE, **({"pageToken": token} if token else {})}
+    return base + "?" + urllib.parse.urlencode(params)
+
+
+def fetch_components(client: PriceClient, key: str, progress: Callable[[str], None]) -> tuple[list[Component], int]:
+    base = GCP_BILLING_CATALOG.url()
+    found: list[Component] = []
+    read = 0
+    for page in pages(client, _url_for(base, key), _next(base, key)):
+        skus = page.get("skus", []) if isinstance(page, dict) else None
+        if not isinstance(skus, list):
+            raise client.bad_answer(base, "no `skus` list")
+        read += 1
+        progress(f"gcp: {read} pages of SKUs read")
+        found += [c for c in map(component, (s for s in skus if isinstance(s, dict))) if c is not None]
+    return found, read
+
+
+def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: PriceClient,
+            progress: Callable[[str], None]) -> Refreshed:
+    key = gcp_api_key()
+    if not key:
+        raise refresh_error("gcp", "C022", "the Cloud Billing Catalog API needs an API key; "
+                            f"{' or '.join(GCP_KEY_VARIABLES)} is not set",
+                            "create a key (Google Cloud console > APIs & Services > Credentials, with the "
+                            f"Cloud Billing API enabled) and export {GCP_KEY_VARIABLES[0]}=<key>")
+    components, read = fetch_components(client, key, progress)
+    prices = index(components)
+    out = Refreshed("gcp", SOURCE_KEY, {
+        "title": "Cloud Billing Catalog API, Compute Engine SKUs: a machine type is its GPUs + vCPUs + RAM "
+                 "(on-demand, Spot, 1-/3-year resource-based commitments)",
+        "url": GCP_BILLING_CATALOG.url(), "as_of": as_of}, files=read)
+    machines = {n: i for n, i in sorted(catalog.instances.items()) if i.provider == "gcp"}
+    used_gpus = {g for n in machines if series_of(n) in SERIES for g in SERIES[series_of(n)].gpus}
+    out.unknown |= {f"{c.name} GPU" for c in components if c.kind == "gpu" and c.name not in used_gpus}
+    regions = sorted({r for c in components for r in c.regions})
+    if requested:
+        regions = [r for r in regions if r in requested]
+        out.skipped += [f"{r}: no Compute Engine SKU in this region" for r in sorted(set(requested) - set(regions))]
+    fetched: dict[tuple[str, str], Fetched] = {}
+    for name, inst in machines.items():
+        series = SERIES.get(series_of(name))
+        if series is None:
+            out.skipped.append(f"{name}: no known composition for series {series_of(name)}")
+            continue
+        for region in regions:
+            figures = {o: machine_price(inst, series, o, region, prices) for o in OPTIONS}
+            if any(v is not None for v in figures.values()):
+                fetched[(name, region)] = Fetched(**figures)
+    add_rows(out, fetched, catalog)
+    return out
