@@ -8,7 +8,7 @@ A catalog machine type's price in a region and option is
 
     gpus x GPU SKU  +  vcpus x core SKU  +  ram_gb (GiB) x RAM SKU
 
-from the SKUs of its series below (the GPU model GCP bills, the family its cores and memory are
+(or, for a series priced whole such as A4, gpus x its per-GPU slice SKU) from the SKUs of its series below (the GPU model GCP bills, the family its cores and memory are
 billed as). A region is priced where all three SKUs exist for on-demand; each other option
 (Spot, 1-/3-year resource-based commitments) where all three exist for it. Bundled Local SSD is
 not counted (GCP bills it apart).
@@ -34,6 +34,7 @@ OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 class Series:
     families: tuple[str, ...]    # the core/RAM family names the SKUs use, most specific first
     gpus: tuple[str, ...]        # the GPU model names the SKUs use, in order of preference
+    slices: tuple[str, ...] = ()  # priced whole: the per-GPU slice SKUs (GPU, vCPUs and memory in one)
 
 
 # Machine series (the type's name up to its size) -> how GCP bills it.
@@ -45,6 +46,7 @@ SERIES = {
     "a3-megagpu": Series(("A3 Mega", "A3"), ("H100 80GB Mega", "H100 80GB Plus")),
     "a3-ultragpu": Series(("A3 Ultra", "A3"), ("H200 141GB",)),
     "g2-standard": Series(("G2",), ("L4",)),
+    "a4-highgpu": Series((), (), slices=("A4 Nvidia B200",)),
 }
 
 Prices = dict[tuple[str, str, str, str], float]    # (kind, name, option, region) -> USD
@@ -62,7 +64,10 @@ def _price(prices: Prices, kind: str, names: tuple[str, ...], option: str, regio
 
 
 def machine_price(inst, series: Series, option: str, region: str, prices: Prices) -> float | None:
-    """gpus x GPU + vcpus x core + ram_gb x RAM, or None where a part has no SKU."""
+    """gpus x GPU + vcpus x core + ram_gb x RAM (or gpus x slice), or None where a part has no SKU."""
+    if series.slices:
+        whole = _price(prices, "slice", series.slices, option, region)
+        return None if whole is None else inst.gpus * whole
     gpu = _price(prices, "gpu", series.gpus, option, region)
     core = _price(prices, "core", series.families, option, region)
     ram = _price(prices, "ram", series.families, option, region)
@@ -122,8 +127,8 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
                  "(on-demand, Spot, 1-/3-year resource-based commitments)",
         "url": GCP_BILLING_CATALOG.url(), "as_of": as_of}, files=read)
     machines = {n: i for n, i in sorted(catalog.instances.items()) if i.provider == "gcp"}
-    used_gpus = {g for n in machines if series_of(n) in SERIES for g in SERIES[series_of(n)].gpus}
-    out.unknown |= {f"{c.name} GPU" for c in components if c.kind == "gpu" and c.name not in used_gpus}
+    used = {g for n in machines if series_of(n) in SERIES for g in SERIES[series_of(n)].gpus + SERIES[series_of(n)].slices}
+    out.unknown |= {f"{c.name} GPU" for c in components if c.kind in ("gpu", "slice") and c.name not in used}
     regions = sorted({r for c in components for r in c.regions})
     if requested:
         regions = [r for r in regions if r in requested]

@@ -19,6 +19,9 @@ Descriptions name what is priced, by usage type (category.usageType):
     Commit1Yr/3Yr "Commitment v1: A3 Cpu in Americas for 1 Year", "Commitment v1: A3 Ram in ... for 3 Years",
                  "Commitment v1: Nvidia H100 80GB GPU running in Americas for 3 Years"
 
+Some machine series are priced whole, by the GPU: an A4 is eight "A4 Nvidia B200 (1 gpu slice) running
+in ..." SKUs, each an eighth of the machine with its vCPUs and memory (kind `slice`).
+
 Anything else (custom, sole-tenant, reserved-capacity, DWS or premium SKUs) is not read.
 """
 
@@ -34,9 +37,10 @@ _DESCRIPTION = re.compile(
     r"^(?P<commit>Commitment v1: )?(?P<spot>Spot Preemptible )?(?P<what>.+?)"
     r"(?P<spot_attached> attached to Spot Preemptible VMs)?(?: running)? in (?P<where>.+?)"
     r"(?: for (?P<years>[13]) Years?)?$")
+_SLICE = re.compile(r"^(?P<model>.+?) \(1 gpu slice\)$")
 _GPU = re.compile(r"^(?:Nvidia )?(?:Tesla )?(?P<model>.+?) GPU$")
-_CORE = re.compile(r"^(?P<family>[A-Z][A-Z0-9]*(?: [A-Z][A-Za-z]+)?) (?:Instance Core|Cpu)$")
-_RAM = re.compile(r"^(?P<family>[A-Z][A-Z0-9]*(?: [A-Z][A-Za-z]+)?) (?:Instance Ram|Ram)$")
+_CORE = re.compile(r"^(?P<family>[A-Z][A-Z0-9]*(?: (?!Instance\b)[A-Z][A-Za-z]+)?) (?:Instance Core|Cpu)$")
+_RAM = re.compile(r"^(?P<family>[A-Z][A-Z0-9]*(?: (?!Instance\b)[A-Z][A-Za-z]+)?) (?:Instance Ram|Ram)$")
 # SKUs of other purchase models or machine shapes than a plain VM of a predefined type.
 _NOT_READ = re.compile(r"\b(?:Reserved|Custom|Sole Tenancy|Premium|DWS|Flex|Calendar|Defined Duration|"
                        r"Virtual Workstation|Extended)\b")
@@ -44,7 +48,7 @@ _NOT_READ = re.compile(r"\b(?:Reserved|Custom|Sole Tenancy|Premium|DWS|Flex|Cale
 
 @dataclass(frozen=True)
 class Component:
-    kind: str          # core | ram | gpu
+    kind: str          # core | ram | gpu | slice (a GPU with its share of the machine)
     name: str          # the machine family (A2, A3, G2) or the GPU model (H100 80GB, L4, A100 80GB)
     option: str        # on_demand | spot | reserved_1y | reserved_3y
     regions: tuple[str, ...]
@@ -79,10 +83,12 @@ def component(sku: dict) -> Component | None:
     m = None if _NOT_READ.search(description) else _DESCRIPTION.match(description)
     if m is None or _expected_usage(m) != usage:
         return None
-    pattern = {"GPU": _GPU, "CPU": _CORE, "RAM": _RAM}[group].match(m["what"])
+    whole = _SLICE.match(m["what"])
+    pattern = whole or {"GPU": _GPU, "CPU": _CORE, "RAM": _RAM}[group].match(m["what"])
     priced = unit_price(sku)
-    if pattern is None or priced is None or priced[0] != UNITS[group] or priced[1] <= 0:
+    unit = "h" if whole else UNITS[group]
+    if pattern is None or priced is None or priced[0] != unit or priced[1] <= 0:
         return None
-    kind = {"GPU": "gpu", "CPU": "core", "RAM": "ram"}[group]
-    name = pattern["model"] if group == "GPU" else pattern["family"]
+    kind = "slice" if whole else {"GPU": "gpu", "CPU": "core", "RAM": "ram"}[group]
+    name = pattern["family"] if kind in ("core", "ram") else pattern["model"]
     return Component(kind, name, USAGES[usage], tuple(sku.get("serviceRegions") or ()), priced[1])

@@ -68,16 +68,21 @@ def _reason(exc: BaseException) -> str:
     return str(reason) or type(reason).__name__
 
 
+def pause(seconds: float) -> None:
+    """The wait between tries (a module function, so a test can replace it)."""
+    time.sleep(seconds)
+
+
 @dataclass
 class PriceClient:
-    """GETs with timeouts and bounded retries. `sleep` is injectable so tests do not wait;
-    `on_request` hears of each request that succeeded (for progress)."""
+    """GETs with timeouts and bounded retries. `sleep` (default: `pause`) is injectable so tests
+    do not wait; `on_request` hears of each request that succeeded (for progress)."""
 
     provider: str
     timeout: float = TIMEOUT_SECONDS
     tries: int = TRIES
     backoff: float = BACKOFF_SECONDS
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] | None = None
     on_request: Callable[[str], None] = lambda url: None
     waits: list[float] = field(default_factory=list)    # what was slept, in order (tests read it)
 
@@ -109,7 +114,7 @@ class PriceClient:
                 raise self.unreachable(url, exc) from None
             delay = min(MAX_WAIT_SECONDS, wait if wait is not None else self.backoff * 2 ** (attempt - 1))
             self.waits.append(delay)
-            self.sleep(delay)
+            (self.sleep or pause)(delay)
         raise AssertionError("unreachable: the loop returns or raises")
 
     def get_json(self, url: str) -> Any:

@@ -1,0 +1,370 @@
+"""`infra-compile catalog refresh`, on recorded answers of the three price lists only.
+
+tests/fixtures/prices/ holds small files in each provider's own format: AWS's region index, two
+regional AmazonEC2 offer files and the spot feed (spot.js); two pages of Azure's Retail Prices API
+linked by NextPageLink; two pages of GCP's Cloud Billing Catalog SKUs linked by nextPageToken. A
+stub HTTP server on 127.0.0.1 serves them and the INFRA_COMPILE_PRICES_* variables point there.
+Every figure asserted below is worked by hand from those files in the comment beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from compiler.catalog import load_catalog
+from compiler.catalog.refresh import http as refresh_http
+from compiler.catalog.refresh.gcp_skus import component
+from compiler.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+PRICES = ROOT / "tests" / "fixtures" / "prices"
+AS_OF = "2026-11-28"      # tests/conftest.py's SOURCE_DATE_EPOCH
+AZURE_ORIGIN = "https://prices.azure.com:443"
+
+
+class Stub:
+    """What the stub serves, what it was asked, and the failures it answers with first."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        self.fail: dict[str, list[tuple[int, dict]]] = {}   # path -> [(status, headers)] answered first
+        self.origin = ""
+
+    def answer(self, path: str, query: dict) -> bytes | None:
+        aws = "/offers/v1.0/aws/AmazonEC2/"
+        if path == aws + "current/region_index.json":
+            return (PRICES / "aws" / "region_index.json").read_bytes()
+        if path.startswith(aws + "20261128180441/"):
+            region = path.split("/")[-2]
+            file = PRICES / "aws" / f"{region}.json"
+            return file.read_bytes() if file.exists() else None
+        if path == "/spot.js":
+            return (PRICES / "aws" / "spot.js").read_bytes()
+        if path == "/api/retail/prices":
+            page = "page2" if query.get("$skip") == ["100"] else "page1"
+            return (PRICES / "azure" / f"{page}.json").read_text().replace(AZURE_ORIGIN, self.origin).encode()
+        if path == "/v1/services/6F81-5844-456A/skus":
+            page = "page2" if query.get("pageToken") else "page1"
+            return (PRICES / "gcp" / f"{page}.json").read_bytes()
+        return None
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    state = Stub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            parts = urllib.parse.urlsplit(self.path)
+            state.requests.append(self.path)
+            failures = state.fail.get(parts.path)
+            if failures:
+                status, headers = failures.pop(0)
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                return
+            body = state.answer(parts.path, urllib.parse.parse_qs(parts.query))
+            self.send_response(200 if body is not None else 404)
+            self.end_headers()
+            self.wfile.write(body or b"not found")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.origin = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_URL", state.origin)
+    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_SPOT_URL", state.origin + "/spot.js")
+    monkeypatch.setenv("INFRA_COMPILE_PRICES_AZURE_URL", state.origin + "/api/retail/prices")
+    monkeypatch.setenv("INFRA_COMPILE_PRICES_GCP_URL", state.origin + "/v1/services/6F81-5844-456A/skus")
+    monkeypatch.setenv("INFRA_COMPILE_GCP_API_KEY", "test-key")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    pauses: list[float] = []
+    monkeypatch.setattr(refresh_http, "pause", pauses.append)
+    state.pauses = pauses
+    yield state
+    server.shutdown()
+    server.server_close()
+
+
+def cli(*args: str):
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def refresh(tmp_path: Path, provider: str, *extra: str) -> tuple[dict, str, Path]:
+    out = tmp_path / "overlay.yaml"
+    r = cli("catalog", "refresh", provider, "-o", str(out), *extra)
+    assert r.exit_code == 0, r.stderr
+    return yaml.safe_load(out.read_text()), r.stderr, out
+
+
+def row(overlay: dict, instance: str, region: str) -> dict:
+    return overlay["instances"][instance]["prices"][region]
+
+
+# ---------------------------------------------------------------- what each list gives
+
+def test_aws_offer_files_and_spot_feed_give_the_hand_worked_rows(stub, tmp_path):
+    overlay, summary, _ = refresh(tmp_path, "aws")
+    p5 = row(overlay, "p5.48xlarge", "us-east-1")
+    # On-demand: the Linux, shared, Used product's Hrs rate (the Windows and the unused-reservation
+    # products are not read). Reserved: standard No Upfront's hourly fee, 36.1968 for 1 year (not
+    # All Upfront's 300000 / 8760 h = 34.2466, nor the convertible 40.0) and 24.6192 for 3 years.
+    # Spot: the feed's linux price for us-east-1, 21.4560.
+    assert p5 == {"on_demand": 55.04, "spot": 21.456, "reserved_1y": 36.1968, "reserved_3y": 24.6192,
+                  "source": "aws-price-list", "estimated": []}
+    # g6.xlarge has no reserved terms in the file: the catalog's 0.507 / 0.3461 are kept, marked.
+    g6 = row(overlay, "g6.xlarge", "us-east-1")
+    assert (g6["on_demand"], g6["spot"]) == (0.8123, 0.3412)
+    assert (g6["reserved_1y"], g6["reserved_3y"], g6["estimated"]) == (0.507, 0.3461, ["reserved_1y", "reserved_3y"])
+    # p4d in us-west-2 has no No Upfront offer: 1 year All Upfront 120000 / 8760 h = 13.698630;
+    # 3 years Partial Upfront 5.0 /h + 150000 / 26280 h = 10.707763. The feed says "N/A*" for
+    # its spot, so the catalog's 9.882 is kept and marked.
+    p4d = row(overlay, "p4d.24xlarge", "us-west-2")
+    assert p4d == {"on_demand": 21.96, "spot": 9.882, "reserved_1y": 13.69863, "reserved_3y": 10.707763,
+                   "source": "aws-price-list", "estimated": ["spot"]}
+    assert overlay["sources"]["aws-price-list"]["as_of"] == AS_OF
+    assert overlay["version"] == f"prices-{AS_OF}"
+    assert "aws: 3 price rows for 3 instances in 2 regions (us-east-1, us-west-2)" in summary
+    assert "p4d.24xlarge in us-west-2 (spot)" in summary
+
+
+def test_azure_pages_give_the_hand_worked_rows(stub, tmp_path):
+    overlay, _, _ = refresh(tmp_path, "azure")
+    # Page 1, ND H100 v5: pay-as-you-go 98.32 (not the Windows meter's 104.0 nor DevTest's 96.0);
+    # reservations are the term's price: 525600 / 8760 h = 60.0, 1182600 / 26280 h = 45.0. No
+    # Spot meter, and the catalog has none either: null, not estimated.
+    assert row(overlay, "Standard_ND96isr_H100_v5", "eastus") == {
+        "on_demand": 98.32, "spot": None, "reserved_1y": 60.0, "reserved_3y": 45.0,
+        "source": "azure-retail-prices", "estimated": []}
+    # Page 2 (reached through NextPageLink), ND A100 v4: 27.197 is the latest meter (2025's 26.0 is
+    # older); Spot 5.4394 (Low Priority's 2.72 not read); 146000 / 8760 h = 16.666667;
+    # 262800 / 26280 h = 10.0.
+    assert row(overlay, "Standard_ND96asr_v4", "eastus") == {
+        "on_demand": 27.197, "spot": 5.4394, "reserved_1y": 16.666667, "reserved_3y": 10.0,
+        "source": "azure-retail-prices", "estimated": []}
+    pages = [r for r in stub.requests if r.startswith("/api/retail/prices")]
+    assert len(pages) == 2 and "$skip=100" in pages[1]
+    assert "armSkuName%20eq%20%27Standard_ND96asr_v4%27" in pages[0]
+
+
+def test_gcp_pages_compose_machine_types_from_their_skus(stub, tmp_path):
+    overlay, summary, _ = refresh(tmp_path, "gcp")
+    # g2-standard-4 = 1 L4 + 4 vCPU + 16 GiB (page 2):
+    #   on-demand 0.56 + 4 x 0.024988 + 16 x 0.002927 = 0.706784
+    #   spot      0.224 + 4 x 0.009995 + 16 x 0.001171 = 0.282716
+    #   1 year    0.3528 + 4 x 0.015743 + 16 x 0.001844 = 0.445276
+    #   3 years   0.252 + 4 x 0.011244 + 16 x 0.001317 = 0.318048
+    g2 = {"on_demand": 0.706784, "spot": 0.282716, "reserved_1y": 0.445276, "reserved_3y": 0.318048,
+          "source": "gcp-billing-catalog", "estimated": []}
+    assert row(overlay, "g2-standard-4", "us-central1") == g2
+    assert row(overlay, "g2-standard-4", "us-east4") == g2        # the SKUs serve both regions
+    # a3-highgpu-8g = 8 H100 80GB + 208 vCPU + 1872 GiB (page 1, on-demand only):
+    #   8 x 9.796550569 + 208 x 0.032083 + 1872 x 0.002713 = 90.124404552 -> 90.124405;
+    # spot and commitments come from the catalog (35.3, 55.5975, 39.7125), marked.
+    a3 = row(overlay, "a3-highgpu-8g", "us-central1")
+    assert (a3["on_demand"], a3["spot"], a3["reserved_1y"], a3["reserved_3y"]) == (90.124405, 35.3, 55.5975, 39.7125)
+    assert a3["estimated"] == ["spot", "reserved_1y", "reserved_3y"]
+    # A4 is priced whole, per GPU slice: 8 x 14.24125 = 113.93.
+    assert row(overlay, "a4-highgpu-8g", "us-central1")["on_demand"] == 113.93
+    # A3 Mega's only GPU SKU is a reservation's: no on-demand price, no row.
+    assert "a3-megagpu-8g" not in overlay["instances"]
+    keys = [urllib.parse.parse_qs(urllib.parse.urlsplit(r).query) for r in stub.requests]
+    assert [k["key"] for k in keys] == [["test-key"], ["test-key"]]
+    assert keys[1]["pageToken"] == ["CAEQAhoMCNjJu7sGEOCm5ZgD"]
+    assert "test-key" not in summary
+
+
+def test_gcp_sku_descriptions_read_as_components():
+    def sku(description, group, usage):
+        return {"description": description, "serviceRegions": ["us-central1"],
+                "category": {"resourceFamily": "Compute", "resourceGroup": group, "usageType": usage},
+                "pricingInfo": [{"pricingExpression": {"usageUnit": "GiBy.h" if group == "RAM" else "h",
+                                                       "tieredRates": [{"unitPrice": {"units": "1", "nanos": 250000000}}]}}]}
+    c = component(sku("Nvidia H100 80GB GPU attached to Spot Preemptible VMs running in Tokyo", "GPU", "Preemptible"))
+    assert (c.kind, c.name, c.option, c.usd) == ("gpu", "H100 80GB", "spot", 1.25)
+    c = component(sku("Commitment v1: A3 Ram in Americas for 3 Years", "RAM", "Commit3Yr"))
+    assert (c.kind, c.name, c.option) == ("ram", "A3", "reserved_3y")
+    assert component(sku("H200 141GB GPU running in Belgium", "GPU", "OnDemand")).name == "H200 141GB"
+    # a description whose usage type disagrees with its category, and a custom machine's core: not read
+    assert component(sku("Spot Preemptible A3 Instance Core running in Americas", "CPU", "OnDemand")) is None
+    assert component(sku("G2 Custom Instance Core running in Americas", "CPU", "OnDemand")) is None
+
+
+# ---------------------------------------------------------------- the overlay works as an overlay
+
+@pytest.mark.parametrize("provider, example", [("aws", "llm-pretrain-aws.yaml"),
+                                               ("azure", "multi-region-inference.yaml"),
+                                               ("gcp", "multi-region-inference.yaml")])
+def test_each_refreshed_overlay_validates_with_an_example(stub, tmp_path, provider, example):
+    _, _, out = refresh(tmp_path, provider)
+    r = cli("validate", str(ROOT / "examples" / example), "--catalog", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert "ok (" in r.stdout
+
+
+SERVICE = """\
+apiVersion: infra-compile/v1
+name: refreshed-prices
+horizon_months: 1
+sites:
+  - {name: aws-use1, type: cloud, provider: aws, region: us-east-1, pricing: [on_demand]}
+policy: {placement: cloud, allowed_gpus: [L4]}
+workloads:
+  - name: chat-8b
+    kind: inference
+    model: llama-3-8b
+    quantization: fp8
+    traffic: {peak_rps: 1, input_tokens: 500, output_tokens: 100}
+    slo: {ttft_p99_ms: 2000, tpot_p99_ms: 100, availability: 0.99}
+    pin: {instance: g6.xlarge}
+"""
+
+
+@pytest.mark.slow
+def test_a_compile_with_the_refreshed_overlay_pays_the_fetched_price(stub, tmp_path):
+    _, _, out = refresh(tmp_path, "aws")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SERVICE)
+    r = cli("compile", str(spec), "--catalog", str(out), "-o", str(tmp_path / "build"), "-q")
+    assert r.exit_code == 0, r.stderr
+    plan = json.loads((tmp_path / "build" / "plan.json").read_text())
+    pools = [p for p in plan["pools"] if p["instance"] == "g6.xlarge"]
+    assert pools and all(p["pricing"] == "on_demand" for p in pools)
+    node_hours = sum(sum(p["monthly_node_hours"]) for p in pools)
+    # the offer file's g6.xlarge rate, 0.8123 per node-hour (the built-in catalog says 0.8048)
+    assert plan["cost_breakdown_usd"]["cloud_compute"] / node_hours == pytest.approx(0.8123, rel=1e-4)
+    assert plan["catalog"]["version"].endswith(f"+prices-{AS_OF}")
+
+
+# ---------------------------------------------------------------- failures and reports
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_list_exits_2_with_one_line_and_leaves_the_overlay_alone(stub, tmp_path, monkeypatch):
+    out = tmp_path / "overlay.yaml"
+    before = b"# ours\nversion: acme\nsources: {}\n"
+    out.write_bytes(before)
+    port = _closed_port()
+    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_URL", f"http://127.0.0.1:{port}")
+    r = cli("catalog", "refresh", "aws", "-o", str(out))
+    assert r.exit_code == 2
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("catalog refresh aws: error[C020]: cannot reach "
+                               f"http://127.0.0.1:{port}/offers/v1.0/aws/AmazonEC2/current/region_index.json: ")
+    assert len(lines) == 2 and lines[1].startswith("   hint:") and "HTTPS_PROXY" in lines[1]
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["overlay.yaml"]     # no temporary file left
+
+
+def test_throttled_and_failing_answers_are_retried_after_a_backoff(stub, tmp_path):
+    index = "/offers/v1.0/aws/AmazonEC2/current/region_index.json"
+    stub.fail[index] = [(503, {}), (429, {"Retry-After": "7"})]
+    overlay, _, _ = refresh(tmp_path, "aws")
+    # the first retry waits the backoff's 2 s; the second what the 429 asked for
+    assert stub.pauses == [2.0, 7.0]
+    assert [r for r in stub.requests if r == index] == [index] * 3
+    assert row(overlay, "p5.48xlarge", "us-east-1")["on_demand"] == 55.04
+
+
+def test_a_list_that_keeps_failing_stops_after_the_last_try(stub, tmp_path):
+    stub.fail["/spot.js"] = [(500, {})] * 5
+    r = cli("catalog", "refresh", "aws")
+    assert r.exit_code == 2
+    assert "error[C021]" in r.stderr and "answered HTTP 500" in r.stderr and "after 5 tries" in r.stderr
+    assert stub.pauses == [2.0, 4.0, 8.0, 16.0] and r.stdout == ""
+
+
+def test_an_instance_the_catalog_lacks_is_reported_not_added(stub, tmp_path):
+    overlay, summary, _ = refresh(tmp_path, "aws")
+    # g4dn.12xlarge (4 GPUs) is priced in the us-east-1 offer file; m5.large has no GPU.
+    assert "g4dn.12xlarge" not in overlay["instances"]
+    assert "in the price list but not in the catalog (not added): g4dn.12xlarge" in summary
+    assert "m5.large" not in summary
+    _, summary, _ = refresh(tmp_path, "gcp")
+    assert "in the price list but not in the catalog (not added): T4 GPU" in summary
+
+
+def test_gcp_without_an_api_key_says_which_variable_to_set(stub, monkeypatch):
+    monkeypatch.delenv("INFRA_COMPILE_GCP_API_KEY")
+    r = cli("catalog", "refresh", "gcp")
+    assert r.exit_code == 2
+    assert r.stderr.startswith("catalog refresh gcp: error[C022]: the Cloud Billing Catalog API needs an API key; "
+                               "INFRA_COMPILE_GCP_API_KEY or GOOGLE_API_KEY is not set")
+    assert stub.requests == []
+
+
+def test_a_region_the_list_lacks_is_an_error_with_a_hint(stub):
+    r = cli("catalog", "refresh", "aws", "--regions", "us-east-1,us-wset-2")
+    assert r.exit_code == 2
+    assert "error[C023]: region 'us-wset-2' not in the aws price list" in r.stderr
+    assert "did you mean 'us-west-2'?" in r.stderr
+
+
+def test_regions_limit_what_is_fetched_and_print_to_stdout(stub):
+    r = cli("catalog", "refresh", "aws", "--regions", "us-west-2")
+    assert r.exit_code == 0, r.stderr
+    overlay = yaml.safe_load(r.stdout)
+    assert set(overlay["instances"]) == {"p4d.24xlarge"}
+    assert not any("us-east-1" in req for req in stub.requests)
+
+
+# ---------------------------------------------------------------- one file for three providers
+
+def test_three_refreshes_share_one_file_and_keep_its_own_rows(stub, tmp_path):
+    out = tmp_path / "overlay.yaml"
+    out.write_text("sources:\n  acme-quote: {title: ACME quote, url: 'https://acme.example/q', as_of: '2026-10-01'}\n"
+                   "instances:\n  p5.48xlarge:\n    prices:\n"
+                   "      us-east-1: {on_demand: 40.0, spot: null, reserved_1y: null, reserved_3y: null, source: acme-quote}\n")
+    for provider in ("aws", "azure", "gcp"):
+        r = cli("catalog", "refresh", provider, "-o", str(out))
+        assert r.exit_code == 0, r.stderr
+    first = out.read_bytes()
+    overlay = yaml.safe_load(first)
+    assert set(overlay["sources"]) == {"acme-quote", "aws-price-list", "azure-retail-prices", "gcp-billing-catalog"}
+    assert row(overlay, "p5.48xlarge", "us-east-1")["on_demand"] == 40.0     # the negotiated row stays
+    assert "Standard_ND96asr_v4" in overlay["instances"] and "g2-standard-4" in overlay["instances"]
+    # the same answers again: the same bytes
+    assert cli("catalog", "refresh", "aws", "-o", str(out)).exit_code == 0
+    assert out.read_bytes() == first
+    cat = load_catalog(out)
+    assert cat.instances["g6.xlarge"].price("us-east-1", "on_demand") == 0.8123
+    assert [p.estimated for p in cat.instances["g6.xlarge"].prices if p.region == "us-east-1"] == [
+        ("reserved_1y", "reserved_3y")]
+
+
+def test_an_estimated_list_must_name_price_options(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("instances:\n  p5.48xlarge:\n    prices:\n"
+                   "      us-east-1: {on_demand: 50.0, source: aws-ec2-p-prices, estimated: [on_demand]}\n")
+    from compiler.diagnostics import CompileError
+
+    with pytest.raises(CompileError) as err:
+        load_catalog(bad)
+    assert "must be one of spot, reserved_1y, reserved_3y" in str(err.value)
+
+
+def test_the_plain_catalog_listing_still_works():
+    r = cli("catalog", "--section", "gpus")
+    assert r.exit_code == 0 and "H100" in r.stdout
