@@ -368,3 +368,20 @@ def test_an_estimated_list_must_name_price_options(tmp_path):
 def test_the_plain_catalog_listing_still_works():
     r = cli("catalog", "--section", "gpus")
     assert r.exit_code == 0 and "H100" in r.stdout
+
+
+def test_the_weekly_ci_job_refreshes_the_three_providers_into_one_overlay_and_opens_a_pull_request():
+    import re
+
+    doc = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", doc, re.S)]
+    job = next(b for b in blocks if "refresh-prices" in (b.get("jobs") or {}))
+    assert job[True]["schedule"][0]["cron"].split()[4] == "1"        # `on:` reads as True in YAML 1.1
+    steps = job["jobs"]["refresh-prices"]["steps"]
+    run = next(s["run"] for s in steps if s.get("name") == "refresh")
+    lines = [line.split() for line in run.splitlines() if line.startswith("infra-compile")]
+    assert [words[3] for words in lines] == ["aws", "azure", "gcp"]
+    assert all(words[:3] == ["infra-compile", "catalog", "refresh"] and words[-2:] == ["-o", "prices/overlay.yaml"]
+               for words in lines)
+    pr = next(s for s in steps if str(s.get("uses", "")).startswith("peter-evans/create-pull-request"))
+    assert pr["with"]["add-paths"] == "prices/overlay.yaml"
