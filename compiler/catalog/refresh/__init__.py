@@ -10,28 +10,18 @@ and overlay.py writes them. Nothing is written unless the whole refresh succeede
 
 from __future__ import annotations
 
-import datetime as dt
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from compiler.catalog import freshness
 from compiler.catalog.refresh import aws, azure, gcp
 from compiler.catalog.refresh.http import PriceClient, refresh_error
 from compiler.catalog.refresh.overlay import dump, merge, read_existing, write_atomically
 from compiler.catalog.refresh.rows import Refreshed
 
 PROVIDERS = {"aws": aws.refresh, "azure": azure.refresh, "gcp": gcp.refresh}
-
-
-def today() -> dt.date:
-    """The refresh's as_of: SOURCE_DATE_EPOCH's date where it is set (reproducible output, tests),
-    else the machine's."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch:
-        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date()
-    return dt.date.today()
 
 
 @dataclass(frozen=True)
@@ -50,7 +40,7 @@ def run(provider: str, *, regions: tuple[str, ...] | None = None, out: Path | No
     catalog = load_catalog(catalog_path)
     existing = read_existing(out, provider) if out else None      # a bad file fails before any download
     client = client or PriceClient(provider)
-    refreshed = PROVIDERS[provider](catalog, regions, as_of or today().isoformat(), client, progress)
+    refreshed = PROVIDERS[provider](catalog, regions, as_of or freshness.today().isoformat(), client, progress)
     if not refreshed.rows:
         raise refresh_error(provider, "C025", f"the {provider} price list priced none of the catalog's "
                             f"{provider} instances{' in ' + ', '.join(regions) if regions else ''}",
