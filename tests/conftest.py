@@ -24,6 +24,23 @@ def pytest_configure(config):
     # reset to the default on exec, so the child installs its handler too).
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # xdist names each run for its workers (PYTEST_XDIST_TESTRUNUID); choosing the name here lets
+    # the controller remove what the workers shared under it (pytest_sessionfinish).
+    if not hasattr(config, "workerinput") and hasattr(config.option, "testrunuid") and not config.option.testrunuid:
+        import uuid
+
+        config.option.testrunuid = uuid.uuid4().hex
+
+
+def pytest_sessionfinish(session):
+    # The controller of an xdist run removes the folder its workers shared the examples'
+    # compiles in (examples_cache.example), named by the run's id it chose in pytest_configure.
+    uid = getattr(session.config.option, "testrunuid", None)
+    if uid and not hasattr(session.config, "workerinput"):
+        import shutil
+
+        from examples_cache import shared_folder
+        shutil.rmtree(shared_folder(uid), ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

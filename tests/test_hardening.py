@@ -94,10 +94,10 @@ def test_sigint_mid_solve_leaves_previous_output(tmp_path, previous):
     output.write(previous, out)
     before = snapshot(out)
     spec = tmp_path / "big.yaml"
-    # 20 workloads over five sites: a solve of seconds, long enough to be caught in the act. CBC
-    # starts after the improving rounds (HiGHS, in-process: engine.py), up to minutes on a
-    # loaded 2-core machine.
-    spec.write_text(yaml.safe_dump(platform_spec(20, seed=1), sort_keys=False))
+    # 10 workloads over five sites: CBC starts after the improving rounds (HiGHS, in-process:
+    # engine.py), a few seconds in, and searches for several more, long enough to be caught in
+    # the act (20 workloads keep the rounds busy for a minute or more on a loaded 2-core machine).
+    spec.write_text(yaml.safe_dump(platform_spec(10, seed=1), sort_keys=False))
     # --solver cbc: auto searches on HiGHS in-process there (Ctrl-C in HiGHS: test_optimize_engine)
     proc = subprocess.Popen(compile_cmd(spec, out, "--solver", "cbc"), cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)

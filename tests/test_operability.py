@@ -251,7 +251,8 @@ def _policy(spec, **changes):
 
 def test_the_audit_flags_too_many_instance_types():
     cands, plan = F.compiled(MRI)
-    findings = F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=2))
+    # the plan runs two instance types at each of its sites
+    findings = F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=1))
     assert codes.INSTANCE_TYPES in F.codes_of(findings)
     assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=5))) == set()
 

@@ -130,12 +130,17 @@ def test_the_regions_section_lists_each_regions_instances_with_their_oldest_pric
         for region, row in inst["prices"].items():
             expected.setdefault((inst["provider"], region), []).append((name, sources[row["source"]]))
     out = io.StringIO()
-    tables.render_catalog(load_catalog(), Console(file=out, width=400), "regions")
+    tables.render_catalog(load_catalog(), Console(file=out, width=1000), "regions")
     lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("│")]
-    rows = {}
+    rows, key = {}, None
     for ln in lines:
         cells = [c.strip() for c in ln.strip("│").split("│")]
-        rows[(cells[0], cells[1])] = (set(cells[2].split(", ")), cells[4])
+        if cells[0]:
+            key = (cells[0], cells[1])
+            rows[key] = [cells[2], cells[4]]
+        else:       # a wrapped row's next line
+            rows[key][0] += " " + cells[2]
+    rows = {k: ({n.strip() for n in text.split(",") if n.strip()}, as_of) for k, (text, as_of) in rows.items()}
     assert rows == {k: ({n for n, _ in v}, min(a for _, a in v)) for k, v in expected.items()}
 
 

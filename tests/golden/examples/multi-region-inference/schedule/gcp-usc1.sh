@@ -96,7 +96,6 @@ fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 8
   replicas chat-70b-tp8 0
@@ -104,8 +103,7 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
 fi
 if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
   terraform_month months/000.tfvars
-  replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1 3
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 5
   replicas chat-70b-tp8 0
@@ -113,8 +111,7 @@ if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
 fi
 if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
   terraform_month months/000.tfvars
-  replicas assistant-8b-tp1 3
-  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1 2
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 5
   replicas chat-70b-tp8 0
@@ -123,7 +120,6 @@ fi
 if [ "${month}" -ge 3 ] && [ "${month}" -le 6 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 6
   replicas chat-70b-tp8 0
@@ -132,7 +128,6 @@ fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
   terraform_month months/007.tfvars
   replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 2
   replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
@@ -141,7 +136,6 @@ fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   terraform_month months/008.tfvars
   replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 6
   replicas chat-70b-tp8 1
@@ -149,17 +143,15 @@ if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
   terraform_month months/008.tfvars
-  replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
+  replicas assistant-8b-tp1 1
   replicas assistant-8b-tp8 1
-  replicas chat-70b-tp1 6
+  replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   terraform_month months/010.tfvars
   replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 2
   replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
@@ -168,8 +160,7 @@ fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
   replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp4 2
-  replicas assistant-8b-tp8 3
+  replicas assistant-8b-tp8 4
   replicas chat-70b-tp1 8
   replicas chat-70b-tp8 0
   true

@@ -1,5 +1,5 @@
-# GPU capacity for site aws-use1 as planned: 3 capacity reservation(s),
-# 3 node set(s) (Slurm instances or launch templates, EKS node groups).
+# GPU capacity for site aws-use1 as planned: 2 capacity reservation(s),
+# 2 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 # Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
@@ -47,32 +47,8 @@ locals {
   }
 }
 
-# ---- reservation g6e-12xlarge-reserved-1y: up to 1 x g6e.12xlarge, reserved_1y, nodes g6e-12xlarge-r1y01,
-# used by kubernetes. Terms: 1 node in months 7-18.
-# It exists in the months its terms run, holding their nodes, and ends with the latest of them
-# (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
-# Savings Plan or Reserved Instance bought on the account, outside Terraform.
-resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
-  count = var.reserved_nodes["g6e_12xlarge_reserved_1y"] > 0 ? 1 : 0
-
-  instance_type           = "g6e.12xlarge"
-  instance_platform       = "Linux/UNIX"
-  availability_zone       = var.availability_zone
-  instance_count          = var.reserved_nodes["g6e_12xlarge_reserved_1y"]
-  placement_group_arn     = aws_placement_group.gpu.arn
-  instance_match_criteria = "targeted"
-  end_date_type           = "limited"
-  end_date                = local.end_dates["g6e_12xlarge_reserved_1y"]
-
-  tags = {
-    "Name"                     = "${var.name_prefix}-g6e-12xlarge-reserved-1y"
-    "infra-compile.io/pool"    = "g6e-12xlarge"
-    "infra-compile.io/pricing" = "reserved_1y"
-  }
-}
-
-# ---- reservation g6e-xlarge-reserved-1y: up to 8 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-08],
-# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 8-19; 3 nodes in months 9-20; 3 nodes in months 10-21.
+# ---- reservation g6e-xlarge-reserved-1y: up to 14 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-14],
+# used by kubernetes. Terms: 6 nodes in months 7-18; 1 node in months 8-19; 3 nodes in months 9-20; 4 nodes in months 10-21.
 # It exists in the months its terms run, holding their nodes, and ends with the latest of them
 # (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
 # Savings Plan or Reserved Instance bought on the account, outside Terraform.
@@ -95,105 +71,31 @@ resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation p5e-48xlarge-reserved-1y: up to 1 x p5e.48xlarge, reserved_1y, nodes p5e-48xlarge-r1y01,
+# ---- reservation p5en-48xlarge-reserved-1y: up to 1 x p5en.48xlarge, reserved_1y, nodes p5en-48xlarge-r1y01,
 # used by kubernetes. Terms: 1 node in months 0-11.
 # It exists in the months its terms run, holding their nodes, and ends with the latest of them
 # (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
 # Savings Plan or Reserved Instance bought on the account, outside Terraform.
-resource "aws_ec2_capacity_reservation" "p5e_48xlarge_reserved_1y" {
-  count = var.reserved_nodes["p5e_48xlarge_reserved_1y"] > 0 ? 1 : 0
+resource "aws_ec2_capacity_reservation" "p5en_48xlarge_reserved_1y" {
+  count = var.reserved_nodes["p5en_48xlarge_reserved_1y"] > 0 ? 1 : 0
 
-  instance_type           = "p5e.48xlarge"
+  instance_type           = "p5en.48xlarge"
   instance_platform       = "Linux/UNIX"
   availability_zone       = var.availability_zone
-  instance_count          = var.reserved_nodes["p5e_48xlarge_reserved_1y"]
+  instance_count          = var.reserved_nodes["p5en_48xlarge_reserved_1y"]
   placement_group_arn     = aws_placement_group.gpu.arn
   instance_match_criteria = "targeted"
   end_date_type           = "limited"
-  end_date                = local.end_dates["p5e_48xlarge_reserved_1y"]
+  end_date                = local.end_dates["p5en_48xlarge_reserved_1y"]
 
   tags = {
-    "Name"                     = "${var.name_prefix}-p5e-48xlarge-reserved-1y"
-    "infra-compile.io/pool"    = "p5e-48xlarge"
+    "Name"                     = "${var.name_prefix}-p5en-48xlarge-reserved-1y"
+    "infra-compile.io/pool"    = "p5en-48xlarge"
     "infra-compile.io/pricing" = "reserved_1y"
   }
 }
 
-# ---- Kubernetes g6e-12xlarge, reserved_1y: EKS node group of 0 to 1 node(s) over the
-# horizon (g6e.12xlarge, 4x L40S), each month's size fixed by months/NNN.tfvars; it exists
-# only in months with nodes.
-# The nodes start inside reservation g6e-12xlarge-reserved-1y.
-resource "aws_launch_template" "g6e_12xlarge_reserved_1y_kubernetes" {
-  name_prefix = "${var.name_prefix}-g6e-12xlarge-reserved-1y-k8s-"
-
-  placement {
-    group_name = aws_placement_group.gpu.name
-  }
-
-  network_interfaces {
-    device_index          = 0
-    security_groups       = [aws_security_group.efa.id]
-    delete_on_termination = true
-  }
-
-  # Inside the reservation in the months it exists.
-  dynamic "capacity_reservation_specification" {
-    for_each = aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y
-    content {
-      capacity_reservation_target {
-        capacity_reservation_id = capacity_reservation_specification.value.id
-      }
-    }
-  }
-
-  metadata_options {
-    http_tokens = "required"
-  }
-
-  tag_specifications {
-    resource_type = "instance"
-    tags = {
-      "infra-compile.io/pool"    = "g6e-12xlarge"
-      "infra-compile.io/pricing" = "reserved_1y"
-    }
-  }
-}
-
-resource "aws_eks_node_group" "g6e_12xlarge_reserved_1y_kubernetes" {
-  count = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
-
-  cluster_name    = var.eks_cluster_name
-  node_group_name = "${var.name_prefix}-g6e-12xlarge-reserved-1y-k8s"
-  node_role_arn   = var.node_role_arn
-  subnet_ids      = [var.subnet_id]
-  instance_types  = ["g6e.12xlarge"]
-  ami_type        = "AL2023_x86_64_NVIDIA"
-  capacity_type   = "ON_DEMAND"
-
-  scaling_config {
-    desired_size = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
-    min_size     = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
-    max_size     = var.nodes["g6e_12xlarge_reserved_1y_kubernetes"]
-  }
-
-  launch_template {
-    id      = aws_launch_template.g6e_12xlarge_reserved_1y_kubernetes.id
-    version = aws_launch_template.g6e_12xlarge_reserved_1y_kubernetes.latest_version
-  }
-
-  labels = {
-    "infra-compile.io/pool"    = "g6e-12xlarge"
-    "infra-compile.io/pricing" = "reserved_1y"
-  }
-
-  taint {
-    key    = "nvidia.com/gpu"
-    value  = "present"
-    effect = "NO_SCHEDULE"
-  }
-}
-
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 8 node(s) over the
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 14 node(s) over the
 # horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
@@ -267,12 +169,12 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes p5e-48xlarge, reserved_1y: EKS node group of 1 to 1 node(s) over the
-# horizon (p5e.48xlarge, 8x H200), each month's size fixed by months/NNN.tfvars; it exists
+# ---- Kubernetes p5en-48xlarge, reserved_1y: EKS node group of 1 to 1 node(s) over the
+# horizon (p5en.48xlarge, 8x H200), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
-# The nodes start inside reservation p5e-48xlarge-reserved-1y.
-resource "aws_launch_template" "p5e_48xlarge_reserved_1y_kubernetes" {
-  name_prefix = "${var.name_prefix}-p5e-48xlarge-reserved-1y-k8s-"
+# The nodes start inside reservation p5en-48xlarge-reserved-1y.
+resource "aws_launch_template" "p5en_48xlarge_reserved_1y_kubernetes" {
+  name_prefix = "${var.name_prefix}-p5en-48xlarge-reserved-1y-k8s-"
 
   placement {
     group_name = aws_placement_group.gpu.name
@@ -292,7 +194,7 @@ resource "aws_launch_template" "p5e_48xlarge_reserved_1y_kubernetes" {
 
   # Inside the reservation in the months it exists.
   dynamic "capacity_reservation_specification" {
-    for_each = aws_ec2_capacity_reservation.p5e_48xlarge_reserved_1y
+    for_each = aws_ec2_capacity_reservation.p5en_48xlarge_reserved_1y
     content {
       capacity_reservation_target {
         capacity_reservation_id = capacity_reservation_specification.value.id
@@ -307,36 +209,36 @@ resource "aws_launch_template" "p5e_48xlarge_reserved_1y_kubernetes" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile.io/pool"    = "p5e-48xlarge"
+      "infra-compile.io/pool"    = "p5en-48xlarge"
       "infra-compile.io/pricing" = "reserved_1y"
     }
   }
 }
 
-resource "aws_eks_node_group" "p5e_48xlarge_reserved_1y_kubernetes" {
-  count = var.nodes["p5e_48xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
+resource "aws_eks_node_group" "p5en_48xlarge_reserved_1y_kubernetes" {
+  count = var.nodes["p5en_48xlarge_reserved_1y_kubernetes"] > 0 ? 1 : 0
 
   cluster_name    = var.eks_cluster_name
-  node_group_name = "${var.name_prefix}-p5e-48xlarge-reserved-1y-k8s"
+  node_group_name = "${var.name_prefix}-p5en-48xlarge-reserved-1y-k8s"
   node_role_arn   = var.node_role_arn
   subnet_ids      = [var.subnet_id]
-  instance_types  = ["p5e.48xlarge"]
+  instance_types  = ["p5en.48xlarge"]
   ami_type        = "AL2023_x86_64_NVIDIA"
   capacity_type   = "ON_DEMAND"
 
   scaling_config {
-    desired_size = var.nodes["p5e_48xlarge_reserved_1y_kubernetes"]
-    min_size     = var.nodes["p5e_48xlarge_reserved_1y_kubernetes"]
-    max_size     = var.nodes["p5e_48xlarge_reserved_1y_kubernetes"]
+    desired_size = var.nodes["p5en_48xlarge_reserved_1y_kubernetes"]
+    min_size     = var.nodes["p5en_48xlarge_reserved_1y_kubernetes"]
+    max_size     = var.nodes["p5en_48xlarge_reserved_1y_kubernetes"]
   }
 
   launch_template {
-    id      = aws_launch_template.p5e_48xlarge_reserved_1y_kubernetes.id
-    version = aws_launch_template.p5e_48xlarge_reserved_1y_kubernetes.latest_version
+    id      = aws_launch_template.p5en_48xlarge_reserved_1y_kubernetes.id
+    version = aws_launch_template.p5en_48xlarge_reserved_1y_kubernetes.latest_version
   }
 
   labels = {
-    "infra-compile.io/pool"    = "p5e-48xlarge"
+    "infra-compile.io/pool"    = "p5en-48xlarge"
     "infra-compile.io/pricing" = "reserved_1y"
   }
 

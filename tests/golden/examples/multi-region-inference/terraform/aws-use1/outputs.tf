@@ -3,32 +3,22 @@ output "placement_group" {
   value       = aws_placement_group.gpu.name
 }
 
-output "g6e_12xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block g6e-12xlarge-reserved-1y (up to 1 x g6e.12xlarge, reserved_1y; null in months it holds none)."
-  value       = one(aws_ec2_capacity_reservation.g6e_12xlarge_reserved_1y[*].id)
-}
-
 output "g6e_xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block g6e-xlarge-reserved-1y (up to 8 x g6e.xlarge, reserved_1y; null in months it holds none)."
+  description = "Capacity reservation of block g6e-xlarge-reserved-1y (up to 14 x g6e.xlarge, reserved_1y; null in months it holds none)."
   value       = one(aws_ec2_capacity_reservation.g6e_xlarge_reserved_1y[*].id)
 }
 
-output "p5e_48xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block p5e-48xlarge-reserved-1y (up to 1 x p5e.48xlarge, reserved_1y; null in months it holds none)."
-  value       = one(aws_ec2_capacity_reservation.p5e_48xlarge_reserved_1y[*].id)
-}
-
-output "g6e_12xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group g6e-12xlarge-reserved-1y-k8s (0 to 1 x g6e.12xlarge, reserved_1y; null in months it has no nodes)."
-  value       = one(aws_eks_node_group.g6e_12xlarge_reserved_1y_kubernetes[*].node_group_name)
+output "p5en_48xlarge_reserved_1y_reservation" {
+  description = "Capacity reservation of block p5en-48xlarge-reserved-1y (up to 1 x p5en.48xlarge, reserved_1y; null in months it holds none)."
+  value       = one(aws_ec2_capacity_reservation.p5en_48xlarge_reserved_1y[*].id)
 }
 
 output "g6e_xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group g6e-xlarge-reserved-1y-k8s (0 to 8 x g6e.xlarge, reserved_1y; null in months it has no nodes)."
+  description = "EKS node group g6e-xlarge-reserved-1y-k8s (0 to 14 x g6e.xlarge, reserved_1y; null in months it has no nodes)."
   value       = one(aws_eks_node_group.g6e_xlarge_reserved_1y_kubernetes[*].node_group_name)
 }
 
-output "p5e_48xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group p5e-48xlarge-reserved-1y-k8s (1 to 1 x p5e.48xlarge, reserved_1y; null in months it has no nodes)."
-  value       = one(aws_eks_node_group.p5e_48xlarge_reserved_1y_kubernetes[*].node_group_name)
+output "p5en_48xlarge_reserved_1y_kubernetes_group" {
+  description = "EKS node group p5en-48xlarge-reserved-1y-k8s (1 to 1 x p5en.48xlarge, reserved_1y; null in months it has no nodes)."
+  value       = one(aws_eks_node_group.p5en_48xlarge_reserved_1y_kubernetes[*].node_group_name)
 }
