@@ -6,8 +6,9 @@ report says it; the audit flags a plan that breaks a limit; the reductions a lim
 not cover are off under it; the greedy start obeys the limits; a limit that makes a spec
 infeasible is named.
 
-Measured here (the test asserts the bound): multi-region-inference with two instance types a
-service and site costs $1,622,405 against $1,616,687 without the limit (+0.35%)."""
+Measured here (the test asserts a bound): multi-region-inference, whose plan runs two instance
+types a service and site, costs $1,814,650 with one against $1,580,782 without the limit (+14.8%;
+catalog 2026.11.4)."""
 
 from __future__ import annotations
 
@@ -63,38 +64,40 @@ def spot_hours(w: dict) -> float:
 
 
 @pytest.fixture(scope="module")
-def mri_two_types(tmp_path_factory):
-    path = _variant(tmp_path_factory.mktemp("mri"), MRI, max_instance_types_per_site=2)
+def mri_one_type(tmp_path_factory):
+    path = _variant(tmp_path_factory.mktemp("mri"), MRI, max_instance_types_per_site=1)
     result = compile_spec(path)
     return json.loads(result.artifacts["plan.json"]), result.artifacts["report.md"], result.artifacts["report.html"]
 
 
 @pytest.mark.slow
-def test_two_instance_types_per_site_cost_at_most_three_percent_more(mri_two_types):
-    plan, report, html = mri_two_types
-    assert all(len(v) <= 2 for v in types_per_site(plan).values()), types_per_site(plan)
+def test_one_instance_type_per_site_is_obeyed_and_its_price_stated(mri_one_type):
+    plan, report, html = mri_one_type
+    assert all(len(v) <= 1 for v in types_per_site(plan).values()), types_per_site(plan)
     free = plan["operability"]["unlimited"]
     # the plan without the limit is the shipped example's own (same candidates, same budget)
     golden = json.loads((ROOT / "tests" / "golden" / "examples" / MRI / "plan.json").read_text())
     assert free["cost_usd"] == pytest.approx(golden["total_cost_usd"], abs=0.01)
-    assert max(len(v) for v in types_per_site(golden).values()) == free["most_instance_types"] > 2
-    assert plan["total_cost_usd"] <= 1.03 * free["cost_usd"], (plan["total_cost_usd"], free["cost_usd"])
+    assert max(len(v) for v in types_per_site(golden).values()) == free["most_instance_types"] > 1
+    # a binding limit costs something, and not a fleet's worth (measured +14.8%)
+    assert free["cost_usd"] < plan["total_cost_usd"] <= 1.2 * free["cost_usd"], (plan["total_cost_usd"],
+                                                                                   free["cost_usd"])
     assert plan["total_cost_usd"] >= plan["solver"]["best_bound_usd"] - 0.01
     # the report states both costs and the difference, as plan.json has them
     delta = plan["total_cost_usd"] - free["cost_usd"]
     line = next(line for line in report.splitlines() if line.startswith("With the limits"))
     assert f"${plan['total_cost_usd']:,.0f}" in line and f"${free['cost_usd']:,.0f}" in line
     assert f"${delta:,.0f} ({delta / free['cost_usd']:+.2%})" in line
-    assert re.search(r"\| `max_instance_types_per_site` \| 2 \| at most 2 a service and site \| at most "
+    assert re.search(r"\| `max_instance_types_per_site` \| 1 \| at most 1 a service and site \| at most "
                      rf"{free['most_instance_types']} \| yes \|", report)
-    assert ("<tr><td><code>max_instance_types_per_site</code></td><td>2</td><td>at most 2 a service and site</td>"
+    assert ("<tr><td><code>max_instance_types_per_site</code></td><td>1</td><td>at most 1 a service and site</td>"
             f"<td>at most {free['most_instance_types']}</td><td>yes</td></tr>") in html
 
 
 @pytest.mark.slow
-def test_the_report_says_where_availability_multiplies_replicas(mri_two_types):
+def test_the_report_says_where_availability_multiplies_replicas(mri_one_type):
     """Every N+1 service gets one line: its peak month's replicas per site, and N / (N - 1)."""
-    plan, report, _html = mri_two_types
+    plan, report, _html = mri_one_type
     spec = yaml.safe_load((ROOT / "examples" / f"{MRI}.yaml").read_text())
     for w in spec["workloads"]:
         if w["kind"] != "inference" or w["slo"].get("availability", 0.99) < 0.999:
