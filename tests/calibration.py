@@ -327,6 +327,59 @@ INFERENCE: tuple[InferenceFigure, ...] = (
 )
 
 
+AMD_VLLM = ("AMD, 'Performance results with AMD ROCm software', AI Inference, vLLM throughput at maximum load (a "
+            "local client fed at an infinite rate, all prompts at once), container "
+            "rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605 (released June 18, 2025), 8x MI300X (192 GB HBM3, 750 W), "
+            "TP8, FP8 weights and KV cache (amd/Llama-3.1-{}-Instruct-FP8-KV), "
+            "https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html (read 2026-11-28). "
+            "Output tokens/s: the table does not say, but with prompts and outputs counted its 70B rows would "
+            "differ 1.9x between 128/2048 and 2048/2048 where a compute-bound server's total rate is flat; "
+            "output alone, they are within 6%")
+MI300X_INFERENCE: tuple[InferenceFigure, ...] = (
+    # ---- fit half: the 70B runs whose lengths separate the three MI300X efficiencies (long
+    # contexts: the KV reads; long prompts: prefill; the rest: the GEMMs) ----
+    InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-128-4096", FIT, f"{AMD_VLLM.format('70B')}: Llama 3.1 70B, "
+                    "128/4096, 1,500 prompts, max-num-seqs 1,500: 13,667.3", "llama-3.1-70b", "MI300X", 8, "fp8",
+                    128, 4096, "tokens_per_s", 13667.3),
+    InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-500-2000", FIT, f"{AMD_VLLM.format('70B')}: Llama 3.1 70B, "
+                    "500/2000, 2,000 prompts, max-num-seqs 2,000: 13,367.1", "llama-3.1-70b", "MI300X", 8, "fp8",
+                    500, 2000, "tokens_per_s", 13367.1),
+    InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-2048-2048", FIT, f"{AMD_VLLM.format('70B')}: Llama 3.1 70B, "
+                    "2048/2048, 1,500 prompts, max-num-seqs 1,500: 8,352.6", "llama-3.1-70b", "MI300X", 8, "fp8",
+                    2048, 2048, "tokens_per_s", 8352.6),
+    # ---- held out: the fourth 70B row, and every 405B row (another model: 126 layers, twice the
+    # hidden size, a larger share of all-reduce) ----
+    InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-128-2048", HOLDOUT, f"{AMD_VLLM.format('70B')}: Llama 3.1 "
+                    "70B, 128/2048, 3,200 prompts, max-num-seqs 3,200: 16,581.5", "llama-3.1-70b", "MI300X", 8,
+                    "fp8", 128, 2048, "tokens_per_s", 16581.5),
+    InferenceFigure("amd-vllm-llama31-405b-mi300x-tp8-128-2048", HOLDOUT, f"{AMD_VLLM.format('405B')}: Llama "
+                    "3.1 405B, 128/2048, 1,500 prompts, max-num-seqs 1,500: 4,275", "llama-3.1-405b", "MI300X", 8,
+                    "fp8", 128, 2048, "tokens_per_s", 4275),
+    InferenceFigure("amd-vllm-llama31-405b-mi300x-tp8-128-4096", HOLDOUT, f"{AMD_VLLM.format('405B')}: Llama "
+                    "3.1 405B, 128/4096, 1,500 prompts, max-num-seqs 1,500: 3,356.7", "llama-3.1-405b", "MI300X", 8,
+                    "fp8", 128, 4096, "tokens_per_s", 3356.7),
+    InferenceFigure("amd-vllm-llama31-405b-mi300x-tp8-500-2000", HOLDOUT, f"{AMD_VLLM.format('405B')}: Llama "
+                    "3.1 405B, 500/2000, 2,000 prompts, max-num-seqs 2,000: 3,201.4", "llama-3.1-405b", "MI300X", 8,
+                    "fp8", 500, 2000, "tokens_per_s", 3201.4),
+    InferenceFigure("amd-vllm-llama31-405b-mi300x-tp8-2048-2048", HOLDOUT, f"{AMD_VLLM.format('405B')}: Llama "
+                    "3.1 405B, 2048/2048, 500 prompts, max-num-seqs 500: 2,179.7", "llama-3.1-405b", "MI300X", 8,
+                    "fp8", 2048, 2048, "tokens_per_s", 2179.7),
+    InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-128-2048-jul2025", REFERENCE, f"{AMD_VLLM.format('70B')}"
+                    .replace("rocm6.4.1_vllm_0.9.0.1_20250605 (released June 18, 2025)",
+                             "rocm6.4.1_vllm_0.9.1_20250715 (released July 16, 2025)") + ": Llama 3.1 70B, "
+                    "128/2048, 3,200 prompts, max-num-seqs 3,200: 12,638.9. The same page's same row a month "
+                    "later, 24% below the June container's 16,581.5 (13,212.5 to 13,818.7 in the September to "
+                    "November 2025 containers)", "llama-3.1-70b", "MI300X", 8, "fp8", 128, 2048, "tokens_per_s",
+                    12638.9),
+    InferenceFigure("mlperf-v4.1-llama2-70b-mi300x", REFERENCE, "MLPerf Inference v4.1, closed, llama2-70b-99.9 "
+                    "Offline, AMD 1xMI300X_2xEPYC-9374F (mlcommons/inference_results_v4.1 closed/AMD/results/"
+                    "1xMI300X_2xEPYC-9374F/llama2-70b-99.9/Offline/performance/run_1/mlperf_log_summary.txt): "
+                    "3,062.72 tokens/s on one GPU (vLLM, FP8). Output 293 tokens per sample (tokens/s / samples/s "
+                    "10.4445); mean input 300 tokens assumed (not published), as for the NVIDIA rows",
+                    "llama-2-70b", "MI300X", 1, "fp8", 300, 293, "tokens_per_s", 3062.72),
+)
+
+
 def with_factors(catalog: Catalog, **values: float) -> Catalog:
     """The catalog with some factors replaced (names with dots passed as a dict: **{'a.b': 1})."""
     factors = dict(catalog.factors)
@@ -433,9 +486,16 @@ GROUPS: tuple[tuple[dict[str, tuple[float, ...]], dict[str, str], tuple[str, ...
      ("mbridge-deepseek-v3-h100-1024", "mbridge-qwen3-235b-h100-256", "nemo-mixtral-8x7b-b200-64")),
     ({"moe_copy_bytes_per_hidden.bf16": _grid(0, 250, 50), "ep_overlap": _grid(0.5, 0.9, 0.1)}, {},
      ("mz-qwen3-235b-h100-bf16", "mz-qwen3-235b-16k")),
+    # MI300X serving (vLLM on ROCm): its own shares of the GEMM peak, of HBM bandwidth and of the
+    # prefill peak, on three 70B runs whose lengths separate them; the 405B runs are held out.
+    ({"decode_compute_efficiency.MI300X": _grid(0.20, 0.60, 0.02),
+      "decode_bandwidth_efficiency.MI300X": _grid(0.20, 0.90, 0.05),
+      "prefill_efficiency.MI300X": _grid(0.10, 0.50, 0.02)}, {},
+     ("amd-vllm-llama31-70b-mi300x-tp8-128-4096", "amd-vllm-llama31-70b-mi300x-tp8-500-2000",
+      "amd-vllm-llama31-70b-mi300x-tp8-2048-2048")),
 )
 
-FIGURES = {f.key: f for f in (*TRAINING, *MOE_TRAINING, *INFERENCE, *MOE_INFERENCE)}
+FIGURES = {f.key: f for f in (*TRAINING, *MOE_TRAINING, *INFERENCE, *MOE_INFERENCE, *MI300X_INFERENCE)}
 
 
 FIT_ROUNDS = 8   # rounds of group-by-group fitting before a fit that has not settled is an error

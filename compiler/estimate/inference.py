@@ -7,7 +7,7 @@ Decode step at batch B, a roofline per operator (the kernels run one after anoth
 weight GEMMs and the attention each take the slower of their memory and compute times):
     D(B) = max(weights / BW, B * 2 N_active / C)             weight GEMMs (MoE: moe_gemm_s)
          + max(B * kv_per_token * ctx / BW, B * 4 L h ctx / C)  attention over the KV cache
-         + TP all-reduces,     BW = t*bw*eff_bw, C = t*peak*eff_c
+         + TP all-reduces,     BW = t*bw*eff_bw, C = t*peak*eff_c (per GPU where the catalog has it)
 Prefill of one request (compute-bound): P = (2*N*in + 2*L*h*in^2) / (t*peak*eff_prefill).
 Continuous batching interleaves prefills with decode steps, so each step also carries
 B/out prefills on average (the prefill time share):
@@ -87,8 +87,16 @@ def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, outpu
     peak = compute_peak(gpu, quant)
     h = model.attention_width
     prefill_flops = 2 * model.active_b * 1e9 * input_tokens + 2 * model.layers * h * input_tokens ** 2
-    efficiency = factor(catalog, f"prefill_efficiency.{quant}", "prefill_efficiency")
+    efficiency = serving_efficiency(catalog, "prefill_efficiency", gpu, quant)
     return Replica(weights, kv_seq, max_b, prefill_flops / (t * peak * efficiency), free)
+
+
+def serving_efficiency(catalog: Catalog, family: str, gpu: Gpu, quant: str) -> float:
+    """A serving efficiency: <family>.<gpu>.<quant>, <family>.<gpu>, <family>.<quant>, <family>,
+    the first the catalog has. The plain and per-precision values are fitted on TensorRT-LLM runs
+    on NVIDIA GPUs; a GPU whose serving engine reaches a different share of its peaks (MI300X under
+    vLLM on ROCm) has its own, fitted on that GPU's published runs."""
+    return factor(catalog, f"{family}.{gpu.name}.{quant}", f"{family}.{gpu.name}", f"{family}.{quant}", family)
 
 
 def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalog) -> float:
@@ -101,8 +109,8 @@ def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalo
 
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
                   catalog: Catalog) -> float:
-    bw = t * gpu.memory_bandwidth_gb_s * 1e9 * factor(catalog, "decode_bandwidth_efficiency")
-    c = t * compute_peak(gpu, quant) * factor(catalog, f"decode_compute_efficiency.{quant}", "decode_compute_efficiency")
+    bw = t * gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant)
+    c = t * compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant)
     # Weight GEMMs: the weights are read once per step and used by every sequence of the batch.
     if is_moe(model):
         gemm = moe_gemm_s(model, quant, batch, bw, c, catalog)
