@@ -32,22 +32,6 @@ def pytest_configure(config):
         config.option.testrunuid = uuid.uuid4().hex
 
 
-# The files that take longest, heaviest first (per-test durations of a whole run, `pytest
-# --durations=60`). xdist deals the first quarter of the files out to the workers in turn and the
-# rest one at a time as workers free up: dealing the longest first, the workers end together
-# instead of one running a two-minute file alone at the end.
-HEAVY_FIRST = ("test_operability.py", "test_coherence.py", "test_optimize_start.py", "test_what_if.py",
-               "test_alternatives.py", "test_month_floors.py", "test_optimize_engine.py", "test_small_specs.py",
-               "test_benchmarks.py", "test_examples.py", "test_estimate_calibration.py", "test_fuzz_pipeline.py",
-               "test_cli.py", "test_hardening.py", "test_sweep.py", "test_oracle_pins.py", "test_baseline.py",
-               "test_replan_stability.py", "test_render_terraform.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    rank = {name: i for i, name in enumerate(HEAVY_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))   # stable: a file's order kept
-
-
 def pytest_sessionfinish(session):
     # The controller of an xdist run removes the folder its workers shared the examples'
     # compiles in (examples_cache.example), named by the run's id it chose in pytest_configure.

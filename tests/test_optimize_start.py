@@ -54,10 +54,24 @@ def test_cbc_returns_the_start_or_better_when_its_node_limit_is_reached():
 
 
 @pytest.mark.slow
-def test_the_start_respects_site_limits_on_a_crowded_platform():
-    # 200 workloads: the cheapest candidates alone would buy more nodes than dc1's 1,500 kW
-    # power; the start passes over what no longer fits, and stays a feasible plan.
-    problem = formulate(generate(200, 0))
+def test_the_start_respects_site_limits_on_a_crowded_platform(monkeypatch):
+    # 20 workloads with the data centres at a tenth of their power: the cheapest candidates alone
+    # would buy more nodes than dc1 and dc2 can power; the start passes over what no longer fits
+    # (the ledger refuses placements there) and stays a feasible plan.
+    from compiler.optimize import start as start_module
+
+    candidates = generate(20, 1, horizon=12)
+    sites = tuple(replace(s, power_kw=s.power_kw / 10) if s.type == "on_prem" else s for s in candidates.spec.sites)
+    problem = formulate(replace(candidates, spec=replace(candidates.spec, sites=sites)))
+    refused, add = [], start_module._Ledger.add
+
+    def recording_add(ledger, c, per_month):
+        fits = add(ledger, c, per_month)
+        if not fits and c.site_type == "on_prem":
+            refused.append(c.site)
+        return fits
+    monkeypatch.setattr(start_module._Ledger, "add", recording_add)
     start = greedy_start(problem)
     assert start is not None
+    assert {"dc1", "dc2"} <= set(refused), "no placement was refused: the platform is not crowded"
     assert solve(_fixed(problem, start), solver="highs").status == "optimal"
