@@ -427,7 +427,7 @@ class Provider(str, Enum):
 
 @catalog_app.callback()
 def catalog_cmd(ctx: typer.Context, catalog: Optional[Path] = CatalogOpt,
-                section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, onprem, fabrics, storage or models."),
+                section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, regions, onprem, fabrics, storage, models or sources."),
                 fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
     """Print the hardware, price and model catalog (with any overlay applied)."""
     ctx.obj = {"catalog": catalog}

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from compiler.catalog.model import Catalog
+from compiler.catalog.model import PRICE_OPTIONS, Catalog
 
 DEFAULT_MAX_AGE_DAYS = 90   # a quarter: cloud GPU list prices have moved within one (AWS, June 2025)
 
@@ -59,12 +59,11 @@ def priced_rows(spec: Any, catalog: Catalog) -> Iterator[PricedRow]:
             for inst in sorted(catalog.instances.values(), key=lambda x: x.name):
                 if inst.provider != site.provider:
                     continue
-                for p in inst.prices:
-                    if p.region == site.region:
-                        figures = (("on_demand", p.on_demand), ("spot", p.spot),
-                                   ("reserved_1y", p.reserved_1y), ("reserved_3y", p.reserved_3y))
-                        yield PricedRow(i, site.name, inst.name, p.region, p.source,
-                                        catalog.sources[p.source].as_of, figures)
+                p = inst.price_row(site.region)
+                if p is not None:
+                    figures = tuple((o, p.get(o)) for o in PRICE_OPTIONS)
+                    yield PricedRow(i, site.name, inst.name, p.region, p.source,
+                                    catalog.sources[p.source].as_of, figures)
         else:
             for node in sorted(catalog.onprem_nodes.values(), key=lambda n: n.name):
                 figures = (("capex_usd", node.capex_usd), ("support_usd_per_year", node.support_usd_per_year))

@@ -34,6 +34,9 @@ class Gpu:
     source: str
 
 
+PRICE_OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")   # an instance price row's figures
+
+
 @dataclass(frozen=True)
 class InstancePrice:
     region: str
@@ -63,11 +66,15 @@ class CloudInstance:
     sockets: int = 2
     local_nvme_tb: float = 0.0
 
-    def price(self, region: str, option: str) -> float | None:
+    def price_row(self, region: str) -> InstancePrice | None:
         for p in self.prices:
             if p.region == region:
-                return p.get(option)
+                return p
         return None
+
+    def price(self, region: str, option: str) -> float | None:
+        row = self.price_row(region)
+        return None if row is None else row.get(option)
 
     @property
     def regions(self) -> tuple[str, ...]:

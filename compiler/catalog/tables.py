@@ -12,11 +12,10 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-from compiler.catalog.model import Catalog
+from compiler.catalog.model import PRICE_OPTIONS, Catalog
 from compiler.diagnostics import CompileError, Diagnostic, did_you_mean
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
-PRICE_OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 
 
 def _num(value: float | int | None, digits: int = 2) -> str:

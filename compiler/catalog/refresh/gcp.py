@@ -20,6 +20,7 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from compiler.catalog.model import PRICE_OPTIONS
 from compiler.catalog.refresh.endpoints import GCP_BILLING_CATALOG, GCP_KEY_VARIABLES, gcp_api_key
 from compiler.catalog.refresh.gcp_skus import Component, component
 from compiler.catalog.refresh.http import PriceClient, pages, refresh_error
@@ -27,7 +28,6 @@ from compiler.catalog.refresh.rows import Fetched, Refreshed, add_rows
 
 SOURCE_KEY = "gcp-billing-catalog"
 PAGE_SIZE = 5000
-OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
             out.skipped.append(f"{name}: no known composition for series {series_of(name)}")
             continue
         for region in regions:
-            figures = {o: machine_price(inst, series, o, region, prices) for o in OPTIONS}
+            figures = {o: machine_price(inst, series, o, region, prices) for o in PRICE_OPTIONS}
             if any(v is not None for v in figures.values()):
                 fetched[(name, region)] = Fetched(**figures)
     add_rows(out, fetched, catalog)

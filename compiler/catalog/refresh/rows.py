@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from compiler.catalog.model import InstancePrice
+from compiler.catalog.model import PRICE_OPTIONS, InstancePrice
 
-OPTIONS = ("spot", "reserved_1y", "reserved_3y")   # besides on_demand
+OPTIONS = PRICE_OPTIONS[1:]   # besides on_demand
 DECIMALS = 6
 HOURS_PER_YEAR = 8760                                # both AWS and Azure count a term in 365-day years
 
@@ -75,16 +75,10 @@ def complete(fetched: Fetched, catalog_row: InstancePrice | None) -> PriceRow | 
 def add_rows(out: Refreshed, fetched: Mapping[tuple[str, str], Fetched], catalog) -> None:
     """Complete every fetched (instance, region) into `out.rows`, reporting the regions skipped."""
     for (name, region), figures in sorted(fetched.items()):
-        row = complete(figures, _catalog_row(catalog, name, region))
+        inst = catalog.instances.get(name)
+        row = complete(figures, inst.price_row(region) if inst else None)
         if row is None:
             out.skipped.append(f"{name} in {region}: no on-demand price in the list")
             continue
         out.rows.setdefault(name, {})[region] = row
 
-
-def _catalog_row(catalog, name: str, region: str) -> InstancePrice | None:
-    inst = catalog.instances.get(name)
-    for p in (inst.prices if inst else ()):
-        if p.region == region:
-            return p
-    return None
