@@ -15,48 +15,21 @@ what the baseline cannot tell (another spec, another catalog, an undated side) a
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
-from compiler import unit_costs
-from compiler.diagnostics import CompileError, Diagnostic, Position, Source
-from compiler.plan import Calendar, Plan, from_dict, month_number
-from compiler.resources import schema
+from compiler import plan_reader, unit_costs
+from compiler.diagnostics import CompileError, Diagnostic, Source, did_you_mean
+from compiler.plan import Calendar, Plan, month_number
 from compiler.spec import TERM_MONTHS, CloudSite, HeldReservation, OnPremSite, OwnedNodes, Spec
 
-HINT = "pass the plan.json an earlier compile wrote (its output folder's plan.json), unedited"
+HINT = plan_reader.HINT
 
 
 def load(path: str | Path) -> Plan:
-    """The baseline plan in `path`, or a CompileError (E010) that says why the file is none."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CompileError([Diagnostic("E010", f"cannot read the baseline plan: {exc.__class__.__name__}: {exc}",
-                                       hint=HINT)], source=Source.of(str(path), "")) from None
-    source = Source.of(str(path), text)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CompileError([Diagnostic("E010", f"the baseline plan is not JSON: {exc.msg}", (),
-                                       Position(exc.lineno, exc.colno), HINT)], source=source) from None
-    import jsonschema
-
-    errors = sorted(jsonschema.Draft202012Validator(schema("plan.schema.json")).iter_errors(doc),
-                    key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
-        first = errors[0]
-        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first.absolute_path)
-        raise CompileError([Diagnostic("E010", f"the baseline is not a plan.json this compiler wrote: at {where}: "
-                                       f"{first.message}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""),
-                                       hint=HINT)], source=source)
-    try:
-        return from_dict(doc)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CompileError([Diagnostic("E010", f"the baseline plan cannot be read back: {exc.__class__.__name__}: "
-                                       f"{exc}", hint=HINT)], source=source) from None
+    """The baseline plan in `path`, or a CompileError (exit 2, naming the file) that says why the
+    file is none: compiler/plan_reader.py reads it as it reads every plan.json from outside."""
+    return plan_reader.read(path, complete=True)
 
 
 def shift(spec: Spec, baseline: Plan) -> int | None:
@@ -72,9 +45,11 @@ def carried(spec: Spec, baseline: Plan, catalog=None) -> tuple[Spec, list[Diagno
     baseline's first month: with the catalog, their useful life ends where it says), and the
     warnings that say what the baseline could not carry."""
     warnings = []
+    source = plan_reader.source_of(baseline)
     if baseline.spec_name != spec.name:
         raise CompileError([Diagnostic("E011", f"the baseline is a plan of '{baseline.spec_name}', this spec is "
-                                       f"'{spec.name}'", hint="pass the plan this spec's previous compile wrote")])
+                                       f"'{spec.name}'", ("spec", "name"),
+                                       hint="pass the plan this spec's previous compile wrote")], source=source)
     k = shift(spec, baseline)
     if k is None:
         warnings.append(Diagnostic("E012", "the baseline or the spec has no start, so nothing the baseline bought "
@@ -83,7 +58,11 @@ def carried(spec: Spec, baseline: Plan, catalog=None) -> tuple[Spec, list[Diagno
         return spec, warnings
     if k < 0:
         raise CompileError([Diagnostic("E011", f"the baseline starts in {baseline.start}, after this spec's start "
-                                       f"({spec.start})", hint="a re-plan starts no earlier than the plan it follows")])
+                                       f"({spec.start})", ("start",),
+                                       hint="a re-plan starts no earlier than the plan it follows")], source=source)
+    errors = _unknown(spec, baseline, k, catalog)
+    if errors:
+        raise CompileError(errors, source=source)
     sites = []
     for site in spec.sites:
         if isinstance(site, CloudSite):
@@ -95,6 +74,43 @@ def carried(spec: Spec, baseline: Plan, catalog=None) -> tuple[Spec, list[Diagno
         warnings.append(Diagnostic("E012", f"the baseline's sites {', '.join(gone)} are not in the spec: what it "
                                    "bought there is neither used nor shown", severity="warning"))
     return replace(spec, sites=tuple(sites)), warnings
+
+
+def _unknown(spec: Spec, baseline: Plan, k: int, catalog) -> list[Diagnostic]:
+    """What the baseline would carry that this catalog does not know: a held term of an instance
+    the site's region does not sell is checked as the spec's own `reserved` is (semantic.py's
+    E218, the same code), nodes bought of a model the catalog lacks as the spec's `owned` (E212).
+    Each at the baseline pool's path."""
+    if catalog is None:
+        return []
+    from compiler import semantic
+    from compiler.source import Document
+
+    data = {"start": spec.start}
+    checker = semantic._Checker(Document(data, Source("<baseline>"), {}, {}), data, catalog)   # no positions
+    sites = {s.name: s for s in spec.sites}
+    calendar = Calendar(spec.start)
+    out: list[Diagnostic] = []
+    for i, p in enumerate(baseline.pools):
+        site = sites.get(p.site)
+        if isinstance(site, CloudSite) and p.pricing in TERM_MONTHS:
+            # only the terms carried: those that began before the spec's start and still run
+            for r in p.reservations:
+                began = r.start_month - k
+                if began < 0 < began + TERM_MONTHS[p.pricing] and r.nodes > 0:
+                    held = {"instance": p.instance, "nodes": r.nodes, "term": p.pricing,
+                            "until": calendar.name(began + TERM_MONTHS[p.pricing])}
+                    out += [d for d in checker.held_reservation(("pools", i), {"provider": site.provider,
+                                                                              "region": site.region}, held)
+                            if d.severity == "error"]
+                    break
+        elif isinstance(site, OnPremSite) and p.pricing == "purchase" and k > 0 and p.nodes > 0 \
+                and p.instance not in catalog.onprem_nodes:
+            nodes = catalog.onprem_nodes
+            out.append(Diagnostic("E212", f"unknown on-prem node model '{p.instance}'", ("pools", i, "instance"),
+                                  hint=did_you_mean(p.instance, nodes) or ("on-prem node models: "
+                                                                           + ", ".join(sorted(nodes)))))
+    return out
 
 
 def kept(spec: Spec, baseline: Plan, usd: float | None = None, share: float | None = None):

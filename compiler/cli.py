@@ -323,17 +323,8 @@ def diff(plan_a: Path = typer.Argument(..., help="The old plan.json (the base)."
     def body() -> int:
         from compiler import diff as plan_diff
         from compiler.diff_comment import over_threshold, render_comment
-        from compiler.plan import from_dict
 
-        plans = []
-        for path in (plan_a, plan_b):
-            try:
-                plans.append(from_dict(json.loads(Path(path).read_text(encoding="utf-8"))))
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                print(f"{path}: error[E009]: not a readable plan.json ({type(exc).__name__}: {exc})",
-                      file=sys.stderr)
-                return EXIT_INVALID
-        d = plan_diff.diff_plans(*plans)
+        d = plan_diff.diff_plans(*plan_diff.read_plans(plan_a, plan_b))
         threshold = None if fail_above is None else fail_above / 100.0
         if fmt is DiffFormat.json:
             print(json.dumps(plan_diff.diff_to_json(d), indent=2, sort_keys=True))

@@ -16,6 +16,7 @@ joined into one cell. `threshold` is the largest rise of the total the team acce
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from compiler.diff import Delta, PlanDiff, PlanInfo, cautions, hours_text, note_text, value_text
@@ -121,6 +122,8 @@ def over_threshold(d: PlanDiff, threshold: float | None) -> bool:
     that costs nothing rises past any threshold once B costs anything."""
     if threshold is None or d.total.delta is None:
         return False
+    if not (math.isfinite(d.total.a) and math.isfinite(d.total.b)):
+        return True       # a total that is no number cannot pass a gate (the reader refuses one)
     if not d.total.a:
         return d.total.delta > 0.005
     return d.total.delta / d.total.a > threshold + 1e-12
