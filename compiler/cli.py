@@ -206,6 +206,8 @@ def compile_cmd(
     def body() -> int:
         from compiler import output, pipeline
 
+        if out is not None and not check:
+            output.check_target(out)    # before the solve: a folder it would refuse is said at once
         err = _stderr()
         status = None
         if err.is_terminal and not quiet:
@@ -369,6 +371,8 @@ def sweep(spec: Path = SpecArg,
         from compiler import output
         from compiler import sweep as sweeps
 
+        if out is not None:
+            output.check_target(out)    # before the compiles: a folder it would refuse is said at once
         prepared = sweeps.prepare(spec, scenarios, solver=solver.value, max_nodes=max_nodes, gap=gap,
                                   allow_unpriced_regions=allow_unpriced_regions)
         err = _stderr()

@@ -4,6 +4,13 @@ Files are written into a temporary directory beside the target and renamed into
 place, so a failed or interrupted compile leaves the previous output exactly as it
 was. A lock file beside the target serialises concurrent compiles into one directory.
 `drift` compares artifacts with what a directory already holds (for --check).
+
+The target is replaced only where nothing of anyone else's can be lost (E015, exit 2,
+otherwise): it does not exist, or it is an empty folder, or a folder this compiler wrote,
+recognised by the plan.json of a compile or the scenarios.json of a sweep in it, or by the
+lock file beside it, which records the folder the last write put there. A file, a device or
+a folder of the user's is never replaced; a path that cannot be written (under a file, in a
+folder without write permission) is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -14,14 +21,20 @@ import json
 import os
 import shutil
 import signal
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import IO, Iterator, Mapping
+
+from compiler.diagnostics import CompileError, Diagnostic, Source
 
 # plan.json records how long the solver ran; that one figure differs between runs of
 # the same spec, so drift checks compare plan.json with it taken from the old file.
 VOLATILE_PLAN_FIELDS = (("solver", "seconds"),)
+
+
+_MAX_COMPARED = 64 << 20   # a file in the output folder larger than this differs unread
 
 
 def _safe_relpath(rel: str) -> Path:
@@ -31,14 +44,96 @@ def _safe_relpath(rel: str) -> Path:
     return p
 
 
+# The file a compile's and a sweep's folder always holds, and keys it has: with nothing else in
+# the folder but what a compile or a sweep writes there, what marks a folder as this compiler's
+# output where the lock file beside it does not (a clone, a moved folder).
+INDEX_FILES = {"plan.json": ("spec", "catalog", "solver"), "scenarios.json": ("spec", "catalog_version", "scenarios")}
+# What a compile writes at the top of its folder (tests/test_hostile_plans.py checks the goldens
+# against it), and a sweep besides its scenarios' folders (each holds the scenario's spec.yaml).
+COMPILE_ENTRIES = frozenset({"plan.json", "report.md", "report.html", "RUNBOOK.md", "ci", "kubernetes", "onprem",
+                             "schedule", "slurm", "terraform"})
+SWEEP_ENTRIES = frozenset({"index.html", "scenarios.csv", "scenarios.json", "_base"})
+_MARK = "infra-compile output"   # the lock file's text after a write: "<_MARK> <st_dev> <st_ino>"
+HINT = "name a new folder with -o (or move this one away yourself): an output folder is replaced whole"
+
+
+def _refused(target: Path, message: str, hint: str | None = HINT) -> CompileError:
+    return CompileError([Diagnostic("E015", message, hint=hint)], source=Source(str(target)))
+
+
+def _lock_path(target: Path) -> Path:
+    return target.parent / f".{target.name}.lock"
+
+
+def _ours(target: Path, info: os.stat_result, writing: frozenset = frozenset()) -> bool:
+    """Whether the folder `target` may be replaced: empty, or written by this compiler (`writing`:
+    the top-level names of what will replace it)."""
+    with os.scandir(target) as entries:
+        names = {e.name: e.is_dir(follow_symlinks=False) for e in entries}
+    if not names:
+        return True
+    try:
+        mark = _lock_path(target).read_text(encoding="utf-8", errors="replace")[:200].split()
+        if mark[:2] == _MARK.split() and mark[2:] == [str(info.st_dev), str(info.st_ino)]:
+            return True
+    except OSError:
+        pass
+    from compiler import plan_reader
+
+    for name in sorted(INDEX_FILES.keys() & names.keys()):
+        try:
+            doc = json.loads(plan_reader.read_text(target / name))
+        except (CompileError, ValueError, RecursionError):
+            continue
+        if not (isinstance(doc, dict) and all(k in doc for k in INDEX_FILES[name])):
+            continue
+        known = writing | (COMPILE_ENTRIES if name == "plan.json" else SWEEP_ENTRIES)
+        return all(n in known or (name == "scenarios.json" and is_dir and (target / n / "spec.yaml").is_file())
+                   for n, is_dir in names.items())
+    return False
+
+
+def check_target(out_dir: str | Path) -> None:
+    """E015 unless out_dir may be written (the module's docstring): called before a compile
+    starts, so an output folder that will be refused is said before the solve, not after."""
+    _check_target(Path(out_dir).resolve())
+
+
+def _check_target(target: Path, writing: frozenset = frozenset()) -> None:
+    """E015 unless `target` may be replaced (the module's docstring)."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise _refused(target, "a folder above the output folder is a file") from None
+    except OSError as exc:
+        raise _refused(target, f"cannot look at the output folder: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "a file" if stat.S_ISREG(info.st_mode) \
+            else "a FIFO, device or socket"
+        raise _refused(target, f"the output folder is {kind}: it is not replaced")
+    try:
+        if _ours(target, info, writing):
+            return
+    except OSError as exc:
+        raise _refused(target, f"cannot look into the output folder: {exc.strerror or exc}") from None
+    raise _refused(target, "the output folder holds files this compiler did not write (it is not a compile's "
+                           "folder with its plan.json, nor a sweep's with its scenarios.json): it is not replaced")
+
+
 @contextlib.contextmanager
-def _locked(target: Path) -> Iterator[None]:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = target.parent / f".{target.name}.lock"
-    with open(lock_path, "a+") as fh:
+def _locked(target: Path) -> Iterator[IO[str]]:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(_lock_path(target), "a+")
+    except OSError as exc:
+        raise _refused(target, f"cannot create the output folder in {target.parent}: {exc.strerror or exc}",
+                       "name a folder you can write to with -o") from None
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            yield fh
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
@@ -76,10 +171,18 @@ def _swap(tmp: Path, target: Path) -> None:
 
 
 def write(artifacts: Mapping[str, str], out_dir: str | Path) -> Path:
-    """Write every artifact under out_dir, replacing its previous content atomically."""
+    """Write every artifact under out_dir, replacing its previous content atomically; a
+    CompileError (E015) where out_dir is not a folder that may be replaced, or cannot be written."""
     target = Path(out_dir).resolve()
-    with _locked(target):
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    writing = frozenset(_safe_relpath(rel).parts[0] for rel in artifacts)
+    _check_target(target, writing)
+    with _locked(target) as lock:
+        _check_target(target, writing)     # again, under the lock: another writer may have been first
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        except OSError as exc:
+            raise _refused(target, f"cannot write in {target.parent}: {exc.strerror or exc}",
+                           "name a folder you can write to with -o") from None
         try:
             for rel in sorted(artifacts):
                 path = tmp / _safe_relpath(rel)
@@ -89,6 +192,11 @@ def write(artifacts: Mapping[str, str], out_dir: str | Path) -> Path:
                     fh.flush()
                     os.fsync(fh.fileno())
             _swap(tmp, target)
+            info = os.stat(target)
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"{_MARK} {info.st_dev} {info.st_ino}\n")
+            lock.flush()
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
@@ -99,12 +207,13 @@ def _normalise_plan(new: str, old: str) -> str:
     """Carry the old plan's volatile fields into the new one before comparing."""
     try:
         new_doc, old_doc = json.loads(new), json.loads(old)
-    except ValueError:
+    except (ValueError, RecursionError):     # an edited file: it differs
         return new
     for path in VOLATILE_PLAN_FIELDS:
         src, dst = old_doc, new_doc
         for key in path[:-1]:
-            src, dst = src.get(key, {}), dst.get(key, {})
+            src = src.get(key, {}) if isinstance(src, dict) else {}
+            dst = dst.get(key, {}) if isinstance(dst, dict) else {}
         if isinstance(src, dict) and isinstance(dst, dict) and path[-1] in src and path[-1] in dst:
             dst[path[-1]] = src[path[-1]]
     return json.dumps(new_doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -135,12 +244,18 @@ def drift(artifacts: Mapping[str, str], out_dir: str | Path) -> Drift:
         if rel not in on_disk:
             missing.append(rel)
             continue
+        expected = artifacts[rel]
         try:
+            # a FIFO or device is never read (it may never end), nor a file of another size
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode) or (rel != "plan.json" and info.st_size != len(expected.encode())) \
+                    or info.st_size > _MAX_COMPARED:
+                changed.append(rel)
+                continue
             current = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             changed.append(rel)
             continue
-        expected = artifacts[rel]
         if rel == "plan.json":
             expected = _normalise_plan(expected, current)
         if current != expected:
