@@ -148,7 +148,7 @@ def _to_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[D
         if isinstance(value, str) and _NUMBER_WITH_UNIT.match(value) and \
                 {"number", "integer"} & set(types):
             hint = "write a plain number; the unit is in the key's name"
-        if error.schema.get("pattern") == MONTH_PATTERN:
+        if error.schema.get("pattern") == MONTH_PATTERN or path == ("start",):
             want, hint = "a calendar month as YYYY-MM", _month_hint(value)
         return [at("E103", f"must be {want}, got {_describe(value)}", hint)]
     if kind == "enum":
@@ -161,7 +161,11 @@ def _to_diagnostics(doc: Document, error: ValidationError, root: dict) -> list[D
             hint = f"this compiler reads apiVersion {expected}"
         return [at("E105", f"must be '{expected}', got {_describe(value)}", hint)]
     if kind == "pattern":
-        if expected == MONTH_PATTERN:
+        if path == ("start",) and isinstance(value, str) and re.match(MONTH_PATTERN, value):
+            # every month a plan names (a node's useful life end, a term's) must have four digits
+            return [at("E106", f"start {value} is outside the months a plan names (1900-01 to 2999-12)",
+                       "write the calendar month of the plan's month 0, e.g. 2027-01")]
+        if expected == MONTH_PATTERN or path == ("start",):
             return [at("E106", f"bad month {_describe(value)}: a calendar month is YYYY-MM, "
                                "with the month 01 to 12", _month_hint(value))]
         if path and path[-1] == "region":
