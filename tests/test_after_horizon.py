@@ -211,3 +211,61 @@ def test_the_audit_flags_a_misstated_commitment(tmp_path):
     assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, wrong))
     other = replace(plan, after_horizon=replace(plan.after_horizon, rule="prorated"))
     assert codes.COMMITMENTS in F.codes_of(F.run_audit(result.candidates, other))
+
+
+# Two owned HGX H100 nodes; a one-month job in month 0 pinned to 4 of them (so 2 are bought), and a
+# service that needs one node at the end: the last month's load fits the owned nodes.
+OWNED_FIRST = """\
+apiVersion: infra-compile/v1
+name: owned-first
+horizon_months: 24
+sites:
+  - name: dc
+    type: on_prem
+    power_kw: 400
+    electricity_usd_per_kwh: 0.12
+    pue: 1.3
+    max_racks: 8
+    owned: [{{instance: hgx-h100, nodes: 2}}]
+policy:
+  placement: on_prem
+  allowed_gpus: [H100]{extra}
+workloads:
+  - name: tune
+    kind: training
+    model: llama-3-8b
+    tokens: 2.0e10
+    seq_len: 4096
+    window: {{start_month: 0, deadline_days: 30}}
+    pin: {{gpus: 32, site: dc}}
+  - name: chat-8b
+    kind: inference
+    model: llama-3-8b
+    quantization: bf16
+    traffic: {{peak_rps: 5, input_tokens: 600, output_tokens: 150}}
+    slo: {{ttft_p99_ms: 800, tpot_p99_ms: 60}}
+"""
+
+
+def test_continues_fills_owned_nodes_first_and_never_charges_them():
+    """Under `continues` the last month's load runs on the owned nodes first, so a bought node
+    is idle after the horizon unless that load passes the owned ones; the owned nodes' own months
+    after the horizon are sunk. Here the load ends inside the two owned nodes: both bought nodes
+    are charged their whole life after the horizon, and nothing more (a rule of b + O - load
+    nodes would charge owned nodes too). Priced from plan.json and the catalog alone."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cont = _plan(Path(tmp), OWNED_FIRST, "continues")
+    node = load_catalog().onprem_nodes["hgx-h100"]
+    bought = [p for p in cont["pools"] if p["pricing"] == "purchase"]
+    assert [p["instance"] for p in bought] == ["hgx-h100"], cont["pools"]
+    b = bought[0]["nodes"]
+    assert b >= 2                              # the job alone needs 4 nodes in month 0
+    busy = sum(pl["monthly_replicas"][-1] * pl["gpus_per_replica"] for w in cont["workloads"]
+               for pl in w["placements"] if pl["instance"] == "hgx-h100" and w["kind"] == "inference")
+    assert 0 < busy <= 2 * node.gpus           # the owned nodes carry the last month
+    life = node.useful_life_years * 12
+    tail = node.capex_usd * (life - 24) / life
+    assert cont["cost_breakdown_usd"]["capex"] == pytest.approx(b * node.capex_usd * 24 / life + b * tail, abs=0.05)
+    assert cont["after_horizon"]["charged_usd"] == pytest.approx(b * tail, abs=0.05)

@@ -42,9 +42,11 @@ def price(ctx: Context) -> Priced:
             continue
         node = cat.onprem_nodes[p.instance]
         after = node.capex_usd - rules.capex_for_horizon(node, H)
-        idle = p.nodes if full else 0.0 if rule == "prorated" else max(
-            0.0, p.nodes + rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat)
-            - ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus)
+        # continues: the last month's load fills the owned nodes first; the bought ones it leaves
+        # idle are charged their months after the horizon
+        beyond_owned = max(0.0, ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus
+                           - rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat))
+        idle = p.nodes if full else 0.0 if rule == "prorated" else max(0.0, p.nodes - beyond_owned)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
         if after > 0 and p.nodes:
             out.after[(p.site, p.instance, p.pricing)] = [p.nodes * rules.life_after_horizon(node, H),

@@ -136,8 +136,10 @@ Constraints
          t_{p,k,J} >= 0 at price_k(p) * 730 * |J| (the LP idles the cheaper term first: exact),
          L_p = the node-hours of month H-1 its jobs run (row (12)'s) and its replicas' GPUs
          fill (730 g_c / G_p y_{c,H-1}: not the node count v, which may exceed what they fill).
-       On-prem pool q: idle_tail[q]: t_q >= b_q + O_q - (GPUs in use in month H-1) / G_q,
-         t_q >= 0 at capex_q * (1 - L_q).
+       On-prem pool q: idle_tail[q]: t_q >= b_q - a_q, t_q >= 0 at capex_q * (1 - L_q), a_q the
+         load of month H-1 beyond the owned nodes, max(0, U_q / G_q - O_q) (U_q its GPUs in use):
+         a_q = U_q / G_q where O_q = 0; else idle_load[q]: a_q <= U_q / G_q - O_q s_q,
+         idle_load_on[q]: a_q <= B_q s_q, s_q binary (whether the load passes the owned nodes).
 
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
 before the model is built; reductions.py removes only what provably no optimal plan needs
@@ -876,7 +878,11 @@ def _onprem_month(st: "_State", s: str, i: str, m: int, bn: str) -> None:
 
 def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str, float]) -> None:
     """(16) a bought node's life after the horizon, paid where the last month's load (the GPUs in
-    use in month H-1, owned nodes first) leaves it idle."""
+    use in month H-1, owned nodes first) leaves it idle: t_q >= b_q - a_q, where a_q, the load
+    beyond the owned nodes, is max(0, use/G - O_q). Without owned nodes a_q is the load itself (an
+    LP row); with them the max is not convex, so a binary s_q says whether the load passes the
+    owned nodes: a_q <= use/G - O_q s_q and a_q <= B_q s_q (B_q, b_q's bound, the most a_q can
+    lower t_q by). Owned nodes' own months after the horizon are sunk: never charged."""
     node = st.cat.onprem_nodes[i]
     after = unit_costs.capex_after_horizon(node, st.H)
     if after <= 0:
@@ -885,10 +891,23 @@ def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str
     tn = B.var(f"idle_tail[{s}/{i}]", "continuous", None, family="idle_tail", pricing="purchase",
                usd={"capex": after}, **pool)
     owned = owned_nodes(st.spec.site(s), i, st.H - 1)
-    B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, **{k: v / node.gpus for k, v in in_use.items()}},
-          ">=", float(owned), "$.policy.after_horizon",
-          f"bought {i} nodes at {s} are paid for their life after the horizon where the last month's load "
-          f"leaves them idle", family="idle_tail", **pool)
+    use = {k: v / node.gpus for k, v in in_use.items()}
+    meaning = (f"bought {i} nodes at {s} are paid for their life after the horizon where the last month's load "
+               f"(owned nodes first) leaves them idle")
+    if not owned or not use:
+        B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, **({} if owned else use)}, ">=", 0.0,
+              "$.policy.after_horizon", meaning, family="idle_tail", **pool)
+        return
+    cap = B.vars[bn].ub or 0.0
+    an = B.var(f"idle_load[{s}/{i}]", "continuous", None, family="idle_tail_load", **pool)
+    sn = B.var(f"idle_past_owned[{s}/{i}]", "binary", None, family="idle_tail_load", **pool)
+    B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, an: 1.0}, ">=", 0.0,
+          "$.policy.after_horizon", meaning, family="idle_tail", **pool)
+    B.con(f"idle_load[{s}/{i}]", "after_horizon", {an: 1.0, sn: float(owned), **{k: -v for k, v in use.items()}},
+          "<=", 0.0, "$.policy.after_horizon", f"the last month's load on bought {i} nodes at {s} is what the "
+          f"owned nodes do not carry", family="idle_tail", **pool)
+    B.con(f"idle_load_on[{s}/{i}]", "after_horizon", {an: 1.0, sn: -cap}, "<=", 0.0, "$.policy.after_horizon",
+          f"no load on bought {i} nodes at {s} unless it passes the owned nodes", family="idle_tail", **pool)
 
 
 def _site_limits(st: "_State") -> None:
