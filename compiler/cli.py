@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Optional
@@ -199,6 +200,9 @@ def compile_cmd(
     max_price_age: int = typer.Option(
         DEFAULT_MAX_AGE_DAYS, "--max-price-age", min=0, metavar="DAYS",
         help="Warn (C010) where a site's prices in the catalog are older than DAYS."),
+    appraise_limits: bool = typer.Option(
+        False, "--appraise-limits",
+        help="Where two or more operability limits bind, price each alone (one more solve a limit)."),
     debug: bool = DebugOpt,
 ) -> None:
     """Validate, estimate, optimize and render SPEC into DIR."""
@@ -217,12 +221,14 @@ def compile_cmd(
             def progress(msg: str) -> None:
                 if status is not None:
                     status.update(msg)
+            started = time.perf_counter()
             result = pipeline.compile_spec(spec, pipeline.CompileOptions(
                 catalog=str(catalog) if catalog else None, solver=solver.value,
                 time_limit=time_limit, gap=gap, progress=progress, max_nodes=max_nodes,
                 allow_unpriced_regions=allow_unpriced_regions, warn=_print_warnings,
                 baseline=str(baseline) if baseline else None,
-                start_from=str(start_from) if start_from else None, max_price_age_days=max_price_age))
+                start_from=str(start_from) if start_from else None, max_price_age_days=max_price_age,
+                appraise_limits=appraise_limits))
         finally:
             if status is not None:
                 status.stop()
@@ -252,7 +258,7 @@ def compile_cmd(
             try:
                 from compiler.report.summary import print_summary
 
-                print_summary(result.plan, _stdout())
+                print_summary(result.plan, _stdout(), time.perf_counter() - started)
             except ImportError:
                 pass
             print(f"wrote {len(result.artifacts)} files to {written}")

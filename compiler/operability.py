@@ -91,17 +91,25 @@ def spot_share(w: WorkloadPlan) -> float:
 
 
 def unlimited(plan: Plan) -> UnlimitedPlan:
-    """The record of a plan solved without the limits: its cost, bound and fragmentation."""
+    """The record of a plan solved without the limits: its cost, bound and fragmentation. In a
+    re-plan the bound is the solver's (on the cost plus the moves' price) less the plan's own
+    moves, so cost and bound are one quantity and their difference is the plan's gap."""
     services = [w for w in plan.workloads if w.kind == "inference"]
     holds = [h for w in services for h in [shortest_hold(w, plan.horizon_months)] if h is not None]
     return UnlimitedPlan(
-        cost_usd=plan.total_cost_usd, best_bound_usd=plan.solver.best_bound_usd, status=plan.solver.status,
+        cost_usd=plan.total_cost_usd, best_bound_usd=cost_bound(plan.solver), status=plan.solver.status,
         most_instance_types=max((len(v) for w in services for v in instance_types(w).values()), default=0),
         shortest_mix_hold=min(holds) if holds else None,
         most_spot_share=max((spot_share(w) for w in plan.workloads if w.kind == "training"), default=0.0),
         most_sites=max((len(sites(w)) for w in services), default=0),
         most_gpu_types=max((len(gpu_types(plan, w)) for w in services), default=0),
         shortest_pool_life=shortest_pool_life(plan))
+
+
+def cost_bound(solver: SolverInfo) -> float:
+    """The solver's bound on the plan's own cost basis: a re-plan's search bounds the cost plus the
+    moves' price, so the plan's moves are taken off (the gap stays the one reported)."""
+    return round(solver.best_bound_usd - solver.moves_usd, 2)
 
 
 def solve_within_limits(candidates, solve_options, optimize) -> tuple[Plan, Plan | None]:
@@ -198,18 +206,20 @@ def bounded_by(solver: SolverInfo, bound: float, narrowed_note: str | None) -> S
 
 
 def with_limits(candidates, plan: Plan, free_plan: UnlimitedPlan | None, solve_options, optimize,
-                free: Plan | None = None) -> Plan:
+                free: Plan | None = None, appraise: bool = False) -> Plan:
     """The plan with its record of the operability limits: the spec's limits, the plan the same
     candidates give without them (`free_plan`; `free` itself where it was solved), solved with the
     same options (node budget, time limit, gap), so the difference in cost is the limits' price as
-    far as the two searches go, and where two or more bind, each one's price alone (the others
-    lifted), solved as limited() solves the plan, quickly: a figure for the report, not a plan."""
+    far as the two searches go. With `appraise` (--appraise-limits), where two or more bind, each
+    one's price alone (the others lifted), solved as limited() solves the plan, quickly: a figure
+    for the report, not a plan, at one more solve a binding limit, so never by default (the
+    compile's own two solves already price the limits together)."""
     from compiler.diagnostics import CompileError
 
     pol = candidates.spec.policy
     alone = []
     broken = () if free_plan is None else breaks(pol, free_plan)
-    if len(broken) >= 2:
+    if appraise and len(broken) >= 2:
         for key in broken:
             one = replace(pol.without_limits(), **{key: getattr(pol, key)})
             try:

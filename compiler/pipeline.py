@@ -38,6 +38,8 @@ class CompileOptions:
     max_price_age_days: int | None = None   # older prices are a warning (C010, --max-price-age);
                                             # None: freshness.DEFAULT_MAX_AGE_DAYS
     today: Any = None                 # the date prices' age is counted to; None: freshness.today()
+    appraise_limits: bool = False     # price each binding operability limit alone (--appraise-limits):
+                                      # one more solve a limit, so off by default
 
 
 def load_catalog(overlay: str | None = None):
@@ -139,7 +141,8 @@ def compile_spec(spec_path: str | Path, options: CompileOptions = CompileOptions
         if not spec.policy.has_limits:
             free_plan = plan     # limits that cannot bind (a hold of 1 month, a spot share of 1)
         record = None if free_plan is None else unlimited(free_plan)
-        plan = timed("unlimited", with_limits, candidates, plan, record, solve_options, optimize, free_plan)
+        plan = timed("unlimited", with_limits, candidates, plan, record, solve_options, optimize, free_plan,
+                     options.appraise_limits)
     if spec.start is not None:
         from dataclasses import replace
         plan = replace(plan, start=spec.start)   # names its months for people; indices stay

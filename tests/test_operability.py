@@ -416,7 +416,8 @@ def test_two_binding_limits_are_each_priced_alone():
     cs = candidates(spec([aws], [job, svc], horizon=2, policy=both), cands)
     exact = SolveOptions(gap=1e-9)
     limited, free = solve_within_limits(cs, exact, optimize)
-    plan = with_limits(cs, limited, unlimited(free), exact, optimize, free)
+    assert with_limits(cs, limited, unlimited(free), exact, optimize, free).operability.alone == ()
+    plan = with_limits(cs, limited, unlimited(free), exact, optimize, free, appraise=True)
     op = plan.operability
     alone = {a.key: a.cost_usd for a in op.alone}
     assert set(alone) == {"max_instance_types_per_site", "max_spot_share"}

@@ -43,9 +43,12 @@ def optimize(candidates: Candidates, options: SolveOptions = SolveOptions()) -> 
     if options.kept is None:
         return decode(problem, sol, path)
     from compiler.optimize.moves import moves_usd, without_moves
+    from compiler.readback.decode import gap_note
 
-    plan = decode(without_moves(problem), sol, path)    # the plan's own costs, not its moves' price
-    return replace(plan, solver=replace(plan.solver, moves_usd=round(moves_usd(problem, sol.values), 2)))
+    own = without_moves(problem)
+    plan = decode(own, sol, path)    # the plan's own costs, not its moves' price
+    moved = round(moves_usd(problem, sol.values), 2)
+    return replace(plan, solver=replace(plan.solver, moves_usd=moved, gap_note=gap_note(own, sol, path, moved)))
 
 
 def _kept_start(problem, options: SolveOptions):

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.operability import (gpu_types, instance_types, mix_changes, shortest_hold, shortest_pool_life, sites,
-                                  spot_share)
+from compiler.operability import (cost_bound, gpu_types, instance_types, mix_changes, shortest_hold,
+                                  shortest_pool_life, sites, spot_share)
 from compiler.plan import UNDATED, Calendar, Plan, WorkloadPlan, site_replicas
 from compiler.spec import SURVIVES_SITE_LOSS
 
@@ -132,12 +132,12 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
                              "cost nothing.")
     cost = plan.total_cost_usd
     delta = cost - free.cost_usd
-    lo = max(0.0, plan.solver.best_bound_usd - free.cost_usd)
+    lo = max(0.0, cost_bound(plan.solver) - free.cost_usd)
     hi = max(0.0, cost - free.best_bound_usd)
     text = (f"With the limits the plan costs ${cost:,.0f}; solved again without them, with the same search "
             f"budget, ${free.cost_usd:,.0f}: the limits add ${delta:,.0f} ({delta / free.cost_usd:+.2%})"
             if free.cost_usd else f"With the limits the plan costs ${cost:,.0f}; without them ${free.cost_usd:,.0f}")
-    if hi - lo < 1.0:
+    if plan.solver.status == "optimal" and free.status == "optimal":
         text += ". Both plans are proven optimal, so that is the price of the limits."
     else:
         text += (f". Each figure is a plan within its own proven gap, so the true price of the limits (the "
@@ -150,6 +150,9 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
         each = "; ".join(f"`{a.key}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
         text += (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
                  f"the limits together cost what the first sentence says, which need not be the sum.")
+    elif sum(r.binds == "yes" for r in rows) >= 2:
+        text += (" What each binding limit costs alone is not priced by default (a solve each): compile with "
+                 "`--appraise-limits` to price them.")
     return tuple(rows), text
 
 

@@ -10,13 +10,17 @@ from compiler.render.environment import money, percent
 from compiler.report.views import build
 
 
-def print_summary(plan: Plan, console: Console) -> None:
+def print_summary(plan: Plan, console: Console, seconds: float | None = None) -> None:
+    """`seconds`: the whole compile's wall time (estimate, every solve, render), said beside the
+    solver's own, which is only the last solve's search."""
     view = build(plan)
     s = view.solver
+    took = (f"compiled in {seconds:.1f} s (the solve {s.seconds:.1f} s)" if seconds is not None
+            else f"the solve {s.seconds:.1f} s")
     console.print(
         f"[bold]{view.spec_name}[/bold]: total [bold]{money(view.total_cost_usd)}[/bold] over "
         f"{view.horizon_months} months ({money(view.monthly_average_usd)} a month); solver {s.name} "
-        f"{s.status}, gap {percent(s.gap, 2)}, {s.seconds:.1f} s")
+        f"{s.status}, gap {percent(s.gap, 2)}; {took}")
 
     costs = Table(title="Cost", title_justify="left", box=None, pad_edge=False)
     costs.add_column("category")
