@@ -211,10 +211,10 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     from compiler.estimate import estimate as estimate_stage, longest_scan
     from compiler.optimize import greedy_plan
 
-    if longest_scan(spec, catalog) < options.settings.sample_from:
-        return estimate_stage(spec, catalog)
     say = options.progress or (lambda _msg: None)
-    first = estimate_stage(spec, catalog, sample=True)
+    if longest_scan(spec, catalog) < options.settings.sample_from:
+        return estimate_stage(spec, catalog, progress=say)
+    first = estimate_stage(spec, catalog, sample=True, progress=say)
     plan = greedy_plan(first)
     try:
         if plan is not None:
@@ -222,10 +222,11 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     except CompileError:
         plan = None
     if plan is None:
-        return estimate_stage(spec, catalog)
+        return estimate_stage(spec, catalog, progress=say)
     say(f"first plan ${plan.total_cost_usd:,.0f} (greedy, on a sample of the node counts): "
         f"counts that cannot be in a plan as cheap are left out")
-    return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd))
+    return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd),
+                          progress=say)
 
 
 def _audit(candidates, plan, doc) -> None:

@@ -9,6 +9,7 @@ Formulas and factors: docs/performance-model.md and catalog/data/performance.yam
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Callable
 
 from compiler.candidates import Candidates
 from compiler.catalog.model import Catalog
@@ -17,21 +18,27 @@ from compiler.spec import Spec, TrainingWorkload
 __all__ = ["estimate", "longest_scan"]
 
 
-def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: float | None = None) -> Candidates:
+def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: float | None = None,
+             progress: Callable[[str], None] | None = None) -> Candidates:
     """`sample`: training counts on a sparse ladder only, for a first plan. `plan_cost`: the cost
     of a plan of this spec; training counts that cannot be in a plan that cheap are dropped
-    (floors.py: exact, every optimal plan stays)."""
+    (floors.py: exact, every optimal plan stays). `progress` hears of each workload as it is
+    sized (a long training window's scan takes seconds)."""
     from compiler.estimate.build import Memo, inference_candidates, training_candidates
 
     by_workload, rejected, memo = {}, {}, Memo()
     services = [w for w in spec.workloads if not isinstance(w, TrainingWorkload)]
-    for w in services:   # first: their floors bound what the training jobs may cost
+    jobs = [w for w in spec.workloads if isinstance(w, TrainingWorkload)]
+    say = progress or (lambda _msg: None)
+    what = "sampling" if sample else "estimating"
+    for k, w in enumerate(services, 1):   # first: their floors bound what the training jobs may cost
+        say(f"{what} service {w.name} ({k}/{len(services)})")
         by_workload[w.name], rejected[w.name] = inference_candidates(spec, w, catalog, memo)
     ceilings = _ceilings(spec, catalog, by_workload, memo, plan_cost) if plan_cost is not None else {}
-    for w in spec.workloads:
-        if isinstance(w, TrainingWorkload):
-            by_workload[w.name], rejected[w.name] = training_candidates(spec, w, catalog, memo, sample,
-                                                                        ceilings.get(w.name))
+    for k, w in enumerate(jobs, 1):
+        say(f"{what} job {w.name} ({k}/{len(jobs)}): every node count of every option")
+        by_workload[w.name], rejected[w.name] = training_candidates(spec, w, catalog, memo, sample,
+                                                                    ceilings.get(w.name))
     return Candidates(spec=spec, catalog=catalog,
                       by_workload=MappingProxyType({w.name: tuple(sorted(by_workload[w.name], key=lambda c: c.id))
                                                     for w in spec.workloads}),
