@@ -41,10 +41,10 @@ from compiler.diagnostics import CompileError, Diagnostic, Position, Source
 from compiler.plan import Plan, from_dict
 from compiler.resources import schema
 
-MAX_BYTES = 32 << 20       # 32 MiB: the examples' plans are under 50 KB
+MAX_BYTES = 32 << 20       # 32 MiB: room for MAX_ITEMS pools of 120 months each
 MAX_DEPTH = 64             # a plan nests about 8 deep, and a workload's `inputs` as deep as its spec (32)
 MAX_ITEMS = 10_000         # pools, workloads, months ... in one list
-MAX_VALUES = 2_000_000     # values in the whole document
+MAX_VALUES = 1_000_000     # values in the whole document: the schema check takes time in proportion
 MAX_TEXT = 10_000          # characters in one string
 MAX_DIGITS = 40            # characters of one number literal
 MAX_COUNT = 10_000_000     # nodes, GPUs, replicas, months: beyond any fleet, far below float trouble
