@@ -242,9 +242,11 @@ def fabric_per_node(name: str) -> float:
     return f.ports_per_node * f.cost_per_port_usd + 3.0 * f.ports_per_node / f.switch_radix * f.switch_cost_usd
 
 
-def bought_node_usd(instance: str, H: int, fabric: str) -> float:
+def bought_node_usd(instance: str, H: int, fabric: str, full: bool = False) -> float:
+    """A bought node's capex (its horizon's share of its life, or all of it under
+    policy.after_horizon `full`), support over the horizon and its fabric."""
     n = CATALOG.onprem_nodes[instance]
-    capex = n.capex_usd * min(1.0, H / (n.useful_life_years * 12.0))
+    capex = n.capex_usd if full else n.capex_usd * min(1.0, H / (n.useful_life_years * 12.0))
     return capex + n.support_usd_per_year * H / 12.0 + fabric_per_node(fabric)
 
 
@@ -300,20 +302,21 @@ def demand(w: InferenceWorkload, H: int) -> tuple[float, ...]:
 
 # --- cloud pools: the cheapest reservations for a month-by-month need -------------------------
 
-def pool_cost(need, od_price: float | None, terms: tuple[tuple[int, float], ...]) -> float:
+def pool_cost(need, od_price: float | None, terms: tuple[tuple[int, float], ...], full: bool = False) -> float:
     """Cheapest cost of a pool's months: need[m] = (node-hours, nodes carrying replicas, ((nodes,
     hours) of each training job)). Reserved nodes (term months, price per node-hour; a term may
     start in any month, paid for the months of the horizon it covers) give 730 node-hours a month
     each, but a job runs on no more reserved nodes at once than the replicas leave free; on demand
     for the rest (inf where on-demand is not allowed and need is left uncovered). A bare number
-    is a month's node-hours with no job structure."""
+    is a month's node-hours with no job structure. `full` (policy.after_horizon): a term is paid
+    for every one of its months, those after the horizon too."""
     need = tuple((round(n, 6), 0, ()) if isinstance(n, (int, float)) else (round(n[0], 6), n[1], n[2])
                  for n in need)
-    return _pool_cost(need, od_price, terms)
+    return _pool_cost(need, od_price, terms, full)
 
 
 @lru_cache(maxsize=None)
-def _pool_cost(need, od_price, terms) -> float:
+def _pool_cost(need, od_price, terms, full=False) -> float:
     H = len(need)
     # More reserved nodes than either the month's node-hours fill or its largest job (beside the
     # replicas' nodes) can use never lowers the on-demand hours.
@@ -342,7 +345,7 @@ def _pool_cost(need, od_price, terms) -> float:
             for (months, price), k in zip(terms, split):
                 if k:
                     end = min(H, m + months)
-                    cost += k * price * HOURS * (end - m)
+                    cost += k * price * HOURS * (months if full else end - m)
                     run.append((end, k))
             now = held + sum(split)
             out = min(out, cost + od(m, now) + best(m + 1, tuple(sorted(run))))
@@ -442,6 +445,8 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
     pol = sp.policy
     assert (pol.placement, pol.allowed_gpus, pol.max_cloud_share, pol.min_months_per_mix) == \
         (Policy().placement, None, None, None) and all(not w.pin and not w.sites for w in sp.workloads)
+    assert pol.after_horizon in ("prorated", "full")    # continues' idle tails are not enumerated here
+    full = pol.after_horizon == "full"
     H = sp.horizon_months
     site_of = {s.name: s for s in sp.sites}
     types_most = pol.max_instance_types_per_site
@@ -618,9 +623,9 @@ def brute_force(sp: Spec, cs: Candidates) -> Best | None:
             svc_power = sum((g / gpn_onprem[k]) * HOURS * power_usd_per_node_hour(onprem_pools[k][1],
                                                                                 site_of[onprem_pools[k][0]])
                             for m, (_vn, vgpus, _v) in zip(svc_months, pick) for k, g in enumerate(vgpus))
-            onprem = sum(b * bought_node_usd(onprem_pools[k][1], H, fabric[k]) for k, b in enumerate(bought))
+            onprem = sum(b * bought_node_usd(onprem_pools[k][1], H, fabric[k], full) for k, b in enumerate(bought))
             cloud = sum(pool_cost(tuple((nh[k][m], vn[k][m], tuple(sorted(job_runs[k][m]))) for m in range(H)),
-                                  pool_od[k], pool_terms[k]) for k in range(len(cloud_pools)))
+                                  pool_od[k], pool_terms[k], full) for k in range(len(cloud_pools)))
             total = fixed + svc_power + onprem + cloud
             if math.isinf(total) or (best is not None and total >= best.cost):
                 continue
