@@ -7,17 +7,20 @@ files are large (us-east-1's is several GB), so `--regions` saves a lot of time.
 
 from __future__ import annotations
 
-import urllib.parse
+import re
 from typing import Callable
+
+import ijson
 
 from compiler.catalog.refresh import aws_offer, aws_spot, regions as regions_
 from compiler.catalog.refresh.endpoints import AWS_PRICE_LIST, AWS_SPOT_FEED
-from compiler.catalog.refresh.http import PriceClient
-from compiler.catalog.refresh.rows import Fetched, Refreshed, add_rows
+from compiler.catalog.refresh.http import PriceClient, shown, where
+from compiler.catalog.refresh.rows import REGION, Fetched, Refreshed, add_rows
 
 SOURCE_KEY = "aws-price-list"
 INDEX_PATH = "/offers/v1.0/aws/AmazonEC2/current/region_index.json"
 PROGRESS_BYTES = 16 * 2**20     # how often a streamed file's progress is updated
+PUBLICATION = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{1,20}Z?$")
 
 
 class _Counting:
@@ -42,6 +45,9 @@ def _index(client: PriceClient, base: str) -> tuple[str, dict]:
     if not isinstance(regions, dict) or not all(isinstance(r, dict) and r.get("currentVersionUrl")
                                                  for r in regions.values()):
         raise client.bad_answer(url, "no `regions` mapping with a currentVersionUrl for each region")
+    odd = sorted(repr(r) for r in regions if not REGION.match(r))
+    if odd:
+        raise client.bad_answer(url, f"{shown(odd[0], 60)} is not a region name (lower-case letters, digits and '-')")
     return url, index
 
 
@@ -56,15 +62,23 @@ def _spot(client: PriceClient) -> dict[tuple[str, str], float]:
 
 def _offer(client: PriceClient, url: str, region: str, known: set[str],
            progress: Callable[[str], None]) -> aws_offer.OfferPrices:
-    response = client.open(url)
-    reader = _Counting(response, lambda n: progress(f"aws: {region} offer file, {n / 1e9:.2f} GB read"))
+    body = client.stream(url)
+    reader = _Counting(body, lambda n: progress(f"aws: {region} offer file, {n / 1e9:.2f} GB read"))
     try:
-        with response:
+        with body:
             return aws_offer.read_offer(reader, known)
-    except (aws_offer.OfferFormatError, KeyError, TypeError, ValueError) as exc:
-        raise client.bad_answer(url, f"{type(exc).__name__}: {exc}") from None
-    except OSError as exc:       # the connection broke while the file streamed
-        raise client.unreachable(url, exc) from None
+    except ijson.JSONError as exc:
+        # ijson's messages draw the text on several lines; the first says what went wrong
+        first = (str(exc).strip().splitlines() or ["not JSON"])[0]
+        raise client.bad_answer(url, f"the file is truncated or not JSON ({shown(first, 120)})") from None
+    except (aws_offer.OfferFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise client.bad_answer(url, f"{type(exc).__name__}: {shown(exc, 200)}") from None
+
+
+def _note(index: dict) -> str:
+    """The index's publication date for the source's note, where it looks like one."""
+    date = index.get("publicationDate")
+    return f"offer files of {date}" if isinstance(date, str) and PUBLICATION.match(date) else ""
 
 
 def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: PriceClient,
@@ -76,17 +90,19 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
     chosen = regions_.choose("aws", index["regions"], requested)
     progress("aws: spot price feed")
     spot = _spot(client)
-    note = f"offer files of {index['publicationDate']}" if index.get("publicationDate") else ""
+    note = _note(index)
     out = Refreshed("aws", SOURCE_KEY, {
         "title": "AWS Price List bulk API (AmazonEC2 offer files): Linux, shared tenancy, on-demand and "
                  "Standard Reserved Instances, No Upfront (effective hourly rate over the term); spot from "
                  "the feed of the EC2 Spot pricing page",
-        "url": index_url, "as_of": as_of, **({"note": note} if note else {})}, files=2)
+        "url": where(index_url), "as_of": as_of, **({"note": note} if note else {})}, files=2)
     fetched: dict[tuple[str, str], Fetched] = {}
     for n, region in enumerate(chosen, 1):
         progress(f"aws: {region} offer file ({n} of {len(chosen)})")
         path = index["regions"][region]["currentVersionUrl"]      # "/offers/v1.0/aws/AmazonEC2/..."
-        url = base + path if path.startswith("/") else urllib.parse.urljoin(base + "/", path)
+        if isinstance(path, str) and path.startswith("/") and not path.startswith("//"):
+            path = base + path          # under a mirror's path prefix, as the index is
+        url = client.link(index_url, path, f"{region} offer file link")     # on the index's origin
         offer = _offer(client, url, region, known, progress)
         out.files += 1
         out.unknown |= offer.gpu_types - known

@@ -19,6 +19,9 @@ round is refused, not silently read as empty).
 Reserved: the Standard offering class. No Upfront's hourly rate is the figure; where a type has
 no No Upfront offer, Partial and then All Upfront are used at their effective hourly rate (the
 upfront fee spread over the term's hours, plus the hourly fee).
+
+Every figure read is checked (rows.figure); a part of the file not shaped as above is an
+OfferFormatError, and a truncated file is ijson's error: the caller names the file's URL.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import IO, Any, Callable, Iterator
 
 import ijson
 
-from compiler.catalog.refresh.rows import HOURS_PER_YEAR
+from compiler.catalog.refresh.rows import HOURS_PER_YEAR, MAX_USD, figure
 
 PLAIN_LINUX = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
 # Attributes that newer files carry; where present they must say this.
@@ -51,7 +54,7 @@ class OfferPrices:
 
 def plain_linux(product: dict) -> bool:
     attrs = product.get("attributes") or {}
-    if product.get("productFamily") != "Compute Instance":
+    if not isinstance(attrs, dict) or product.get("productFamily") != "Compute Instance":
         return False
     if any(attrs.get(k) != v for k, v in PLAIN_LINUX.items()):
         return False
@@ -89,13 +92,26 @@ def _members(stream: IO[bytes], sections: tuple[str, ...],
             yield prefix, key, builder.value
 
 
-def _usd(dimension: dict) -> float:
-    return float(dimension["pricePerUnit"]["USD"])
+def _mapping(value: Any, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise OfferFormatError(f"{what} is not a mapping")
+    return value
+
+
+def _dimensions(term: Any) -> list[dict]:
+    dims = _mapping(term, "a term").get("priceDimensions") or {}
+    return [_mapping(d, "a price dimension") for d in _mapping(dims, "priceDimensions").values()]
+
+
+def _usd(dimension: dict, most: float = MAX_USD) -> float:
+    """The dimension's USD figure, checked (rows.figure): NaN, Infinity or an overflow is refused."""
+    price = _mapping(dimension.get("pricePerUnit"), "pricePerUnit")
+    return figure(price.get("USD"), "pricePerUnit.USD", most)
 
 
 def on_demand_rate(terms: dict) -> float | None:
     """The hourly rate of an OnDemand term set (one offer term, one `Hrs` dimension)."""
-    rates = [_usd(d) for term in terms.values() for d in (term.get("priceDimensions") or {}).values()
+    rates = [_usd(d) for term in _mapping(terms, "OnDemand terms").values() for d in _dimensions(term)
              if d.get("unit") == "Hrs"]
     rates = [r for r in rates if r > 0]
     return min(rates) if rates else None
@@ -103,20 +119,23 @@ def on_demand_rate(terms: dict) -> float | None:
 
 def effective_hourly(term: dict, years: int) -> float:
     """A reserved term's cost per hour over its length: hourly fee plus upfront fee / hours."""
+    hours = HOURS_PER_YEAR * years
     hourly = upfront = 0.0
-    for d in (term.get("priceDimensions") or {}).values():
+    for d in _dimensions(term):
         if d.get("unit") == "Hrs":
             hourly += _usd(d)
         elif d.get("unit") == "Quantity":
-            upfront += _usd(d)
-    return hourly + upfront / (HOURS_PER_YEAR * years)
+            upfront += _usd(d, MAX_USD * hours)      # the whole term paid at once
+    return hourly + upfront / hours
 
 
 def reserved_rates(terms: dict) -> dict[int, float]:
     """years -> effective hourly rate of the Standard term, by the purchase option preferred."""
     best: dict[int, tuple[int, float]] = {}
-    for term in terms.values():
-        attrs = term.get("termAttributes") or {}
+    for term in _mapping(terms, "Reserved terms").values():
+        attrs = _mapping(term, "a term").get("termAttributes") or {}
+        if not isinstance(attrs, dict):
+            continue
         years = LEASES.get(attrs.get("LeaseContractLength"))
         option = attrs.get("PurchaseOption")
         if years is None or attrs.get("OfferingClass") != "standard" or option not in PURCHASE_OPTIONS:
@@ -143,6 +162,8 @@ def read_offer(stream: IO[bytes], known: set[str]) -> OfferPrices:
             if not isinstance(value, dict) or not plain_linux(value):
                 continue
             itype = value["attributes"].get("instanceType", "")
+            if not isinstance(itype, str):
+                continue
             if _gpus(value["attributes"]) > 0:
                 out.gpu_types.add(itype)
             if itype in known:

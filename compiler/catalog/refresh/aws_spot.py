@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.catalog.refresh.http import shown
+from compiler.catalog.refresh.rows import figure
+
 LEGACY_REGIONS = {"us-east": "us-east-1", "us-west": "us-west-1", "eu-ireland": "eu-west-1",
                   "apac-sin": "ap-southeast-1", "apac-syd": "ap-southeast-2", "apac-tokyo": "ap-northeast-1"}
 
@@ -33,24 +36,30 @@ def unwrap(text: str) -> str:
 
 
 def spot_prices(feed: Any) -> dict[tuple[str, str], float]:
-    """(region, instance type) -> Linux spot USD per hour."""
+    """(region, instance type) -> Linux spot USD per hour. A price that is a number must be a
+    finite one within range (rows.figure raises BadFigure, a ValueError); "N/A*" is no offer."""
     out: dict[tuple[str, str], float] = {}
     config = feed.get("config") if isinstance(feed, dict) else None
     if not isinstance(config, dict) or not isinstance(config.get("regions"), list):
         raise ValueError("no config.regions list")
     if config.get("rate", "perhr") != "perhr":
-        raise ValueError(f"rate is {config.get('rate')!r}, not per hour")
-    for region in config["regions"]:
+        raise ValueError(f"rate is {shown(repr(config.get('rate')), 40)}, not per hour")
+    for region in _dicts(config["regions"]):
         name = LEGACY_REGIONS.get(region.get("region"), region.get("region"))
-        for family in region.get("instanceTypes") or ():
-            for size in family.get("sizes") or ():
-                for column in size.get("valueColumns") or ():
+        for family in _dicts(region.get("instanceTypes")):
+            for size in _dicts(family.get("sizes")):
+                for column in _dicts(size.get("valueColumns")):
                     if column.get("name") != "linux":
                         continue
-                    try:
-                        price = float((column.get("prices") or {}).get("USD"))
-                    except (TypeError, ValueError):
+                    prices = column.get("prices")
+                    raw = prices.get("USD") if isinstance(prices, dict) else None
+                    if raw is None or (isinstance(raw, str) and raw.strip().upper().startswith("N/A")):
                         continue       # "N/A*": no spot offer
-                    if price > 0:
-                        out[(name, size.get("size"))] = price
+                    price = figure(raw, f"the spot price of {shown(size.get('size'), 40)} in {shown(name, 40)}")
+                    if price > 0 and isinstance(name, str) and isinstance(size.get("size"), str):
+                        out[(name, size["size"])] = price
     return out
+
+
+def _dicts(items: Any) -> list[dict]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []

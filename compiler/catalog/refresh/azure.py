@@ -22,8 +22,8 @@ import urllib.parse
 from typing import Any, Callable
 
 from compiler.catalog.refresh.endpoints import AZURE_RETAIL_PRICES
-from compiler.catalog.refresh.http import PriceClient, pages
-from compiler.catalog.refresh.rows import HOURS_PER_YEAR, Fetched, Refreshed, add_rows
+from compiler.catalog.refresh.http import PriceClient, pages, shown, where
+from compiler.catalog.refresh.rows import HOURS_PER_YEAR, MAX_USD, BadFigure, Fetched, Refreshed, add_rows, figure
 
 SOURCE_KEY = "azure-retail-prices"
 TERMS = {"1 Year": ("reserved_1y", 1), "3 Years": ("reserved_3y", 3)}
@@ -38,23 +38,30 @@ def query(names: list[str], requested: tuple[str, ...] | None) -> str:
     return " and ".join(parts)
 
 
+def _text(item: dict, key: str) -> str:
+    value = item.get(key, "")
+    return value if isinstance(value, str) else ""
+
+
 def classify(item: dict) -> tuple[str, float] | None:
-    """(option, USD per node-hour) of one price item, or None for a meter not used here."""
+    """(option, USD per node-hour) of one price item, or None for a meter not used here.
+    A price that is not a finite number in range is refused (rows.BadFigure), not skipped."""
     if item.get("serviceName") != "Virtual Machines" or item.get("currencyCode", "USD") != "USD":
         return None
-    price = item.get("retailPrice")
-    if not isinstance(price, (int, float)) or price <= 0:
-        return None
-    names = f"{item.get('skuName', '')} {item.get('meterName', '')}"
-    if "Windows" in item.get("productName", "") or "Low Priority" in names:
+    names = f"{_text(item, 'skuName')} {_text(item, 'meterName')}"
+    if "Windows" in _text(item, "productName") or "Low Priority" in names:
         return None
     kind = item.get("type")
     if kind == "Consumption" and item.get("unitOfMeasure") == "1 Hour":
-        return ("spot" if "Spot" in names else "on_demand"), float(price)
-    if kind == "Reservation" and item.get("reservationTerm") in TERMS:
+        option, hours = ("spot" if "Spot" in names else "on_demand"), 1
+    elif kind == "Reservation" and item.get("reservationTerm") in TERMS:
         option, years = TERMS[item["reservationTerm"]]
-        return option, float(price) / (HOURS_PER_YEAR * years)
-    return None
+        hours = HOURS_PER_YEAR * years            # the price is the whole term's
+    else:
+        return None
+    price = figure(item.get("retailPrice"), f"the retailPrice of {shown(item.get('armSkuName'), 60)}",
+                   MAX_USD * hours)
+    return (option, price / hours) if price > 0 else None
 
 
 def _items(page: Any, url: str, client: PriceClient) -> list[dict]:
@@ -62,6 +69,13 @@ def _items(page: Any, url: str, client: PriceClient) -> list[dict]:
     if not isinstance(items, list):
         raise client.bad_answer(url, "no `Items` list")
     return [i for i in items if isinstance(i, dict)]
+
+
+def _next(client: PriceClient) -> Callable[[Any, str], str | None]:
+    def next_link(page: Any, url: str) -> str | None:
+        link = page.get("NextPageLink") if isinstance(page, dict) else None
+        return None if link is None else client.link(url, link, "next page link")
+    return next_link
 
 
 def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: PriceClient,
@@ -73,25 +87,26 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
     out = Refreshed("azure", SOURCE_KEY, {
         "title": "Azure Retail Prices API, Virtual Machines: Linux pay-as-you-go (Consumption), Spot, and "
                  "1-/3-year Reservations (the term's price over its hours)",
-        "url": base, "as_of": as_of})
+        "url": where(base), "as_of": as_of})
     best: dict[tuple[str, str, str], tuple[str, float]] = {}     # (size, region, option) -> (start, price)
-    url = first
-    for page in pages(client, first, lambda p, _u: p.get("NextPageLink") if isinstance(p, dict) else None):
+    for url, page in pages(client, first, _next(client)):
         out.files += 1
         progress(f"azure: {out.files} pages read")
         for item in _items(page, url, client):
-            name, region = item.get("armSkuName", ""), item.get("armRegionName", "")
-            found = classify(item)
-            if found is None or not region:
+            name, region = _text(item, "armSkuName"), _text(item, "armRegionName")
+            try:
+                found = classify(item)
+            except BadFigure as exc:
+                raise client.bad_answer(url, str(exc)) from None
+            if found is None or not region or not name:
                 continue
             if name not in names:
                 out.unknown.add(name)
                 continue
             option, price = found
-            key, start = (name, region, option), str(item.get("effectiveStartDate", ""))
+            key, start = (name, region, option), _text(item, "effectiveStartDate")
             if key not in best or (start, -price) > (best[key][0], -best[key][1]):
                 best[key] = (start, price)
-        url = page.get("NextPageLink") or url
     fetched: dict[tuple[str, str], dict[str, float]] = {}
     for (name, region, option), (_, price) in best.items():
         fetched.setdefault((name, region), {})[option] = price

@@ -16,6 +16,7 @@ not counted (GCP bills it apart).
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -23,11 +24,12 @@ from typing import Any, Callable
 from compiler.catalog.model import PRICE_OPTIONS
 from compiler.catalog.refresh.endpoints import GCP_BILLING_CATALOG, GCP_KEY_VARIABLES, gcp_api_key
 from compiler.catalog.refresh.gcp_skus import Component, component
-from compiler.catalog.refresh.http import PriceClient, pages, refresh_error
-from compiler.catalog.refresh.rows import Fetched, Refreshed, add_rows
+from compiler.catalog.refresh.http import PriceClient, pages, refresh_error, shown, where
+from compiler.catalog.refresh.rows import BadFigure, Fetched, Refreshed, add_rows
 
 SOURCE_KEY = "gcp-billing-catalog"
 PAGE_SIZE = 5000
+TOKEN = re.compile(r"^[A-Za-z0-9_=+/.-]{1,512}$")     # an opaque page token, as Google's look
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,14 @@ def index(components: list[Component]) -> Prices:
     return out
 
 
-def _next(base: str, key: str) -> Callable[[Any, str], str | None]:
-    def next_link(page: Any, _url: str) -> str | None:
+def _next(client: PriceClient, base: str, key: str) -> Callable[[Any, str], str | None]:
+    def next_link(page: Any, url: str) -> str | None:
         token = page.get("nextPageToken") if isinstance(page, dict) else None
-        return _url_for(base, key, token) if token else None
+        if not token:
+            return None
+        if not isinstance(token, str) or not TOKEN.match(token):
+            raise client.bad_answer(url, f"the nextPageToken is not a page token ({shown(repr(token), 60)})")
+        return _url_for(base, key, token)
     return next_link
 
 
@@ -102,13 +108,16 @@ def fetch_components(client: PriceClient, key: str, progress: Callable[[str], No
     base = GCP_BILLING_CATALOG.url()
     found: list[Component] = []
     read = 0
-    for page in pages(client, _url_for(base, key), _next(base, key)):
+    for url, page in pages(client, _url_for(base, key), _next(client, base, key)):
         skus = page.get("skus", []) if isinstance(page, dict) else None
         if not isinstance(skus, list):
-            raise client.bad_answer(base, "no `skus` list")
+            raise client.bad_answer(url, "no `skus` list")
         read += 1
         progress(f"gcp: {read} pages of SKUs read")
-        found += [c for c in map(component, (s for s in skus if isinstance(s, dict))) if c is not None]
+        try:
+            found += [c for c in map(component, (s for s in skus if isinstance(s, dict))) if c is not None]
+        except BadFigure as exc:
+            raise client.bad_answer(url, str(exc)) from None
     return found, read
 
 
@@ -125,7 +134,7 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
     out = Refreshed("gcp", SOURCE_KEY, {
         "title": "Cloud Billing Catalog API, Compute Engine SKUs: a machine type is its GPUs + vCPUs + RAM "
                  "(on-demand, Spot, 1-/3-year resource-based commitments)",
-        "url": GCP_BILLING_CATALOG.url(), "as_of": as_of}, files=read)
+        "url": where(GCP_BILLING_CATALOG.url()), "as_of": as_of}, files=read)
     machines = {n: i for n, i in sorted(catalog.instances.items()) if i.provider == "gcp"}
     used = {g for n in machines if series_of(n) in SERIES for g in SERIES[series_of(n)].gpus + SERIES[series_of(n)].slices}
     out.unknown |= {f"{c.name} GPU" for c in components if c.kind in ("gpu", "slice") and c.name not in used}

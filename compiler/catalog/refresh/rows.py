@@ -9,18 +9,56 @@ list has, None where it has none. `complete` turns them into the row the overlay
 - otherwise the option is null, as the catalog writes "not sold".
 
 Figures are rounded to 6 decimals (a hundredth of a cent on a $100 node-hour is 0.0001).
+
+Every figure read from a list goes through `figure`: a finite, non-negative number (NaN, Infinity,
+a float overflow or a negative price are refused, not read as "no price"), and a row's figures
+must lie within the catalog's own bound on a node-hour (MAX_USD), so nothing a list says can put
+a figure in the overlay that the catalog would refuse or the solver would choke on.
 """
 
 from __future__ import annotations
 
+import decimal
+import math
+import re
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from compiler.catalog.model import PRICE_OPTIONS, InstancePrice
+from compiler.catalog.refresh.http import refresh_error, shown, where
 
 OPTIONS = PRICE_OPTIONS[1:]   # besides on_demand
 DECIMALS = 6
 HOURS_PER_YEAR = 8760                                # both AWS and Azure count a term in 365-day years
+MAX_USD = 10_000.0          # USD per node-hour: schemas/catalog.schema.json's bound on a price
+REGION = re.compile(r"^[a-z][a-z0-9-]{1,39}$")      # schemas/catalog.schema.json's region names
+_NUMBER = re.compile(r"^[-+]?[0-9]{1,20}(?:\.[0-9]{0,20})?(?:[eE][-+]?[0-9]{1,3})?$")
+
+
+class BadFigure(ValueError):
+    """A figure in a price list that is not a finite, non-negative number within its bound."""
+
+
+def figure(raw: Any, what: str, most: float = MAX_USD) -> float:
+    """`raw` (a JSON number, a Decimal from the streamed parser, or a decimal string such as AWS's
+    "55.0400000000") as a float in [0, most]; BadFigure for anything else."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, decimal.Decimal, str)):
+        raise BadFigure(f"{what} is not a number ({shown(repr(raw), 60)})")
+    if isinstance(raw, str):
+        text = raw.strip()
+        if not _NUMBER.match(text):
+            kind = "a finite number" if text.lower().lstrip("+-") in ("nan", "inf", "infinity") else "a number"
+            raise BadFigure(f"{what} {shown(repr(raw), 60)} is not {kind}")
+        raw = text
+    try:
+        value = float(raw)
+    except (ValueError, OverflowError, decimal.InvalidOperation):
+        raise BadFigure(f"{what} {shown(repr(raw), 60)} is not a number") from None
+    if not math.isfinite(value):
+        raise BadFigure(f"{what} {shown(str(raw), 60)} is not a finite number")
+    if value < 0 or value > most:
+        raise BadFigure(f"{what} {shown(str(raw), 60)} is outside 0 to {most:g} USD")
+    return value
 
 
 @dataclass(frozen=True)
@@ -72,9 +110,25 @@ def complete(fetched: Fetched, catalog_row: InstancePrice | None) -> PriceRow | 
     return PriceRow(on_demand=money(fetched.on_demand), estimated=tuple(estimated), **values)
 
 
+def _check(out: Refreshed, name: str, region: str, figures: Fetched) -> None:
+    """The last guard before a row is written: a region name the catalog accepts, and figures in
+    (0, MAX_USD] (each list's reader checks its own numbers; this is a whole machine's price)."""
+    def bad(what: str):
+        return refresh_error(out.provider, "C021", f"unexpected answer from {where(out.source.get('url', ''))}: {what}",
+                             "the price list's figures are out of the catalog's range or its format changed; "
+                             "nothing was written")
+    if not isinstance(region, str) or not REGION.match(region):
+        raise bad(f"{shown(repr(region), 60)} is not a region name (lower-case letters, digits and '-')")
+    for option in PRICE_OPTIONS:
+        value = getattr(figures, option)
+        if value is not None and not (math.isfinite(value) and 0 < value <= MAX_USD):
+            raise bad(f"{name} in {region}: {option} {value:g} USD per node-hour is outside 0 to {MAX_USD:g}")
+
+
 def add_rows(out: Refreshed, fetched: Mapping[tuple[str, str], Fetched], catalog) -> None:
     """Complete every fetched (instance, region) into `out.rows`, reporting the regions skipped."""
-    for (name, region), figures in sorted(fetched.items()):
+    for (name, region), figures in sorted(fetched.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        _check(out, name, region, figures)
         inst = catalog.instances.get(name)
         row = complete(figures, inst.price_row(region) if inst else None)
         if row is None:
