@@ -14,14 +14,21 @@ re-checked, against the full schema.
 Diagnostic codes:
     C001 unknown key                      C005 unknown GPU or fabric reference
     C002 bad value / missing field        C006 version missing or given twice
-    C003 source key does not resolve      C007 as_of is not a real date
+    C003 source key does not resolve      C007 as_of is not a real date, or (overlay) in the future
     C004 duplicate name across files      C008 no catalog data files found
+
+An overlay is read as a spec is (compiler.source: size, depth, alias and number limits, E001-E008),
+and only from a regular file: a pipe, a socket or a device (/dev/zero, /dev/stdin) is refused before
+anything is read from it, so a path cannot block the compile or feed it without end.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -30,9 +37,9 @@ import jsonschema
 
 from compiler.catalog.model import (Catalog, CloudInstance, Egress, Fabric, Factor, Gpu,
                                     InstancePrice, Model, OnPremNode, SourceRef, StorageTier)
-from compiler.diagnostics import CompileError, Diagnostic, did_you_mean
+from compiler.diagnostics import CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
-from compiler.source import Document, load, parse
+from compiler.source import MAX_BYTES, Document, parse
 
 SCHEMA_NAME = "catalog.schema.json"
 
@@ -156,8 +163,8 @@ def _report_schema_error(doc: Document, err: jsonschema.ValidationError, base: t
             and validator in ("pattern", "enum", "maxLength", "minLength")):
         # A propertyNames failure: jsonschema reports it at the mapping, about one of its keys.
         what = f"be one of {', '.join(map(str, sch['enum']))}" if validator == "enum" else f"match {sch.get('pattern', 'the name rules')}"
-        problems.add(doc, "C002", f"bad name {inst!r}: must {what}", path + (inst,), key=True,
-                     hint=did_you_mean(inst, sch.get("enum", ())) if validator == "enum" else None)
+        hint = did_you_mean(inst, sch.get("enum", ())) if validator == "enum" else _NAME_HINTS.get(sch.get("pattern"))
+        problems.add(doc, "C002", f"bad name {inst!r}: must {what}", path + (inst,), key=True, hint=hint)
         return
     if validator == "additionalProperties" and isinstance(inst, dict):
         known = sorted(sch.get("properties", {}))
@@ -175,7 +182,29 @@ def _report_schema_error(doc: Document, err: jsonschema.ValidationError, base: t
         allowed = ", ".join(map(str, sch.get("enum", ())))
         problems.add(doc, "C002", f"must be one of {allowed}, got {inst!r}", path, hint=hint)
     else:
-        problems.add(doc, "C002", _plain_message(err), path)
+        problems.add(doc, "C002", _plain_message(err), path, hint=_plain_hint(err))
+
+
+# The catalog's name patterns (schemas/catalog.schema.json), said for people. Names reach
+# Terraform, Slurm and Kubernetes files and the report, as the spec's names do.
+_NAME_HINTS = {
+    "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$": "a name is letters, digits, '.', '_' and '-', starting with a letter "
+                                          "or digit, at most 64 characters (as the provider spells it: p5.48xlarge)",
+    "^[a-z0-9][a-z0-9_.-]{0,79}$": "a source key is lower-case letters, digits, '.', '_' and '-', "
+                                    "at most 80 characters",
+    "^[a-z][a-z0-9-]{1,39}$": "a region is the provider's region name: lower-case letters, digits and '-' (us-east-1)",
+}
+
+
+def _plain_hint(err: jsonschema.ValidationError) -> str:
+    v, s = err.validator, err.schema
+    if v in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        bounds = [f"{op} {s[k]}" for k, op in (("exclusiveMinimum", ">"), ("minimum", ">="), ("maximum", "<="),
+                                                 ("exclusiveMaximum", "<")) if k in s]
+        return f"the catalog takes {' and '.join(bounds)} here; the unit is in the key's name (docs/catalog.md)"
+    if v == "pattern":
+        return _NAME_HINTS.get(s["pattern"], "docs/catalog.md gives each field's form")
+    return "docs/catalog.md gives each section's fields, their types and units"
 
 
 def _plain_message(err: jsonschema.ValidationError) -> str:
@@ -260,8 +289,9 @@ def _singular(section: str) -> str:
 
 # ---------------------------------------------------------------- semantic checks
 
-def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems) -> None:
-    """Source references, as_of dates and cross-references of the given entries."""
+def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems, *, latest: dt.date | None = None) -> None:
+    """Source references, as_of dates and cross-references of the given entries; an as_of after
+    `latest` (given for overlays) is refused."""
     s = merged.sections
     sources, gpus, fabrics = s["sources"], s["gpus"], s["fabrics"]
 
@@ -279,10 +309,16 @@ def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems) -> None:
         if section == "sources":
             as_of = record.get("as_of")
             try:
-                dt.date.fromisoformat(str(as_of))
+                date = dt.date.fromisoformat(str(as_of))
             except ValueError:
                 problems.add(doc, "C007", f"as_of must be a real ISO date (YYYY-MM-DD), got {as_of!r}",
                              path + ("as_of",))
+                continue
+            if latest is not None and date > latest:
+                problems.add(doc, "C007", f"as_of {as_of} is in the future (today is "
+                             f"{latest - FUTURE_GRACE})", path + ("as_of",),
+                             hint="write the date the figures were read: a later one would keep the stale-price "
+                                  "warning (C010) quiet; today is SOURCE_DATE_EPOCH's day where it is set")
             continue
         need_source(doc, path + ("source",), record.get("source"))
         if section == "instances":
@@ -397,10 +433,91 @@ def load_builtin(data_dir: Path) -> _Merged:
     return merged
 
 
-def apply_overlay(base: _Merged, overlay: str | Path) -> _Merged:
-    """Merge a user's overlay file into a copy of `base`; raise CompileError on any problem."""
-    doc = load(overlay)
+# A source read "today" in a time zone ahead of this machine's is a day ahead: not refused.
+FUTURE_GRACE = dt.timedelta(days=1)
+
+
+_TOO_LARGE = "every provider's refreshed prices together make a far smaller file"
+
+
+def read_overlay(path: str | os.PathLike) -> Document:
+    """An overlay file as a Document: only a regular file, at most compiler.source.MAX_BYTES, read
+    and parsed by compiler.source (its limits and E001-E008 diagnostics)."""
+    return parse(read_overlay_text(path), str(path))
+
+
+def read_overlay_text(path: str | os.PathLike) -> str:
+    """The text of an overlay file; E001/E002 for a path that is not a regular file of at most
+    compiler.source.MAX_BYTES of UTF-8 text."""
+    name = str(path)
+
+    def fail(message: str, hint: str | None = None, code: str = "E001") -> CompileError:
+        return CompileError([Diagnostic(code, message, hint=hint)], 2, Source.of(name, ""))
+
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise fail("no such file", "check the --catalog path") from None
+    except IsADirectoryError:
+        raise fail("is a directory, not a catalog file", "give the overlay file itself") from None
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror}", "check the file's permissions") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise fail("is a directory, not a catalog file", "give the overlay file itself")
+        if not stat.S_ISREG(info.st_mode):
+            raise fail("is not a regular file (a pipe, socket or device)",
+                       "give a catalog overlay file; it is read whole before anything else is done")
+        if info.st_size > MAX_BYTES:
+            raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002")
+        try:
+            os.set_blocking(fd, True)
+            raw = f.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise fail(f"cannot read: {exc.strerror}", "check the file's permissions") from None
+    if len(raw) > MAX_BYTES:          # it grew while being read
+        raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"not UTF-8 text (byte {exc.start})", "an overlay is a YAML text file") from None
+    if "\x00" in text:
+        raise fail("binary file: contains NUL bytes", "an overlay is a YAML text file")
+    return text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _control_characters(doc: Document, problems: _Problems) -> None:
+    """Strings of an overlay reach terminals, reports and rendered files: no control characters
+    (a terminal escape in a source's title would repaint the screen of whoever lists the catalog)."""
+    def walk(value: Any, path: tuple) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if _CONTROL.search(str(k)):
+                    problems.add(doc, "C002", f"control character in the name {str(k)!r}", path + (k,), key=True,
+                                 hint="names and texts are printable characters only")
+                walk(v, path + (k,))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, path + (i,))
+        elif isinstance(value, str) and _CONTROL.search(value):
+            problems.add(doc, "C002", f"control character in {value[:60]!r}", path,
+                         hint="names and texts are printable characters only (a tab or a new line is fine)")
+    walk(doc.data, ())
+
+
+def apply_overlay(base: _Merged, overlay: str | Path | Document) -> _Merged:
+    """Merge a user's overlay (a file, or a Document already parsed) into a copy of `base`;
+    raise CompileError on any problem."""
+    from compiler.catalog.freshness import today
+
+    doc = overlay if isinstance(overlay, Document) else read_overlay(overlay)
     problems = _Problems()
+    _control_characters(doc, problems)
     _schema_errors(doc, doc.data, _overlay_schema(), (), problems)
     problems.raise_if_any()
     merged = base.copy()
@@ -410,8 +527,8 @@ def apply_overlay(base: _Merged, overlay: str | Path) -> _Merged:
         definition = RECORD_SECTIONS.get(section) or {"sources": "source", "factors": "factor"}[section]
         _, path = merged.origin[(section, name)]
         _schema_errors(doc, merged.sections[section][name], _record_schema(definition), path, problems)
-    # Then what the overlay touched: sources, dates, GPU and fabric references.
-    _check(merged, touched, problems)
+    # Then what the overlay touched: sources, dates (none after today), GPU and fabric references.
+    _check(merged, touched, problems, latest=today() + FUTURE_GRACE)
     problems.raise_if_any()
     return merged
 

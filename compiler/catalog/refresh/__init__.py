@@ -10,16 +10,17 @@ and overlay.py writes them. Nothing is written unless the whole refresh succeede
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from compiler.catalog import freshness
 from compiler.catalog.refresh import aws, azure, gcp
-from compiler.catalog.refresh.http import PriceClient, refresh_error
+from compiler.catalog.refresh.http import PriceClient, one_line, refresh_error, where
 from compiler.catalog.refresh.overlay import dump, merge, read_existing, write_atomically
 from compiler.catalog.refresh.rows import Refreshed
+from compiler.diagnostics import CompileError
+from compiler.source import parse
 
 PROVIDERS = {"aws": aws.refresh, "azure": azure.refresh, "gcp": gcp.refresh}
 
@@ -47,21 +48,31 @@ def run(provider: str, *, regions: tuple[str, ...] | None = None, out: Path | No
                             "nothing was written; check --regions, or whether the list's format changed")
     overlay, kept = merge(existing, refreshed, catalog, regions)
     text = dump(overlay)
-    _loads_as_overlay(text)
+    _loads_as_overlay(text, refreshed)
     if out is not None:
         write_atomically(out, text)
     return Outcome(text, out, tuple(summary(refreshed, kept, out)))
 
 
-def _loads_as_overlay(text: str) -> None:
+def _loads_as_overlay(text: str, refreshed: Refreshed) -> None:
     """The overlay must load on the built-in catalog before it replaces anything (a refresh that
-    wrote a file `--catalog` refuses would break every compile that uses it)."""
-    from compiler.catalog import load_catalog
+    wrote a file `--catalog` refuses would break every compile that uses it). It is checked in
+    memory; the file it came from was checked before the download (overlay.read_existing), so what
+    fails here came from the price list, and the error names the list, not a file."""
+    from compiler.catalog import _builtin
+    from compiler.catalog.loader import apply_overlay
+    from compiler.diagnostics import format_path
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "refreshed-overlay.yaml"
-        path.write_text(text, encoding="utf-8")
-        load_catalog(path)
+    try:
+        apply_overlay(_builtin()[0], parse(text, f"the {refreshed.provider} overlay"))
+    except CompileError as exc:
+        first = exc.diagnostics[0]
+        at = f" at {format_path(first.path)}" if first.path else ""
+        url = where(refreshed.source.get("url", ""))
+        raise refresh_error(refreshed.provider, "C021", f"the prices read from {url} "
+                            f"do not load as a catalog overlay{at}: {first.message}",
+                            "the list's figures are outside the catalog's ranges, or its format changed; "
+                            "nothing was written") from None
 
 
 def summary(r: Refreshed, kept: list[str], out: Path | None) -> list[str]:
@@ -78,4 +89,4 @@ def summary(r: Refreshed, kept: list[str], out: Path | None) -> list[str]:
     lines += [f"  kept: {k}" for k in kept]
     if out is not None:
         lines.append(f"wrote {out}")
-    return lines
+    return [one_line(line) for line in lines]      # names from a list may hold terminal escapes

@@ -368,7 +368,8 @@ class PriceClient:
             exc.close()
         times = f" after {self.tries} tries" if tried else ""
         detail = shown(" ".join(detail.split()), 300)
-        text = f"{where(url)} answered HTTP {exc.code} {shown(exc.reason, 80)}{times}" + (f": {detail}" if detail else "")
+        text = f"{where(url)} answered HTTP {exc.code} {shown(exc.reason, 80)}{times}"
+        text += f": {detail}" if detail else ""
         if exc.code in (401, 403) and self.provider == "gcp":
             hint = ("check the API key (" + " or ".join(endpoints.GCP_KEY_VARIABLES) + ") and that the Cloud Billing "
                     "API is enabled for its project; nothing was written")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ import yaml
 
 from compiler.catalog.refresh.http import refresh_error
 from compiler.catalog.refresh.rows import PriceRow, Refreshed
+from compiler.source import parse
 
 REFRESH_SOURCES = ("aws-price-list", "azure-retail-prices", "gcp-billing-catalog")
 VERSION_PREFIX = "prices-"
@@ -63,24 +65,29 @@ def row_dict(row: PriceRow, source: str) -> dict[str, Any]:
 
 
 def read_existing(path: Path, provider: str) -> dict[str, Any] | None:
-    """The overlay file being replaced, as plain data; None when there is none."""
+    """The overlay file being replaced, as plain data; None when there is none. It is read as any
+    overlay is (compiler.catalog.loader.read_overlay: a regular file within the size and depth
+    limits) and must load as one on the built-in catalog: the refreshed file will have to, and a
+    problem of the file's own is named at its line before anything is downloaded."""
+    from compiler.catalog import _builtin
+    from compiler.catalog.loader import apply_overlay, read_overlay_text
+
     try:
-        text = path.read_text(encoding="utf-8")
+        info = path.stat()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise refresh_error(provider, "C024", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise refresh_error(provider, "C024", f"{path} is not YAML ({exc.__class__.__name__})",
-                            "fix or remove it; it was left as it is") from None
-    if data is None:
-        return None
-    if not isinstance(data, dict):
-        raise refresh_error(provider, "C024", f"{path} is not a catalog overlay (not a mapping)",
-                            "fix or remove it; it was left as it is")
-    return data
+        raise refresh_error(provider, "C024", f"cannot read {path}: {exc.strerror}",
+                            "it was left as it is") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise refresh_error(provider, "C024", f"{path} is not a regular file (a directory, pipe, socket or device)",
+                            "give -o the overlay file to write; nothing was read or written")
+    text = read_overlay_text(path)
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines()):
+        return None             # only comments: nothing to keep
+    doc = parse(text, str(path))
+    apply_overlay(_builtin()[0], doc)
+    return doc.data
 
 
 def merge(existing: dict[str, Any] | None, refreshed: Refreshed, catalog,
