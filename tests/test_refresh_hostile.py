@@ -580,3 +580,14 @@ def test_an_overlay_over_the_size_limit_deeply_nested_or_expanding_is_refused(tm
         r = catalog_cli(path)
         assert r.exit_code == 2 and f"error[{code}]" in r.stderr and r.stderr.startswith(f"{path}:"), r.stderr
         assert "Traceback" not in r.stderr and time.monotonic() - start < 5
+
+
+def test_the_limits_docs_catalog_md_states_are_the_code_s():
+    doc = (ROOT / "docs" / "catalog.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if line.startswith("| C027 |"))
+    assert f"more than {refresh_http.MAX_PAGES:,} pages" in row
+    assert f"a page over {refresh_http.MAX_DOCUMENT_BYTES // 2**20} MiB" in row
+    assert f"an offer file over {refresh_http.MAX_OFFER_BYTES // 2**30} GiB" in row
+    assert f"over {refresh_http.MAX_TOTAL_SECONDS / 3600:g} hours" in row
+    assert f"more than {refresh_http.MAX_REDIRECTS} redirects" in next(
+        line for line in doc.splitlines() if line.startswith("| C026 |"))
