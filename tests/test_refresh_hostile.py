@@ -591,3 +591,100 @@ def test_the_limits_docs_catalog_md_states_are_the_code_s():
     assert f"over {refresh_http.MAX_TOTAL_SECONDS / 3600:g} hours" in row
     assert f"more than {refresh_http.MAX_REDIRECTS} redirects" in next(
         line for line in doc.splitlines() if line.startswith("| C026 |"))
+
+
+# ---------------------------------------------------------------- any shape where a list expects another
+
+ODD = [None, "", "NaN", -1, 1e308, [], {}, "x" * 300, True, 0, "\x1b[2J", "1e308", ["us-east-1"],
+       {"a": [1]}, 12345678901234567890, "N/A*", "../../x"]
+
+
+def _mutated(doc, rng: "random.Random", times: int = 3):
+    """`doc` with up to `times` values, anywhere in it, replaced by one of ODD."""
+    doc = copy.deepcopy(doc)
+
+    def places(node, at=()):
+        if at:
+            yield at
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in items:
+            yield from places(v, at + (k,))
+
+    every = list(places(doc))
+    for at in rng.sample(every, min(times, len(every))):
+        node = doc
+        try:
+            for k in at[:-1]:
+                node = node[k]
+            node[at[-1]] = rng.choice(ODD)
+        except (KeyError, IndexError, TypeError):
+            pass        # an earlier change replaced this place's parent
+    return doc
+
+
+@pytest.mark.parametrize("seed", range(45))
+def test_a_list_of_any_odd_shape_is_read_or_refused_never_an_internal_error(stub, tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    provider = ("aws", "azure", "gcp")[seed % 3]
+    if provider == "aws":
+        which = (INDEX, OFFER.format("us-east-1"), "/spot.js")[seed // 3 % 3]
+        if which == "/spot.js":
+            text = stub.routes[which].decode()
+            feed = json.loads(text[text.index("(") + 1:text.rindex(")")])
+            stub.routes[which] = f"callback({json.dumps(_mutated(feed, rng))});".encode()
+        elif which == INDEX:
+            stub.routes[which] = _mutated(stub.routes[which], rng)
+        else:
+            stub.routes[which] = _mutated(json.loads(stub.routes[which]), rng)
+    elif provider == "azure":
+        page1 = _mutated(stub.routes[AZURE]({}), rng)
+        stub.routes[AZURE] = lambda q: page1 if q.get("$skip") != ["100"] else _json("azure/page2.json")
+    else:
+        page1 = _mutated(_json("gcp/page1.json"), rng)
+        stub.routes[GCP] = lambda q: _json("gcp/page2.json") if q.get("pageToken") else page1
+    r = refresh_to(tmp_path, provider, *(["--regions", "us-east-1"] if provider == "aws" else []))
+    if r.exit_code != 0:
+        refused(r, provider, r.stderr[r.stderr.index("[") + 1:r.stderr.index("]")])
+
+
+def _gcp_group_a_list(stub: Stub) -> None:
+    page1 = _json("gcp/page1.json")
+    for sku in page1["skus"]:
+        sku["category"]["resourceGroup"] = [sku["category"]["resourceGroup"]]
+    stub.routes[GCP] = lambda q: _json("gcp/page2.json") if q.get("pageToken") else page1
+
+
+def _azure_term_a_list(stub: Stub) -> None:
+    page = _json("azure/page2.json")
+    items = _json("azure/page1.json")["Items"]
+    page["Items"] = [dict(item, reservationTerm=[item.get("reservationTerm")]) for item in items]
+    stub.routes[AZURE] = page
+
+
+def _spot_region_a_list(stub: Stub) -> None:
+    text = stub.routes["/spot.js"].decode()
+    feed = json.loads(text[text.index("(") + 1:text.rindex(")")])
+    for region in feed["config"]["regions"]:
+        region["region"] = [region["region"]]
+    stub.routes["/spot.js"] = f"callback({json.dumps(feed)});".encode()
+
+
+def _lease_a_list(stub: Stub) -> None:
+    offer = json.loads(stub.routes[OFFER.format("us-east-1")])
+    for terms in offer["terms"]["Reserved"].values():
+        for term in terms.values():
+            term["termAttributes"]["LeaseContractLength"] = [term["termAttributes"]["LeaseContractLength"]]
+    stub.routes[OFFER.format("us-east-1")] = offer
+
+
+@pytest.mark.parametrize("provider, change", [("gcp", _gcp_group_a_list), ("azure", _azure_term_a_list),
+                                              ("aws", _spot_region_a_list), ("aws", _lease_a_list)])
+def test_a_list_where_a_name_is_expected_is_no_internal_error(stub, tmp_path, provider, change):
+    # a list where a name is looked up in a table: unhashable, an internal error before
+    change(stub)
+    r = refresh_to(tmp_path, provider, *(["--regions", "us-east-1"] if provider == "aws" else []))
+    assert "internal error" not in r.stderr
+    if r.exit_code != 0:
+        refused(r, provider, r.stderr[r.stderr.index("[") + 1:r.stderr.index("]")])

@@ -136,7 +136,8 @@ def reserved_rates(terms: dict) -> dict[int, float]:
         attrs = _mapping(term, "a term").get("termAttributes") or {}
         if not isinstance(attrs, dict):
             continue
-        years = LEASES.get(attrs.get("LeaseContractLength"))
+        lease = attrs.get("LeaseContractLength")
+        years = LEASES.get(lease) if isinstance(lease, str) else None
         option = attrs.get("PurchaseOption")
         if years is None or attrs.get("OfferingClass") != "standard" or option not in PURCHASE_OPTIONS:
             continue

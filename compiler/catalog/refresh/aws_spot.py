@@ -45,7 +45,8 @@ def spot_prices(feed: Any) -> dict[tuple[str, str], float]:
     if config.get("rate", "perhr") != "perhr":
         raise ValueError(f"rate is {shown(repr(config.get('rate')), 40)}, not per hour")
     for region in _dicts(config["regions"]):
-        name = LEGACY_REGIONS.get(region.get("region"), region.get("region"))
+        name = region.get("region")
+        name = LEGACY_REGIONS.get(name, name) if isinstance(name, str) else None
         for family in _dicts(region.get("instanceTypes")):
             for size in _dicts(family.get("sizes")):
                 for column in _dicts(size.get("valueColumns")):

@@ -54,7 +54,7 @@ def classify(item: dict) -> tuple[str, float] | None:
     kind = item.get("type")
     if kind == "Consumption" and item.get("unitOfMeasure") == "1 Hour":
         option, hours = ("spot" if "Spot" in names else "on_demand"), 1
-    elif kind == "Reservation" and item.get("reservationTerm") in TERMS:
+    elif kind == "Reservation" and _text(item, "reservationTerm") in TERMS:
         option, years = TERMS[item["reservationTerm"]]
         hours = HOURS_PER_YEAR * years            # the price is the whole term's
     else:

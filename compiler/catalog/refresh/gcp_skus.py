@@ -103,6 +103,8 @@ def component(sku: dict) -> Component | None:
     if not isinstance(category, dict):
         return None
     group, usage = category.get("resourceGroup"), category.get("usageType")
+    if not isinstance(group, str) or not isinstance(usage, str):
+        return None
     if category.get("resourceFamily") != "Compute" or group not in UNITS or usage not in USAGES:
         return None
     description = sku.get("description", "")
