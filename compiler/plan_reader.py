@@ -32,12 +32,11 @@ import copy
 import functools
 import json
 import math
-import os
-import stat
 from pathlib import Path
 from typing import Any, Iterator
 
 from compiler.diagnostics import CompileError, Diagnostic, Position, Source
+from compiler.source import Unreadable, read_regular
 from compiler.plan import Plan, from_dict
 from compiler.resources import schema
 
@@ -95,38 +94,20 @@ def _error(path: str | Path, code: str, message: str, at: tuple = (), position: 
 
 def read_text(path: str | Path, limit: int = MAX_BYTES) -> str:
     """The text of `path`, a regular file of at most `limit` bytes, or E010/E013. The file is
-    opened without blocking and checked before a byte is read: a FIFO, a device or /dev/zero
-    would never end."""
+    opened without blocking and checked before a byte is read (compiler.source.read_regular): a
+    FIFO, a device or /dev/zero would never end."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise _error(path, "E010", "no such file") from None
-    except OSError as exc:
-        raise _error(path, "E010", f"cannot read it: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode)
-                    else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "a socket"
-                    if stat.S_ISSOCK(info.st_mode) else "not a regular file")
-            raise _error(path, "E013", f"is {kind}, not a plan.json file", hint="pass the plan.json file itself")
-        if info.st_size > limit:
-            raise _error(path, "E013", f"the file is {info.st_size:,} bytes, more than a plan.json has "
-                                       f"(at most {limit:,})")
-        chunks, size = [], 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:     # it grew after the check
-                raise _error(path, "E013", f"the file is more than {limit:,} bytes, more than a plan.json has")
-            chunks.append(chunk)
-    except OSError as exc:
-        raise _error(path, "E010", f"cannot read it: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    raw = b"".join(chunks)
+        raw = read_regular(path, limit)
+    except Unreadable as exc:
+        if exc.why == "missing":
+            raise _error(path, "E010", "no such file") from None
+        if exc.why == "error":
+            raise _error(path, "E010", f"cannot read it: {exc.detail}") from None
+        if exc.why == "large":
+            raise _error(path, "E013", f"the file is {exc.size:,} bytes or more, more than a plan.json has "
+                                       f"(at most {limit:,})") from None
+        kind = "a directory" if exc.why == "directory" else exc.detail
+        raise _error(path, "E013", f"is {kind}, not a plan.json file", hint="pass the plan.json file itself") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

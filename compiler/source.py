@@ -9,7 +9,9 @@ report duplicate keys and non-finite numbers, which pyyaml accepts silently.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path as FsPath
 from typing import Any, Mapping
@@ -199,23 +201,70 @@ def parse(text: str, filename: str = "<spec>") -> Document:
     return Document(data, source, dict(builder.values), dict(builder.keys))
 
 
+class Unreadable(Exception):
+    """Why read_regular did not read a file: `why` is missing, directory, special (a FIFO, device
+    or socket: `detail` says which), large (`size` bytes, over the limit) or error (`detail`: the
+    system's reason). Each reader turns it into its own error code and hint."""
+
+    def __init__(self, why: str, detail: str = "", size: int = 0) -> None:
+        super().__init__(why, detail)
+        self.why, self.detail, self.size = why, detail, size
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes, or Unreadable. Every file
+    from outside (a spec, a catalog overlay, a plan.json) is read here: it is opened without
+    blocking and checked before a byte is read, since a FIFO with no writer, /dev/zero or a
+    terminal would never end, and it is read no further than the limit even if it grows."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise Unreadable("missing") from None
+    except IsADirectoryError:
+        raise Unreadable("directory") from None
+    except OSError as exc:
+        raise Unreadable("error", exc.strerror or str(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise Unreadable("directory")
+        if not stat.S_ISREG(info.st_mode):
+            kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
+                    else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode)
+                    else "not a regular file")
+            raise Unreadable("special", kind)
+        if info.st_size > limit:
+            raise Unreadable("large", size=info.st_size)
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:          # it grew after the check
+                raise Unreadable("large", size=size)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise Unreadable("error", exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def load(path: str | FsPath) -> Document:
     """Read and parse a spec file."""
-    p = FsPath(path)
     name = str(path)
     try:
-        if p.stat().st_size > MAX_BYTES:
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as exc:
+        if exc.why == "large":
             raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2,
-                               Source.of(name, ""))
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CompileError([Diagnostic("E001", "no such file")], 2, Source.of(name, "")) from None
-    except IsADirectoryError:
-        raise CompileError([Diagnostic("E001", "is a directory, not a spec file")], 2,
-                           Source.of(name, "")) from None
-    except OSError as exc:
-        raise CompileError([Diagnostic("E001", f"cannot read: {exc.strerror}")], 2,
-                           Source.of(name, "")) from None
+                               Source.of(name, "")) from None
+        message = {"missing": "no such file", "directory": "is a directory, not a spec file",
+                   "special": f"is {exc.detail}, not a spec file"}.get(exc.why, f"cannot read: {exc.detail}")
+        raise CompileError([Diagnostic("E001", message)], 2, Source.of(name, "")) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -198,3 +198,27 @@ def test_load_reads_a_good_file(tmp_path):
     doc = load(path)
     assert doc.data["sites"][1] == {"name": "fra-dc1"}
     assert doc.source.filename == str(path) and doc.source.text == BLOCK
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
+def test_a_spec_path_that_is_no_regular_file_is_refused_before_reading(tmp_path, kind):
+    """A FIFO with no writer or /dev/zero as the spec would block or read forever: refused before
+    a byte is read (E001, exit 2), in a child process with a timeout so a regression fails the
+    test instead of hanging it."""
+    import os
+    import subprocess
+    import sys
+
+    if kind == "fifo":
+        path = tmp_path / "spec.yaml"
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path = "/dev/zero"
+    else:
+        path = tmp_path / "specs"
+        path.mkdir()
+    run = subprocess.run([sys.executable, "-m", "compiler", "validate", str(path)], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"{path}: error[E001]: is a "), run.stderr
+    assert "Traceback" not in run.stderr and len(run.stderr) < 300

@@ -28,18 +28,17 @@ import copy
 import datetime as dt
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import jsonschema
 
-from compiler.catalog.model import (Catalog, CloudInstance, Egress, Fabric, Factor, Gpu,
-                                    InstancePrice, Model, OnPremNode, SourceRef, StorageTier)
+from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress, Fabric, Factor, Gpu,
+                                    InstancePrice, Model, OnPremNode, ServingImage, SourceRef, StorageTier)
 from compiler.diagnostics import CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
-from compiler.source import MAX_BYTES, Document, parse
+from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_regular
 
 SCHEMA_NAME = "catalog.schema.json"
 
@@ -321,6 +320,9 @@ def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems, *, latest:
                                   "warning (C010) quiet; today is SOURCE_DATE_EPOCH's day where it is set")
             continue
         need_source(doc, path + ("source",), record.get("source"))
+        for part in ("serving", "accelerator"):     # a GPU's serving image, a GCP accelerator type
+            if isinstance(record.get(part), dict):
+                need_source(doc, path + (part, "source"), record[part].get("source"))
         if section == "instances":
             for region, row in sorted((record.get("prices") or {}).items()):
                 if isinstance(row, dict):
@@ -353,13 +355,21 @@ def _opt_int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
+def _serving(r: Mapping[str, Any] | None) -> ServingImage | None:
+    if not r:
+        return None
+    return ServingImage(image=r["image"], version=str(r["version"]), runtime=r["runtime"], driver=r["driver"],
+                        source=r["source"])
+
+
 def _build(merged: _Merged) -> Catalog:
     s = merged.sections
     sources = {k: SourceRef(k, v["title"], v["url"], v["as_of"], v.get("note", "")) for k, v in s["sources"].items()}
     gpus = {n: Gpu(name=n, vendor=r["vendor"], memory_gb=float(r["memory_gb"]),
                    memory_bandwidth_gb_s=float(r["memory_bandwidth_gb_s"]),
                    nvlink_gb_s=float(r["nvlink_gb_s"]), tdp_w=float(r["tdp_w"]),
-                   tflops=_frozen({p: float(x) for p, x in r["tflops"].items()}), source=r["source"])
+                   tflops=_frozen({p: float(x) for p, x in r["tflops"].items()}), source=r["source"],
+                   architecture=r.get("architecture", ""), serving=_serving(r.get("serving")))
             for n, r in s["gpus"].items()}
     instances = {}
     for n, r in s["instances"].items():
@@ -371,7 +381,9 @@ def _build(merged: _Merged) -> Catalog:
         instances[n] = CloudInstance(name=n, provider=r["provider"], gpu=r["gpu"], gpus=int(r["gpus"]),
                                      vcpus=int(r["vcpus"]), ram_gb=float(r["ram_gb"]), fabric=r["fabric"],
                                      network_gbps=float(r["network_gbps"]), prices=prices, source=r["source"],
-                                     sockets=int(r["sockets"]), local_nvme_tb=float(r.get("local_nvme_tb", 0.0)))
+                                     sockets=int(r["sockets"]), local_nvme_tb=float(r.get("local_nvme_tb", 0.0)),
+                                     accelerator=(Accelerator(r["accelerator"]["type"], r["accelerator"]["source"])
+                                                  if r.get("accelerator") else None))
     nodes = {}
     for n, r in s["onprem_nodes"].items():
         extra = {"fabrics": tuple(r["fabrics"])} if "fabrics" in r else {}
@@ -455,30 +467,16 @@ def read_overlay_text(path: str | os.PathLike) -> str:
         return CompileError([Diagnostic(code, message, hint=hint)], 2, Source.of(name, ""))
 
     try:
-        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise fail("no such file", "check the --catalog path") from None
-    except IsADirectoryError:
-        raise fail("is a directory, not a catalog file", "give the overlay file itself") from None
-    except OSError as exc:
-        raise fail(f"cannot read: {exc.strerror}", "check the file's permissions") from None
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise fail("is a directory, not a catalog file", "give the overlay file itself")
-        if not stat.S_ISREG(info.st_mode):
-            raise fail("is not a regular file (a pipe, socket or device)",
-                       "give a catalog overlay file; it is read whole before anything else is done")
-        if info.st_size > MAX_BYTES:
-            raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002")
-        try:
-            os.set_blocking(fd, True)
-            raw = f.read(MAX_BYTES + 1)
-        except OSError as exc:
-            raise fail(f"cannot read: {exc.strerror}", "check the file's permissions") from None
-    if len(raw) > MAX_BYTES:          # it grew while being read
-        raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002")
+        raw = read_regular(path, MAX_BYTES)
+    except Unreadable as exc:
+        if exc.why == "large":
+            raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002") from None
+        raise fail(*{
+            "missing": ("no such file", "check the --catalog path"),
+            "directory": ("is a directory, not a catalog file", "give the overlay file itself"),
+            "special": ("is not a regular file (a pipe, socket or device)",
+                        "give a catalog overlay file; it is read whole before anything else is done"),
+        }.get(exc.why, (f"cannot read: {exc.detail}", "check the file's permissions"))) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
