@@ -429,10 +429,25 @@ class Provider(str, Enum):
 @catalog_app.callback()
 def catalog_cmd(ctx: typer.Context, catalog: Optional[Path] = CatalogOpt,
                 section: Optional[str] = typer.Option(None, "--section", help="gpus, instances, regions, onprem, fabrics, storage, models or sources."),
+                region: Optional[list[str]] = typer.Option(
+                    None, "--region", metavar="REGION[,REGION...]",
+                    help="Only these regions' prices (repeat the option or separate by commas)."),
+                gpu: Optional[list[str]] = typer.Option(
+                    None, "--gpu", metavar="GPU[,GPU...]", help="Only instances and on-prem nodes of these GPUs."),
+                provider: Optional[list[str]] = typer.Option(
+                    None, "--provider", metavar="PROVIDER[,PROVIDER...]",
+                    help="Only these clouds' (aws, gcp, azure) instances, storage and egress."),
                 fmt: Format = FormatOpt, debug: bool = DebugOpt) -> None:
-    """Print the hardware, price and model catalog (with any overlay applied)."""
+    """Print the hardware, price and model catalog (with any overlay applied); --region, --gpu and
+    --provider narrow the tables and the JSON alike."""
     ctx.obj = {"catalog": catalog}
     if ctx.invoked_subcommand is not None:
+        if region or gpu or provider:
+            # `catalog --region X refresh aws` would otherwise read every region's price list.
+            given = [f"'--{k}'" for k, v in (("region", region), ("gpu", gpu), ("provider", provider)) if v]
+            raise typer.BadParameter(f"it narrows the listing, not `{ctx.invoked_subcommand}`: give "
+                                     f"`{ctx.invoked_subcommand}` its own options after its name",
+                                     param_hint=" / ".join(given))
         return
 
     def body() -> int:
@@ -440,10 +455,11 @@ def catalog_cmd(ctx: typer.Context, catalog: Optional[Path] = CatalogOpt,
         from compiler.catalog import tables
 
         cat = pipeline.load_catalog(str(catalog) if catalog else None)
+        filters = tables.make_filters(cat, region, gpu, provider)
         if fmt is Format.json:
-            print(json.dumps(tables.catalog_to_json(cat), indent=2, sort_keys=True))
+            print(json.dumps(tables.catalog_json(cat, section, filters), indent=2, sort_keys=True))
         else:
-            tables.render_catalog(cat, _stdout(), section)
+            tables.render_catalog(cat, _stdout(), section, filters)
         return EXIT_OK
 
     raise typer.Exit(_run(body, debug, fmt))
