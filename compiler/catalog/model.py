@@ -23,6 +23,21 @@ class SourceRef:
 
 
 @dataclass(frozen=True)
+class ServingImage:
+    """The inference server image services on a GPU run, and what it needs of the host."""
+
+    image: str                    # repository: vllm/vllm-openai
+    version: str                  # tag: v0.10.1.1
+    runtime: str                  # what it is built on: CUDA 12.8, ROCm 6.4.1
+    driver: str                   # the host driver that runtime needs, in words
+    source: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.image}:{self.version}"
+
+
+@dataclass(frozen=True)
 class Gpu:
     name: str                     # H100, A100-80GB, MI300X ...
     vendor: str
@@ -32,6 +47,8 @@ class Gpu:
     tdp_w: float
     tflops: Mapping[str, float]   # dense peak by precision: fp32, tf32, bf16, fp16, fp8, int8
     source: str
+    architecture: str = ""        # as the datasheet names it: hopper, blackwell, cdna3 ...
+    serving: ServingImage | None = None   # None: an overlay's GPU that names no image
 
 
 PRICE_OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")   # an instance price row's figures
@@ -52,6 +69,15 @@ class InstancePrice:
 
 
 @dataclass(frozen=True)
+class Accelerator:
+    """A provider's name for an instance's GPUs where its API asks for one (GCP's
+    `guest_accelerators.type`, e.g. nvidia-b200)."""
+
+    type: str
+    source: str
+
+
+@dataclass(frozen=True)
 class CloudInstance:
     name: str                     # p5.48xlarge
     provider: str                 # aws | gcp | azure
@@ -65,6 +91,11 @@ class CloudInstance:
     source: str
     sockets: int = 2
     local_nvme_tb: float = 0.0
+    accelerator: Accelerator | None = None   # GCP: the guest accelerator type its API takes
+
+    @property
+    def accelerator_type(self) -> str:
+        return self.accelerator.type if self.accelerator else ""
 
     def price_row(self, region: str) -> InstancePrice | None:
         for p in self.prices:
