@@ -34,6 +34,7 @@ leaves the rest to the schema's own diagnostics.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 from typing import Any, Iterator
@@ -230,14 +231,11 @@ class _Checker:
         within its term after `start`, and is dated by a `start`."""
         inst, provider, region = _str(held.get("instance")), site.get("provider"), site.get("region")
         if inst is not None and isinstance(provider, str) and isinstance(region, str):
-            sold = sorted(n for n, i in self.catalog.instances.items()
-                          if i.provider == provider and region in i.regions)
-            if inst not in sold:
-                hint = did_you_mean(inst, sold) or ""
-                hint += ((" " if hint else "") + f"{provider} instances sold in {region}: "
-                         + ", ".join(sold)) if sold else f"the catalog sells no {provider} instance in {region}"
+            known = self.catalog.instances.get(inst)
+            if known is None or known.provider != provider or region not in known.regions:
                 yield self.diag("E218", path + ("instance",),
-                                f"a reservation of '{inst}' at {region}: the catalog does not sell it there", hint)
+                                f"a reservation of '{inst}' at {region}: the catalog does not sell it there",
+                                not_sold_hint(self.catalog, inst, provider, region))
         until, start, term = _str(held.get("until")), _str(self.data.get("start")), held.get("term", "reserved_1y")
         if until is None or not re.match(MONTH_PATTERN, until):
             return      # the schema says what is wrong with it
@@ -602,6 +600,56 @@ class _Checker:
                     and cloud.price(region, pricing) is None:
                 yield self.diag("E206", ipath,
                                 f"instance '{name}' has no {pricing} price in {region}")
+
+
+SHOWN = 8      # names a hint lists before "and N more": enough to choose from, short enough to read
+
+
+def _listed(names: list[str]) -> str:
+    more = len(names) - SHOWN
+    return ", ".join(names[:SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _area(region: str) -> str:
+    """The part of a region's name regions near each other share: eu (eu-central-1), europe, us, asia."""
+    return region.split("-", 1)[0]
+
+
+def not_sold_hint(catalog: Catalog, name: str, provider: str, region: str) -> str:
+    """E218's hint for instance `name` held at a `provider` site in `region`, which the catalog
+    does not sell there: where the catalog does sell it (nearest first: the regions of the site's
+    area, then the rest, each alphabetically) and the instances of the same GPU sold in `region`.
+    A name the catalog lacks is taken for a typo: the closest of the provider's instances."""
+    here = sorted(n for n, i in catalog.instances.items() if i.provider == provider and region in i.regions)
+    inst, guess = catalog.instances.get(name), ""
+    if inst is None:
+        # as did_you_mean guesses, but the guess is needed as a name
+        close = difflib.get_close_matches(name, sorted(n for n, i in catalog.instances.items()
+                                                       if i.provider == provider), n=1, cutoff=0.6)
+        if not close or close[0] in here:
+            # a typo of what the region sells (or no guess): what it sells is the answer
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            return hint + (f"{provider} instances sold in {region}: {', '.join(here)}" if here
+                           else f"the catalog sells no {provider} instance in {region}")
+        inst, guess = catalog.instances[close[0]], f"did you mean '{close[0]}'? "
+    if inst.provider != provider:
+        where = f"{inst.name} is rented from {inst.provider}, not {provider}"
+    elif inst.regions:
+        regions = sorted(inst.regions, key=lambda r: (_area(r) != _area(region), r))
+        where = f"the catalog sells {inst.name} in {_listed(regions)}"
+        if len(regions) > SHOWN:
+            where += (f" (`infra-compile catalog --provider {provider} --gpu {inst.gpu} --section regions` "
+                      "lists them)")
+    else:
+        where = f"the catalog prices {inst.name} in no region"
+    same = [n for n in here if catalog.instances[n].gpu == inst.gpu]
+    if same:
+        alternative = f"{inst.gpu} instances sold in {region}: {_listed(same)}"
+    elif here:
+        alternative = f"no {provider} instance with {inst.gpu} is sold in {region}"
+    else:
+        alternative = f"the catalog sells no {provider} instance in {region}"
+    return f"{guess}{where}; {alternative}"
 
 
 def _quote(model: str) -> str:
