@@ -10,7 +10,8 @@ import math
 from dataclasses import dataclass
 
 from compiler import recurrence
-from compiler.catalog.model import Catalog
+from compiler.catalog.model import Catalog, ServingImage
+from compiler.diagnostics import CompileError, Diagnostic
 from compiler.estimate.factors import factor
 from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan
 from compiler.recurrence import Period
@@ -142,6 +143,7 @@ class InferenceService:
     pdb_max_unavailable: int      # 0 means: use min_available instead
     pdb_min_available: int
     model_dir: str
+    serving: ServingImage         # the catalog's server image for the GPU, and what it needs of the host
     # Kubernetes object and file name: the workload's name, unless it has several placements at
     # the site (one per candidate: instance, GPUs per replica), then suffixed to keep them apart.
     deployment: str = ""
@@ -225,6 +227,18 @@ def _kv_cache_dtype(quantization: str, catalog: Catalog) -> str:
     return "fp8" if factor(catalog, f"kv_bytes.{quantization}") == 1 else ""
 
 
+def serving_image(catalog: Catalog, gpu: str, service: str) -> ServingImage:
+    """The catalog's server image for a GPU (gpus.<GPU>.serving). A GPU without one (an overlay's)
+    stops the render: no image fits every GPU, and a wrong one fails only when the pod starts."""
+    rec = catalog.gpus.get(gpu)
+    if rec is None or rec.serving is None:
+        raise CompileError([Diagnostic(
+            "E711", f"service {service!r} runs on {gpu}, for which the catalog names no serving image",
+            hint=f"give it `serving: {{image, version, runtime, driver, source}}` under gpus.{gpu} "
+                 "(an inference server release that supports the GPU; docs/catalog.md)")])
+    return rec.serving
+
+
 def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catalog: Catalog,
                        claim: str = SHARED_CLAIM) -> tuple[InferenceService, ...]:
     out = []
@@ -248,8 +262,9 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             pp = max(1, p.layout.pp)
             tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
             weights = float(w.estimate.get("weights_gb", 0.0) or 0.0)
+            domain = domain_of(domains, p)
             out.append(InferenceService(
-                name=w.name, site=site, domain=domain_of(domains, p), replicas=p.replicas,
+                name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
                 batch=max(1, p.batch or int(w.estimate.get("batch", 1) or 1)),
                 max_model_len=w.max_model_len,
@@ -260,6 +275,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}", deployment=deployment,
+                serving=serving_image(catalog, domain.shape.gpu, w.name),
             ))
     return tuple(out)
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, replace
 
 from compiler.catalog.model import Catalog
+from compiler.diagnostics import CompileError, Diagnostic
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, StorageView
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
@@ -33,15 +34,6 @@ from compiler.render.site import SiteView
 
 FILES = ("versions.tf", "providers.tf", "variables.tf", "main.tf", "outputs.tf")
 
-# GCP accelerator type names (Compute Engine `acceleratorTypes`), by machine family.
-GCP_ACCELERATORS = {
-    "a3-highgpu": "nvidia-h100-80gb",
-    "a3-megagpu": "nvidia-h100-mega-80gb",
-    "a3-ultragpu": "nvidia-h200-141gb",
-    "a2-highgpu": "nvidia-tesla-a100",
-    "a2-ultragpu": "nvidia-a100-80gb",
-    "g2-standard": "nvidia-l4",
-}
 # Extra GPU NICs (one VPC each) the GPUDirect machine types need besides eth0.
 GCP_GPU_NICS = {"gpudirect-tcpx": 4, "gpudirect-tcpxo": 8, "gpudirect-rdma": 8}
 EFA_CARD_GBPS = 100               # every EFA network card on p4d/p5 carries 100 Gb/s
@@ -286,14 +278,28 @@ def month_nodes(block: Block, orchestrator: str, month: int) -> int:
     return max(0, min(share.count, have - month_nodes(block, "slurm", month)))
 
 
+def gcp_accelerator(site: SiteView, instance: str, catalog: Catalog) -> str:
+    """The catalog's GCP accelerator type of an instance's GPUs ("" off GCP). GCP refuses a
+    reservation or a VM whose guest accelerator has no type, so a GCP instance without one (an
+    overlay's) stops the render instead of writing a file that cannot apply."""
+    if site.provider != "gcp":
+        return ""
+    inst = catalog.instances.get(instance)
+    if inst is None or not inst.accelerator_type:
+        raise CompileError([Diagnostic(
+            "E710", f"GCP instance {instance!r} at site {site.name!r}: the catalog names no accelerator type",
+            hint=f"give it `accelerator: {{type: ..., source: ...}}` under instances.{instance} (the type "
+                 "GCP's guest_accelerators take, e.g. nvidia-h100-80gb; docs/catalog.md)")])
+    return inst.accelerator_type
+
+
 def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
     pools: list[CloudPool] = []
     reservations: list[CloudReservation] = []
     index = 0
     for domain in site.domains:
         inst = catalog.instances.get(domain.instance)
-        family = "-".join(domain.instance.split("-")[:2])
-        accelerator = GCP_ACCELERATORS.get(family, "")
+        accelerator = gcp_accelerator(site, domain.instance, catalog)
         efa = int(inst.network_gbps // EFA_CARD_GBPS) if inst and inst.fabric == "efa" else 0
         for block in domain.blocks:
             used = block.orchestrators
