@@ -8,7 +8,10 @@ was. A lock file beside the target serialises concurrent compiles into one direc
 The target is replaced only where nothing of anyone else's can be lost (E015, exit 2,
 otherwise): it does not exist, or it is an empty folder, or a folder this compiler wrote,
 recognised by the plan.json of a compile or the scenarios.json of a sweep in it, or by the
-lock file beside it, which records the folder the last write put there. A file, a device or
+lock file beside it, which records the folder the last write put there and the files it wrote.
+Files in it that the compiler did not write (the runbook's terraform.tfvars, backend.tf and
+backend.hcl, Terraform's .terraform/, a user's notes) are carried into the new folder, never
+deleted; one where the compiler now writes a file of its name is refused. A file, a device or
 a folder of the user's is never replaced; a path that cannot be written (under a file, in a
 folder without write permission) is refused before anything is written.
 """
@@ -35,6 +38,7 @@ VOLATILE_PLAN_FIELDS = (("solver", "seconds"),)
 
 
 _MAX_COMPARED = 64 << 20   # a file in the output folder larger than this differs unread
+_MAX_LOCK = 16 << 20       # the lock file names every file of a write: read no more than this
 
 
 def _safe_relpath(rel: str) -> Path:
@@ -53,7 +57,13 @@ INDEX_FILES = {"plan.json": ("spec", "catalog", "solver"), "scenarios.json": ("s
 COMPILE_ENTRIES = frozenset({"plan.json", "report.md", "report.html", "RUNBOOK.md", "ci", "kubernetes", "onprem",
                              "schedule", "slurm", "terraform"})
 SWEEP_ENTRIES = frozenset({"index.html", "scenarios.csv", "scenarios.json", "_base"})
-_MARK = "infra-compile output"   # the lock file's text after a write: "<_MARK> <st_dev> <st_ino>"
+_MARK = "infra-compile output"   # the lock file's first line after a write: "<_MARK> <st_dev> <st_ino>";
+                                 # the files that write put there follow, one relative path a line
+# Where the lock file names no files (a folder moved or cloned, or written before it did): the
+# kinds of file a compile writes, and the files the runbook asks ops to add beside them.
+GENERATED_SUFFIXES = frozenset({".tf", ".tfvars", ".yaml", ".yml", ".conf", ".sh", ".csv", ".md", ".sbatch",
+                                ".scrontab", ".json", ".html"})
+USER_FILES = frozenset({"terraform.tfvars", "backend.tf", "backend.hcl"})
 HINT = "name a new folder with -o (or move this one away yourself): an output folder is replaced whole"
 
 
@@ -72,12 +82,8 @@ def _ours(target: Path, info: os.stat_result, writing: frozenset = frozenset()) 
         names = {e.name: e.is_dir(follow_symlinks=False) for e in entries}
     if not names:
         return True
-    try:
-        mark = _lock_path(target).read_text(encoding="utf-8", errors="replace")[:200].split()
-        if mark[:2] == _MARK.split() and mark[2:] == [str(info.st_dev), str(info.st_ino)]:
-            return True
-    except OSError:
-        pass
+    if _written(target, info) is not None:
+        return True
     from compiler import plan_reader
 
     for name in sorted(INDEX_FILES.keys() & names.keys()):
@@ -91,6 +97,61 @@ def _ours(target: Path, info: os.stat_result, writing: frozenset = frozenset()) 
         return all(n in known or (name == "scenarios.json" and is_dir and (target / n / "spec.yaml").is_file())
                    for n, is_dir in names.items())
     return False
+
+
+def _written(target: Path, info: os.stat_result) -> frozenset[str] | None:
+    """The files the last write put in `target` (relative paths), where the lock file beside it
+    says that write made this very folder; None where it does not."""
+    try:
+        with open(_lock_path(target), encoding="utf-8", errors="replace") as fh:
+            lines = fh.read(_MAX_LOCK).splitlines()
+    except OSError:
+        return None
+    if not lines or lines[0].split() != [*_MARK.split(), str(info.st_dev), str(info.st_ino)]:
+        return None
+    return frozenset(line for line in lines[1:] if line)
+
+
+def _theirs(target: Path, written: frozenset[str] | None) -> list[str]:
+    """The files and links under `target` the compiler did not write, as relative paths, sorted:
+    those not in `written` (the lock file's list), or where there is none, those hidden, of a kind
+    no compile writes (GENERATED_SUFFIXES) or the runbook's own (USER_FILES). A linked folder is
+    one entry, not walked."""
+    out: list[str] = []
+    for root, dirs, files in os.walk(target):
+        here = Path(root)
+        linked = [d for d in dirs if (here / d).is_symlink()]
+        dirs[:] = [d for d in dirs if d not in linked]
+        for name in linked + files:
+            rel = (here / name).relative_to(target)
+            if written is not None:
+                if rel.as_posix() not in written:
+                    out.append(rel.as_posix())
+            elif any(part.startswith(".") for part in rel.parts) or rel.suffix not in GENERATED_SUFFIXES \
+                    or rel.name in USER_FILES:
+                out.append(rel.as_posix())
+    return sorted(out)
+
+
+def _carry(target: Path, tmp: Path, theirs: list[str], artifacts: Mapping[str, str]) -> None:
+    """Each of `theirs` (files the compiler did not write) into the new folder `tmp` at its place,
+    as a hard link (a copy across devices, a link as a link), so the swap deletes none of them;
+    E015 where the compiler now writes a file of the same name."""
+    clash = [rel for rel in theirs if rel in artifacts]
+    if clash:
+        raise _refused(target, f"the output folder holds {clash[0]}, which this compiler did not write, and the "
+                               f"compile now writes a file of that name: it is not replaced",
+                       "move or rename that file, or name a new folder with -o")
+    for rel in theirs:
+        src, dst = target / rel, tmp / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+            continue
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
 
 
 def check_target(out_dir: str | Path) -> None:
@@ -191,11 +252,19 @@ def write(artifacts: Mapping[str, str], out_dir: str | Path) -> Path:
                     fh.write(artifacts[rel])
                     fh.flush()
                     os.fsync(fh.fileno())
+            if target.is_dir():
+                try:
+                    before = os.stat(target)
+                    _carry(target, tmp, _theirs(target, _written(target, before)), artifacts)
+                except OSError as exc:
+                    raise _refused(target, f"cannot carry the files this compiler did not write into the new "
+                                           f"folder: {exc.strerror or exc}", "move them out, or name a new folder "
+                                           "with -o") from None
             _swap(tmp, target)
             info = os.stat(target)
             lock.seek(0)
             lock.truncate()
-            lock.write(f"{_MARK} {info.st_dev} {info.st_ino}\n")
+            lock.write(f"{_MARK} {info.st_dev} {info.st_ino}\n" + "".join(f"{rel}\n" for rel in sorted(artifacts)))
             lock.flush()
         finally:
             if tmp.exists():
@@ -260,5 +329,7 @@ def drift(artifacts: Mapping[str, str], out_dir: str | Path) -> Drift:
             expected = _normalise_plan(expected, current)
         if current != expected:
             changed.append(rel)
-    extra = sorted(on_disk - set(artifacts))
+    # a file the compiler did not write (the runbook's backend.tf, a user's notes) is not drift
+    theirs = set(_theirs(root, _written(root.resolve(), os.stat(root)))) if root.is_dir() else set()
+    extra = sorted(on_disk - set(artifacts) - theirs)
     return Drift(tuple(changed), tuple(missing), tuple(extra))

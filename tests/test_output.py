@@ -6,6 +6,7 @@ import os
 import pytest
 
 from compiler import output
+from compiler.diagnostics import CompileError
 
 
 def test_write_replaces_the_whole_tree(tmp_path):
@@ -47,16 +48,76 @@ def test_artifact_paths_cannot_escape(tmp_path):
 
 
 def test_drift_names_changed_missing_and_extra(tmp_path):
+    """Extra: a file the last write put there that the spec no longer renders. A file the compiler
+    never wrote (a user's note) is the user's, carried by every write, so it is no drift."""
     out = tmp_path / "out"
     artifacts = {"a.txt": "1\n", "b/c.txt": "2\n", "d.txt": "4\n"}
     output.write(artifacts, out)
     assert output.drift(artifacts, out).clean
     (out / "a.txt").write_text("edited\n")
-    (out / "d.txt").unlink()
     (out / "stray.txt").write_text("x")
-    d = output.drift(artifacts, out)
-    assert (d.changed, d.missing, d.extra) == (("a.txt",), ("d.txt",), ("stray.txt",))
+    now = {"a.txt": "1\n", "b/c.txt": "2\n", "e.txt": "5\n"}
+    d = output.drift(now, out)
+    assert (d.changed, d.missing, d.extra) == (("a.txt",), ("e.txt",), ("d.txt",))
     assert not d.clean
+
+
+def _tree(root):
+    return {p.relative_to(root).as_posix(): (p.read_text() if not p.is_symlink() else "->" + str(p.readlink()))
+            for p in sorted(root.rglob("*")) if p.is_file() or p.is_symlink()}
+
+
+def test_files_the_compiler_did_not_write_are_carried_never_deleted(tmp_path):
+    """The runbook asks ops to add terraform.tfvars, backend.tf and backend.hcl beside the
+    generated Terraform and to run terraform there (.terraform/, its lock file, a saved plan):
+    a compile into the same folder keeps every one of them, byte for byte, and drops only the
+    files its last write put there that the spec no longer renders."""
+    out = tmp_path / "out"
+    first = {"plan.json": "{}\n", "terraform/aws/main.tf": "old\n", "terraform/gone/main.tf": "x\n"}
+    output.write(first, out)
+    theirs = {"terraform/aws/backend.tf": "terraform {}\n", "terraform/aws/backend.hcl": "bucket = \"b\"\n",
+              "terraform/aws/terraform.tfvars": "a = 1\n", "terraform/aws/tfplan": "binary",
+              "terraform/aws/.terraform/providers/p": "provider\n", "terraform/aws/.terraform.lock.hcl": "lock\n",
+              "notes.txt": "mine\n"}
+    for rel, text in theirs.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text(text)
+    (out / "terraform/aws/link").symlink_to("backend.tf")
+    second = {"plan.json": json.dumps({"v": 2}, indent=2) + "\n", "terraform/aws/main.tf": "new\n"}
+    output.write(second, out)
+    got = _tree(out)
+    assert {k: got[k] for k in theirs} == theirs
+    assert got["terraform/aws/link"] == "->backend.tf"
+    assert got["terraform/aws/main.tf"] == "new\n" and "terraform/gone/main.tf" not in got
+    assert set(got) == set(second) | set(theirs) | {"terraform/aws/link"}
+    assert output.drift(second, out).clean
+
+
+def test_a_folder_without_the_lock_file_keeps_what_no_compile_writes(tmp_path):
+    """A folder moved or cloned has no lock file beside it naming the files of its last write:
+    what no compile writes (hidden files, other kinds, the runbook's own files) is carried, the
+    rest is the compiler's."""
+    out = tmp_path / "out"
+    plan = json.dumps({"spec": {}, "catalog": {}, "solver": {}}) + "\n"     # a compile's, by its keys
+    output.write({"plan.json": plan, "terraform/aws/main.tf": "old\n", "terraform/gone/main.tf": "x\n"}, out)
+    (out / "terraform/aws/backend.tf").write_text("terraform {}\n")
+    (out / "terraform/aws/.terraform").mkdir()
+    (out / "terraform/aws/.terraform/state").write_text("s\n")
+    (tmp_path / ".out.lock").unlink()
+    output.write({"plan.json": plan, "terraform/aws/main.tf": "new\n"}, out)
+    got = _tree(out)
+    assert got["terraform/aws/backend.tf"] == "terraform {}\n" and got["terraform/aws/.terraform/state"] == "s\n"
+    assert "terraform/gone/main.tf" not in got
+
+
+def test_a_users_file_where_the_compiler_now_writes_one_is_refused(tmp_path):
+    out = tmp_path / "out"
+    output.write({"plan.json": "{}\n", "report.md": "r\n"}, out)
+    (out / "RUNBOOK.md").write_text("my own runbook\n")
+    with pytest.raises(CompileError) as err:
+        output.write({"plan.json": "{}\n", "report.md": "r\n", "RUNBOOK.md": "generated\n"}, out)
+    assert err.value.diagnostics[0].code == "E015" and "RUNBOOK.md" in err.value.diagnostics[0].message
+    assert (out / "RUNBOOK.md").read_text() == "my own runbook\n"
 
 
 def test_drift_ignores_only_solver_seconds_in_plan(tmp_path):
