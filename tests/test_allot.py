@@ -290,6 +290,7 @@ def compiled():
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_examples_hold_the_invariants(name, compiled):
     plan, cands = compiled[name]

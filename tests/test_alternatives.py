@@ -325,6 +325,7 @@ def test_no_option_the_workloads_pin_rules_out(case):
                 assert a["pricing"] == pin, (wp["name"], "pinned to", pin, "offered", a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, indirect=True)
 def test_owned_nodes_are_never_called_a_purchase(case):
     """An option is a purchase of a node model the site owns only where it needs more nodes than
@@ -341,6 +342,7 @@ def test_owned_nodes_are_never_called_a_purchase(case):
                     assert p["nodes"] > owned(site, p["instance"]) == p["owned_nodes"], (wp["name"], p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, indirect=True)
 def test_breakeven_compares_one_gpu_type_and_owned_nodes_carry_no_capex(case):
     spec, plan, _report = case

@@ -196,6 +196,7 @@ def test_a_cloud_quota_exceeded():
     _flagged(cands, plan, codes.QUOTA, spec=bad_spec, text=f"the quota is {p.gpus - 8}")
 
 
+@pytest.mark.slow
 def test_a_reservation_shorter_than_its_term():
     cands, plan = F.compiled(MULTI)
     p = next(p for p in plan.pools if p.pricing == "reserved_1y" and p.reservations

@@ -97,6 +97,7 @@ def test_the_persistent_model_solves_as_solve_does(problem):
     assert again.objective == model.solve(fixed=held).objective
 
 
+@pytest.mark.slow
 def test_below_the_threshold_no_rounds_run(problem):
     from compiler.optimize.strategy import choose
 

@@ -219,6 +219,7 @@ def test_the_cases_cover_every_family(problems):
     assert {c.family for p in problems for c in p.constraints} == set(ROWS) | {"cloud_share"}
 
 
+@pytest.mark.slow
 def test_a_series_name_is_the_name_without_its_month(problems):
     """explain.py groups the rows it relaxes by series_name, and the plan's binding constraints
     report it: the name with its month left out."""
@@ -237,6 +238,7 @@ def test_a_hand_made_variable_or_row_has_no_family():
     assert Variable("v", "binary").family == "" and Constraint("r", "g", (), "<=", 0.0).family == ""
 
 
+@pytest.mark.slow
 def test_explain_names_a_placement_row_as_its_name_does(problems):
     """explain.py says what a placement row places from its fields: the text inside its name."""
     seen = set()

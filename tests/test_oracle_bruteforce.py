@@ -101,6 +101,7 @@ def full_case(seed: int):
     return sp, cs, brute_force(sp, cs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", FULL_SEEDS)
 def test_milp_equals_brute_force_with_commitments_paid_in_full(seed):
     """The MILP's optimum and its bound against the brute force, with every commitment paid for
@@ -112,6 +113,7 @@ def test_milp_equals_brute_force_with_commitments_paid_in_full(seed):
         assert plan.solver.best_bound_usd <= best.cost * (1 + REL) + 0.01, (seed, plan.solver)
 
 
+@pytest.mark.slow
 def test_paying_in_full_changes_some_seeds():
     """The `full` cases are not the prorated ones again: on some seeds the optimum costs more."""
     dearer = [s for s in FULL_SEEDS if case(s)[2] is not None and full_case(s)[2] is not None

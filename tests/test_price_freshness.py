@@ -154,6 +154,7 @@ def test_the_sources_section_names_the_oldest_price():
     assert f"oldest price: {key}, as of {as_of}" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_compile_warns_on_stderr_and_the_flag_sets_the_age(tmp_path):
     import os
     import subprocess

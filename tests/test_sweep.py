@@ -155,6 +155,7 @@ def test_csv_says_what_json_says(local_pool):
             assert float(c["workload:assistant"]) == pytest.approx(j["cost_by_workload_usd"]["assistant"], abs=0.01)
 
 
+@pytest.mark.slow
 def test_the_price_curve_never_rises_as_the_price_falls(local_pool):
     """A cheaper H100 is a relaxation: the optimum at a lower price is no dearer. Each plan is
     within its proven gap of its optimum, so plan(p) x (1 - gap(p)) <= optimum(p) <= optimum(q)
@@ -179,6 +180,7 @@ def test_a_scenario_folder_recompiles_to_the_same_files(local_pool, tmp_path):
     assert plan["catalog"]["version"].endswith("+sweep-h100-0.6")
 
 
+@pytest.mark.slow
 def test_overlay_scales_exactly_the_matching_prices(local_pool):
     import yaml
 
