@@ -125,16 +125,22 @@ def candidates_fingerprint(candidates) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+# Catalog fields no estimate or price reads: what the Terraform and Kubernetes files name.
+RENDER_ONLY = ("architecture", "serving", "accelerator")
+
+
 def catalog_fingerprint(catalog) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
-    storage tiers, egress, models, factors), without its version and provenance (sources, notes):
+    storage tiers, egress, models, factors), without its version and provenance (sources, notes)
+    and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
     the model prices storage tiers, egress, fabrics and on-prem figures that no candidate carries,
     so a catalog change can change the problem and leave the candidates' fingerprint equal."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
         if is_dataclass(x):
-            return {f.name: plain(getattr(x, f.name)) for f in fields(x) if f.name not in ("source", "note")}
+            return {f.name: plain(getattr(x, f.name)) for f in fields(x)
+                    if f.name not in ("source", "note") + RENDER_ONLY}
         if isinstance(x, Mapping):
             return {str(k): plain(v) for k, v in x.items()}
         if isinstance(x, (list, tuple)):
