@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from compiler.catalog import load_catalog
 from compiler.catalog.tables import catalog_to_json
 from compiler.cli import app
+from catalog_data import sold_instances
 
-DATA = Path(__file__).resolve().parents[1] / "compiler" / "catalog" / "data"
 
 
 def cli(*args: str):
@@ -27,13 +25,7 @@ def cli(*args: str):
 
 @pytest.fixture(scope="module")
 def sold() -> dict[str, dict]:
-    """instance -> {provider, gpu, regions}: the price rows the data files give (null = not sold)."""
-    out = {}
-    for path in sorted(DATA.glob("instances_*.yaml")):
-        for name, rec in (yaml.safe_load(path.read_text(encoding="utf-8")).get("instances") or {}).items():
-            out[name] = {"provider": rec["provider"], "gpu": rec["gpu"],
-                         "regions": {r for r, row in (rec.get("prices") or {}).items() if row is not None}}
-    return out
+    return sold_instances()
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -11,15 +11,14 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from compiler import pipeline
 from compiler.cli import app
+from catalog_data import sold_instances
 from compiler.diagnostics import CompileError
 from compiler.semantic import SHOWN
 
-DATA = Path(__file__).resolve().parents[1] / "compiler" / "catalog" / "data"
 
 SPEC = """\
 apiVersion: infra-compile/v1
@@ -47,13 +46,7 @@ workloads:
 
 @pytest.fixture(scope="module")
 def sold() -> dict[str, dict]:
-    """instance -> {provider, gpu, regions}: the price rows the data files give (null = not sold)."""
-    out = {}
-    for path in sorted(DATA.glob("instances_*.yaml")):
-        for name, rec in (yaml.safe_load(path.read_text(encoding="utf-8")).get("instances") or {}).items():
-            out[name] = {"provider": rec["provider"], "gpu": rec["gpu"],
-                         "regions": {r for r, row in (rec.get("prices") or {}).items() if row is not None}}
-    return out
+    return sold_instances()
 
 
 def _spec(tmp_path: Path, provider: str, region: str, instance: str) -> Path:
