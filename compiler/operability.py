@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from typing import Mapping
-
 from compiler.plan import LimitAlone, OperabilityPlan, Plan, SolverInfo, UnlimitedPlan, WorkloadPlan
-from compiler.spec import LIMIT_KEYS, InferenceWorkload
+from compiler.spec import LIMIT_KEYS
 
 
 def instance_types(w: WorkloadPlan) -> dict[str, tuple[str, ...]]:
