@@ -26,6 +26,7 @@ from compiler.plan import Placement, Plan, Pool, SitePlan
 from compiler.render import render
 from compiler.render.common import slug
 from plans import _plan, inference, training, write
+from test_render_terraform import plain
 
 K8S_VERSION = "1.30.0"
 
@@ -109,17 +110,6 @@ def _deployments(case: str) -> dict[str, dict]:
                 if doc and doc["kind"] == "Deployment":
                     out[doc["metadata"]["name"]] = doc
     return out
-
-
-def plain(value):
-    """python-hcl2 keeps string quotes and block markers; drop them to compare."""
-    if isinstance(value, dict):
-        return {plain(k): plain(v) for k, v in value.items() if k != "__is_block__"}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1]
-    return value
 
 
 def _tool(name: str) -> str:
