@@ -99,8 +99,25 @@ class CompileError(Exception):
         super().__init__("\n".join(d.message for d in self.diagnostics))
 
 
+# Characters that must not reach a terminal or a rendered line as they are: C0 and C1 controls
+# (newlines, ESC and its sequences), the line and paragraph separators, and the bidirectional
+# marks and overrides that make text read other than it is stored. UNPRINTABLE_IN_TEXT lets the
+# tab and the newline of a multi-line text through.
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNPRINTABLE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """`text` with each UNPRINTABLE character shown as its escape (\\x1b, \\n, \\u202e): one line,
+    read as it is stored."""
+    return UNPRINTABLE.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
 def render(diagnostic: Diagnostic, source: Source | None) -> str:
-    """One diagnostic as text: header line, source line with caret, hint."""
+    """One diagnostic as text: header line, source line with caret, hint. Everything in it may
+    come from a hostile file (its name, the values a message quotes, the line itself), so no
+    control or bidirectional character is printed as it is: escaped in the header and hint, and
+    shown as U+FFFD in the quoted line, which keeps the caret under its column."""
     filename = source.filename if source else "<spec>"
     where = ""
     if diagnostic.position is not None:
@@ -108,16 +125,16 @@ def render(diagnostic: Diagnostic, source: Source | None) -> str:
     else:
         where = ""
     at = f" at {format_path(diagnostic.path)}" if diagnostic.path or diagnostic.position else ""
-    head = f"{filename}:{where} {diagnostic.severity}[{diagnostic.code}]{at}: {diagnostic.message}"
+    head = printable(f"{filename}:{where} {diagnostic.severity}[{diagnostic.code}]{at}: {diagnostic.message}")
     out = [head]
     pos = diagnostic.position
     if source is not None and pos is not None and 1 <= pos.line <= len(source.lines):
-        text = source.lines[pos.line - 1].replace("\t", " ")
+        text = UNPRINTABLE.sub("\ufffd", source.lines[pos.line - 1].replace("\t", " "))
         gutter = f"{pos.line:>5}"
         out.append(f"{gutter} | {text}")
         out.append(f"{' ' * len(gutter)} | {' ' * (pos.column - 1)}^")
     if diagnostic.hint:
-        out.append(f"   hint: {diagnostic.hint}")
+        out.append(f"   hint: {printable(diagnostic.hint)}")
     return "\n".join(out)
 
 

@@ -556,6 +556,9 @@ BAD_OVERLAYS = [
      "C002", "$.instances['p5.48xlarge'].prices.us-east-1.on_demand", "must be <= 10000"),
     ('sources:\n  ours: {title: "\\e[2Jgone", url: "https://a.example", as_of: "2026-01-01"}\n', "C002",
      "$.sources.ours.title", "control character"),
+    # a right-to-left override makes a title read other than it is stored
+    ('sources:\n  ours: {title: "quote \\u202efdp.exe", url: "https://a.example", as_of: "2026-01-01"}\n', "C002",
+     "$.sources.ours.title", "control character"),
 ]
 
 

@@ -222,3 +222,24 @@ def test_a_spec_path_that_is_no_regular_file_is_refused_before_reading(tmp_path,
     assert run.returncode == 2, run.stderr
     assert run.stderr.startswith(f"{path}: error[E001]: is a "), run.stderr
     assert "Traceback" not in run.stderr and len(run.stderr) < 300
+
+
+def test_no_control_or_bidi_character_of_a_hostile_file_reaches_the_terminal(tmp_path):
+    """A name with a terminal escape and a right-to-left override, in a file whose own name has
+    one: the error names them escaped, quotes the line with U+FFFD in their place (the caret
+    stays under its column), and prints none of them as they are."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "spec\x1b[2J.yaml"
+    path.write_text("apiVersion: infra-compile/v1\nname: bad\u202egpj.exe\nhorizon_months: 1\n"
+                    "sites: []\nworkloads: []\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "compiler", "validate", str(path)], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    err = run.stderr
+    assert not any(c in err for c in ("\x1b", "\u202e")), repr(err)
+    assert "spec\\x1b[2J.yaml" in err and "\\u202e" in err
+    line = next(ln for ln in err.splitlines() if ln.lstrip().startswith("2 |"))
+    caret = err.splitlines()[err.splitlines().index(line) + 1]
+    assert line.index("\ufffd") > 0 and caret.index("^") == line.index("bad")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -36,7 +35,7 @@ import jsonschema
 
 from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress, Fabric, Factor, Gpu,
                                     InstancePrice, Model, OnPremNode, ServingImage, SourceRef, StorageTier)
-from compiler.diagnostics import CompileError, Diagnostic, Source, did_you_mean
+from compiler.diagnostics import UNPRINTABLE_IN_TEXT, CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
 from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_regular
 
@@ -486,7 +485,6 @@ def read_overlay_text(path: str | os.PathLike) -> str:
     return text
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _control_characters(doc: Document, problems: _Problems) -> None:
@@ -495,14 +493,14 @@ def _control_characters(doc: Document, problems: _Problems) -> None:
     def walk(value: Any, path: tuple) -> None:
         if isinstance(value, dict):
             for k, v in value.items():
-                if _CONTROL.search(str(k)):
+                if UNPRINTABLE_IN_TEXT.search(str(k)):
                     problems.add(doc, "C002", f"control character in the name {str(k)!r}", path + (k,), key=True,
                                  hint="names and texts are printable characters only")
                 walk(v, path + (k,))
         elif isinstance(value, list):
             for i, v in enumerate(value):
                 walk(v, path + (i,))
-        elif isinstance(value, str) and _CONTROL.search(value):
+        elif isinstance(value, str) and UNPRINTABLE_IN_TEXT.search(value):
             problems.add(doc, "C002", f"control character in {value[:60]!r}", path,
                          hint="names and texts are printable characters only (a tab or a new line is fine)")
     walk(doc.data, ())

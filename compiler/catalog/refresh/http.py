@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from compiler.catalog.refresh import endpoints
-from compiler.diagnostics import CompileError, Diagnostic, Source
+from compiler.diagnostics import CompileError, Diagnostic, Source, printable
 
 TIMEOUT_SECONDS = 60.0       # per connect or read; an offer file streams for minutes, each read is short
 TRIES = 5                    # 1 try and 4 retries on 429 / 5xx / timeouts
@@ -63,7 +63,6 @@ MAX_SHOWN = 200              # characters of a URL or a detail shown in a messag
 _SECRET_QUERY = re.compile(r"(?i)((?:^|[?&;\s\"'])(?:key|api_?key|access_?token|token|sig|signature|"
                            r"x-amz-signature|x-amz-credential|x-amz-security-token|password)=)[^&#\s\"'<>]*")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]*@")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def redact(text: str) -> str:
@@ -81,7 +80,7 @@ def redact(text: str) -> str:
 
 def one_line(text: str) -> str:
     """Control characters (newlines, terminal escapes) shown as escapes: a message stays one line."""
-    return _CONTROL.sub(lambda m: repr(m.group(0))[1:-1], text)
+    return printable(text)
 
 
 def shown(text: str, limit: int = MAX_SHOWN) -> str:
