@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from compiler.diagnostics import CompileError, Diagnostic, Position, Source
-from compiler.source import Unreadable, read_regular
+from compiler.source import Unreadable
+from compiler.source import read_text as source_text
 from compiler.plan import Plan, from_dict
 from compiler.resources import schema
 
@@ -94,24 +95,22 @@ def _error(path: str | Path, code: str, message: str, at: tuple = (), position: 
 
 def read_text(path: str | Path, limit: int = MAX_BYTES) -> str:
     """The text of `path`, a regular file of at most `limit` bytes, or E010/E013. The file is
-    opened without blocking and checked before a byte is read (compiler.source.read_regular): a
+    opened without blocking and checked before a byte is read (compiler.source.read_text): a
     FIFO, a device or /dev/zero would never end."""
     try:
-        raw = read_regular(path, limit)
+        return source_text(path, limit)
     except Unreadable as exc:
         if exc.why == "missing":
             raise _error(path, "E010", "no such file") from None
         if exc.why == "error":
             raise _error(path, "E010", f"cannot read it: {exc.detail}") from None
+        if exc.why == "text":
+            raise _error(path, "E010", exc.detail) from None
         if exc.why == "large":
             raise _error(path, "E013", f"the file is {exc.size:,} bytes or more, more than a plan.json has "
                                        f"(at most {limit:,})") from None
         kind = "a directory" if exc.why == "directory" else exc.detail
         raise _error(path, "E013", f"is {kind}, not a plan.json file", hint="pass the plan.json file itself") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _error(path, "E010", f"not UTF-8 text (byte {exc.start})") from None
 
 
 def parse(path: str | Path, text: str) -> Any:

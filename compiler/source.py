@@ -253,24 +253,30 @@ def read_regular(path: str | os.PathLike, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def read_text(path: str | os.PathLike, limit: int = MAX_BYTES) -> str:
+    """The UTF-8 text of `path` (read_regular), or Unreadable: why "text" where the bytes are not
+    UTF-8 or hold a NUL (a binary file), `detail` saying which."""
+    raw = read_regular(path, limit)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Unreadable("text", f"not UTF-8 text (byte {exc.start})") from None
+    if "\x00" in text:
+        raise Unreadable("text", "binary file: contains NUL bytes")
+    return text
+
+
 def load(path: str | FsPath) -> Document:
     """Read and parse a spec file."""
     name = str(path)
     try:
-        raw = read_regular(path, MAX_BYTES)
+        text = read_text(path)
     except Unreadable as exc:
         if exc.why == "large":
             raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2,
                                Source.of(name, "")) from None
         message = {"missing": "no such file", "directory": "is a directory, not a spec file",
-                   "special": f"is {exc.detail}, not a spec file"}.get(exc.why, f"cannot read: {exc.detail}")
+                   "special": f"is {exc.detail}, not a spec file", "text": exc.detail}.get(
+            exc.why, f"cannot read: {exc.detail}")
         raise CompileError([Diagnostic("E001", message)], 2, Source.of(name, "")) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CompileError([Diagnostic("E001", f"not UTF-8 text (byte {exc.start})")], 2,
-                           Source.of(name, "")) from None
-    if "\x00" in text:
-        raise CompileError([Diagnostic("E001", "binary file: contains NUL bytes")], 2,
-                           Source.of(name, "")) from None
     return parse(text, name)

@@ -37,7 +37,7 @@ from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress,
                                     InstancePrice, Model, OnPremNode, ServingImage, SourceRef, StorageTier)
 from compiler.diagnostics import UNPRINTABLE_IN_TEXT, CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
-from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_regular
+from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_text
 
 SCHEMA_NAME = "catalog.schema.json"
 
@@ -466,7 +466,7 @@ def read_overlay_text(path: str | os.PathLike) -> str:
         return CompileError([Diagnostic(code, message, hint=hint)], 2, Source.of(name, ""))
 
     try:
-        raw = read_regular(path, MAX_BYTES)
+        return read_text(path, MAX_BYTES)
     except Unreadable as exc:
         if exc.why == "large":
             raise fail(f"file is larger than {MAX_BYTES} bytes", _TOO_LARGE, "E002") from None
@@ -475,14 +475,8 @@ def read_overlay_text(path: str | os.PathLike) -> str:
             "directory": ("is a directory, not a catalog file", "give the overlay file itself"),
             "special": ("is not a regular file (a pipe, socket or device)",
                         "give a catalog overlay file; it is read whole before anything else is done"),
+            "text": (exc.detail, "an overlay is a YAML text file"),
         }.get(exc.why, (f"cannot read: {exc.detail}", "check the file's permissions"))) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise fail(f"not UTF-8 text (byte {exc.start})", "an overlay is a YAML text file") from None
-    if "\x00" in text:
-        raise fail("binary file: contains NUL bytes", "an overlay is a YAML text file")
-    return text
 
 
 
