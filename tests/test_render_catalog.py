@@ -26,7 +26,7 @@ from compiler.plan import Placement, Plan, Pool, SitePlan
 from compiler.render import render
 from compiler.render.common import slug
 from plans import _plan, inference, training, write
-from test_render_terraform import plain
+from test_render_terraform import fmt_check, plain
 
 K8S_VERSION = "1.30.0"
 
@@ -287,11 +287,7 @@ def _terraform_env(tmp_path: Path) -> dict[str, str]:
 @needs_terraform
 def test_terraform_fmt_check(tmp_path):
     for case in ("aws", "azure", "gcp"):
-        write({p: t for p, t in rendered()[case].items() if p.endswith((".tf", ".tfvars"))}, tmp_path / case)
-        out = subprocess.run(["terraform", "fmt", "-check", "-diff", "-recursive", "terraform"],
-                             cwd=tmp_path / case, capture_output=True, text=True, timeout=60,
-                             env=_terraform_env(tmp_path))
-        assert out.returncode == 0, out.stdout + out.stderr
+        fmt_check(rendered()[case], tmp_path / case)
 
 
 @needs_terraform

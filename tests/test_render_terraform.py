@@ -481,14 +481,18 @@ needs_terraform = pytest.mark.skipif(shutil.which("terraform") is None,
                                      reason="terraform is not installed on this machine")
 
 
+def fmt_check(files: dict[str, str], folder: Path) -> None:
+    """`terraform fmt -check` passes on the .tf and .tfvars of `files` (a rendered tree) written to `folder`."""
+    write({p: t for p, t in files.items() if p.endswith((".tf", ".tfvars"))}, folder)
+    out = subprocess.run(["terraform", "fmt", "-check", "-diff", "-recursive", "terraform"],
+                         cwd=folder, capture_output=True, text=True, timeout=60, env=_terraform_env(folder))
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
 @needs_terraform
 @pytest.mark.parametrize("case", CASES)
 def test_terraform_fmt_check(case, tmp_path):
-    write({p: t for p, t in tree(case).items() if p.endswith((".tf", ".tfvars"))}, tmp_path)
-    out = subprocess.run(["terraform", "fmt", "-check", "-diff", "-recursive", "terraform"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                         env=_terraform_env(tmp_path))
-    assert out.returncode == 0, out.stdout + out.stderr
+    fmt_check(tree(case), tmp_path)
 
 
 @needs_terraform
