@@ -3,6 +3,10 @@
 The Plan is self-contained: render, report and diff read only the Plan (and the
 catalog for hardware figures), never the solver. Keys are sorted and floats rounded
 when written so the same plan gives the same bytes on every machine.
+
+plan.json states its `schema_version` (SCHEMA_VERSION). from_dict reads a document of this
+version only; compiler/plan_reader.py upgrades a plan.json an older compiler wrote (VERSIONS)
+before anything else reads it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,15 @@ import re
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+
+# The version of plan.json this compiler writes; a later field or meaning raises it, and
+# compiler/plan_reader.upgrade says what an older file's missing keys meant.
+SCHEMA_VERSION = 2
+VERSIONS = {
+    1: "no schema_version key: written before 2026-11-29; any field added after the first plan.json "
+       "(holdings, monthly series, placement layouts, after_horizon, idle_owned ...) may be missing",
+    2: "schema_version stated; every key the schema requires is present",
+}
 
 # How SolverInfo.gap_note begins for the improving rounds' plan taken without a search
 NO_SEARCH_NOTE = "This is the improving rounds' plan, with no branch-and-bound search"
@@ -488,6 +501,7 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {
+        "schema_version": SCHEMA_VERSION,
         "spec": {"name": d.pop("spec_name"), "sha256": d.pop("spec_sha256")},
         "catalog": {"version": d.pop("catalog_version"),
                     **{k: v for k in ("prices_as_of", "prices_sha256") if (v := d.pop(k))}},
@@ -501,7 +515,9 @@ def to_json(plan: Plan) -> str:
 
 
 def from_dict(d: dict[str, Any]) -> Plan:
-    """Rebuild a Plan from plan.json (used by `diff` and `--check`)."""
+    """Rebuild a Plan from a plan.json document of this SCHEMA_VERSION (what to_dict writes; an
+    older file goes through compiler/plan_reader.upgrade first). Keys the writer leaves out where
+    they say nothing (start, held, operability, a workload's inputs ...) may be absent."""
     return Plan(
         spec_name=d["spec"]["name"],
         spec_sha256=d["spec"]["sha256"],
@@ -513,43 +529,39 @@ def from_dict(d: dict[str, Any]) -> Plan:
         total_cost_usd=d["total_cost_usd"],
         cost_breakdown_usd=dict(d["cost_breakdown_usd"]),
         sites=tuple(SitePlan(**{**s, "orchestrators": tuple(s["orchestrators"])}) for s in d["sites"]),
-        pools=tuple(Pool(**{**p, "monthly_nodes": tuple(p.get("monthly_nodes", ())),
-                            "monthly_utilization": tuple(p.get("monthly_utilization", ())),
-                            "monthly_node_hours": tuple(p.get("monthly_node_hours", ())),
-                            "reservations": tuple(Reservation(**r) for r in p.get("reservations", ()))})
+        pools=tuple(Pool(**{**p, "monthly_nodes": tuple(p["monthly_nodes"]),
+                            "monthly_utilization": tuple(p["monthly_utilization"]),
+                            "monthly_node_hours": tuple(p["monthly_node_hours"]),
+                            "reservations": tuple(Reservation(**r) for r in p["reservations"])})
                     for p in d["pools"]),
         workloads=tuple(
             WorkloadPlan(**{**w, "layout": LayoutPlan(**w["layout"]),
                             "placements": tuple(_placement(p) for p in w["placements"]),
-                            "alternatives": tuple(_alternative(a) for a in w.get("alternatives", ())),
+                            "alternatives": tuple(_alternative(a) for a in w["alternatives"]),
                             "chosen_alone": (_alternative(w["chosen_alone"]) if w.get("chosen_alone")
                                              else None)})
             for w in d["workloads"]),
-        storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s.get("monthly_tb", ()))})
-                      for s in d.get("storage", ())),
-        binding_constraints=tuple(d.get("binding_constraints", ())),
-        monthly_cost_usd=tuple(d.get("monthly_cost_usd", ())),
+        storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s["monthly_tb"])}) for s in d["storage"]),
+        binding_constraints=tuple(d["binding_constraints"]),
+        monthly_cost_usd=tuple(d["monthly_cost_usd"]),
         cost_by_site_usd={s: dict(c) for s, c in d.get("cost_by_site_usd", {}).items()},
-        breakeven=tuple(d.get("breakeven", ())),
-        idle_owned=tuple(d.get("idle_owned", ())),
+        breakeven=tuple(d["breakeven"]),
+        idle_owned=tuple(d["idle_owned"]),
         operability=_operability(d.get("operability")),
-        after_horizon=_after_horizon(d.get("after_horizon")),
+        after_horizon=_after_horizon(d["after_horizon"]),
         start=d.get("start"),
-        held=tuple(Held(**{**h, "monthly_used": tuple(h.get("monthly_used", ()))}) for h in d.get("held", ())),
+        held=tuple(Held(**{**h, "monthly_used": tuple(h["monthly_used"])}) for h in d.get("held", ())),
         owned_ages=tuple(OwnedAge(**o) for o in d.get("owned_ages", ())),
     )
 
 
 def _solver(d: dict[str, Any]) -> SolverInfo:
-    path = d.get("strategy") or {}
-    return SolverInfo(**{**d, "strategy": SolvePath(path.get("path", ""), tuple(path.get("steps", ())),
-                                                    path.get("why", ""))})
+    path = d["strategy"]
+    return SolverInfo(**{**d, "strategy": SolvePath(path["path"], tuple(path["steps"]), path["why"])})
 
 
-def _after_horizon(d: dict[str, Any] | None) -> AfterHorizon:
-    if d is None:                 # a plan written before commitments were listed
-        return AfterHorizon()
-    return AfterHorizon(d["rule"], tuple(Commitment(**c) for c in d.get("commitments", ())))
+def _after_horizon(d: dict[str, Any]) -> AfterHorizon:
+    return AfterHorizon(d["rule"], tuple(Commitment(**c) for c in d["commitments"]))
 
 
 def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
@@ -557,14 +569,14 @@ def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
         return None
     free = d.get("unlimited")
     return OperabilityPlan(**{**d, "unlimited": UnlimitedPlan(**free) if free else None,
-                              "alone": tuple(LimitAlone(**a) for a in d.get("alone", ()))})
+                              "alone": tuple(LimitAlone(**a) for a in d["alone"])})
 
 
 def _placement(p: dict[str, Any]) -> Placement:
-    return Placement(**{**p, "layout": LayoutPlan(**p.get("layout", {})), "holdings": tuple(
+    return Placement(**{**p, "layout": LayoutPlan(**p["layout"]), "holdings": tuple(
         Holding(h["pricing"], tuple(h["monthly_nodes"]), tuple(h["monthly_node_hours"]))
-        for h in p.get("holdings", ())), "monthly_replicas": tuple(p.get("monthly_replicas", ()))})
+        for h in p["holdings"]), "monthly_replicas": tuple(p["monthly_replicas"])})
 
 
 def _alternative(a: dict[str, Any]) -> Alternative:
-    return Alternative(**{**a, "parts": tuple(OptionPart(**p) for p in a.get("parts", ()))})
+    return Alternative(**{**a, "parts": tuple(OptionPart(**p) for p in a["parts"])})

@@ -10,14 +10,18 @@ file, in stages that each bound the work of the next:
      NaN and Infinity, and 1e400 as inf), nesting at most MAX_DEPTH deep, at most MAX_ITEMS in
      one list or object and MAX_VALUES in all, no text longer than MAX_TEXT, checked before
      anything walks the document recursively;
-  3. the plan schema (schemas/plan.schema.json), with integers as integers (1e308 is not a node
-     count) and every count, month and amount within the bounds below where the schema has
-     none, and names as the spec and the catalog write them;
-  4. plan.from_dict.
+  3. the version: its schema_version (1 where it states none), refused where it is later than
+     this compiler knows (plan.SCHEMA_VERSION, plan.VERSIONS);
+  4. the plan schema (schemas/plan.schema.json) of that version, with integers as integers (1e308
+     is not a node count) and every count, month and amount within the bounds below where the
+     schema has none, and names as the spec and the catalog write them;
+  5. upgrade: a plan.json of an earlier version brought to this one (each key it lacked filled
+     with what its absence meant), so nothing after this reader handles an older file;
+  6. plan.from_dict.
 
-A diff reads plans written before plan.json had some of its fields (`complete=False`: the
-schema's required keys are not asked for below the top level); a baseline must be complete.
-Messages quote at most a short excerpt of what the file holds.
+A diff reads plans of version 1 that lack some of its fields (`complete=False`); a baseline must
+be complete (its terms, monthly nodes and holdings are what the re-plan carries: a file without
+them is refused, not read as holding nothing). Messages quote at most a short excerpt of what the file holds.
 
   E010 not a plan.json: unreadable, not UTF-8 or JSON (its line and column), or what the schema
        rejects
@@ -32,13 +36,14 @@ import copy
 import functools
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from compiler.diagnostics import CompileError, Diagnostic, Position, Source
 from compiler.source import Unreadable
 from compiler.source import read_text as source_text
-from compiler.plan import Plan, from_dict
+from compiler.plan import SCHEMA_VERSION, Plan, from_dict
 from compiler.resources import schema
 
 MAX_BYTES = 32 << 20       # 32 MiB: room for MAX_ITEMS pools of 120 months each
@@ -187,10 +192,110 @@ def check_values(path: str | Path, doc: Any) -> None:
                     raise _error(path, "E013", f"a key of {len(key):,} characters", _path(chain))
 
 
+OLDER_HINT = ("an older infra-compile wrote this plan.json, before plans recorded everything a re-plan "
+              "carries: compile the baseline's spec again with this release and pass that plan.json")
+UPGRADE_HINT = "upgrade infra-compile to the release that wrote it (or a later one)"
+
+
+def version(path: str | Path, doc: dict) -> int:
+    """The document's schema_version (1 where it has none: written before versions were stated),
+    or E010 for one that is no version, or that is later than this compiler knows."""
+    if "schema_version" not in doc:
+        return 1
+    v = doc["schema_version"]
+    if not isinstance(v, int) or isinstance(v, (bool, _Refused)) or v < 1:
+        raise _error(path, "E010", f"the plan is not a plan.json this compiler wrote: schema_version must be a "
+                                   f"whole number from 1, got {excerpt(v)}", ("schema_version",))
+    if v > SCHEMA_VERSION:
+        raise _error(path, "E010", f"the plan is schema_version {v}, written by a newer infra-compile: this one "
+                                   f"reads versions 1 to {SCHEMA_VERSION}", ("schema_version",), hint=UPGRADE_HINT)
+    return v
+
+
+def _fill(obj: Any, defaults: dict[str, Any]) -> None:
+    if isinstance(obj, dict):
+        for key, value in defaults.items():
+            if key not in obj:
+                obj[key] = copy.deepcopy(value)
+
+
+def _each(obj: Any, key: str) -> list:
+    """obj[key] where it is a list of objects (the schema check after says what else it is)."""
+    items = obj.get(key) if isinstance(obj, dict) else None
+    return [x for x in items if isinstance(x, dict)] if isinstance(items, list) else []
+
+
+# Version 1 -> 2: what each key a plan.json lacked meant, by where it is. A list the plan did
+# not record is an empty one (a placement without holdings: its nodes of its pricing, node-hours
+# unknown; without monthly_replicas: its peak only), as for a Plan made without them.
+_LAYOUT = {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "cp": 1}
+_V1 = {
+    "top": {"storage": [], "binding_constraints": [], "monthly_cost_usd": [], "breakeven": [], "idle_owned": [],
+            "after_horizon": {"rule": "prorated", "commitments": [], "committed_usd": 0.0, "charged_usd": 0.0}},
+    "solver": {"gap_note": "", "strategy": {"path": "", "steps": [], "why": ""}},
+    "pool": {"monthly_utilization": [], "monthly_node_hours": [], "reservations": []},
+    "workload": {"start_month": 0, "alternatives": [], "quantization": "", "max_model_len": 0,
+                 "deadline_days": None, "availability": 0.0},
+    "placement": {"batch": 0, "candidate": "", "gpus_per_replica": 0, "holdings": [], "monthly_replicas": []},
+    "alternative": {"parts": []},
+    "storage": {"monthly_tb": []},
+    "held": {"monthly_used": []},
+    "operability": {"alone": []},
+}
+
+
+def _from_1(doc: dict) -> None:
+    """Version 1 to 2, in place: every key a plan.json written before versions may lack, filled
+    with what its absence meant (_V1); a pool's nodes month by month where it gave none are its
+    nodes in every month; a placement's layout where it gave none is its workload's (the one the
+    files ran); an inference workload's replicas at once where it gave none are its placements'
+    peaks added up (what the report showed then)."""
+    _fill(doc, _V1["top"])
+    _fill(doc.get("solver"), _V1["solver"])
+    _fill(doc.get("operability"), _V1["operability"])
+    horizon = doc.get("horizon_months")
+    for p in _each(doc, "pools"):
+        if "monthly_nodes" not in p and isinstance(horizon, int) and 0 < horizon <= MAX_ITEMS:
+            p["monthly_nodes"] = [p.get("nodes")] * horizon
+        _fill(p, _V1["pool"])
+    for s in _each(doc, "storage"):
+        _fill(s, _V1["storage"])
+    for h in _each(doc, "held"):
+        _fill(h, _V1["held"])
+    for w in _each(doc, "workloads"):
+        _fill(w, _V1["workload"])
+        _fill(w.get("layout"), _LAYOUT)
+        if w.get("kind") == "inference" and "replicas" not in w:
+            peaks = [p.get("replicas", 0) for p in _each(w, "placements")]
+            if all(isinstance(x, int) for x in peaks):
+                w["replicas"] = sum(peaks)
+        for p in _each(w, "placements"):
+            _fill(p, _V1["placement"])
+            if "layout" not in p and isinstance(w.get("layout"), dict):
+                p["layout"] = copy.deepcopy(w["layout"])
+            _fill(p.get("layout"), _LAYOUT)
+        for a in _each(w, "alternatives") + ([w["chosen_alone"]] if isinstance(w.get("chosen_alone"), dict) else []):
+            _fill(a, _V1["alternative"])
+
+
+_UPGRADES = {1: _from_1}      # version -> the step to the next one
+
+
+def upgrade(path: str | Path, doc: dict) -> dict:
+    """The document (of its version's schema) as this SCHEMA_VERSION has it: each step from its
+    version to the next run in turn, in place. The one place that knows what earlier plan.json
+    files lacked and what that meant."""
+    for step in range(version(path, doc), SCHEMA_VERSION):
+        _UPGRADES[step](doc)
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
+
+
 @functools.cache
 def _schemas() -> tuple[dict, dict]:
-    """The plan schema with the reader's bounds and names (complete), and the same without the
-    keys it requires below the top level (for a diff of plans from before some fields)."""
+    """The plan schema with the reader's bounds and names (this SCHEMA_VERSION's), and version
+    1's: the same without the keys it requires below the top level (fields were added one by one
+    before plan.json stated a version, so a file of then may lack any of them)."""
     spec_name = schema("spec.schema.json")["$defs"]["name"]["pattern"]
     catalog_name = schema("catalog.schema.json")["$defs"]["name"]["pattern"]
     doc = copy.deepcopy(schema("plan.schema.json"))
@@ -221,7 +326,7 @@ def _schemas() -> tuple[dict, dict]:
         for where, keys in names.items():
             for key in keys:
                 objects[where]["properties"][key]["pattern"] = pattern
-    lenient = copy.deepcopy(doc)
+    older = copy.deepcopy(doc)
 
     def loosen(node: Any, top: bool) -> None:
         if isinstance(node, dict):
@@ -233,12 +338,14 @@ def _schemas() -> tuple[dict, dict]:
             for v in node:
                 loosen(v, False)
 
-    loosen(lenient, True)
-    return doc, lenient
+    loosen(older, True)
+    older["required"] = [k for k in older["required"] if k not in _V1["top"] and k != "schema_version"]
+    older["properties"]["schema_version"] = {"const": 1}
+    return doc, older
 
 
 @functools.cache
-def _validator(complete: bool):
+def _validator(current: bool):
     import jsonschema
     from jsonschema import validators
 
@@ -247,8 +354,8 @@ def _validator(complete: bool):
     checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
         "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
     cls = validators.extend(jsonschema.Draft202012Validator, type_checker=checker)
-    complete_doc, lenient_doc = _schemas()
-    return cls(complete_doc if complete else lenient_doc)
+    now, older = _schemas()
+    return cls(now if current else older)
 
 
 def _number(x: Any) -> str:
@@ -288,11 +395,12 @@ def _schema_error(path: str | Path, error, more: int) -> CompileError:
     return _error(path, "E010", f"the plan is not a plan.json this compiler wrote: {message}{tail}", at)
 
 
-def check_schema(path: str | Path, doc: Any, complete: bool = True) -> None:
+def check_schema(path: str | Path, doc: Any, current: bool = True) -> None:
+    """E010/E014 for what the plan schema rejects: this version's, or (current=False) version 1's."""
     if not isinstance(doc, dict):
         raise _error(path, "E010", f"the plan is not a plan.json this compiler wrote: a plan is a JSON object, "
                                    f"this is {type(doc).__name__ if doc is not None else 'null'}")
-    errors = sorted(_validator(complete).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(_validator(current).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         raise _schema_error(path, errors[0], len(errors) - 1)
     start = doc.get("start")
@@ -306,7 +414,17 @@ def read(path: str | Path, complete: bool = True) -> Plan:
     remembers the file (source_of) so later errors about what it says name it too."""
     doc = parse(path, read_text(path))
     check_values(path, doc)
-    check_schema(path, doc, complete)
+    older = isinstance(doc, dict) and version(path, doc) < SCHEMA_VERSION
+    try:
+        # a baseline of version 1 must hold every key this version requires, the version aside
+        check_schema(path, {**doc, "schema_version": SCHEMA_VERSION} if older and complete else doc,
+                     current=complete or not older)
+    except CompileError as exc:
+        if older and complete:
+            # a baseline from an older compiler that lacks what a re-plan carries
+            exc.diagnostics[0] = replace(exc.diagnostics[0], hint=OLDER_HINT)
+        raise
+    doc = upgrade(path, doc)
     try:
         plan = from_dict(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
