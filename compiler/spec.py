@@ -248,6 +248,16 @@ class Traffic:
     input_tokens: int
     output_tokens: int
     growth_per_month: float = 0.0
+    prefix_cache_hit: float = 0.0     # share of prompt tokens a prefix cache serves (0: none)
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: a draft model (`draft`) or draft heads on the model (`heads`, Medusa,
+    EAGLE, DeepSeek's MTP) propose `draft_tokens` tokens a step, each accepted with `acceptance`."""
+    method: str
+    acceptance: float
+    draft_tokens: int
 
 
 # slo.availability from which a service must carry its demand again without any one of its sites
@@ -306,6 +316,7 @@ class InferenceWorkload:
     pin: Pin | None = None
     path: str = ""
     kind: Literal["inference"] = "inference"
+    speculative: Speculative | None = None
 
     @property
     def model_name(self) -> str:

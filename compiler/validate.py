@@ -31,7 +31,7 @@ from compiler.plan import MONTH_PATTERN, month_number
 from compiler.resources import schema as load_schema
 from compiler.source import Document
 from compiler.spec import (Checkpoint, CloudSite, Data, HeldReservation, InferenceWindow, InferenceWorkload,
-                           InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Traffic,
+                           InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Speculative, Traffic,
                            TrainingWindow, TrainingWorkload)
 
 SCHEMA_NAME = "spec.schema.json"
@@ -366,12 +366,20 @@ def _workload(w: dict, path: str):
         **common,
         traffic=Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]),
                         int(traffic["output_tokens"]),
-                        float(traffic.get("growth_per_month", 0.0))),
+                        float(traffic.get("growth_per_month", 0.0)),
+                        float(traffic.get("prefix_cache_hit", 0.0))),
         slo=Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]),
                 float(slo.get("availability", 0.99))),
         window=InferenceWindow(int(window.get("start_month", 0))),
         quantization=w.get("quantization", "bf16"),
-        orchestrator=w.get("orchestrator", "kubernetes"))
+        orchestrator=w.get("orchestrator", "kubernetes"),
+        speculative=_speculative(w.get("speculative")))
+
+
+def _speculative(s: Any) -> Speculative | None:
+    if s is None:
+        return None
+    return Speculative(str(s["method"]), float(s["acceptance"]), int(s["draft_tokens"]))
 
 
 def _model(m: Any, workload: str) -> str | InlineModel:

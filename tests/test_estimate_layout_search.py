@@ -58,7 +58,7 @@ def _plain_step(model, layout, gpu, fabric, seq_len, precision, optimizer, catal
     layers = model.layers / layout.pp
     act = 2
     tp = m * layers * 4 * comms.ring_allreduce_s(mb * s_local * model.hidden * act, layout.tp, nvl)
-    kv_chunk = 2 * mb * s_local * max(1.0, (model.kv_heads or model.heads) / layout.tp) * model.head_dim * act
+    kv_chunk = mb * s_local * max(1.0, (model.kv_heads or model.heads) / layout.tp) * model.kv_head_values * act
     cp_bw = nvl if layout.tp * layout.cp <= gpn else net
     block = (attention_s_per_token(model, gpu, seq_len, precision, catalog) / model.layers * mb * seq_len
              / (layout.tp * layout.cp) / (3 * layout.cp))

@@ -410,7 +410,11 @@ def _build(merged: _Merged) -> Catalog:
                        vocab=_opt_int(r.get("vocab")), ffn_hidden=_opt_int(r.get("ffn_hidden")),
                        experts=_opt_int(r.get("experts")), experts_per_token=_opt_int(r.get("experts_per_token")),
                        gflops_per_sample=_opt_float(r.get("gflops_per_sample")),
-                       image_size=_opt_int(r.get("image_size")), head_width=_opt_int(r.get("head_dim")))
+                       image_size=_opt_int(r.get("image_size")), head_width=_opt_int(r.get("head_dim")),
+                       kv_lora_rank=_opt_int(r.get("kv_lora_rank")),
+                       qk_rope_head_dim=_opt_int(r.get("qk_rope_head_dim")),
+                       qk_nope_head_dim=_opt_int(r.get("qk_nope_head_dim")),
+                       v_head_dim=_opt_int(r.get("v_head_dim")))
               for n, r in s["models"].items()}
     factors = {n: Factor(name=n, value=float(r["value"]), source=r["source"], note=r.get("note", ""))
                for n, r in s["factors"].items()}

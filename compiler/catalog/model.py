@@ -183,6 +183,13 @@ class Model:
     gflops_per_sample: float | None = None   # vision: forward pass at the reference resolution
     image_size: int | None = None
     head_width: int | None = None           # a head's width where it is not hidden / heads (catalog head_dim)
+    # Multi-head latent attention (DeepSeek-V2/V3/R1, Kimi K2): each layer caches one compressed
+    # latent of kv_lora_rank values plus a shared rotary key of qk_rope_head_dim per token; queries
+    # and keys are qk_nope_head_dim + qk_rope_head_dim wide per head, values v_head_dim. None: not MLA.
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
 
     @property
     def active_b(self) -> float:
@@ -196,10 +203,43 @@ class Model:
         return self.hidden // self.heads
 
     @property
+    def is_mla(self) -> bool:
+        return bool(self.kv_lora_rank)
+
+    @property
     def attention_width(self) -> int:
         """Query heads x head width: the width attention's score and value products run at
-        (hidden for most models; Qwen3's 64 heads of 128 make 8,192 at hidden 4,096)."""
+        (hidden for most models; Qwen3's 64 heads of 128 make 8,192 at hidden 4,096). The training
+        model counts MLA at this width too (hidden); prefill uses mha_attention_width."""
         return self.heads * self.head_width if self.head_width and self.heads else self.hidden
+
+    @property
+    def mha_attention_width(self) -> int:
+        """The attention width of an unabsorbed forward pass (prefill). Under MLA that is MHA whose
+        scores run at the query/key width (nope + rope) and whose values at v_head_dim: the mean
+        of the two, per head (DeepSeek-V3: 128 x (192 + 128) / 2 = 20,480 at hidden 7,168);
+        attention_width for every other model."""
+        if self.is_mla and self.heads:
+            qk = (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0)
+            return self.heads * (qk + (self.v_head_dim or qk)) // 2
+        return self.attention_width
+
+    @property
+    def kv_head_values(self) -> int:
+        """K and V values of one KV head per token as attention reads them unabsorbed (training,
+        prefill): 2 x head_dim, or under MLA the decompressed key (nope + rope) and value."""
+        if self.is_mla:
+            return (self.qk_nope_head_dim or 0) + (self.qk_rope_head_dim or 0) + (self.v_head_dim or 0)
+        return 2 * self.head_dim
+
+    @property
+    def kv_values_per_token_layer(self) -> int:
+        """Values one token leaves in one layer's KV cache: K and V of each KV head
+        (2 x kv_heads x head_dim), or MLA's latent and its rotary key (kv_lora_rank + qk_rope_head_dim,
+        576 for DeepSeek-V3)."""
+        if self.is_mla:
+            return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0)
+        return 2 * (self.kv_heads or self.heads or 1) * self.head_dim
 
 
 @dataclass(frozen=True)

@@ -386,6 +386,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
     tr, slo = w.traffic, w.slo
+    serving = inference.Serving.of(w)
     memo = memo or Memo()
     for hw in options:
         tps = inference_tps(hw.gpus_per_node)
@@ -397,10 +398,10 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                                       f"within a {hw.gpus_per_node}-GPU node", gpus=w.pin.gpus))
         for t in tps:
             pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
-                                                          slo.ttft_p99_ms, slo.tpot_p99_ms),
+                                                          slo.ttft_p99_ms, slo.tpot_p99_ms, serving),
                                lambda: inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens,
                                                             tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
-                                                            catalog))
+                                                            catalog, serving))
             if pt is None:
                 rejs.append(_rejected(w, hw, why, gpus=t))
                 continue

@@ -1,14 +1,18 @@
 """LLM inference per replica of t GPUs (tensor parallel inside one node).
 
 Memory: weights (bytes/param by quantization) + runtime overhead per GPU + KV cache,
-2*L*kv_heads*head_dim*bytes per token, reserved for input+output tokens per sequence. The
-batch is limited by that memory and by the SLO, not by a constant cap.
+2*L*kv_heads*head_dim*bytes per token (MLA: L*(kv_lora_rank + rope)*bytes), reserved for
+input+output tokens per sequence. The batch is limited by that memory and by the SLO, not by a
+constant cap.
 Decode step at batch B, a roofline per operator (the kernels run one after another, so the
 weight GEMMs and the attention each take the slower of their memory and compute times):
     D(B) = max(weights / BW, B * 2 N_active / C)             weight GEMMs (MoE: moe_gemm_s)
-         + max(B * kv_per_token * ctx / BW, B * 4 L h ctx / C)  attention over the KV cache
+         + max(B * kv_per_token * ctx / BW, B * A * ctx / C)  attention over the KV cache
          + TP all-reduces,     BW = t*bw*eff_bw, C = t*peak*eff_c (per GPU where the catalog has it)
-Prefill of one request (compute-bound): P = (2*N*in + 2*L*h*in^2) / (t*peak*eff_prefill).
+A = 4 L h for GQA, 2 L heads (2 kv_lora_rank + rope) for MLA's absorbed decode
+(decode_attention_flops).
+Prefill of one request (compute-bound): P = (2*N*in + 2*L*h*in^2) / (t*peak*eff_prefill), h the
+attention width (MLA prefills as MHA at its full head widths: Model.mha_attention_width).
 Continuous batching interleaves prefills with decode steps, so each step also carries
 B/out prefills on average (the prefill time share):
     TPOT = D(B) + B*P/out,   tokens/s = B / TPOT
@@ -27,7 +31,7 @@ from compiler.estimate import comms
 from compiler.estimate.factors import factor
 from compiler.estimate.memory import kv_bytes_per_token, weight_bytes
 from compiler.estimate.models import active_expert_params, expert_params, experts_hit, is_moe
-from compiler.spec import InferenceWorkload
+from compiler.spec import InferenceWorkload, Speculative
 
 COMPUTE_KEYS = {  # which tensor-core peak each quantization runs its GEMMs at
     "bf16": ("bf16", "fp16"),
@@ -53,6 +57,33 @@ TIE = 1e-9  # relative: rates closer than this are the same rate
 
 
 @dataclass(frozen=True)
+class Serving:
+    """How a service is served beyond its model and lengths: the share of prompt tokens a prefix
+    cache serves, and speculative decoding (None: off). The defaults are plain serving."""
+    prefix_cache_hit: float = 0.0
+    speculative: Speculative | None = None
+
+    @staticmethod
+    def of(w: InferenceWorkload) -> "Serving":
+        return Serving(w.traffic.prefix_cache_hit, w.speculative)
+
+
+PLAIN = Serving()
+
+
+def accepted_tokens(spec: Speculative | None) -> float:
+    """Tokens a sequence advances per verification step (Leviathan et al. 2023, eq. 1): with k
+    drafted tokens each accepted with probability a, E = (1 - a^(k+1)) / (1 - a); k + 1 at a = 1,
+    1 without speculation."""
+    if spec is None:
+        return 1.0
+    a, k = spec.acceptance, spec.draft_tokens
+    if a >= 1.0:
+        return float(k + 1)
+    return (1 - a ** (k + 1)) / (1 - a)
+
+
+@dataclass(frozen=True)
 class ServingPoint:
     batch: int
     tpot_ms: float          # p99
@@ -75,18 +106,28 @@ class Replica:
 
 
 def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-            catalog: Catalog) -> Replica:
+            catalog: Catalog, serving: Serving = PLAIN) -> Replica:
     weights = weight_bytes(model.params_b * 1e9, quant, catalog) / 1e9
+    if serving.speculative is not None:
+        # A draft model (or draft heads) lives beside the target's weights.
+        weights *= 1 + factor(catalog, f"speculative_draft_weights_share.{serving.speculative.method}")
     # Paged KV cache (Kwon et al., vLLM): a sequence holds blocks for its input and the output so
-    # far, on average `kv_context_fraction_of_output` of it over its decode.
+    # far, on average `kv_context_fraction_of_output` of it over its decode. Blocks a sequence
+    # shares with the prefix cache are still counted for it: what sharing frees holds the cache's
+    # other prefixes, so a prefix cache changes the work, not the memory plan.
     held = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
     kv_seq = replica_kv_bytes_per_token(model, t, quant, catalog) * held / 1e9
     free = (t * gpu.memory_gb * factor(catalog, "inference_memory_utilization")
             - t * factor(catalog, "inference_runtime_overhead_gb") - weights)
     max_b = int(max(0.0, free) // kv_seq) if kv_seq > 0 else 0
     peak = compute_peak(gpu, quant)
-    h = model.attention_width
-    prefill_flops = 2 * model.active_b * 1e9 * input_tokens + 2 * model.layers * h * input_tokens ** 2
+    h = model.mha_attention_width
+    # Prefill computes the prompt tokens the prefix cache does not serve; each attends over the
+    # whole prompt, cached part included: causal attention over positions c..in costs
+    # 2 L h (in^2 - c^2), c the cached tokens (the whole prompt's 2 L h in^2 at c = 0).
+    cached = serving.prefix_cache_hit * input_tokens
+    prefill_flops = (2 * model.active_b * 1e9 * (input_tokens - cached)
+                     + 2 * model.layers * h * (input_tokens ** 2 - cached ** 2))
     efficiency = serving_efficiency(catalog, "prefill_efficiency", gpu, quant)
     return Replica(weights, kv_seq, max_b, prefill_flops / (t * peak * efficiency), free)
 
@@ -102,27 +143,69 @@ def serving_efficiency(catalog: Catalog, family: str, gpu: Gpu, quant: str) -> f
 def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalog) -> float:
     """KV cache bytes per token across a replica of t GPUs: tensor parallelism splits the KV heads,
     and where t exceeds them (Qwen3's 4 at tp 8) each GPU still holds a whole head, so the cache
-    is t / kv_heads times the model's."""
-    kv_heads = model.kv_heads or model.heads or 1
+    is t / kv_heads times the model's. MLA's latent is one head every query head reads: each GPU of
+    a tensor-parallel replica holds all of it (t times the model's)."""
+    kv_heads = 1 if model.is_mla else (model.kv_heads or model.heads or 1)
     return kv_bytes_per_token(model, quant, catalog) * max(1.0, t / kv_heads)
 
 
+def decode_attention_flops(model: Model) -> float:
+    """FLOPs of one decode step's attention per sequence and cached token, over all layers.
+
+    Grouped-query (and multi-head) attention: a score and a value product per query head, 2 x 2 x
+    heads x head_dim = 4 L hq. MLA decodes absorbed (DeepSeek-V2, sec. 2.1.2: W_UK folds into the
+    query and W_UV into the output), so every head attends over the cached latent itself: the score
+    runs at kv_lora_rank + qk_rope_head_dim and the value product at kv_lora_rank, 2 L heads
+    (2 kv_lora_rank + rope) FLOPs, 278,528 per layer for DeepSeek-V3 where GQA's form would give
+    28,672 (hidden 7,168)."""
+    if model.is_mla:
+        rank, rope = model.kv_lora_rank or 0, model.qk_rope_head_dim or 0
+        return 2 * model.layers * (model.heads or 1) * (2 * rank + rope)
+    return 4 * model.layers * model.attention_width
+
+
+def attention_peak(gpu: Gpu, quant: str) -> tuple[float, str]:
+    """The tensor-core peak decode attention runs at, and the quantization whose efficiency it
+    reaches: the weights' own, except NVFP4, whose checkpoints keep an fp8 KV cache (kv_bytes.fp4),
+    so attention's products run at the fp8 peak."""
+    kv_quant = "fp8" if quant == "fp4" and compute_peak(gpu, "fp8") else quant
+    return compute_peak(gpu, kv_quant), kv_quant
+
+
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                  catalog: Catalog) -> float:
+                  catalog: Catalog, spec: Speculative | None = None) -> float:
+    """One decode step of a batch. Under speculative decoding the target verifies k + 1 tokens
+    per sequence in one step (the weights and KV cache read once, the FLOPs k + 1 times over), and
+    the draft proposes k tokens first, each costing `speculative_draft_cost.<method>` of a plain
+    target step (Leviathan et al.'s c)."""
+    step = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1 + (spec.draft_tokens if spec else 0))
+    if spec is None:
+        return step
+    plain = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1)
+    return step + spec.draft_tokens * factor(catalog, f"speculative_draft_cost.{spec.method}") * plain
+
+
+def _decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
+                   catalog: Catalog, width: int) -> float:
+    """A decode step in which each of `batch` sequences runs `width` query tokens (1: plain decode)."""
     bw = t * gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant)
     c = t * compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant)
+    rows = batch * width
     # Weight GEMMs: the weights are read once per step and used by every sequence of the batch.
     if is_moe(model):
-        gemm = moe_gemm_s(model, quant, batch, bw, c, catalog)
+        gemm = moe_gemm_s(model, quant, rows, bw, c, catalog)
     else:
-        gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, batch * 2 * model.active_b * 1e9 / c)
-    # Attention: each sequence reads its own KV cache (a few FLOPs per byte: memory-bound).
+        gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, rows * 2 * model.active_b * 1e9 / c)
+    # Attention: each sequence reads its own KV cache (a few FLOPs per byte under GQA: memory-bound;
+    # MLA's absorbed decode does ~500 FLOPs per cached byte, so it can be compute-bound).
+    peak, kv_quant = attention_peak(gpu, quant)
+    c_attention = t * peak * serving_efficiency(catalog, "decode_compute_efficiency", gpu, kv_quant)
     kv = batch * replica_kv_bytes_per_token(model, t, quant, catalog) * context
-    attention = max(kv / bw, batch * 4 * model.layers * model.attention_width * context / c)
+    attention = max(kv / bw, rows * decode_attention_flops(model) * context / c_attention)
     comm = 0.0
     if t > 1:  # two all-reduces per layer of the batch's hidden states
         latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
-        comm = 2 * model.layers * (latency + comms.ring_allreduce_s(batch * model.hidden * 2, t,
+        comm = 2 * model.layers * (latency + comms.ring_allreduce_s(rows * model.hidden * 2, t,
                                                                     comms.scaleup_bw(gpu, catalog)))
     # The engine's own work per sequence each step (scheduling, sampling, the KV block tables),
     # which no more GPUs shorten: a replica of t GPUs pays it once per sequence.
@@ -146,10 +229,18 @@ def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalo
 
 
 def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-                  batch: int, rep: Replica, catalog: Catalog) -> ServingPoint:
+                  batch: int, rep: Replica, catalog: Catalog, serving: Serving = PLAIN) -> ServingPoint:
     context = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
     d = decode_step_s(model, gpu, t, quant, batch, context, catalog)
+    if serving.speculative is not None:
+        # A step advances each sequence by E tokens: the time per token is the step's over E. At
+        # large batches the verification's k + 1 tokens a sequence make the step compute-bound and
+        # speculation stops paying; engines then switch it off (vLLM's disable_by_batch_size), so
+        # a token costs the cheaper of the two. Both are D(B)/B non-increasing, so is their minimum.
+        spec = decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative)
+        d = min(d, spec / accepted_tokens(serving.speculative))
     p = rep.prefill_s
+    # The prefills each output token carries stay B P / out.
     tpot = d + batch * p / max(1, output_tokens)
     rho = min(0.999, batch / max(1, output_tokens) * p / tpot)
     wait = rho * p / (2 * (1 - rho))
@@ -160,7 +251,8 @@ def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int,
 
 
 def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-               ttft_ms: float, tpot_ms: float, catalog: Catalog) -> tuple[ServingPoint | None, str]:
+               ttft_ms: float, tpot_ms: float, catalog: Catalog,
+               serving: Serving = PLAIN) -> tuple[ServingPoint | None, str]:
     """The SLO-meeting batch with the most output tokens/s, or None and why not.
 
     Exact by bisection: D(B) is a sum of maxima of affine functions of B with non-negative
@@ -172,14 +264,14 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
     tests/test_estimate_inference.py checks the bisection against a scan of every batch."""
     if compute_peak(gpu, quant) is None:
         return None, f"no {quant} tensor cores on {gpu.name}"
-    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog)
+    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving)
     if rep.max_batch < 1:
         need = rep.weights_gb / t + factor(catalog, "inference_runtime_overhead_gb") + rep.kv_per_seq_gb / t
         return None, (f"does not fit: needs {need:.0f} GB/GPU for {quant} weights and one sequence at "
                       f"tp{t}, has {gpu.memory_gb:.0f}")
 
     def point(b: int) -> ServingPoint:
-        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog)
+        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog, serving)
 
     def meets(pt: ServingPoint) -> bool:
         return pt.tpot_ms <= tpot_ms and pt.ttft_ms <= ttft_ms

@@ -147,6 +147,7 @@ def weight_bytes(params: float, quantization: str, catalog: Catalog) -> float:
 
 
 def kv_bytes_per_token(model: Model, quantization: str, catalog: Catalog) -> float:
-    """2 (K and V) * layers * kv_heads * head_dim * bytes. Llama-2-70B at 16 bits: 320 KiB."""
-    kv_heads = model.kv_heads or model.heads
-    return 2 * model.layers * kv_heads * model.head_dim * factor(catalog, f"kv_bytes.{quantization}")
+    """2 (K and V) * layers * kv_heads * head_dim * bytes. Llama-2-70B at 16 bits: 320 KiB.
+    MLA caches a latent and a rotary key instead: layers * (kv_lora_rank + qk_rope_head_dim) * bytes
+    (DeepSeek-V3 at 16 bits: 61 x 576 x 2 = 70,272 bytes)."""
+    return model.layers * model.kv_values_per_token_layer * factor(catalog, f"kv_bytes.{quantization}")

@@ -355,7 +355,7 @@ class _Shape:
         self.tp_allreduce = comms.ring_allreduce_s(mb * s_local * model.hidden * ACT_BYTES, tp, nvl)
         # A rank passes on the K,V of its own heads: tensor parallelism splits the KV heads (GQA's
         # few KV heads are replicated once tp exceeds them).
-        self.kv_chunk = 2 * mb * s_local * max(1.0, (model.kv_heads or model.heads) / tp) * model.head_dim * ACT_BYTES
+        self.kv_chunk = mb * s_local * max(1.0, (model.kv_heads or model.heads) / tp) * model.kv_head_values * ACT_BYTES
         self.cp_bw = nvl if tp * cp <= gpn else net
         # Ring attention (Liu et al. 2023): a K,V hop runs while the rank computes attention against
         # the chunk it holds, a cp-th of its attention per pass; only the excess is on the critical
