@@ -129,7 +129,7 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
                 "us-west4", "europe-north1", "europe-west1", "europe-west3", "europe-west4", "europe-west9",
                 "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3", "asia-south1", "asia-south2",
                 "asia-southeast1", "australia-southeast1"},
-        "azure": {"eastus", "eastus2", "southcentralus", "westus", "westus2", "westeurope"}}
+        "azure": {"centralus", "eastus", "eastus2", "southcentralus", "westus", "westus2", "westus3", "westeurope"}}
 
 
 def test_regional_prices_are_the_sourced_figures(cat):
@@ -151,9 +151,11 @@ def test_regional_prices_are_the_sourced_figures(cat):
 def test_prices_are_ordered_spot_and_reservations_below_on_demand(cat):
     for inst in cat.instances.values():
         for row in inst.prices:
-            for option in ("spot", "reserved_1y", "reserved_3y"):
+            for option in ("reserved_1y", "reserved_3y"):
                 value = row.get(option)
                 assert value is None or value < row.on_demand, (inst.name, row.region, option)
+            # Spot is capped at on-demand: a region whose zones all quote the cap sells no discount.
+            assert row.spot is None or row.spot <= row.on_demand, (inst.name, row.region, "spot")
             if row.reserved_1y is not None and row.reserved_3y is not None:
                 assert row.reserved_3y < row.reserved_1y
 

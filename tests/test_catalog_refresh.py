@@ -135,9 +135,9 @@ def test_aws_offer_files_and_spot_feed_give_the_hand_worked_rows(stub, tmp_path)
     assert (g6["reserved_1y"], g6["reserved_3y"], g6["estimated"]) == (0.507, 0.3461, ["reserved_1y", "reserved_3y"])
     # p4d in us-west-2 has no No Upfront offer: 1 year All Upfront 120000 / 8760 h = 13.698630;
     # 3 years Partial Upfront 5.0 /h + 150000 / 26280 h = 10.707763. The feed says "N/A*" for
-    # its spot, so the catalog's 9.882 is kept and marked.
+    # its spot, so the catalog's 11.9319 (its source's median zone) is kept and marked.
     p4d = row(overlay, "p4d.24xlarge", "us-west-2")
-    assert p4d == {"on_demand": 21.96, "spot": 9.882, "reserved_1y": 13.69863, "reserved_3y": 10.707763,
+    assert p4d == {"on_demand": 21.96, "spot": 11.9319, "reserved_1y": 13.69863, "reserved_3y": 10.707763,
                    "source": "aws-price-list", "estimated": ["spot"]}
     assert overlay["sources"]["aws-price-list"]["as_of"] == AS_OF
     assert overlay["version"] == f"prices-{AS_OF}"

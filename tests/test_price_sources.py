@@ -1,0 +1,103 @@
+"""Every price figure the catalog takes from a recorded source equals that source.
+
+The rows a price source gave are kept under tests/fixtures/prices/skypilot/ as the source file
+has them (a subset of its columns, its rows verbatim). For each catalog price row citing such a
+source, each figure that is not named in the row's `estimated` must be what the file says:
+on-demand the file's price for the type and region, spot the median of the region's quoted
+zone prices (the lower middle one for an even count), capped at on-demand (a zone at the cap
+quotes it rounded to 4 decimals); a region whose zones quote none is not sold on spot: null. A figure named in `estimated` is a share of on-demand, not a source's.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from compiler.catalog import load_catalog
+
+FIXTURES = Path(__file__).parent / "fixtures" / "prices" / "skypilot"
+
+# source key -> the fixture holding the rows it gave. A source whose key ends in "-estimate"
+# states its on-demand figure itself (no list price), so only its other figures are compared.
+RECORDED = {
+    "aws-skypilot-v9-vms": "aws-v9-2c3d7ea.csv",
+    "aws-p5e-price-estimate": "aws-v9-2c3d7ea.csv",
+    "azure-skypilot-v6-vms": "azure-v6-098741e.csv",
+}
+# Files whose SpotPrice equals Price where there is no Spot meter (SkyPilot's Azure fill): not sold.
+NO_SPOT_AT_PRICE = {"azure-v6-098741e.csv"}
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    return values[(len(values) - 1) // 2]
+
+
+def _fixture(name: str) -> dict[tuple[str, str], dict]:
+    """(type, region) -> {on_demand: the region's price or None, spots: quoted zone prices}."""
+    out: dict[tuple[str, str], dict] = {}
+    with open(FIXTURES / name, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            entry = out.setdefault((row["InstanceType"], row["Region"]), {"on_demand": set(), "spots": []})
+            if row["Price"]:
+                entry["on_demand"].add(float(row["Price"]))
+            if row["SpotPrice"] and not (name in NO_SPOT_AT_PRICE and row["SpotPrice"] == row["Price"]):
+                entry["spots"].append(float(row["SpotPrice"]))
+    return out
+
+
+def _recorded_rows():
+    cat = load_catalog()
+    for inst in cat.instances.values():
+        for row in inst.prices:
+            if row.source in RECORDED:
+                yield inst.name, row
+
+
+def test_every_recorded_source_is_in_the_catalog_sources():
+    cat = load_catalog()
+    assert set(RECORDED) <= set(cat.sources)
+    for name in set(RECORDED.values()):
+        assert (FIXTURES / name).is_file()
+
+
+@pytest.mark.parametrize("name,row", list(_recorded_rows()), ids=lambda v: getattr(v, "region", v))
+def test_a_non_estimated_figure_equals_its_source(name, row):
+    rows = _fixture(RECORDED[row.source])
+    assert (name, row.region) in rows, f"{name} in {row.region}: the source does not list it there"
+    entry = rows[(name, row.region)]
+    if not row.source.endswith("-estimate"):
+        assert len(entry["on_demand"]) == 1, f"{name} in {row.region}: one on-demand price per region"
+        assert row.on_demand == pytest.approx(entry["on_demand"].pop(), abs=1e-9)
+    if "spot" not in row.estimated:
+        expected = _median(entry["spots"]) if entry["spots"] else None
+        if expected is not None:
+            expected = min(expected, row.on_demand)
+        assert row.spot == (pytest.approx(expected, abs=1e-9) if expected is not None else None), (
+            f"{name} in {row.region}: spot {row.spot}, the source's median zone {expected}")
+
+
+def test_estimated_figures_are_shares_the_row_names():
+    """Where the source has no figure (1-/3-year terms), the row says so."""
+    for name, row in _recorded_rows():
+        for option in ("reserved_1y", "reserved_3y"):
+            if row.get(option) is not None:
+                assert option in row.estimated, f"{name} in {row.region}: {option} has no source figure"
+
+
+def test_every_region_the_source_prices_a_type_in_is_in_the_catalog():
+    """A type the catalog has is priced in each region its source sells it on demand."""
+    cat = load_catalog()
+    for fixture in set(RECORDED.values()):
+        for (name, region), entry in sorted(_fixture(fixture).items()):
+            inst = cat.instances.get(name)
+            if inst is None or not entry["on_demand"]:
+                continue
+            assert inst.price_row(region) is not None, f"{name} is sold in {region} per {fixture}"
+
+
+def test_p5e_is_not_priced_where_it_is_not_sold():
+    cat = load_catalog()
+    assert cat.instances["p5e.48xlarge"].price_row("us-east-1") is None
