@@ -126,7 +126,7 @@ def candidates_fingerprint(candidates) -> str:
 
 
 # Catalog fields no estimate or price reads: what the Terraform and Kubernetes files name.
-RENDER_ONLY = ("architecture", "serving", "accelerator")
+RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator")
 
 
 def catalog_fingerprint(catalog) -> str:

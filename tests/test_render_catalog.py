@@ -1,10 +1,12 @@
 """Every GPU machine the catalog sells, rendered: the accelerator type its provider needs, a serving
-image that runs on its GPU, and files that pass the real validators.
+and a training image that run on its GPU, the GKE driver version its images need, and files that
+pass the real validators.
 
 One small Plan per provider (one site holding every instance of that provider, a reserved block
-of two nodes each: one Slurm node and one Kubernetes node with a service on it) and one on-prem
-Plan for the node models; nothing is compiled. Which image runs on which GPU is judged here from
-the vLLM and ROCm release facts below, not from the catalog's own serving records.
+of three nodes each: one Slurm node, one Kubernetes node with a service on it and one with a
+training job) and one on-prem Plan for the node models; nothing is compiled. Which image runs on
+which GPU is judged here from the vLLM, NGC and ROCm release facts below, not from the catalog's
+own image records.
 """
 
 from __future__ import annotations
@@ -64,14 +66,57 @@ def supports(architecture: str, image: str) -> bool:
     return repo == want and version >= first and (dropped is None or version < dropped)
 
 
+# What a training image must be for each architecture: (image repository, first release with
+# kernels for it). NGC PyTorch releases are YY.MM: CUDA 11.0 (20.06) brought Ampere, CUDA 11.8
+# (22.10) Hopper and Ada, CUDA 12.8 (25.01, the first NGC PyTorch release on it) Blackwell.
+# AMD's rocm/pytorch images are tagged rocm<version>_...: ROCm 6.0 is the first with MI300X
+# (gfx942); CUDA images do not run on AMD GPUs.
+NGC = "nvcr.io/nvidia/pytorch"
+TRAINING = {
+    "volta": (NGC, (17, 12)),
+    "turing": (NGC, (18, 12)),
+    "ampere": (NGC, (20, 6)),
+    "ada": (NGC, (22, 10)),
+    "hopper": (NGC, (22, 10)),
+    "blackwell": (NGC, (25, 1)),
+    "cdna3": ("rocm/pytorch", (6, 0)),
+}
+
+
+def trains_on(architecture: str, image: str) -> bool:
+    """Whether a training image has kernels for the architecture: nvcr.io/nvidia/pytorch:25.01-py3,
+    rocm/pytorch:rocm7.1.1_ubuntu24.04_py3.12_pytorch_release_2.10.0."""
+    want, first = TRAINING[architecture]
+    repo, _, tag = image.rpartition(":")
+    m = re.fullmatch(r"(\d+)\.(\d+)-py3", tag) if repo == NGC else re.match(r"rocm(\d+)\.(\d+)", tag)
+    assert m, f"cannot read a release from {image!r}"
+    return repo == want and (int(m.group(1)), int(m.group(2))) >= first
+
+
+# The lowest NVIDIA driver each GKE gpu_driver_version is taken to install (GKE's driver pages:
+# DEFAULT is R535 on older GKE versions; LATEST the newest branch of the node's version, 570 and
+# later where GKE offers Blackwell machines).
+GKE_DRIVER_FLOOR = {"DEFAULT": 535, "LATEST": 570}
+
+
+def driver_need(text: str) -> int:
+    """The driver branch an image says it needs: 'NVIDIA driver 570.26 or later' -> 570."""
+    m = re.search(r"NVIDIA driver (\d+)", text)
+    assert m, text
+    return int(m.group(1))
+
+
 def _everything_plan(name: str, site: SitePlan, machines: dict[str, tuple[str, int, str]],
                      pricing: str) -> Plan:
     """One site with every machine of `machines` (name -> GPU, GPUs per node, fabric): a block of
-    two nodes each, a one-node Slurm job and a one-replica service on all of a node's GPUs."""
+    three nodes each, a one-node Slurm job, a one-node Kubernetes job and a one-replica service on
+    all of a node's GPUs."""
     pools, workloads = [], []
     for inst, (gpu, gpus, fabric) in sorted(machines.items()):
-        pools.append(Pool(site.name, inst, gpu, gpus, 2, pricing, fabric))
+        pools.append(Pool(site.name, inst, gpu, gpus, 3, pricing, fabric))
         workloads.append(training(f"t-{slug(inst)}", site.name, inst, pricing, 1, gpus, tp=gpus, gpu=gpu))
+        workloads.append(training(f"k-{slug(inst)}", site.name, inst, pricing, 1, gpus, tp=gpus, gpu=gpu,
+                                  orchestrator="kubernetes"))
         workloads.append(inference(f"s-{slug(inst)}", [Placement(site.name, inst, pricing, 1, gpus, 1)],
                                    tp=gpus, gpu=gpu))
     return _plan(name, sites=[site], pools=pools, workloads=workloads, storage=[])
@@ -133,6 +178,26 @@ def test_every_gpu_has_an_architecture_and_a_serving_image_that_supports_it():
         assert cat.sources[s.source].as_of
 
 
+def test_every_gpu_has_a_training_image_that_supports_it():
+    cat = load_catalog()
+    for name, gpu in cat.gpus.items():
+        t = gpu.training
+        assert t is not None, f"{name} has no training image"
+        assert trains_on(gpu.architecture, t.ref), f"{name} ({gpu.architecture}) cannot train on {t.ref}"
+        assert t.runtime and t.driver and t.source in cat.sources
+        assert cat.sources[t.source].as_of
+
+
+def test_every_gpu_gcp_sells_has_a_gke_driver_that_meets_its_images_need():
+    cat = load_catalog()
+    sold = {i.gpu for i in cat.instances.values() if i.provider == "gcp"}
+    for name in sorted(sold):
+        gpu = cat.gpus[name]
+        assert gpu.gke_driver is not None and gpu.gke_driver.source in cat.sources, name
+        need = max(driver_need(gpu.serving.driver), driver_need(gpu.training.driver))
+        assert GKE_DRIVER_FLOOR[gpu.gke_driver.version] >= need, (name, gpu.gke_driver.version, need)
+
+
 def test_every_gcp_machine_names_its_gpus_accelerator_type():
     cat = load_catalog()
     for name, inst in cat.instances.items():
@@ -149,6 +214,12 @@ def test_the_checks_tell_a_blackwell_image_from_an_older_one():
     assert not supports("cdna3", "vllm/vllm-openai:v0.10.1.1")
     assert supports("cdna3", "rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605")
     assert not supports("volta", "vllm/vllm-openai:v0.20.0")
+    # the training image the renderer hard-coded before: no Blackwell, CUDA only
+    assert trains_on("hopper", "nvcr.io/nvidia/pytorch:24.07-py3")
+    assert not trains_on("blackwell", "nvcr.io/nvidia/pytorch:24.07-py3")
+    assert trains_on("blackwell", "nvcr.io/nvidia/pytorch:25.01-py3")
+    assert not trains_on("cdna3", "nvcr.io/nvidia/pytorch:25.01-py3")
+    assert trains_on("cdna3", "rocm/pytorch:rocm7.1.1_ubuntu24.04_py3.12_pytorch_release_2.10.0")
 
 
 # ---------------------------------------------------------------------------- what is rendered
@@ -175,6 +246,56 @@ def test_each_service_runs_an_image_its_gpu_supports_on_the_right_device():
         for path, text in rendered()[case].items():
             if "/30-serve-" in path:
                 assert re.search(r"# \S+ \((CUDA|ROCm) [0-9.]+\): the nodes need .*driver", text), path
+
+
+def _trainers(case: str) -> dict[str, dict]:
+    """Training job name -> its trainer containers (one per pricing part)."""
+    out: dict[str, list] = {}
+    for path, text in rendered()[case].items():
+        if "/20-train-" in path:
+            for doc in yaml.safe_load_all(text):
+                if doc and doc["kind"] == "JobSet":
+                    for job in doc["spec"]["replicatedJobs"]:
+                        out.setdefault(doc["metadata"]["name"], []).extend(
+                            job["template"]["spec"]["template"]["spec"]["containers"])
+    return out
+
+
+def test_each_kubernetes_training_job_runs_an_image_its_gpu_supports():
+    cat = load_catalog()
+    for case, plan in plans().items():
+        trainers = _trainers(case)
+        for pool in plan.pools:
+            containers = trainers[f"k-{slug(pool.instance)}"]
+            gpu = cat.gpus[pool.gpu]
+            assert containers
+            for c in containers:
+                assert trains_on(gpu.architecture, c["image"]), (pool.instance, pool.gpu, c["image"])
+                device = "amd.com/gpu" if gpu.vendor == "amd" else "nvidia.com/gpu"
+                assert c["resources"]["limits"] == {device: pool.gpus_per_node}, pool.instance
+        for path, text in rendered()[case].items():
+            if "/20-train-" in path:
+                assert re.search(r"# \S+ \((CUDA|ROCm) [0-9.]+\): the nodes need .*driver", text), path
+    # Blackwell and AMD get their own images, not the old CUDA one
+    aws = {name: c[0]["image"] for name, c in _trainers("aws").items()}
+    assert aws["k-p6-b200-48xlarge"] == "nvcr.io/nvidia/pytorch:25.01-py3"
+    azure = {name: c[0]["image"] for name, c in _trainers("azure").items()}
+    assert azure["k-standard-nd96isr-mi300x-v5"].startswith("rocm/pytorch:")
+
+
+def test_gke_node_pools_ask_for_the_catalogs_driver_version():
+    cat = load_catalog()
+    main = plain(hcl2.loads(rendered()["gcp"]["terraform/gcp-all/main.tf"]))
+    seen = {}
+    for block in main["resource"]:
+        for body in block.get("google_container_node_pool", {}).values():
+            config = body["node_config"][0]
+            install = config["guest_accelerator"][0]["gpu_driver_installation_config"][0]
+            seen[config["machine_type"]] = install["gpu_driver_version"]
+    gcp = {n: i for n, i in cat.instances.items() if i.provider == "gcp"}
+    assert set(seen) == set(gcp)
+    for machine, version in seen.items():
+        assert version == cat.gpus[gcp[machine].gpu].gke_driver.version, machine
 
 
 def test_gcp_reservations_and_machines_name_the_catalogs_accelerator_type():
@@ -239,6 +360,14 @@ def test_a_gpu_without_serving_facts_or_a_gcp_machine_without_a_type_stops_the_r
     with pytest.raises(CompileError) as info:
         render(plans()["gcp"], untyped)
     assert info.value.diagnostics[0].code == "E710" and "a4-highgpu-8g" in info.value.diagnostics[0].message
+    no_trainer = replace(cat, gpus={**cat.gpus, "MI300X": replace(cat.gpus["MI300X"], training=None)})
+    with pytest.raises(CompileError) as info:
+        render(plans()["azure"], no_trainer)
+    assert info.value.diagnostics[0].code == "E711" and "training image" in info.value.diagnostics[0].message
+    no_driver = replace(cat, gpus={**cat.gpus, "L4": replace(cat.gpus["L4"], gke_driver=None)})
+    with pytest.raises(CompileError) as info:
+        render(plans()["gcp"], no_driver)
+    assert info.value.diagnostics[0].code == "E712" and "L4" in info.value.diagnostics[0].message
 
 
 # ---------------------------------------------------------------------------- the real validators

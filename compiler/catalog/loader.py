@@ -33,8 +33,9 @@ from typing import Any, Iterable, Mapping
 
 import jsonschema
 
-from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress, Fabric, Factor, Gpu,
-                                    InstancePrice, Model, OnPremNode, ServingImage, SourceRef, StorageTier)
+from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress, Fabric, Factor, GkeDriver,
+                                    Gpu, InstancePrice, Model, OnPremNode, ServingImage, SourceRef,
+                                    StorageTier)
 from compiler.diagnostics import UNPRINTABLE_IN_TEXT, CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
 from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_text
@@ -319,7 +320,8 @@ def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems, *, latest:
                                   "warning (C010) quiet; today is SOURCE_DATE_EPOCH's day where it is set")
             continue
         need_source(doc, path + ("source",), record.get("source"))
-        for part in ("serving", "accelerator"):     # a GPU's serving image, a GCP accelerator type
+        for part in ("serving", "training", "gke_driver", "accelerator"):   # a GPU's images and GKE
+            # driver choice, a GCP accelerator type
             if isinstance(record.get(part), dict):
                 need_source(doc, path + (part, "source"), record[part].get("source"))
         if section == "instances":
@@ -354,6 +356,10 @@ def _opt_int(v: Any) -> int | None:
     return None if v is None else int(v)
 
 
+def _gke_driver(r: Mapping[str, Any] | None) -> GkeDriver | None:
+    return GkeDriver(version=r["version"], source=r["source"]) if r else None
+
+
 def _serving(r: Mapping[str, Any] | None) -> ServingImage | None:
     if not r:
         return None
@@ -368,7 +374,8 @@ def _build(merged: _Merged) -> Catalog:
                    memory_bandwidth_gb_s=float(r["memory_bandwidth_gb_s"]),
                    nvlink_gb_s=float(r["nvlink_gb_s"]), tdp_w=float(r["tdp_w"]),
                    tflops=_frozen({p: float(x) for p, x in r["tflops"].items()}), source=r["source"],
-                   architecture=r.get("architecture", ""), serving=_serving(r.get("serving")))
+                   architecture=r.get("architecture", ""), serving=_serving(r.get("serving")),
+                   training=_serving(r.get("training")), gke_driver=_gke_driver(r.get("gke_driver")))
             for n, r in s["gpus"].items()}
     instances = {}
     for n, r in s["instances"].items():

@@ -38,6 +38,15 @@ class ServingImage:
 
 
 @dataclass(frozen=True)
+class GkeDriver:
+    """The gpu_driver_version a GKE node pool of a GPU asks for: the branch that meets what its
+    images need of the host."""
+
+    version: str                  # DEFAULT | LATEST | INSTALLATION_DISABLED (GKE's names)
+    source: str
+
+
+@dataclass(frozen=True)
 class Gpu:
     name: str                     # H100, A100-80GB, MI300X ...
     vendor: str
@@ -49,6 +58,8 @@ class Gpu:
     source: str
     architecture: str = ""        # as the datasheet names it: hopper, blackwell, cdna3 ...
     serving: ServingImage | None = None   # None: an overlay's GPU that names no image
+    training: ServingImage | None = None  # the training image (JobSet trainer); None: none named
+    gke_driver: GkeDriver | None = None   # a GKE node pool's driver choice; None: GCP sells none
 
 
 PRICE_OPTIONS = ("on_demand", "spot", "reserved_1y", "reserved_3y")   # an instance price row's figures

@@ -65,6 +65,8 @@ class TrainingJob:
     runs: int = 0
     time_limit: str = ""
     script_path: str = ""         # where the runbook has ops copy the job script (the shared file system)
+    # the catalog's training image for the GPU (Kubernetes' trainer container); None under Slurm
+    image: ServingImage | None = None
 
     @property
     def spot(self) -> bool:
@@ -177,8 +179,23 @@ def _parts(p: Placement, nodes: int) -> tuple[JobPart, ...]:
     return (JobPart(placement_pricings(p)[0], nodes, 0),)
 
 
+def training_image(catalog: Catalog, gpu: str, job: str) -> ServingImage:
+    """The catalog's training image for a GPU (gpus.<GPU>.training). A GPU without one (an
+    overlay's) stops the render: a CUDA image does not run on an AMD GPU, nor an old one on
+    Blackwell, and a wrong one fails only when the pod starts."""
+    rec = catalog.gpus.get(gpu)
+    if rec is None or rec.training is None:
+        raise CompileError([Diagnostic(
+            "E711", f"training job {job!r} runs on {gpu}, for which the catalog names no training image",
+            hint=f"give it `training: {{image, version, runtime, driver, source}}` under gpus.{gpu} "
+                 "(a framework release that supports the GPU; docs/catalog.md)")])
+    return rec.training
+
+
 def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrator: str,
-                  storage: StorageView | None) -> tuple[TrainingJob, ...]:
+                  storage: StorageView | None, catalog: Catalog) -> tuple[TrainingJob, ...]:
+    """The site's training jobs under one orchestrator; Kubernetes' carry their GPU's training
+    image (the catalog: needed there)."""
     jobs = []
     for w in sorted(plan.workloads, key=lambda w: w.name):
         if w.kind != "training" or orchestrator_of(w) != orchestrator:
@@ -204,6 +221,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
                 months=months, when=months if cal.dated else f"months {months}",
                 holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
                 script_path=f"{shared_mount(storage)}/jobs/{w.name}.sbatch",
+                image=training_image(catalog, shape.gpu, w.name) if orchestrator == "kubernetes" else None,
                 **_recurring(w),
             ))
     return tuple(jobs)
@@ -359,7 +377,7 @@ def site_view(plan: Plan, catalog: Catalog, site: SitePlan) -> SiteView:
         name=site.name, type=site.type, provider=site.provider, region=site.region,
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, domains=domains,
         storage=storage,
-        training_slurm=training_jobs(plan, site.name, domains, "slurm", storage),
-        training_kubernetes=training_jobs(plan, site.name, domains, "kubernetes", storage),
+        training_slurm=training_jobs(plan, site.name, domains, "slurm", storage, catalog),
+        training_kubernetes=training_jobs(plan, site.name, domains, "kubernetes", storage, catalog),
         inference=services, models=model_volume(site, storage, services), calendar=plan.calendar,
     )

@@ -93,6 +93,7 @@ class CloudPool:
     min_nodes: int                # Slurm: nodes when static, else 0; Kubernetes: min size
     efa_interfaces: int           # AWS: EFA network cards to attach (0: none)
     accelerator: str              # GCP accelerator type
+    gke_driver: str               # GCP: the node pool's gpu_driver_version (the catalog's, by GPU)
     gpu_nics: int                 # GCP: extra GPUDirect NICs
     rdma: bool                    # GCP A3 Ultra: the GPU NICs are RDMA (MRDMA)
     short_name: str               # Azure AKS pool name (<= 12 lowercase alphanumerics)
@@ -293,6 +294,21 @@ def gcp_accelerator(site: SiteView, instance: str, catalog: Catalog) -> str:
     return inst.accelerator_type
 
 
+def gke_driver(site: SiteView, gpu: str, catalog: Catalog) -> str:
+    """The gpu_driver_version a GKE node pool of the GPU asks for (gpus.<GPU>.gke_driver: the
+    branch that meets its images' driver need), "" off GCP. A GPU without one (an overlay's) stops
+    the render: GKE installs no driver the images can be checked against."""
+    if site.provider != "gcp":
+        return ""
+    rec = catalog.gpus.get(gpu)
+    if rec is None or rec.gke_driver is None:
+        raise CompileError([Diagnostic(
+            "E712", f"{gpu} at GCP site {site.name!r}: the catalog names no GKE driver version for it",
+            hint=f"give it `gke_driver: {{version: DEFAULT | LATEST | INSTALLATION_DISABLED, source: ...}}` "
+                 f"under gpus.{gpu} (the branch that meets its images' driver need; docs/catalog.md)")])
+    return rec.gke_driver.version
+
+
 def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
     pools: list[CloudPool] = []
     reservations: list[CloudReservation] = []
@@ -300,6 +316,8 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
     for domain in site.domains:
         inst = catalog.instances.get(domain.instance)
         accelerator = gcp_accelerator(site, domain.instance, catalog)
+        driver = gke_driver(site, domain.shape.gpu, catalog) if any(
+            "kubernetes" in b.orchestrators for b in domain.blocks) else ""
         efa = int(inst.network_gbps // EFA_CARD_GBPS) if inst and inst.fabric == "efa" else 0
         for block in domain.blocks:
             used = block.orchestrators
@@ -317,7 +335,7 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
                 pools.append(CloudPool(
                     block=block, domain=domain, id=hcl_label(f"{block.flavor}_{orch}"),
                     orchestrator=orch, elastic=share.elastic, nodes=nodes, min_nodes=min_nodes,
-                    efa_interfaces=efa, accelerator=accelerator,
+                    efa_interfaces=efa, accelerator=accelerator, gke_driver=driver,
                     gpu_nics=GCP_GPU_NICS.get(domain.fabric, 0),
                     rdma=domain.fabric == "gpudirect-rdma",
                     short_name=f"gpu{index}{'k' if orch == 'kubernetes' else 's'}",
