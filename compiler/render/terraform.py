@@ -77,6 +77,13 @@ class CloudReservation:
     def terms(self) -> tuple[tuple[int, int, int], ...]:
         return self.block.terms
 
+    @property
+    def held_nodes(self) -> int:
+        """Nodes of the terms bought before the plan (the spec's `reserved`, a baseline's terms:
+        those that start before month 0). Such a reservation exists already: Terraform imports it
+        (an `import` block, its id a variable) rather than create a second one."""
+        return sum(n for first, n, _months in self.terms if first < 0)
+
 
 @dataclass(frozen=True)
 class CloudPool:
@@ -229,6 +236,11 @@ class TerraformSite:
     @property
     def counted(self) -> tuple[CloudPool, ...]:
         return tuple(p for p in self.pools if p.counted)
+
+    @property
+    def held(self) -> tuple[CloudReservation, ...]:
+        """The reservations that exist already (held terms): imported, never created."""
+        return tuple(r for r in self.reservations if r.held_nodes)
 
     @property
     def dated(self) -> bool:
