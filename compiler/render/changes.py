@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.plan import Calendar, Held, Plan, Pool, WorkloadPlan
+from compiler.render.environment import Md, md_code, md_text
 
 # How a pool's pricing reads in running text.
 PRICING_WORDS = {"owned": "owned", "purchase": "bought", "reserved_3y": "3-year term",
@@ -104,9 +105,11 @@ class Changes:
         return self.total_usd - self.baseline_total_usd
 
     @property
-    def baseline_label(self) -> str:
-        """"`replay` (from 2027-01)" or "`replay`" undated."""
-        return f"`{self.baseline_name}`" + (f" (from {self.baseline_start})" if self.baseline_start else "")
+    def baseline_label(self) -> Md:
+        """"`replay` (from 2027-01)" or "`replay`" undated, as Markdown (the baseline's name and
+        start are read from its file: escaped)."""
+        return Md(f"`{md_code(self.baseline_name)}`"
+                  + (f" (from {md_text(self.baseline_start)})" if self.baseline_start else ""))
 
     @property
     def kept_line(self) -> str:

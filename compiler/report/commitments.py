@@ -7,14 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.plan import Plan
+from compiler.render.environment import Md, md_text
 
+# Markdown as written (the code spans are the compiler's); a rule read from elsewhere is escaped.
 RULES = {
-    "prorated": ("policy.after_horizon is `prorated` (the default): the total pays each commitment's "
+    "prorated": Md("policy.after_horizon is `prorated` (the default): the total pays each commitment's "
                  "months inside the horizon only; the months after it are committed all the same, "
                  "and set `full` to count them."),
-    "full": ("policy.after_horizon is `full`: every commitment is paid in full, so the total "
+    "full": Md("policy.after_horizon is `full`: every commitment is paid in full, so the total "
              "includes each term's months after the horizon and each bought node's whole price."),
-    "continues": ("policy.after_horizon is `continues`: the months after the horizon are valued as if "
+    "continues": Md("policy.after_horizon is `continues`: the months after the horizon are valued as if "
                   "the last month's load went on; the total pays them only for the nodes that load "
                   "would leave idle."),
 }
@@ -45,7 +47,7 @@ def build(plan: Plan) -> CommitmentsView:
     rows = tuple(CommitmentRow(c.site, c.instance, PRICING.get(c.pricing, c.pricing), c.nodes, c.node_months,
                                c.committed_usd, c.charged_usd)
                  for c in sorted(ah.commitments, key=lambda c: (c.site, c.instance, c.pricing)))
-    return CommitmentsView(RULES.get(ah.rule, ah.rule), ah.committed_usd, ah.charged_usd, rows)
+    return CommitmentsView(RULES.get(ah.rule) or md_text(ah.rule), ah.committed_usd, ah.charged_usd, rows)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from compiler.operability import (cost_bound, gpu_types, instance_types, mix_changes, shortest_hold,
                                   shortest_pool_life, sites, spot_share)
+from compiler.render.environment import Md, md_code
 from compiler.plan import UNDATED, Calendar, Plan, WorkloadPlan, site_replicas
 from compiler.spec import SURVIVES_SITE_LOSS
 
@@ -147,13 +148,13 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     if op.alone:
         def more(x: float) -> str:
             return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"
-        each = "; ".join(f"`{a.key}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
+        each = "; ".join(f"`{md_code(a.key)}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
         text += (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
                  f"the limits together cost what the first sentence says, which need not be the sum.")
     elif sum(r.binds == "yes" for r in rows) >= 2:
         text += (" What each binding limit costs alone is not priced by default (a solve each): compile with "
                  "`--appraise-limits` to price them.")
-    return tuple(rows), text
+    return tuple(rows), Md(text)          # Markdown: its code spans are the compiler's
 
 
 def build(plan: Plan) -> OperabilityView:
