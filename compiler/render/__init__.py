@@ -58,5 +58,5 @@ def render(plan: Plan, catalog: Catalog, baseline: Plan | None = None) -> dict[s
     files.update(runbook.workflow(plan, views, files))
     # Last: the runbook follows the files actually written.
     delta = None if baseline is None else changes(plan, baseline)
-    files.update(runbook.render(plan, catalog, views, files, delta))
+    files.update(runbook.render(plan, catalog, views, files, delta, baseline))
     return dict(sorted(files.items()))

@@ -28,9 +28,9 @@ from compiler.plan import UNDATED, Calendar, Held, Plan
 from compiler.render.changes import Changes
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
-from compiler.render.environment import render_template
+from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
 from compiler.render.schedule import CRON, configmap_name
-from compiler.render.site import SiteView
+from compiler.render.site import SiteView, site_view
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slurm_site
 from compiler.render.terraform import terraform_site
 
@@ -161,6 +161,23 @@ class ScheduleStep:
 
 
 @dataclass(frozen=True)
+class Removal:
+    """A re-plan: what the baseline's files created at a site that this plan's files do not, by
+    the names the baseline's files gave it (its Kubernetes objects are not deleted by applying
+    this plan's files; its Slurm partitions leave with the new slurm.conf, but jobs may hold them;
+    a Terraform folder this plan no longer writes is not applied by anyone)."""
+
+    site: str
+    namespace: str
+    deployments: tuple[str, ...] = ()     # a serving layout: its Deployment, Service, HPA and PDB
+    jobsets: tuple[str, ...] = ()         # a training job's JobSet
+    recurring: tuple[str, ...] = ()       # a recurring job's CronJob (its launcher objects too)
+    partitions: tuple[str, ...] = ()      # Slurm partitions the new slurm.conf lacks
+    terraform: str = ""                   # the baseline's terraform/<site> this plan does not write
+    in_plan: bool = True                  # the site is one of this plan's
+
+
+@dataclass(frozen=True)
 class SiteSteps:
     name: str
     where: str
@@ -174,6 +191,7 @@ class SiteSteps:
     # what the baseline's deploy did once), deployed (nothing here changes: the schedule only).
     status: str = ""
     changes: tuple[str, ...] = ()     # what changes here, one line each
+    removal: Removal | None = None    # what the baseline ran here and this plan drops
 
 
 @dataclass(frozen=True)
@@ -209,6 +227,7 @@ class Runbook:
     calendar: Calendar = UNDATED      # names the months (the spec's start)
     held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
     changes: Changes | None = None    # a re-plan: what changes against the baseline
+    removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
 
 
 _VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
@@ -398,14 +417,27 @@ def purchases(plan: Plan) -> tuple[Purchase, ...]:
     return tuple(sorted(out, key=lambda b: (b.first_month, b.site, b.instance, b.term)))
 
 
-def _over_baseline(step: SiteSteps, changes: Changes) -> SiteSteps:
+def _dropped_lines(r: Removal | None) -> tuple[str, ...]:
+    """What a site's removal deletes, one line each (as the site's changes list it)."""
+    if r is None:
+        return ()
+    return (tuple(f"delete Deployment {d} (a serving layout this plan dropped)" for d in r.deployments)
+            + tuple(f"delete JobSet {j} (a training job this plan runs elsewhere or not at all)"
+                    for j in r.jobsets + r.recurring)
+            + tuple(f"Slurm partition {p} ends" for p in r.partitions))
+
+
+def _over_baseline(step: SiteSteps, changes: Changes, removal: Removal | None = None) -> SiteSteps:
     """A site's steps in a re-plan: a site the baseline runs nothing at keeps every step; one
     where nothing changes keeps only its schedule (this plan's months); one that changes keeps
     the steps that change something: hardware only where bought nodes change, and only the jobs
     that are new or moved (the others run as the baseline placed them)."""
     status = changes.site_status(step.name)
+    dropped = _dropped_lines(removal)
+    if status == "deployed" and dropped:
+        status = "changed"            # the same pools, but a layout or job is gone: its objects go
     if status == "new":
-        return replace(step, status=status)
+        return replace(step, status=status, removal=removal)
     if status == "deployed":
         return replace(step, status=status, terraform=None, bom="", slurm=None, kubernetes=None)
     buys = any(p.site == step.name and p.pricing == "purchase" for p in changes.pools)
@@ -413,29 +445,65 @@ def _over_baseline(step: SiteSteps, changes: Changes) -> SiteSteps:
     if slurm is not None:
         changed = changes.changed_workloads
         slurm = replace(slurm, jobs=tuple(j for j in slurm.jobs if j.name in changed),
-                        kept_jobs=tuple(f"`{j.name}` ({changes.calendar.month(j.first_month)})"
+                        kept_jobs=tuple(Md(f"`{md_code(j.name)}` ({md_text(changes.calendar.month(j.first_month))})")
                                         for j in slurm.jobs if j.name not in changed))
-    return replace(step, status=status, changes=changes.site_lines(step.name), bom=step.bom if buys else "",
-                   slurm=slurm)
+    return replace(step, status=status, changes=changes.site_lines(step.name) + dropped,
+                   bom=step.bom if buys else "", slurm=slurm, removal=removal)
+
+
+def _deployed(view: SiteView | None, catalog: Catalog) -> dict[str, tuple[str, ...]]:
+    """The objects a site's files create that a re-plan must delete by name once dropped: the
+    names as the templates write them (templates/kubernetes, slurm.conf)."""
+    if view is None:
+        return {}
+    kube = view.uses("kubernetes")
+    return {
+        "deployments": tuple(sorted({k8s_name(s.object_name) for s in view.inference})) if kube else (),
+        "jobsets": tuple(sorted(j.dns_name for j in view.training_kubernetes if not j.cron)) if kube else (),
+        "recurring": tuple(sorted(j.dns_name for j in view.training_kubernetes if j.cron)) if kube else (),
+        "partitions": (tuple(sorted(p.name for p in slurm_site(view, catalog).partitions))
+                       if view.uses("slurm") else ()),
+        "terraform": (f"terraform/{view.name}",) if view.cloud else (),
+    }
+
+
+def removals(baseline: Plan, catalog: Catalog, sites: tuple[SiteView, ...]) -> tuple[Removal, ...]:
+    """Per site of the baseline, what its files created that this plan's do not (sites with
+    nothing to remove left out). The baseline's names come from its own site views, built as its
+    compile built them, so they are the names in the files it wrote."""
+    now = {s.name: s for s in sites}
+    out = []
+    for site in sorted(baseline.sites, key=lambda s: s.name):
+        was_view = site_view(baseline, catalog, site)
+        was, new = _deployed(was_view, catalog), _deployed(now.get(site.name), catalog)
+        gone = {k: tuple(n for n in v if n not in new.get(k, ())) for k, v in was.items()}
+        r = Removal(site.name, was_view.namespace, gone["deployments"], gone["jobsets"], gone["recurring"],
+                    gone["partitions"], gone["terraform"][0] if gone["terraform"] else "",
+                    in_plan=site.name in now)
+        if r.deployments or r.jobsets or r.recurring or r.partitions or r.terraform:
+            out.append(r)
+    return tuple(out)
 
 
 def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
-          changes: Changes | None = None) -> Runbook:
+          changes: Changes | None = None, baseline: Plan | None = None) -> Runbook:
     steps = tuple(SiteSteps(
         name=s.name, where=f"{s.provider} {s.region}" if s.cloud else "on-prem", cloud=s.cloud,
         terraform=_terraform(s, files, catalog),
         bom=f"onprem/{s.name}/bom.csv" if f"onprem/{s.name}/bom.csv" in files else "",
         slurm=_slurm(plan, s, files, catalog), kubernetes=_kubernetes(s, files, catalog),
         schedule=_schedule(s, files)) for s in sites)
+    gone = removals(baseline, catalog, sites) if baseline is not None else ()
+    here = {r.site: r for r in gone if r.in_plan}
     if changes is not None:
-        steps = tuple(_over_baseline(step, changes) for step in steps)
+        steps = tuple(_over_baseline(step, changes, here.get(step.name)) for step in steps)
     metrics = _hpa_metrics([t for p, t in sorted(files.items()) if p.startswith("kubernetes/")])
     return Runbook(
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan),
         metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
         workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar, held=plan.held,
-        changes=changes)
+        changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan))
 
 
 
@@ -479,5 +547,6 @@ def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> 
 
 
 def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
-           changes: Changes | None = None) -> dict[str, str]:
-    return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2", rb=build(plan, catalog, sites, files, changes))}
+           changes: Changes | None = None, baseline: Plan | None = None) -> dict[str, str]:
+    return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2",
+                                          rb=build(plan, catalog, sites, files, changes, baseline))}
