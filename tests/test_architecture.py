@@ -220,3 +220,45 @@ def test_every_compiler_package_ships():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     found = {_module_name(p) for p in PKG.rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+# --- docs/architecture.md: the stages and every module's place in them
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# a module named as the page names it: `compiler/render/runbook.py`
+MODULE_PATH = re.compile(r"`(compiler/[\w/]*?\w+\.py)`")
+
+
+def documented_modules(text: str) -> set[str]:
+    """The modules under compiler/ a page names, as paths from the repository root."""
+    return set(MODULE_PATH.findall(text))
+
+
+def test_the_module_check_reads_what_the_page_writes():
+    text = "- `compiler/render/runbook.py`: RUNBOOK.md\n| x | `compiler/spec.py` |\n`compiler/render/` and plan.py"
+    assert documented_modules(text) == {"compiler/render/runbook.py", "compiler/spec.py"}
+
+
+def test_the_architecture_page_lists_every_module_and_only_modules_that_exist():
+    named = documented_modules(ARCHITECTURE.read_text(encoding="utf-8"))
+    present = {p.relative_to(ROOT).as_posix() for p in PKG.rglob("*.py")}
+    assert not present - named, f"modules missing from docs/architecture.md: {sorted(present - named)}"
+    assert not named - present, f"docs/architecture.md names modules that do not exist: {sorted(named - present)}"
+
+
+def test_the_architecture_page_names_the_stage_values():
+    """The stage table names each stage's value by its class, and each class is where it says."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    for cls, module in [("Document", "source.py"), ("Spec", "spec.py"), ("Candidates", "candidates.py"),
+                        ("Problem", "problem.py"), ("Solution", "problem.py"), ("Plan", "plan.py"),
+                        ("Catalog", "catalog/model.py"), ("Finding", "audit/context.py")]:
+        assert f"`{cls}`" in text, cls
+        assert re.search(rf"^class {cls}\b", (PKG / module).read_text(encoding="utf-8"), re.M), (cls, module)
+
+
+def test_docs_cite_only_what_users_have():
+    """Users have the repository, not the design notes it was built from nor the issue tracker."""
+    found = [f"{p.name}:{n}" for p in sorted((ROOT / "docs").glob("*.md"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"DESIGN\.md|\.\./shared\b|/work/shared|(?i:\bissue\s*#?\d+)", line)]
+    assert not found, found
