@@ -142,6 +142,14 @@ class Settings:
     # replicas of one candidate tried against a bundle of another (replica caps)
     max_bundle: int = 16
 
+    # --- canonical plans (canonical.py) ---
+    # a node budget for each of a month group's levels: a group is a month's services on the
+    # pools they share, with everything else held, and ends within tens of nodes
+    canonical_nodes: int = 5000
+    # plans within this share of a group's cheapest cost cost the same (the solvers' rounding):
+    # two plans that differ by a replica or a node-hour differ by cents at least, far above it
+    canonical_tolerance: float = 1e-9
+
     # --- polish and explanations ---
     # passes of lowering integers (descend.py) before the plan is priced: each pass lets go of
     # nodes the last one's changes left unused; three reach the fixed point on every spec tested

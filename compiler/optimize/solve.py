@@ -421,6 +421,7 @@ class HighsModel:
         # HiGHS asks at its interrupt points whether to stop (interrupt()): a Ctrl-C during a
         # root of minutes then ends the compile at once. The callbacks cost nothing measurable.
         self._stop = False
+        self._secondary = False     # the last solve minimised another objective than the cost
         self._stall: int | None = None
         self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
         for event in ("cbSimplexInterrupt", "cbIpmInterrupt"):
@@ -453,7 +454,8 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None) -> Solution:
+              cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None,
+              objective: Mapping[str, float] | None = None) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
@@ -462,8 +464,11 @@ class HighsModel:
         `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit); `improving`:
         the search stops at its `improving`-th improving plan (mip_max_improving_sols, a count, so
         where it stops is the same on every machine); `cutoff`: only plans cheaper than it are
-        of use (objective_bound: HiGHS prunes the rest). All are set on every solve, since
-        options persist on the model between solves."""
+        of use (objective_bound: HiGHS prunes the rest); `objective`: minimise these coefficients
+        (by variable name, the others 0) instead of the cost: the Solution's objective is still
+        the plan's cost, its bound and gap mean nothing then (canonical.py's secondary
+        objectives). All are set on every solve, since options persist on the model between
+        solves."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -474,6 +479,13 @@ class HighsModel:
         n = len(self.names)
         h.changeColsBounds(n, self._all, lower, upper)
         h.changeColsIntegrality(n, self._all, np.zeros(n, dtype=np.uint8) if relax else self.integral)
+        if objective is not None or self._secondary:
+            cost = self.cost if objective is None else np.zeros(n)
+            for name, w in (objective or {}).items():
+                k = self.index[name]
+                cost[k] = w * self.scale[k]
+            h.changeColsCost(n, self._all, cost)
+            self._secondary = objective is not None
         options = {"threads": 1, "random_seed": DEFAULT.seed, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),

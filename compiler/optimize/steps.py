@@ -1,6 +1,7 @@
 """The steps a Strategy runs (strategy.py), each a function with one job: the greedy start, the
 month floors and windows, the neighbourhood rounds, branch-and-bound (HiGHS on its own model, or
-CBC and HiGHS through pulp), the plan taken without a search, and polish."""
+CBC and HiGHS through pulp), the plan taken without a search, polish, and the canonical choice
+among plans of equal cost."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import replace
 from typing import Callable, Mapping
 
 from compiler.diagnostics import EXIT_NO_PLAN, CompileError, Diagnostic
+from compiler.optimize import canonical as _canonical
 from compiler.optimize.descend import descend
 from compiler.optimize.explain import explain
 from compiler.optimize.formulate import Problem
@@ -199,3 +201,10 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
         return sol
     return replace(sol, objective=lp.objective, gap=relative_gap(lp.objective, sol.best_bound), values=lp.values,
                    best_bound=min(sol.best_bound, lp.objective))
+
+
+def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings) -> Solution:
+    """The polished plan's equal-cost choices (which candidates carry a month's replicas) made by
+    a fixed rule instead of the solver's path (canonical.py): the same spec, catalog and versions
+    give the same plan on every machine. Never dearer than `sol`."""
+    return _canonical.canonical(problem, sol, price, solver, s)

@@ -16,8 +16,10 @@ the bundled solver, on the other small problems. A default HiGHS search after th
 windows takes settings.highs_nodes nodes, or on problems under settings.settle_max_integers seeks
 the optimum for settings.settle_after nodes and then settles for a proven settings.settle_gap
 (steps.settled). Every path starts from the greedy start, or from a plan given from outside
-(SolveOptions.start, a deployed plan) where that is no dearer. The Strategy is recorded in
-plan.json; the gap note reads it.
+(SolveOptions.start, a deployed plan) where that is no dearer. Every path ends with polish,
+whose plan's equal-cost choices canonical.py then makes by a fixed rule (steps.canonical), so
+the plan does not depend on the solver's path. The Strategy is recorded in plan.json; the gap
+note reads it.
 """
 
 from __future__ import annotations
@@ -132,4 +134,5 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
                 else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
-    return problem, steps.polish(problem, sol, strategy.solver, price, s), SolvePath(strategy.path, ran, strategy.why)
+    sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s)
+    return problem, sol, SolvePath(strategy.path, ran, strategy.why)
