@@ -1,7 +1,8 @@
 """RUNBOOK.md: how to apply the output folder, step by step, from the files actually written.
 
 For each site, in the order they must be applied: the Terraform folder (the variables it needs,
-read from the rendered variables.tf; a state backend; how many resources its plan adds), the
+read from the rendered variables.tf; a state backend; the ids of the reservations held already,
+which it imports; how many resources its plan adds or imports), the
 bill of materials on-prem, Slurm's configuration and jobs, the Kubernetes manifests in file
 order, then the monthly schedule (a CronJob where the schedule only touches Kubernetes, and the
 CI workflow ci/schedule.yml for every site). Before any of it: the reservations the plan priced,
@@ -78,6 +79,26 @@ class MonthStep:
     changes: tuple[str, ...]
 
 
+# The id each provider's held_reservation_ids takes (templates/terraform/<provider>/variables.tf
+# checks its form), and how many resources one import adopts (Azure: the reservation and its group).
+HELD_IDS = {"aws": ("an EC2 capacity reservation id", "cr-0123456789abcdef0", 1),
+            "gcp": ("the reservation's path", "projects/PROJECT/zones/ZONE/reservations/NAME", 1),
+            "azure": ("the capacity reservation's resource id",
+                      "/subscriptions/SUBSCRIPTION/resourceGroups/GROUP/providers/Microsoft.Compute/"
+                      "capacityReservationGroups/RESERVATION_GROUP/capacityReservations/NAME", 2)}
+
+
+@dataclass(frozen=True)
+class ImportedReservation:
+    """A reservation held already (bought before the plan) that the site's Terraform imports: its
+    key in `held_reservation_ids`, and what it is."""
+
+    key: str                          # the reservation's Terraform label, the variable's map key
+    instance: str
+    nodes: int                        # of its nodes, those held already
+    total: int                        # the reservation's nodes over the plan (held and bought)
+
+
 @dataclass(frozen=True)
 class TerraformStep:
     dir: str
@@ -89,6 +110,10 @@ class TerraformStep:
     first: str = ""                   # months/NNN.tfvars of month 0 ("" : the folder has none)
     month_vars: tuple[str, ...] = ()  # the variables the month files set
     later: tuple[MonthStep, ...] = ()  # the months after 0 in which Terraform changes
+    held: tuple[ImportedReservation, ...] = ()   # reservations main.tf imports: their ids to set first
+    held_id: str = ""                 # what an id of held_reservation_ids is, on this provider
+    held_example: str = ""            # one such id, as an example
+    imports: int = 0                  # resources a first `terraform plan` imports rather than adds
 
 
 @dataclass(frozen=True)
@@ -297,7 +322,10 @@ def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> Terra
         return None
     backend, settings = BACKENDS.get(site.provider or "", BACKENDS["aws"])
     fill = {"plan": site.plan_name, "site": site.name, "region": site.region or ""}
-    months = terraform_site(site, catalog).months
+    tf = terraform_site(site, catalog)
+    months = tf.months
+    what, example, per_import = HELD_IDS.get(site.provider or "", HELD_IDS["aws"])
+    held = tuple(ImportedReservation(r.id, r.block.instance, r.held_nodes, r.nodes) for r in tf.held)
     first = months[0].path if months else ""
     first_text = files.get(f"{base}/{first}", "") if first else ""
     month_vars = tuple(tfvars_maps(first_text))
@@ -310,7 +338,9 @@ def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> Terra
                                for k, v in settings),
         first=first, month_vars=month_vars,
         later=tuple(MonthStep(f.month, f.path, tuple(_change_text(c, site.calendar) for c in f.changes))
-                    for f in months[1:]))
+                    for f in months[1:]),
+        held=held, held_id=what if held else "", held_example=example if held else "",
+        imports=per_import * len(held))
 
 
 def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) -> SlurmStep | None:
