@@ -277,7 +277,7 @@ def policy_filter(spec: Spec, w, cands: tuple[Candidate, ...]) -> tuple[list[Can
                 or (pin.pricing in ("on_demand", "spot", "reserved_1y", "reserved_3y")
                     and c.site_type != "cloud")
                 or (pin.pricing in ("owned", "purchase") and c.site_type != "on_prem")):
-            reason = f"excluded by the pin"
+            reason = "excluded by the pin"
         if reason:
             why.append((c, reason))
         else:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
 from compiler.plan import month_number
-from compiler.spec import HOURS_PER_MONTH, TERM_MONTHS, CloudSite, OnPremSite
+from compiler.spec import TERM_MONTHS, CloudSite, OnPremSite
 CLOUD_TIER_BY_PROVIDER = {"aws": ("fsx-lustre",), "gcp": ("filestore", "parallelstore"),
                           "azure": ("managed-lustre",), "on_prem": ("onprem-nfs", "onprem-lustre")}
 

@@ -241,7 +241,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                         sample: bool = False, ceiling: float | None = None):
     """Every count of every option, reduced only where exact (docs/optimizer.md). `sample`: the
     counts of sample_counts only (a first plan's, not a model's). `ceiling`: counts whose own cost
-    floor (floors.own_floor) passes it are in no optimal plan and are dropped (floors.py)."""
+    floor (own(c) in floors.py: its node-hours at its pool's least rate, plus egress) passes it
+    are in no optimal plan and are dropped."""
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]

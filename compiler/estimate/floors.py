@@ -52,16 +52,6 @@ def egress(spec: Spec, w: TrainingWorkload, site_name: str, catalog: Catalog) ->
     return ds_tb * unit_costs.egress_usd_per_tb(catalog, spec.site(home))
 
 
-def visible_node_hours(c: Candidate, horizon: int) -> float:
-    """Node-hours c runs inside the horizon (formulate prices those only)."""
-    return c.nodes * sum(h for m, h in c.usage if m < horizon and h > 0)
-
-
-def own_floor(spec: Spec, w: TrainingWorkload, c: Candidate, catalog: Catalog) -> float:
-    return (node_hour_rate(spec, c.site, c.instance, c.spot, catalog) * visible_node_hours(c, spec.horizon_months)
-            + egress(spec, w, c.site, catalog))
-
-
 def training_least(spec: Spec, w: TrainingWorkload, options: list[tuple[Hardware, bool, float]],
                    catalog: Catalog) -> float:
     """least(w) of a training workload from (hardware, spot, node-hours floor at one node) per option

@@ -46,10 +46,6 @@ def flops_per_token(model: Model, seq_len: int) -> float:
     return 6 * model.active_b * 1e9 + 12 * model.layers * model.attention_width * seq_len
 
 
-def model_flops(model: Model, tokens: float, seq_len: int) -> float:
-    return tokens * flops_per_token(model, seq_len)
-
-
 def compute_s_per_token(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: Catalog) -> float | None:
     """GPU-seconds of pure compute per token (before communication and bubble), or None.
 
