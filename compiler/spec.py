@@ -248,7 +248,9 @@ class Traffic:
     input_tokens: int
     output_tokens: int
     growth_per_month: float = 0.0
-    prefix_cache_hit: float = 0.0     # share of prompt tokens a prefix cache serves (0: none)
+    # share of prompt tokens a prefix cache serves; None where the spec states none (no cache), so
+    # plan.json records the traffic as written
+    prefix_cache_hit: float | None = None
 
 
 @dataclass(frozen=True)

@@ -367,7 +367,8 @@ def _workload(w: dict, path: str):
         traffic=Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]),
                         int(traffic["output_tokens"]),
                         float(traffic.get("growth_per_month", 0.0)),
-                        float(traffic.get("prefix_cache_hit", 0.0))),
+                        None if traffic.get("prefix_cache_hit") is None
+                        else float(traffic["prefix_cache_hit"])),
         slo=Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]),
                 float(slo.get("availability", 0.99))),
         window=InferenceWindow(int(window.get("start_month", 0))),

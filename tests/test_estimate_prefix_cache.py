@@ -75,8 +75,13 @@ def test_a_chat_service_with_a_cached_prefix_needs_fewer_gpus_by_what_the_model_
 
 
 def test_the_spec_field_defaults_to_no_cache_and_is_bounded():
-    from compiler.spec import Traffic
-    assert Traffic(1.0, 100, 100).prefix_cache_hit == 0.0
+    from compiler.estimate.inference import Serving
+    from compiler.readback.inputs import inputs_of
+    from compiler.spec import InferenceWindow, InferenceWorkload, Slo, Traffic
+    plain = InferenceWorkload(name="chat", model="llama-3-8b", traffic=Traffic(1.0, 100, 100), slo=Slo(1000.0, 60.0),
+                              window=InferenceWindow(0), path="$.workloads[0]")
+    assert Serving.of(plain).prefix_cache_hit == 0.0
+    assert "prefix_cache_hit" not in inputs_of(plain)["traffic"]     # plan.json records what was written
     from compiler.resources import schema
     field = schema("spec.schema.json")["$defs"]["inferenceWorkload"]["properties"]["traffic"]["properties"]
     assert (field["prefix_cache_hit"]["minimum"], field["prefix_cache_hit"]["maximum"]) == (0, 1)

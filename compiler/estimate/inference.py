@@ -65,7 +65,7 @@ class Serving:
 
     @staticmethod
     def of(w: InferenceWorkload) -> "Serving":
-        return Serving(w.traffic.prefix_cache_hit, w.speculative)
+        return Serving(w.traffic.prefix_cache_hit or 0.0, w.speculative)
 
 
 PLAIN = Serving()
