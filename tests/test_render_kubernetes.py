@@ -1,5 +1,6 @@
 """Kubernetes output: yamllint, kubernetes-validate --strict for built-in kinds, and the
-published Kueue/JobSet CRD schemas (vendored excerpts under tests/schemas/) for the rest."""
+published Kueue/JobSet, Gateway API (Gateway, HTTPRoute) and inference extension (InferencePool)
+CRD schemas (vendored under tests/schemas/) for the rest."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from plans import PLANS, rendered, write
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 K8S_VERSION = "1.30.0"
-CRD_KINDS = {"ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet"}
+CRD_KINDS = {"ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet", "Gateway", "HTTPRoute", "InferencePool"}
+# the published CRDs' schemas, converted (tests/schemas/*.json say from which commit)
+CRD_SCHEMAS = {"JobSet": "jobset-v1alpha2.json", "Gateway": "gateway-v1.json",
+               "HTTPRoute": "httproute-v1.json", "InferencePool": "inferencepool-v1.json"}
 
 
 def _yaml_files(case: str) -> dict[str, str]:
@@ -79,8 +83,8 @@ def test_builtin_kinds_pass_kubernetes_validate(case, tmp_path):
 
 
 def _crd_validator(kind: str) -> jsonschema.Draft7Validator:
-    if kind == "JobSet":
-        schema = json.loads((SCHEMAS / "jobset-v1alpha2.json").read_text())
+    if kind in CRD_SCHEMAS:
+        schema = json.loads((SCHEMAS / CRD_SCHEMAS[kind]).read_text())
     else:
         kueue = json.loads((SCHEMAS / "kueue-v1beta1.json").read_text())
         schema = {"definitions": kueue["definitions"], "$ref": f"#/definitions/{kind}"}
@@ -97,6 +101,13 @@ def test_crd_objects_match_published_schemas(case):
             checked += 1
     if any(d["kind"] == "JobSet" for _, d in _docs(case)):
         assert checked >= 4
+    # the routing in front of the services: a Gateway per site that serves, an InferencePool and
+    # an HTTPRoute per service there
+    serving = {p.rsplit("/", 1)[0] for p, d in _docs(case) if "/30-serve-" in p}
+    gateways = {p.rsplit("/", 1)[0] for p, d in _docs(case) if d["kind"] == "Gateway"}
+    assert gateways == serving
+    kinds = [d["kind"] for _, d in _docs(case)]
+    assert kinds.count("InferencePool") == kinds.count("HTTPRoute") >= len(serving)
 
 
 def test_crd_schema_catches_a_typo():

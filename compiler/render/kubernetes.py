@@ -1,4 +1,6 @@
-"""Kubernetes per site: kubernetes/<site>/*.yaml (namespace, nodes, Kueue, training, inference).
+"""Kubernetes per site: kubernetes/<site>/*.yaml (namespace, nodes, Kueue, training, inference,
+and the routing in front of the services: a Gateway, and per service an InferencePool, its
+endpoint picker and an HTTPRoute).
 
 Workloads select their scheduling domain (`infra-compile.io/pool: <instance>`); Kueue has one
 ResourceFlavor per pricing block that training uses, all in one ClusterQueue; on-prem sites
@@ -13,7 +15,8 @@ from compiler.catalog.model import Catalog
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import render_template
-from compiler.render.site import SiteView
+from compiler.render.site import (ENDPOINT_PICKER_IMAGE, EPP_PORT, ROUTE_TIMEOUT, SERVER_PORT,
+                                  SiteView)
 
 COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY}
 
@@ -105,7 +108,13 @@ def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
         # a recurring job: one CronJob creates the JobSet for each run (applying it would start one now)
         out[f"{base}/20-train-{job.name}.yaml"] = (jobset if not job.cron else render_template(
             "kubernetes/recurring.yaml.j2", site=site, job=job, jobset=jobset, **COMMON))
+    if site.inference:
+        out[f"{base}/29-gateway.yaml"] = render_template("kubernetes/gateway.yaml.j2", site=site, **COMMON)
     for svc in site.inference:
         out[f"{base}/30-serve-{svc.object_name}.yaml"] = render_template(
             "kubernetes/inference.yaml.j2", site=site, svc=svc, **COMMON)
+    for route in site.routes:
+        out[f"{base}/31-route-{route.name}.yaml"] = render_template(
+            "kubernetes/route.yaml.j2", site=site, route=route, epp_image=ENDPOINT_PICKER_IMAGE,
+            epp_port=EPP_PORT, server_port=SERVER_PORT, route_timeout=ROUTE_TIMEOUT, **COMMON)
     return out

@@ -6,8 +6,11 @@ dict from the spec or the plan.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from compiler import recurrence
 from compiler.catalog.model import Catalog, ServingImage
@@ -108,6 +111,78 @@ MODEL_STORAGE_CLASS = {"aws": ("efs-sc", "the EFS CSI driver add-on"),
 MODEL_CLAIM = "model-weights"
 SHARED_CLAIM = "shared-storage"
 
+# The autoscaler's target: requests in flight per replica, as a share of the batch the plan sized
+# at the SLO. The HPA acts only once the metric is more than its tolerance (10%, the
+# kube-controller-manager's --horizontal-pod-autoscaler-tolerance default) off the target, and a
+# new replica takes minutes to start (the startup probe allows 15): a target at the batch itself
+# lets replicas run past the SLO's batch until the HPA reacts and the new pod is ready. At 0.8
+# the HPA adds a replica at 0.8 x 1.1 = 0.88 of the batch, leaving a tenth of it for the traffic
+# that arrives while that replica starts. The estimate's sizing is not changed by it.
+AUTOSCALER_TARGET_SHARE = 0.8
+
+# vLLM's speculative decoding: a draft model, or draft heads (EAGLE, the heads vLLM's engine
+# runs for most models; Medusa and MTP are named by their own checkpoints' configs). The draft's
+# checkpoint is read from this folder under the service's model folder.
+SPECULATIVE_METHOD = {"draft": "draft_model", "heads": "eagle"}
+DRAFT_FOLDER = "draft"
+# vLLM took speculative decoding as separate flags (--speculative-model,
+# --num-speculative-tokens) up to 0.7, and as one JSON --speculative-config from 0.8.0, which
+# deprecated the separate flags (vllm-project/vllm#14434, removed in #15466).
+VLLM_SPECULATIVE_CONFIG = (0, 8)
+# vLLM 0.10 runs only its V1 engine for speculative decoding, which had no draft-model proposer
+# (vLLM's speculative decoding docs for v0.10: "speculative decoding with a draft model is not
+# supported"); draft heads (EAGLE) run there.
+VLLM_NO_DRAFT_MODEL = ((0, 10), (0, 11))
+
+
+@dataclass(frozen=True)
+class SpeculativeArgs:
+    """Speculative decoding as the server runs it: the spec's method, the tokens a step drafts,
+    and where the draft (model or heads) is read from."""
+
+    method: str                   # the spec's: draft | heads
+    draft_tokens: int
+    acceptance: float             # the spec's stated acceptance the estimate sized with
+    draft_dir: str
+
+    @property
+    def vllm_method(self) -> str:
+        return SPECULATIVE_METHOD[self.method]
+
+
+@dataclass(frozen=True)
+class ServingChoices:
+    """What a service's spec chose beyond its model and layout, which the server must be told:
+    the share of prompt tokens a prefix cache serves (0: none stated) and speculative decoding."""
+
+    prefix_cache_hit: float = 0.0
+    speculative: SpeculativeArgs | None = None
+
+    @property
+    def prefix_caching(self) -> bool:
+        return self.prefix_cache_hit > 0
+
+
+def serving_choices(inputs: dict[str, Any] | None, model_dir: str) -> ServingChoices:
+    """The serving choices of a workload's spec as plan.json records it (`inputs`: the workload as
+    stated, parsed; None for a plan written before plans recorded it: plain serving)."""
+    if not inputs:
+        return ServingChoices()
+    hit = float((inputs.get("traffic") or {}).get("prefix_cache_hit") or 0.0)
+    spec = inputs.get("speculative")
+    args = None
+    if spec:
+        args = SpeculativeArgs(str(spec["method"]), int(spec["draft_tokens"]), float(spec["acceptance"]),
+                               f"{model_dir}/{DRAFT_FOLDER}")
+    return ServingChoices(hit, args)
+
+
+def vllm_version(image: ServingImage) -> tuple[int, ...]:
+    """The vLLM release an image runs, from its tag: v0.10.1.1, or an AMD build's
+    rocm6.4.1_vllm_0.9.0.1_20250605. () where the tag names none."""
+    m = re.search(r"vllm_v?(\d+(?:\.\d+)+)", image.version) or re.fullmatch(r"v?(\d+(?:\.\d+)+)", image.version)
+    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+
 
 @dataclass(frozen=True)
 class ModelVolume:
@@ -149,6 +224,7 @@ class InferenceService:
     # Kubernetes object and file name: the workload's name, unless it has several placements at
     # the site (one per candidate: instance, GPUs per replica), then suffixed to keep them apart.
     deployment: str = ""
+    choices: ServingChoices = ServingChoices()
 
     @property
     def object_name(self) -> str:
@@ -157,6 +233,46 @@ class InferenceService:
     @property
     def monthly_text(self) -> str:
         return ",".join(str(r) for r in self.monthly_replicas)
+
+    @property
+    def draft_folder(self) -> str:
+        """Where ops copy the speculative draft's checkpoint on the claim."""
+        return f"models/{self.name}/{DRAFT_FOLDER}/"
+
+    @property
+    def hpa_target(self) -> int:
+        """Requests in flight per replica the autoscaler holds: AUTOSCALER_TARGET_SHARE of the
+        batch at the SLO (at least one)."""
+        return max(1, math.floor(self.batch * AUTOSCALER_TARGET_SHARE))
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The vLLM server's command line: the layout, batch, context length and quantization the
+        plan sized, and the spec's serving choices, in the syntax of the image's vLLM release."""
+        out = [f"--model={self.model_dir}", f"--served-model-name={self.name}",
+               f"--tensor-parallel-size={self.tensor_parallel}"]
+        if self.pipeline_parallel > 1:
+            out.append(f"--pipeline-parallel-size={self.pipeline_parallel}")
+        out.append(f"--max-num-seqs={self.batch}")
+        if self.max_model_len:
+            out.append(f"--max-model-len={self.max_model_len}")
+        if self.quantization:
+            out.append(f"--quantization={self.quantization}")
+        if self.kv_cache_dtype:
+            out.append(f"--kv-cache-dtype={self.kv_cache_dtype}")
+        if self.choices.prefix_caching:
+            out.append("--enable-prefix-caching")
+        spec = self.choices.speculative
+        if spec is not None:
+            if vllm_version(self.serving) >= VLLM_SPECULATIVE_CONFIG:
+                config = {"method": spec.vllm_method, "model": spec.draft_dir,
+                          "num_speculative_tokens": spec.draft_tokens}
+                out.append("--speculative-config=" + json.dumps(config, sort_keys=True))
+            else:
+                # before 0.8 the draft's own config names its kind (a model, or EAGLE/Medusa heads)
+                out += [f"--speculative-model={spec.draft_dir}", f"--num-speculative-tokens={spec.draft_tokens}"]
+        out.append("--port=8000")
+        return tuple(out)
 
 
 def _parts(p: Placement, nodes: int) -> tuple[JobPart, ...]:
@@ -257,6 +373,20 @@ def serving_image(catalog: Catalog, gpu: str, service: str) -> ServingImage:
     return rec.serving
 
 
+def _check_speculative(choices: ServingChoices, image: ServingImage, gpu: str, service: str) -> None:
+    """A draft model on a vLLM release that cannot run one stops the render: the server would
+    refuse to start."""
+    spec = choices.speculative
+    if spec is None or spec.method != "draft":
+        return
+    if VLLM_NO_DRAFT_MODEL[0] <= vllm_version(image)[:2] < VLLM_NO_DRAFT_MODEL[1]:
+        raise CompileError([Diagnostic(
+            "E713", f"service {service!r} speculates with a draft model on {gpu}, whose serving image "
+                    f"{image.ref} runs no draft-model speculation (vLLM 0.10 runs draft heads only)",
+            hint="state `speculative: {method: heads, ...}` (EAGLE heads), or give the GPU a serving image "
+                 "whose vLLM release runs draft models (docs/catalog.md)")])
+
+
 def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catalog: Catalog,
                        claim: str = SHARED_CLAIM) -> tuple[InferenceService, ...]:
     out = []
@@ -281,6 +411,9 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
             weights = float(w.estimate.get("weights_gb", 0.0) or 0.0)
             domain = domain_of(domains, p)
+            image = serving_image(catalog, domain.shape.gpu, w.name)
+            choices = serving_choices(w.inputs, f"/models/{w.name}")
+            _check_speculative(choices, image, domain.shape.gpu, w.name)
             out.append(InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
@@ -293,9 +426,75 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}", deployment=deployment,
-                serving=serving_image(catalog, domain.shape.gpu, w.name),
+                serving=image, choices=choices,
             ))
     return tuple(out)
+
+
+# The routing layer in front of each service: the Kubernetes Gateway API with its inference
+# extension (gateway-api-inference-extension v1.2.0, November 2025; its inferencepool chart's
+# manifests): an InferencePool of the service's server pods whose endpoint picker (EPP) chooses
+# the replica for each request from the servers' queue, KV-cache use and, where the service
+# caches prefixes, the prompt prefixes each replica holds.
+ENDPOINT_PICKER_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.2.0"
+# The GatewayClass a site's Gateway names, and what provides it (a prerequisite the file names).
+# GKE's own controller implements InferencePool backends (the regional internal Application Load
+# Balancer; it needs a proxy-only subnet); elsewhere Istio 1.28 or later with its inference
+# extension support switched on (pilot env ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true).
+GATEWAY_CLASS = {"gcp": ("gke-l7-rilb", "GKE's Gateway controller (a proxy-only subnet in the region)"),
+                 None: ("istio", "Istio 1.28 or later, installed with values.pilot.env."
+                                 "ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true")}
+GATEWAY_NAME = "inference"
+SERVER_PORT = 8000
+EPP_PORT = 9002
+# The endpoint picker's scorers and weights (the chart's default scheduling profile); the
+# prefix-cache scorer only where the service caches prefixes.
+EPP_SCORERS = (("queue-scorer", 2), ("kv-cache-utilization-scorer", 2))
+EPP_PREFIX_SCORER = ("prefix-cache-scorer", 3)
+# A generated response can stream for minutes; the route's request timeout.
+ROUTE_TIMEOUT = "300s"
+
+
+@dataclass(frozen=True)
+class ServiceRoute:
+    """A service's routing at a site: its InferencePool (every server pod of the service there,
+    whichever placement), endpoint picker and HTTPRoute from the site's Gateway."""
+
+    name: str                     # the workload's name (the served model)
+    deployments: tuple[str, ...]  # the server Deployments the pool selects
+    prefix_aware: bool            # the service caches prefixes: the picker scores them
+
+    @property
+    def pool(self) -> str:
+        return slug(self.name)[:63].rstrip("-") or "pool"
+
+    @property
+    def picker(self) -> str:
+        """The EPP's Deployment, Service, ConfigMap and ServiceAccount (the chart's <pool>-epp)."""
+        return (slug(self.name)[:40].rstrip("-") or "pool") + "-epp"
+
+    @property
+    def path(self) -> str:
+        """Where clients reach it on the Gateway (the prefix is removed before the server)."""
+        return f"/{self.name}"
+
+    @property
+    def scorers(self) -> tuple[tuple[str, int], ...]:
+        return EPP_SCORERS + ((EPP_PREFIX_SCORER,) if self.prefix_aware else ())
+
+
+@dataclass(frozen=True)
+class Gateway:
+    name: str
+    gateway_class: str
+    provided_by: str              # what implements the class (a prerequisite)
+
+
+def service_routes(services: tuple[InferenceService, ...]) -> tuple[ServiceRoute, ...]:
+    names = sorted({s.name for s in services})
+    return tuple(ServiceRoute(n, tuple(s.object_name for s in services if s.name == n),
+                              any(s.choices.prefix_caching for s in services if s.name == n))
+                 for n in names)
 
 
 @dataclass(frozen=True)
@@ -317,6 +516,15 @@ class SiteView:
     @property
     def cloud(self) -> bool:
         return self.type == "cloud"
+
+    @property
+    def routes(self) -> tuple[ServiceRoute, ...]:
+        return service_routes(self.inference)
+
+    @property
+    def gateway(self) -> Gateway:
+        cls, by = GATEWAY_CLASS.get(self.provider, GATEWAY_CLASS[None])
+        return Gateway(GATEWAY_NAME, cls, by)
 
     def uses(self, orchestrator: str) -> bool:
         return any(d.blocks_for(orchestrator) for d in self.domains)
