@@ -3,104 +3,34 @@
 tests/fixtures/prices/ holds small files in each provider's own format: AWS's region index, two
 regional AmazonEC2 offer files and the spot feed (spot.js); two pages of Azure's Retail Prices API
 linked by NextPageLink; two pages of GCP's Cloud Billing Catalog SKUs linked by nextPageToken. A
-stub HTTP server on 127.0.0.1 serves them and the INFRA_COMPILE_PRICES_* variables point there.
-Every figure asserted below is worked by hand from those files in the comment beside it.
+stub HTTP server on 127.0.0.1 (tests/refresh_fixtures.py) serves them and the
+INFRA_COMPILE_PRICES_* variables point there. Every figure asserted below is worked by hand from
+those files in the comment beside it.
 """
 
 from __future__ import annotations
 
 import json
 import socket
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
+from refresh_fixtures import ROOT, serve
+
 from compiler.catalog import load_catalog
-from compiler.catalog.refresh import http as refresh_http
 from compiler.catalog.refresh.gcp_skus import component
 from compiler.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
-PRICES = ROOT / "tests" / "fixtures" / "prices"
 AS_OF = "2026-11-28"      # tests/conftest.py's SOURCE_DATE_EPOCH
-AZURE_ORIGIN = "https://prices.azure.com:443"
-
-
-class Stub:
-    """What the stub serves, what it was asked, and the failures it answers with first."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        self.fail: dict[str, list[tuple[int, dict]]] = {}   # path -> [(status, headers)] answered first
-        self.origin = ""
-
-    def answer(self, path: str, query: dict) -> bytes | None:
-        aws = "/offers/v1.0/aws/AmazonEC2/"
-        if path == aws + "current/region_index.json":
-            return (PRICES / "aws" / "region_index.json").read_bytes()
-        if path.startswith(aws + "20261128180441/"):
-            region = path.split("/")[-2]
-            file = PRICES / "aws" / f"{region}.json"
-            return file.read_bytes() if file.exists() else None
-        if path == "/spot.js":
-            return (PRICES / "aws" / "spot.js").read_bytes()
-        if path == "/api/retail/prices":
-            page = "page2" if query.get("$skip") == ["100"] else "page1"
-            return (PRICES / "azure" / f"{page}.json").read_text().replace(AZURE_ORIGIN, self.origin).encode()
-        if path == "/v1/services/6F81-5844-456A/skus":
-            page = "page2" if query.get("pageToken") else "page1"
-            return (PRICES / "gcp" / f"{page}.json").read_bytes()
-        return None
 
 
 @pytest.fixture
 def stub(monkeypatch):
-    state = Stub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            parts = urllib.parse.urlsplit(self.path)
-            state.requests.append(self.path)
-            failures = state.fail.get(parts.path)
-            if failures:
-                status, headers = failures.pop(0)
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                return
-            body = state.answer(parts.path, urllib.parse.parse_qs(parts.query))
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write(body or b"not found")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.origin = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_URL", state.origin)
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_SPOT_URL", state.origin + "/spot.js")
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AZURE_URL", state.origin + "/api/retail/prices")
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_GCP_URL", state.origin + "/v1/services/6F81-5844-456A/skus")
-    monkeypatch.setenv("INFRA_COMPILE_GCP_API_KEY", "test-key")
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    pauses: list[float] = []
-    monkeypatch.setattr(refresh_http, "pause", pauses.append)
-    state.pauses = pauses
-    yield state
-    server.shutdown()
-    server.server_close()
+    yield from serve(monkeypatch)
 
 
 def cli(*args: str):
@@ -128,17 +58,21 @@ def test_aws_offer_files_and_spot_feed_give_the_hand_worked_rows(stub, tmp_path)
     # All Upfront's 300000 / 8760 h = 34.2466, nor the convertible 40.0) and 24.6192 for 3 years.
     # Spot: the feed's linux price for us-east-1, 21.4560.
     assert p5 == {"on_demand": 55.04, "spot": 21.456, "reserved_1y": 36.1968, "reserved_3y": 24.6192,
-                  "source": "aws-price-list", "estimated": []}
-    # g6.xlarge has no reserved terms in the file: the catalog's 0.507 / 0.3461 are kept, marked.
+                  "source": "aws-price-list", "estimated": [], "terms": "reserved-instance"}
+    # g6.xlarge has no Reserved Instance in the file. The catalog's 0.507 / 0.3461 are Savings Plan
+    # estimates, another kind of term: not kept as Reserved Instance prices, null, and said so.
     g6 = row(overlay, "g6.xlarge", "us-east-1")
     assert (g6["on_demand"], g6["spot"]) == (0.8123, 0.3412)
-    assert (g6["reserved_1y"], g6["reserved_3y"], g6["estimated"]) == (0.507, 0.3461, ["reserved_1y", "reserved_3y"])
+    assert (g6["reserved_1y"], g6["reserved_3y"], g6["estimated"]) == (None, None, [])
+    assert ("the catalog's 1-/3-year figures of another kind of term were not kept (null where the list has "
+            "none): g6.xlarge in us-east-1 (reserved_1y, reserved_3y, source aws-ec2-g-prices)") in summary
+    assert "1-/3-year figures are Standard Reserved Instances (per instance type and region) (terms: reserved-instance)" in summary
     # p4d in us-west-2 has no No Upfront offer: 1 year All Upfront 120000 / 8760 h = 13.698630;
     # 3 years Partial Upfront 5.0 /h + 150000 / 26280 h = 10.707763. The feed says "N/A*" for
     # its spot, so the catalog's 11.9319 (its source's median zone) is kept and marked.
     p4d = row(overlay, "p4d.24xlarge", "us-west-2")
     assert p4d == {"on_demand": 21.96, "spot": 11.9319, "reserved_1y": 13.69863, "reserved_3y": 10.707763,
-                   "source": "aws-price-list", "estimated": ["spot"]}
+                   "source": "aws-price-list", "estimated": ["spot"], "terms": "reserved-instance"}
     assert overlay["sources"]["aws-price-list"]["as_of"] == AS_OF
     assert overlay["version"] == f"prices-{AS_OF}"
     assert "aws: 3 price rows for 3 instances in 2 regions (us-east-1, us-west-2)" in summary
@@ -152,13 +86,13 @@ def test_azure_pages_give_the_hand_worked_rows(stub, tmp_path):
     # Spot meter, and the catalog has none either: null, not estimated.
     assert row(overlay, "Standard_ND96isr_H100_v5", "eastus") == {
         "on_demand": 98.32, "spot": None, "reserved_1y": 60.0, "reserved_3y": 45.0,
-        "source": "azure-retail-prices", "estimated": []}
+        "source": "azure-retail-prices", "estimated": [], "terms": "reservation"}
     # Page 2 (reached through NextPageLink), ND A100 v4: 27.197 is the latest meter (2025's 26.0 is
     # older); Spot 5.4394 (Low Priority's 2.72 not read); 146000 / 8760 h = 16.666667;
     # 262800 / 26280 h = 10.0.
     assert row(overlay, "Standard_ND96asr_v4", "eastus") == {
         "on_demand": 27.197, "spot": 5.4394, "reserved_1y": 16.666667, "reserved_3y": 10.0,
-        "source": "azure-retail-prices", "estimated": []}
+        "source": "azure-retail-prices", "estimated": [], "terms": "reservation"}
     pages = [r for r in stub.requests if r.startswith("/api/retail/prices")]
     assert len(pages) == 2 and "$skip=100" in pages[1]
     assert "armSkuName%20eq%20%27Standard_ND96asr_v4%27" in pages[0]
@@ -172,19 +106,23 @@ def test_gcp_pages_compose_machine_types_from_their_skus(stub, tmp_path):
     #   1 year    0.3528 + 4 x 0.015743 + 16 x 0.001844 = 0.445276
     #   3 years   0.252 + 4 x 0.011244 + 16 x 0.001317 = 0.318048
     g2 = {"on_demand": 0.706784, "spot": 0.282716, "reserved_1y": 0.445276, "reserved_3y": 0.318048,
-          "source": "gcp-billing-catalog", "estimated": []}
+          "source": "gcp-billing-catalog", "estimated": [], "terms": "committed-use"}
     assert row(overlay, "g2-standard-4", "us-central1") == g2
     assert row(overlay, "g2-standard-4", "us-east4") == g2        # the SKUs serve both regions
     # a3-highgpu-8g = 8 H100 80GB + 208 vCPU + 1872 GiB (page 1, on-demand only):
     #   8 x 9.796550569 + 208 x 0.032083 + 1872 x 0.002713 = 90.124404552 -> 90.124405;
-    # spot and commitments come from the catalog (35.3, 55.5975, 39.7125), marked.
+    # spot and commitments come from the catalog (35.3, 55.5975, 39.7125: its commitments are estimates
+    # of the same resource-based commitments), marked.
     a3 = row(overlay, "a3-highgpu-8g", "us-central1")
     assert (a3["on_demand"], a3["spot"], a3["reserved_1y"], a3["reserved_3y"]) == (90.124405, 35.3, 55.5975, 39.7125)
     assert a3["estimated"] == ["spot", "reserved_1y", "reserved_3y"]
     # A4 is priced whole, per GPU slice: 8 x 14.24125 = 113.93.
     assert row(overlay, "a4-highgpu-8g", "us-central1")["on_demand"] == 113.93
-    # A3 Mega's only GPU SKU is a reservation's: no on-demand price, no row.
+    # A3 Mega's only GPU SKU is a reservation's: no on-demand price, no row; its cores (billed as
+    # A3's) are priced there, so the region is reported as priced but not offered.
     assert "a3-megagpu-8g" not in overlay["instances"]
+    assert ("not offered (priced in the list, not written): a3-megagpu-8g in us-central1: some of its SKUs list "
+            "the region, no on-demand SKU for its H100 80GB Mega or H100 80GB Plus gpu does") in summary
     keys = [urllib.parse.parse_qs(urllib.parse.urlsplit(r).query) for r in stub.requests]
     assert [k["key"] for k in keys] == [["test-key"], ["test-key"]]
     assert keys[1]["pageToken"] == ["CAEQAhoMCNjJu7sGEOCm5ZgD"]
@@ -350,8 +288,8 @@ def test_three_refreshes_share_one_file_and_keep_its_own_rows(stub, tmp_path):
     assert out.read_bytes() == first
     cat = load_catalog(out)
     assert cat.instances["g6.xlarge"].price("us-east-1", "on_demand") == 0.8123
-    assert [p.estimated for p in cat.instances["g6.xlarge"].prices if p.region == "us-east-1"] == [
-        ("reserved_1y", "reserved_3y")]
+    g6 = cat.instances["g6.xlarge"].price_row("us-east-1")
+    assert (g6.estimated, g6.reserved_1y) == ((), None)       # no Savings Plan estimate passed off as an RI
 
 
 def test_an_estimated_list_must_name_price_options(tmp_path):

@@ -1,8 +1,9 @@
 """`catalog refresh` and `--catalog` against hostile answers and files (issue 60).
 
 A price list or an overlay is input from outside: each test below is one attack that was tried,
-served by a stub HTTP server on 127.0.0.1 (the INFRA_COMPILE_PRICES_* variables point there, so
-plain http is allowed at that origin only) from the recorded answers in tests/fixtures/prices/,
+served by a stub HTTP server on 127.0.0.1 (tests/refresh_fixtures.py; the INFRA_COMPILE_PRICES_*
+variables point there, so plain http is allowed at that origin only) from the recorded answers in
+tests/fixtures/prices/,
 with one document changed. Every refusal must be exit 2, one error line naming the endpoint or
 file and one hint line, no traceback or internal error, no secret, nothing written, and no local
 file read through a link (an audit hook sees every file opened).
@@ -19,22 +20,15 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from refresh_fixtures import AZURE, GCP, INDEX, OFFER, PRICES, ROOT, Stub, _answer, load, raw, serve
 from typer.testing import CliRunner
 
 from compiler.catalog.refresh import http as refresh_http
 from compiler.cli import app
 
-ROOT = Path(__file__).resolve().parents[1]
-PRICES = ROOT / "tests" / "fixtures" / "prices"
-AWS = "/offers/v1.0/aws/AmazonEC2/"
-INDEX = AWS + "current/region_index.json"
-OFFER = AWS + "20261128180441/{}/index.json"
-AZURE = "/api/retail/prices"
-GCP = "/v1/services/6F81-5844-456A/skus"
 KEY = "AIzaSy-Secret+Key/42"          # '+' and '/' so its URL-quoted forms differ from it
 
 OPENED: list[str] = []          # every file opened in this process, while a test listens
@@ -49,91 +43,12 @@ sys.addaudithook(_audit)        # hooks cannot be removed; this one only records
 
 
 def _json(name: str) -> dict:
-    return json.loads((PRICES / name).read_text())
-
-
-class Stub:
-    """Routes (path -> answer) over the recorded lists; a test replaces the one it attacks."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        self.origin = ""
-        self.routes: dict[str, object] = {}
-
-    def defaults(self) -> None:
-        index = _json("aws/region_index.json")
-        page1 = _json("azure/page1.json")
-        page1["NextPageLink"] = self.origin + AZURE + "?$skip=100"
-        self.routes.update({
-            INDEX: index,
-            OFFER.format("us-east-1"): (PRICES / "aws" / "us-east-1.json").read_bytes(),
-            OFFER.format("us-west-2"): (PRICES / "aws" / "us-west-2.json").read_bytes(),
-            "/spot.js": (PRICES / "aws" / "spot.js").read_bytes(),
-            AZURE: lambda q: page1 if q.get("$skip") != ["100"] else _json("azure/page2.json"),
-            GCP: lambda q: _json("gcp/page2.json" if q.get("pageToken") else "gcp/page1.json"),
-        })
-
-
-def _answer(handler: BaseHTTPRequestHandler, answer) -> None:
-    """An answer is a document (sent as JSON), bytes, a (status, headers, body) triple or a
-    function of the handler itself (it writes what it likes)."""
-    if callable(answer) and getattr(answer, "raw", False):
-        answer(handler)
-        return
-    status, headers, body = answer if isinstance(answer, tuple) else (200, {}, answer)
-    if not isinstance(body, bytes):
-        body = json.dumps(body).encode()
-    handler.send_response(status)
-    for k, v in headers.items():
-        handler.send_header(k, v)
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-
-
-def raw(fn):
-    fn.raw = True
-    return fn
+    return load(PRICES / name)
 
 
 @pytest.fixture
 def stub(monkeypatch):
-    state = Stub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
-            parts = urllib.parse.urlsplit(self.path)
-            state.requests.append(self.path)
-            answer = state.routes.get(parts.path)
-            if callable(answer) and not getattr(answer, "raw", False):
-                answer = answer(urllib.parse.parse_qs(parts.query))
-            try:
-                _answer(self, answer if answer is not None else (404, {}, b"not found"))
-            except OSError:
-                pass     # the client left (a limit stopped it)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.origin = f"http://127.0.0.1:{server.server_address[1]}"
-    state.defaults()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_URL", state.origin)
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AWS_SPOT_URL", state.origin + "/spot.js")
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_AZURE_URL", state.origin + AZURE)
-    monkeypatch.setenv("INFRA_COMPILE_PRICES_GCP_URL", state.origin + GCP)
-    monkeypatch.setenv("INFRA_COMPILE_GCP_API_KEY", KEY)
-    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
-    monkeypatch.setattr(refresh_http, "pause", lambda seconds: None)
-    yield state
-    server.shutdown()
-    server.server_close()
+    yield from serve(monkeypatch, KEY)
 
 
 def cli(*args: str):

@@ -176,6 +176,16 @@ def _report_schema_error(doc: Document, err: jsonschema.ValidationError, base: t
             fields = ", ".join(f"'{m}'" for m in missing)
             problems.add(doc, "C002", f"missing required field{'s' if len(missing) > 1 else ''} {fields}",
                          path, key=True)
+    elif validator == "dependentRequired" and isinstance(inst, dict):
+        # A price row that says what its terms are gives both term figures: merged field by field
+        # onto a row of another kind of term (a Savings Plan estimate), it would otherwise pass
+        # that row's figure off as its own.
+        for key, needs in sorted(sch.get("dependentRequired", {}).items()):
+            missing = [k for k in needs if key in inst and k not in inst]
+            if missing:
+                problems.add(doc, "C002", f"a row that states `{key}` gives {' and '.join(needs)}; "
+                             f"missing {', '.join(repr(m) for m in missing)}", path, key=True,
+                             hint="write null for a term that is not sold")
     elif validator == "enum":
         hint = did_you_mean(inst, sch.get("enum", ())) if isinstance(inst, str) else None
         allowed = ", ".join(map(str, sch.get("enum", ())))

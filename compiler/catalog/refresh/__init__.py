@@ -3,9 +3,13 @@ providers' public price lists, written as a catalog overlay.
 
 Instance facts (GPUs, vCPUs, RAM, fabric) stay in the hand-kept catalog: a refresh prices only
 the instances of that provider that the loaded catalog (built-in plus any --catalog file) knows,
-and reports, without adding them, the instances the price list has and the catalog does not. One
-module per provider reads its list (aws, azure, gcp); rows.py turns what was read into price rows
-and overlay.py writes them. Nothing is written unless the whole refresh succeeded.
+in every region the list offers them (a region the catalog had no row for is added, and said so),
+and reports, without adding them, the instances the price list has and the catalog does not. A
+type the list prices in a region but does not offer there is reported, not written. Each row
+says what its 1-/3-year figures are (`terms`), and no figure of one kind of term is written as
+another. One module per provider reads its list (aws, azure, gcp); rows.py turns what was read
+into price rows and overlay.py writes them. Nothing is written unless the whole refresh
+succeeded: every list is read and the overlay built and checked in memory first.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from compiler.catalog import freshness
 from compiler.catalog.refresh import aws, azure, gcp
 from compiler.catalog.refresh.http import PriceClient, one_line, refresh_error, where
 from compiler.catalog.refresh.overlay import dump, merge, read_existing, write_atomically
-from compiler.catalog.refresh.rows import Refreshed
+from compiler.catalog.refresh.rows import TERMS, Refreshed
 from compiler.diagnostics import CompileError
 from compiler.source import parse
 
@@ -83,6 +87,14 @@ def summary(r: Refreshed, kept: list[str], out: Path | None) -> list[str]:
     estimated = [f"{name} in {region} ({', '.join(row.estimated)})" for name, region, row in rows if row.estimated]
     if estimated:
         lines.append("  estimated (the list has no figure; the catalog's kept): " + "; ".join(estimated))
+    if r.added:
+        lines.append("  new regions for the catalog's instances (no price row there before): " + "; ".join(r.added))
+    lines += [f"  not offered (priced in the list, not written): {s}" for s in r.not_offered]
+    if r.terms:
+        lines.append(f"  1-/3-year figures are {TERMS[r.terms]} (terms: {r.terms})")
+    if r.terms_not_kept:
+        lines.append("  the catalog's 1-/3-year figures of another kind of term were not kept (null where the "
+                     "list has none): " + "; ".join(r.terms_not_kept))
     if r.unknown:
         lines.append("  in the price list but not in the catalog (not added): " + ", ".join(sorted(r.unknown)))
     lines += [f"  skipped: {s}" for s in r.skipped]

@@ -2,7 +2,19 @@
 
 No credentials: the region index (offers/v1.0/aws/AmazonEC2/current/region_index.json) names
 each region's offer file, and each file is streamed (compiler.catalog.refresh.aws_offer). The
-files are large (us-east-1's is several GB), so `--regions` saves a lot of time.
+files are large (us-east-1's is several GB): only the regions asked for (`--regions`) are
+downloaded, and progress counts the bytes read (of the file's Content-Length, where sent).
+
+Offerings: a catalog type is written for a region only where the region's offer file sells it
+on demand as plain Linux (aws_offer); one the file prices only otherwise (Capacity Blocks, a
+capacity reservation, dedicated hosts), or one the spot feed prices in a region whose offer file
+does not, is reported in `not_offered`, not written.
+
+Terms: the rows' 1-/3-year figures are Standard Reserved Instance prices (`terms:
+reserved-instance`). Savings Plan rates are another list (AWSComputeSavingsPlan) and are not
+read; the catalog's own 1-/3-year figures for AWS are Savings Plan estimates, so where the offer
+file has no Reserved Instance for a type, the row's figure is null, never the estimate: only a
+figure an earlier refresh of this list wrote (a Reserved Instance price) is kept.
 """
 
 from __future__ import annotations
@@ -18,24 +30,37 @@ from compiler.catalog.refresh.http import PriceClient, shown, where
 from compiler.catalog.refresh.rows import REGION, Fetched, Refreshed, add_rows
 
 SOURCE_KEY = "aws-price-list"
+TERM_KIND = "reserved-instance"
 INDEX_PATH = "/offers/v1.0/aws/AmazonEC2/current/region_index.json"
 PROGRESS_BYTES = 16 * 2**20     # how often a streamed file's progress is updated
 PUBLICATION = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{1,20}Z?$")
 
 
 class _Counting:
-    """A file-like wrapper that reports how much of a streamed file has been read."""
+    """A file-like wrapper that reports how much of a streamed file has been read (every
+    PROGRESS_BYTES, and once at its end)."""
 
     def __init__(self, raw, report: Callable[[int], None]):
-        self.raw, self.report, self.done, self._next = raw, report, 0, PROGRESS_BYTES
+        self.raw, self.report, self.done, self._next, self._ended = raw, report, 0, PROGRESS_BYTES, False
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
         self.done += len(data)
-        if self.done >= self._next:
+        if data and self.done >= self._next:
             self._next += PROGRESS_BYTES
             self.report(self.done)
+        elif not data and n != 0 and not self._ended:
+            self._ended = True
+            self.report(self.done)
         return data
+
+
+def size_text(done: int, total: int | None) -> str:
+    """'1.2 of 4.8 GB (25%)', '310.0 MB' : bytes read, for people."""
+    unit, scale = ("GB", 1e9) if max(done, total or 0) >= 1e9 else ("MB", 1e6)
+    if total:
+        return f"{done / scale:.1f} of {total / scale:.1f} {unit} ({min(100, 100 * done // total)}%)"
+    return f"{done / scale:.1f} {unit}"
 
 
 def _index(client: PriceClient, base: str) -> tuple[str, dict]:
@@ -63,7 +88,8 @@ def _spot(client: PriceClient) -> dict[tuple[str, str], float]:
 def _offer(client: PriceClient, url: str, region: str, known: set[str],
            progress: Callable[[str], None]) -> aws_offer.OfferPrices:
     body = client.stream(url)
-    reader = _Counting(body, lambda n: progress(f"aws: {region} offer file, {n / 1e9:.2f} GB read"))
+    total = getattr(body, "total", None)
+    reader = _Counting(body, lambda n: progress(f"aws: {region} offer file, {size_text(n, total)} read"))
     try:
         with body:
             return aws_offer.read_offer(reader, known)
@@ -73,6 +99,14 @@ def _offer(client: PriceClient, url: str, region: str, known: set[str],
         raise client.bad_answer(url, f"the file is truncated or not JSON ({shown(first, 120)})") from None
     except (aws_offer.OfferFormatError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise client.bad_answer(url, f"{type(exc).__name__}: {shown(exc, 200)}") from None
+
+
+def _not_offered_why(offer: aws_offer.OfferPrices, itype: str) -> str:
+    if itype in offer.plain:
+        return "the offer file has no on-demand rate for it as plain Linux (reserved terms only)"
+    if itype in offer.other:
+        return "the offer file prices it only as " + ", ".join(sorted(offer.other[itype]))
+    return "the spot feed prices it; the region's offer file does not sell it"
 
 
 def _note(index: dict) -> str:
@@ -95,7 +129,8 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
         "title": "AWS Price List bulk API (AmazonEC2 offer files): Linux, shared tenancy, on-demand and "
                  "Standard Reserved Instances, No Upfront (effective hourly rate over the term); spot from "
                  "the feed of the EC2 Spot pricing page",
-        "url": where(index_url), "as_of": as_of, **({"note": note} if note else {})}, files=2)
+        "url": where(index_url), "as_of": as_of, **({"note": note} if note else {})}, files=2,
+        terms=TERM_KIND, same_terms=lambda row: row.source == SOURCE_KEY)
     fetched: dict[tuple[str, str], Fetched] = {}
     for n, region in enumerate(chosen, 1):
         progress(f"aws: {region} offer file ({n} of {len(chosen)})")
@@ -106,7 +141,10 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
         offer = _offer(client, url, region, known, progress)
         out.files += 1
         out.unknown |= offer.gpu_types - known
-        for itype in sorted(set(offer.on_demand) | {t for t, _ in offer.reserved}):
+        spot_here = {t for (r, t) in spot if r == region and t in known}
+        for itype in sorted((set(offer.other) | offer.plain | spot_here) - set(offer.on_demand)):
+            out.not_offered.append(f"{itype} in {region}: {_not_offered_why(offer, itype)}")
+        for itype in sorted(offer.on_demand):
             fetched[(itype, region)] = Fetched(
                 on_demand=offer.on_demand.get(itype), spot=spot.get((region, itype)),
                 reserved_1y=offer.reserved.get((itype, 1)), reserved_3y=offer.reserved.get((itype, 3)))

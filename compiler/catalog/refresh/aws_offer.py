@@ -12,7 +12,16 @@ A regional offer file is one JSON object of up to a few GB:
 
 It is parsed as a stream of events (ijson): each product is built on its own and dropped unless it
 is a catalog instance type sold as plain Linux on shared hosts (no pre-installed software, the
-capacity status of a normal running instance); a term is built only for a SKU kept. `products`
+capacity status of a normal running instance, an on-demand `BoxUsage` usage type run by
+`RunInstances`); a term is built only for a SKU kept.
+
+Whether a type is offered in the region: the file is the only keyless source (launchability per
+zone is EC2's DescribeInstanceTypeOfferings, which needs credentials). A catalog type counts as
+offered where the file sells it as above with an on-demand rate. Its other products are noted by
+kind (`OfferPrices.other`: Capacity Block, capacity reservation, dedicated tenancy, another
+operating system or software), so a type the file prices only in those ways, for instance only
+through Capacity Blocks, is reported as not offered on demand there instead of being dropped
+without a word. `products`
 comes before `terms` in AWS's files, which this relies on (a file that puts them the other way
 round is refused, not silently read as empty).
 
@@ -36,7 +45,8 @@ from compiler.catalog.refresh.rows import HOURS_PER_YEAR, MAX_USD, figure
 PLAIN_LINUX = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
 # Attributes that newer files carry; where present they must say this.
 PLAIN_LINUX_IF_GIVEN = {"licenseModel": "No License required", "marketoption": "OnDemand",
-                        "locationType": "AWS Region"}
+                        "locationType": "AWS Region", "operation": "RunInstances"}
+ON_DEMAND_USAGE = "BoxUsage:"     # "BoxUsage:p5.48xlarge", "USW2-BoxUsage:p5.48xlarge"
 PURCHASE_OPTIONS = ("No Upfront", "Partial Upfront", "All Upfront")    # in order of preference
 LEASES = {"1yr": 1, "3yr": 3}
 
@@ -50,6 +60,8 @@ class OfferPrices:
     on_demand: dict[str, float] = field(default_factory=dict)                 # instance type -> USD/h
     reserved: dict[tuple[str, int], float] = field(default_factory=dict)      # (type, years) -> USD/h
     gpu_types: set[str] = field(default_factory=set)     # every plain-Linux GPU type in the file
+    plain: set[str] = field(default_factory=set)         # known types with a plain-Linux product
+    other: dict[str, set[str]] = field(default_factory=dict)   # known type -> kinds of its other products
 
 
 def plain_linux(product: dict) -> bool:
@@ -58,7 +70,23 @@ def plain_linux(product: dict) -> bool:
         return False
     if any(attrs.get(k) != v for k, v in PLAIN_LINUX.items()):
         return False
+    usage = attrs.get("usagetype", ON_DEMAND_USAGE)
+    if not isinstance(usage, str) or ON_DEMAND_USAGE not in usage:
+        return False
     return all(attrs.get(k, v) == v for k, v in PLAIN_LINUX_IF_GIVEN.items())
+
+
+def other_kind(product: dict) -> str:
+    """What a product of an instance type that is not plain on-demand Linux is, for the report."""
+    attrs = product.get("attributes") or {}
+    text = {k: (v if isinstance(v, str) else "") for k, v in attrs.items()} if isinstance(attrs, dict) else {}
+    if "CapacityBlock" in text.get("usagetype", "") or text.get("marketoption") == "CapacityBlock":
+        return "Capacity Block"
+    if text.get("capacitystatus", "Used") != "Used":
+        return "capacity reservation"
+    if text.get("tenancy", "Shared") != "Shared" or product.get("productFamily") != "Compute Instance":
+        return "dedicated"
+    return "another operating system or software"
 
 
 def _gpus(attrs: dict) -> int:
@@ -160,15 +188,19 @@ def read_offer(stream: IO[bytes], known: set[str]) -> OfferPrices:
     for section, key, value in _members(stream, ("products", "terms.OnDemand", "terms.Reserved"), wanted):
         if section == "products":
             seen_products = True
-            if not isinstance(value, dict) or not plain_linux(value):
+            attrs = value.get("attributes") if isinstance(value, dict) else None
+            itype = attrs.get("instanceType", "") if isinstance(attrs, dict) else ""
+            if not isinstance(itype, str) or not itype:
                 continue
-            itype = value["attributes"].get("instanceType", "")
-            if not isinstance(itype, str):
+            if not plain_linux(value):
+                if itype in known:
+                    out.other.setdefault(itype, set()).add(other_kind(value))
                 continue
             if _gpus(value["attributes"]) > 0:
                 out.gpu_types.add(itype)
             if itype in known:
                 sku_type[key] = itype
+                out.plain.add(itype)
             continue
         if not seen_products:
             raise OfferFormatError("`terms` comes before `products`")

@@ -11,7 +11,17 @@ A catalog machine type's price in a region and option is
 (or, for a series priced whole such as A4, gpus x its per-GPU slice SKU) from the SKUs of its series below (the GPU model GCP bills, the family its cores and memory are
 billed as). A region is priced where all three SKUs exist for on-demand; each other option
 (Spot, 1-/3-year resource-based commitments) where all three exist for it. Bundled Local SSD is
-not counted (GCP bills it apart).
+not counted (GCP bills it apart). The 1-/3-year figures are resource-based committed use discounts
+(`terms: committed-use`); spend-based (flexible) commitments are another kind and are not read.
+
+Offerings: which zones have which GPUs is the Compute Engine API's (acceleratorTypes, machineTypes),
+which an API key alone does not open. The SKUs' `serviceRegions` are the signal read: a machine
+type is written for a region only where every on-demand SKU it is billed by (its GPU, its
+series' cores and memory, or its slice) lists the region. Where some of its SKUs list the region
+and an on-demand one does not (a GPU priced only for Spot or commitments there, a series' cores
+without its GPU), the region is reported in `not_offered`, not written. A SKU named for a
+geography ("running in Americas") lists each region it bills in, which is not a promise that a
+zone there has capacity.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from compiler.catalog.refresh.http import PriceClient, pages, refresh_error, sho
 from compiler.catalog.refresh.rows import BadFigure, Fetched, Refreshed, add_rows
 
 SOURCE_KEY = "gcp-billing-catalog"
+TERM_KIND = "committed-use"
 PAGE_SIZE = 5000
 TOKEN = re.compile(r"^[A-Za-z0-9_=+/.-]{1,512}$")     # an opaque page token, as Google's look
 
@@ -76,6 +87,17 @@ def machine_price(inst, series: Series, option: str, region: str, prices: Prices
     if gpu is None or core is None or ram is None:
         return None
     return inst.gpus * gpu + inst.vcpus * core + inst.ram_gb * ram
+
+
+def missing_parts(inst, series: Series, region: str, prices: Prices) -> tuple[list[str], bool]:
+    """The on-demand SKUs the machine lacks in `region`, and whether any of its SKUs (any option)
+    lists the region at all."""
+    parts = ([("slice", series.slices)] if series.slices else
+             [("gpu", series.gpus), ("core", series.families), ("ram", series.families)])
+    missing = [f"{' or '.join(names)} {kind}" for kind, names in parts
+               if _price(prices, kind, names, "on_demand", region) is None]
+    listed = any(_price(prices, kind, names, o, region) is not None for kind, names in parts for o in PRICE_OPTIONS)
+    return missing, listed
 
 
 def index(components: list[Component]) -> Prices:
@@ -134,7 +156,7 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
     out = Refreshed("gcp", SOURCE_KEY, {
         "title": "Cloud Billing Catalog API, Compute Engine SKUs: a machine type is its GPUs + vCPUs + RAM "
                  "(on-demand, Spot, 1-/3-year resource-based commitments)",
-        "url": where(GCP_BILLING_CATALOG.url()), "as_of": as_of}, files=read)
+        "url": where(GCP_BILLING_CATALOG.url()), "as_of": as_of}, files=read, terms=TERM_KIND)
     machines = {n: i for n, i in sorted(catalog.instances.items()) if i.provider == "gcp"}
     used = {g for n in machines if series_of(n) in SERIES for g in SERIES[series_of(n)].gpus + SERIES[series_of(n)].slices}
     out.unknown |= {f"{c.name} GPU" for c in components if c.kind in ("gpu", "slice") and c.name not in used}
@@ -150,7 +172,12 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
             continue
         for region in regions:
             figures = {o: machine_price(inst, series, o, region, prices) for o in PRICE_OPTIONS}
-            if any(v is not None for v in figures.values()):
+            if figures["on_demand"] is not None:
                 fetched[(name, region)] = Fetched(**figures)
+                continue
+            missing, listed = missing_parts(inst, series, region, prices)
+            if listed:
+                out.not_offered.append(f"{name} in {region}: some of its SKUs list the region, no on-demand "
+                                       f"SKU for its {', '.join(missing)} does")
     add_rows(out, fetched, catalog)
     return out

@@ -189,6 +189,8 @@ class Body:
 
     def __init__(self, client: "PriceClient", url: str, response, limit: int):
         self.client, self.url, self.response, self.limit, self.done = client, url, response, limit, 0
+        length = getattr(response, "length", None)
+        self.total: int | None = length if isinstance(length, int) and length > 0 else None   # Content-Length
 
     def read(self, n: int = -1) -> bytes:
         if n is None or n < 0:

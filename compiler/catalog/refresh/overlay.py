@@ -8,10 +8,14 @@ An overlay written by `catalog refresh` is an ordinary `--catalog` file (docs/ca
     instances:
       p5.48xlarge:
         prices:
-          us-east-1: {estimated: [], on_demand: 55.04, reserved_1y: ..., reserved_3y: ..., source: aws-price-list, spot: ...}
+          us-east-1: {estimated: [], on_demand: 55.04, reserved_1y: ..., reserved_3y: ..., source: aws-price-list,
+                      spot: ..., terms: reserved-instance}
 
 `estimated` names the options of the row that its source did not give (the loaded catalog's
 figures, kept); it is always written, so a refreshed row never inherits an older row's list.
+`terms` says what the row's reserved_1y and reserved_3y are (rows.TERMS: AWS Reserved Instances,
+Azure reservations, GCP committed use discounts); every option is written, null or not, so a row
+never inherits a figure of another kind of term from the row it replaces.
 
 Refreshing into an existing file replaces only what an earlier refresh of the same provider wrote
 there (its rows, in the regions refreshed, and its source); other providers' rows, rows of the
@@ -61,7 +65,8 @@ _Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.o
 
 def row_dict(row: PriceRow, source: str) -> dict[str, Any]:
     return {"on_demand": row.on_demand, "spot": row.spot, "reserved_1y": row.reserved_1y,
-            "reserved_3y": row.reserved_3y, "source": source, "estimated": list(row.estimated)}
+            "reserved_3y": row.reserved_3y, "source": source, "estimated": list(row.estimated),
+            **({"terms": row.terms} if row.terms else {})}
 
 
 def read_existing(path: Path, provider: str) -> dict[str, Any] | None:

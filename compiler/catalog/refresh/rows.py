@@ -5,8 +5,17 @@ list has, None where it has none. `complete` turns them into the row the overlay
 
 - no on-demand figure: no row (the catalog requires one); the region is reported as skipped;
 - an option the list has no figure for keeps the loaded catalog's figure for that region, if it
-  has one, and is named in the row's `estimated` (the row's source did not give it);
+  has one, and is named in the row's `estimated` (the row's source did not give it); a 1-/3-year
+  figure is kept only where the catalog's row prices the same kind of term as the list (its
+  `terms`: AWS's built-in rows estimate Savings Plans, the list prices Reserved Instances, and
+  one is never written as the other; the option is null then, and the summary says so);
 - otherwise the option is null, as the catalog writes "not sold".
+
+Every row states its `terms`: what its reserved_1y and reserved_3y are (TERMS).
+
+Whether a type is offered in a region is each list's own business (what it can tell is in its
+module and docs/catalog.md): a (type, region) that a list prices but does not offer is in
+`Refreshed.not_offered` and never becomes a row.
 
 Figures are rounded to 6 decimals (a hundredth of a cent on a $100 node-hour is 0.0001).
 
@@ -22,12 +31,18 @@ import decimal
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from compiler.catalog.model import PRICE_OPTIONS, InstancePrice
 from compiler.catalog.refresh.http import refresh_error, shown, where
 
 OPTIONS = PRICE_OPTIONS[1:]   # besides on_demand
+TERM_OPTIONS = ("reserved_1y", "reserved_3y")
+# What a row's reserved_1y / reserved_3y are (schemas/catalog.schema.json's `terms`).
+TERMS = {"reserved-instance": "Standard Reserved Instances (per instance type and region)",
+         "reservation": "reservations (per VM size and region)",
+         "committed-use": "resource-based committed use discounts",
+         "savings-plan": "Savings Plans (a dollars-per-hour commitment)"}
 DECIMALS = 6
 HOURS_PER_YEAR = 8760                                # both AWS and Azure count a term in 365-day years
 MAX_USD = 10_000.0          # USD per node-hour: schemas/catalog.schema.json's bound on a price
@@ -76,6 +91,11 @@ class PriceRow:
     reserved_1y: float | None
     reserved_3y: float | None
     estimated: tuple[str, ...] = ()
+    terms: str = ""              # a TERMS key: what reserved_1y / reserved_3y are
+
+
+def _any_terms(row: InstancePrice) -> bool:
+    return True
 
 
 @dataclass
@@ -89,25 +109,37 @@ class Refreshed:
     unknown: set[str] = field(default_factory=set)          # priced in the list, not in the catalog
     skipped: list[str] = field(default_factory=list)        # "instance in region: why"
     files: int = 0                                          # price files or pages read
+    terms: str = ""                                         # TERMS key of every row's 1-/3-year figures
+    # Whether a loaded catalog row's 1-/3-year figures are terms of the same kind (may be kept).
+    same_terms: Callable[[InstancePrice], bool] = _any_terms
+    not_offered: list[str] = field(default_factory=list)    # "instance in region: why" (priced, not offered)
+    added: list[str] = field(default_factory=list)          # "instance in region": no catalog row there before
+    terms_not_kept: list[str] = field(default_factory=list) # "instance in region (options)"
 
 
 def money(x: float) -> float:
     return round(float(x), DECIMALS)
 
 
-def complete(fetched: Fetched, catalog_row: InstancePrice | None) -> PriceRow | None:
-    """The overlay's row for one (instance, region); None when the list has no on-demand price."""
+def complete(fetched: Fetched, catalog_row: InstancePrice | None, terms: str = "",
+             same_terms: bool = True) -> tuple[PriceRow | None, tuple[str, ...]]:
+    """The overlay's row for one (instance, region), None when the list has no on-demand price,
+    and the catalog's 1-/3-year options not kept because they price another kind of term."""
     if fetched.on_demand is None:
-        return None
+        return None, ()
     values: dict[str, float | None] = {}
-    estimated = []
+    estimated, not_kept = [], []
     for option in OPTIONS:
         got = getattr(fetched, option)
         if got is None and catalog_row is not None and catalog_row.get(option) is not None:
-            got = catalog_row.get(option)
-            estimated.append(option)
+            if option in TERM_OPTIONS and not same_terms:
+                not_kept.append(option)
+            else:
+                got = catalog_row.get(option)
+                estimated.append(option)
         values[option] = None if got is None else money(got)
-    return PriceRow(on_demand=money(fetched.on_demand), estimated=tuple(estimated), **values)
+    return (PriceRow(on_demand=money(fetched.on_demand), estimated=tuple(estimated), terms=terms, **values),
+            tuple(not_kept))
 
 
 def _check(out: Refreshed, name: str, region: str, figures: Fetched) -> None:
@@ -130,9 +162,14 @@ def add_rows(out: Refreshed, fetched: Mapping[tuple[str, str], Fetched], catalog
     for (name, region), figures in sorted(fetched.items(), key=lambda kv: tuple(map(str, kv[0]))):
         _check(out, name, region, figures)
         inst = catalog.instances.get(name)
-        row = complete(figures, inst.price_row(region) if inst else None)
+        old = inst.price_row(region) if inst else None
+        row, not_kept = complete(figures, old, out.terms, old is None or out.same_terms(old))
         if row is None:
             out.skipped.append(f"{name} in {region}: no on-demand price in the list")
             continue
         out.rows.setdefault(name, {})[region] = row
+        if old is None:
+            out.added.append(f"{name} in {region}")
+        if not_kept:
+            out.terms_not_kept.append(f"{name} in {region} ({', '.join(not_kept)}, source {old.source})")
 
