@@ -11,11 +11,14 @@ Hardware figures (GPUs per node, GPU names, fabric and storage prices) come from
 data files (or a Catalog object): data, not renderer code.
 
 Every line starts with the check that found it -- `slurm`, `capacity`, `schedule`,
-`report`, `kubernetes`, `terraform`, `bom`, `references`, `serving`, `launch`, `files` -- then
-names the site, the object and the figures. `serving` and `launch` read what the vLLM server
-and the training launcher are told (their command-line flags) against the plan's layouts,
-batch, context length and quantization; `references` asks that every object a manifest names
-is created beside it.
+`report`, `kubernetes`, `terraform`, `bom`, `references`, `serving`, `routing`, `launch`,
+`files` -- then names the site, the object and the figures. `serving` and `launch` read what the
+vLLM server and the training launcher are told (their command-line flags) against the plan's
+layouts, batch, context length and quantization, and the serving choices its spec states
+(plan.json's `inputs`: a prefix cache, speculative decoding), and the autoscaler's target
+against the batch; `routing` asks that each service has an InferencePool holding its servers,
+an endpoint picker behind it and an HTTPRoute from a Gateway to it; `references` asks that
+every object a manifest names is created beside it.
 
 The model of the contract, computed from plan.json alone (a *block* is one pool: site,
 instance, pricing; its *domain* is the instance slugged):
@@ -2257,6 +2260,140 @@ def check_serving(ctx: Context) -> list[str]:
             mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
             if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
                 out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
+            out += _check_choices(where, flags, getattr(w, "inputs", None) or {}, mounts)
+            out += _check_hpa_target(where, ctx, site, name, batch)
+    return out
+
+
+# vLLM's speculative methods by the spec's kind: a draft model, or heads on the model
+SPEC_METHODS = {"draft": {"draft_model", None}, "heads": {"eagle", "eagle3", "medusa", "mlp_speculator", "mtp",
+                                                          "deepseek_mtp"}}
+
+
+def _check_choices(where: str, flags: dict[str, str], inputs: dict, mounts: list[str]) -> list[str]:
+    """The serving choices the spec states reach the server: prefix caching where the traffic
+    states a cache share, speculative decoding (its method and tokens a step, the draft read from
+    a mounted volume) where stated, and no speculation where none is."""
+    out: list[str] = []
+    hit = ((inputs.get("traffic") or {}).get("prefix_cache_hit")) or 0
+    if hit and ("enable-prefix-caching" not in flags or "no-enable-prefix-caching" in flags):
+        out.append(f"{where}: the plan sized a {hit:g} prefix-cache share, the server is not told "
+                   "--enable-prefix-caching")
+    spec = inputs.get("speculative")
+    told = {k: v for k, v in flags.items() if k.startswith(("speculative", "num-speculative"))}
+    if not spec:
+        if told:
+            out.append(f"{where}: the spec states no speculative decoding, the server is told "
+                       f"{', '.join('--' + k for k in sorted(told))}")
+        return out
+    if "speculative-config" in flags:
+        try:
+            config = json.loads(flags["speculative-config"])
+        except ValueError:
+            return out + [f"{where}: --speculative-config is not JSON ({flags['speculative-config']!r})"]
+        tokens, draft, method = config.get("num_speculative_tokens"), config.get("model", ""), config.get("method")
+    elif "speculative-model" in flags:
+        # before vLLM 0.8 the draft's own config names its kind: read the spec's
+        tokens, draft = _as_int(flags.get("num-speculative-tokens")), flags["speculative-model"]
+        method = None if spec["method"] == "draft" else "eagle"
+    else:
+        return out + [f"{where}: the plan sized speculative decoding ({spec['method']}, {spec['draft_tokens']} "
+                      "tokens a step), the server is not told"]
+    if tokens != spec["draft_tokens"]:
+        out.append(f"{where}: the server drafts {tokens} tokens a step, the plan sized {spec['draft_tokens']}")
+    if method not in SPEC_METHODS.get(spec["method"], set()):
+        out.append(f"{where}: speculative method {method!r}, the spec states {spec['method']}")
+    if not any(draft == m or str(draft).startswith(m.rstrip("/") + "/") for m in mounts):
+        out.append(f"{where}: the draft is read from {draft!r}, which no volume mount provides")
+    return out
+
+
+def _check_hpa_target(where: str, ctx: "Context", site: str, name: str, batch: Any) -> list[str]:
+    """The autoscaler holds requests in flight per replica below the batch the SLO was sized at
+    (headroom for its tolerance and a new replica's start), and at least 1."""
+    hpa = next((d for _f, d in ctx.k8s_kind(site, "HorizontalPodAutoscaler")
+                if ((d.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name), None)
+    b = _as_int(batch)
+    if hpa is None or b is None:
+        return []
+    targets = [((m.get("pods") or {}).get("target") or {}).get("averageValue")
+               for m in (hpa.get("spec") or {}).get("metrics") or ()]
+    out = []
+    for t in targets:
+        v = _as_int(t)
+        if v is None or v < 1 or (v >= b if b > 1 else v != 1):
+            out.append(f"{where}: the HPA targets {t} requests in flight per replica, the plan sized batch {b} "
+                       "at the SLO (the target must be below it, at least 1)")
+    return out
+
+
+def check_routing(ctx: Context) -> list[str]:
+    """Each service with servers at a site is routed: an InferencePool whose selector holds every
+    server pod of the service (and no other's), on the servers' port; its endpointPickerRef a
+    Service in the folder, on a port that Service has, in front of a Deployment; an HTTPRoute from
+    a Gateway the folder creates to the pool."""
+    out: list[str] = []
+    for site in ctx.sites:
+        services = {w.name for w, p in ctx.placements(site, "kubernetes", "inference") if p.replicas > 0}
+        if not services or not ctx.k8s_docs(site):
+            continue
+        deps = [(f, d) for f, d in ctx.k8s_kind(site, "Deployment") if _pod_gpus(_pod_spec(d))]
+        pools = {(d.get("metadata") or {}).get("name"): d for _f, d in ctx.k8s_kind(site, "InferencePool")}
+        k8s_services = {(d.get("metadata") or {}).get("name"): d for _f, d in ctx.k8s_kind(site, "Service")}
+        gateways = {(d.get("metadata") or {}).get("name") for _f, d in ctx.k8s_kind(site, "Gateway")}
+        routes = [d for _f, d in ctx.k8s_kind(site, "HTTPRoute")]
+        for wname in sorted(services):
+            servers = [(f, d) for f, d in deps if _match_workload((d.get("metadata") or {}).get("name", ""),
+                                                                 _labels(d), services) == wname]
+            pod_labels = [((((d.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {})
+                          for _f, d in servers]
+            ports = {p.get("containerPort") for _f, d in servers for c in _pod_spec(d).get("containers") or ()
+                     for p in c.get("ports") or ()}
+            mine = []
+            for pname, pool in pools.items():
+                sel = (((pool.get("spec") or {}).get("selector") or {}).get("matchLabels")) or {}
+                if sel and pod_labels and all(all(lab.get(k) == v for k, v in sel.items()) for lab in pod_labels):
+                    mine.append(pname)
+            where = f"routing: {site}: service {wname}"
+            if len(mine) != 1:
+                out.append(f"{where}: {len(mine)} InferencePools select all of its server pods, expected one")
+                continue
+            pname = mine[0]
+            spec = pools[pname].get("spec") or {}
+            sel = (spec.get("selector") or {}).get("matchLabels") or {}
+            for f, d in deps:
+                lab = (((d.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
+                if (f, d) not in servers and all(lab.get(k) == v for k, v in sel.items()):
+                    out.append(f"{where}: InferencePool {pname} also selects the pods of {f}")
+            targets = {t.get("number") for t in spec.get("targetPorts") or ()}
+            if not targets or not targets <= ports:
+                out.append(f"{where}: InferencePool {pname} targets ports {sorted(targets)}, its servers listen on "
+                           f"{sorted(p for p in ports if p is not None)}")
+            ref = spec.get("endpointPickerRef") or {}
+            epp = k8s_services.get(ref.get("name"))
+            if epp is None:
+                out.append(f"{where}: InferencePool {pname}'s endpoint picker {ref.get('name')} is no Service in "
+                           f"kubernetes/{site}/")
+            else:
+                epp_ports = {p.get("port") for p in (epp.get("spec") or {}).get("ports") or ()}
+                if (ref.get("port") or {}).get("number") not in epp_ports:
+                    out.append(f"{where}: InferencePool {pname} calls its endpoint picker on port "
+                               f"{(ref.get('port') or {}).get('number')}, Service {ref.get('name')} has {sorted(epp_ports)}")
+                esel = (epp.get("spec") or {}).get("selector") or {}
+                if not any(all(((((d.get("spec") or {}).get("template") or {}).get("metadata") or {})
+                                .get("labels") or {}).get(k) == v for k, v in esel.items())
+                           for _f, d in ctx.k8s_kind(site, "Deployment")) or not esel:
+                    out.append(f"{where}: the endpoint picker's Service {ref.get('name')} selects no Deployment's pods")
+            routed = [r for r in routes
+                      if any(b.get("kind") == "InferencePool" and b.get("name") == pname
+                             for rule in (r.get("spec") or {}).get("rules") or () for b in rule.get("backendRefs") or ())]
+            if not routed:
+                out.append(f"{where}: no HTTPRoute sends requests to InferencePool {pname}")
+            for r in routed:
+                parents = {(p.get("kind", "Gateway"), p.get("name")) for p in (r.get("spec") or {}).get("parentRefs") or ()}
+                if not any(k == "Gateway" and n in gateways for k, n in parents):
+                    out.append(f"{where}: HTTPRoute {(r.get('metadata') or {}).get('name')} hangs from "
+                               f"{sorted(n for _k, n in parents)}, no Gateway kubernetes/{site}/ creates")
     return out
 
 
@@ -2330,7 +2467,7 @@ def check_launchers(ctx: Context) -> list[str]:
 
 
 CHECKS = (check_slurm, check_capacity, check_schedule, check_kubernetes, check_terraform, check_bom,
-          check_references, check_serving, check_launchers)
+          check_references, check_serving, check_routing, check_launchers)
 
 
 def check(out_dir: str | Path, catalog: Any = None) -> list[str]:
