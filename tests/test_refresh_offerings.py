@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from compiler.catalog import load_catalog
 from compiler.catalog.refresh import run
+from compiler.catalog.refresh.aws import size_text
 from compiler.cli import app
 from compiler.diagnostics import CompileError
 
@@ -185,4 +186,6 @@ def test_aws_progress_counts_the_bytes_of_each_offer_file(stub):
     run("aws", regions=("eu-central-1",), progress=said.append)
     size = len(stub.routes[OFFER.format("eu-central-1")])
     done = [s for s in said if s.startswith("aws: eu-central-1 offer file, ")]
-    assert done == [f"aws: eu-central-1 offer file, {size / 1e6:.1f} of {size / 1e6:.1f} MB (100%) read"]
+    assert done == [f"aws: eu-central-1 offer file, {size / 1e3:.1f} of {size / 1e3:.1f} kB (100%) read"]
+    assert size_text(1_200_000_000, 4_800_000_000) == "1.2 of 4.8 GB (25%)"
+    assert size_text(310_000_000, None) == "310.0 MB"

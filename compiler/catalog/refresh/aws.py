@@ -56,8 +56,9 @@ class _Counting:
 
 
 def size_text(done: int, total: int | None) -> str:
-    """'1.2 of 4.8 GB (25%)', '310.0 MB' : bytes read, for people."""
-    unit, scale = ("GB", 1e9) if max(done, total or 0) >= 1e9 else ("MB", 1e6)
+    """'1.2 of 4.8 GB (25%)', '310.0 MB', '1.6 of 1.6 kB (100%)': bytes read, for people."""
+    most = max(done, total or 0)
+    unit, scale = ("GB", 1e9) if most >= 1e9 else ("MB", 1e6) if most >= 1e6 else ("kB", 1e3)
     if total:
         return f"{done / scale:.1f} of {total / scale:.1f} {unit} ({min(100, 100 * done // total)}%)"
     return f"{done / scale:.1f} {unit}"
