@@ -4,27 +4,18 @@
     render_diff(d, console)             rich tables for people
     diff_to_json(d) -> dict             the same facts for CI (sorted, rounded: deterministic)
 
-Pools are matched by (site, instance, pricing); workloads by name. The diff is read against a
-re-plan (DESIGN.md section 6), so it says first what the input did, then what the plan did:
-- a workload whose spec changed (plan.json `inputs`, one row per field that differs), or that
-  was added or removed, comes first, with its own cost in each plan;
-- then a workload whose spec did not change but which "moved": its GPU, GPU count (training)
-  or main pricing changed, or it holds nodes in a pool or of a pricing it did not hold before
-  or no longer holds; with what it saved (its own cost in A minus its own cost in B);
-- then one "resized": replicas or nodes alone (for inference the GPU count is replicas x GPUs
-  per replica, so it alone is a resize too); then any other change (its start, its cost);
-- unchanged workloads are counted, not listed.
-Where a workload is placed is a table, one row per (site, instance, pricing) with the nodes it
-holds there in each plan (most at once, and node-hours over the horizon), never one joined
-string; for services, the replicas per site (peak, and the months that differ).
+What is compared, and how the months line up, is compiler/compare.py's (compare, as planned):
+this module words it. It says first what the input did, then what the plan did: the workloads
+whose spec changed, or that were added or removed, each with its own cost in each plan; then
+the ones the plan moved, each with what it saved (its own cost in A minus in B); then the
+resized ones; then any other change (its start, its cost); unchanged workloads are counted, not
+listed. Where a workload is placed is a table, one row per (site, instance, pricing) with the
+nodes it holds there in each plan (most at once, and node-hours over the horizon), never one
+joined string; for services, the replicas per site (peak, and the months that differ). A plan
+that does not record its workloads' spec still compares, and the diff says so.
 
-Months are named as the plans name them (plan.Calendar): by index, or where a plan has a start,
-as calendar months. Two dated plans are compared month by calendar month, so a re-plan that
-starts later lines up with the plan before it (a job that starts in the same calendar month in
-both did not move in time, whatever its month index), and replicas over the months both cover
-(A's months before B's start are past, B's after A's horizon are new); a dated and an undated
-plan are compared by index, over every month of either. A plan.json written before plans recorded their inputs still compares: its workloads'
-spec changes are unknown, and the diff says so.
+Every name and value printed to a terminal passes through diagnostics.printable (a plan.json
+from outside may hold control or bidirectional characters) and is escaped as rich markup.
 """
 
 from __future__ import annotations
@@ -32,109 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import PRICINGS, Calendar, Plan, Pool, WorkloadPlan, add_into, site_replicas
-
-
-@dataclass(frozen=True)
-class Change:
-    field: str
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class PoolRef:
-    site: str
-    instance: str
-    pricing: str
-    gpu: str
-    nodes: int
-    gpus: int
-    fabric: str
-
-
-@dataclass(frozen=True)
-class PoolResize:
-    site: str
-    instance: str
-    pricing: str
-    gpu: str
-    nodes_a: int
-    nodes_b: int
-    changes: tuple[Change, ...]   # every field that differs, nodes included
-
-    @property
-    def nodes_delta(self) -> int:
-        return self.nodes_b - self.nodes_a
-
-
-@dataclass(frozen=True)
-class Delta:
-    key: str
-    a: float | None
-    b: float | None
-
-    @property
-    def delta(self) -> float | None:
-        return None if self.a is None or self.b is None else self.b - self.a
-
-
-@dataclass(frozen=True)
-class HoldingDelta:
-    """The nodes a workload holds of one pricing in one pool, in plan A and plan B."""
-    site: str
-    instance: str
-    pricing: str
-    nodes_a: int                  # most nodes held at once in any month (0: none)
-    nodes_b: int
-    node_hours_a: float | None    # over the horizon (None: the plan gives no holdings)
-    node_hours_b: float | None
-
-
-@dataclass(frozen=True)
-class ReplicaDelta:
-    """A service's replicas at one site in plan A and plan B."""
-    site: str
-    peak_a: int
-    peak_b: int
-    months: str                   # the months whose replicas differ, as ranges: "2-11, 14" (dated:
-                                  # "2027-03..2027-12, 2028-03")
-
-
-# The order the diff lists workloads in: what the input did first, then what the re-plan did.
-CHANGE_ORDER = ("input changed", "added", "removed", "moved", "resized", "changed", "unchanged")
-# plan fields whose change is a resize (more or fewer of the same), not a move
-_SIZE_FIELDS = frozenset({"gpus", "nodes", "total_gpus", "replicas"})
-
-
-@dataclass(frozen=True)
-class WorkloadDiff:
-    name: str
-    status: str                   # added | removed | input changed | changed | unchanged
-    moved: bool                   # gpu / gpus / where / main pricing changed
-    changes: tuple[Change, ...]   # plan fields that differ, one per field (where it runs: holdings)
-    estimate: tuple[Delta, ...]   # estimate keys whose value differs
-    cost: Delta
-    holdings: tuple[HoldingDelta, ...] = ()   # per pool and pricing, where they differ
-    replicas: tuple[ReplicaDelta, ...] = ()   # inference: per site, where they differ
-    inputs: tuple[Change, ...] = ()           # the spec's fields that differ ('traffic.peak_rps')
-    inputs_known: bool = True     # both plans record the workload's spec (plan.json `inputs`)
-
-    @property
-    def change(self) -> str:
-        """What the diff calls this workload's change (CHANGE_ORDER)."""
-        if self.status != "changed":
-            return self.status
-        if self.moved:
-            return "moved"
-        if self.holdings or self.replicas or any(c.field in _SIZE_FIELDS for c in self.changes):
-            return "resized"
-        return "changed"
-
-    @property
-    def saving(self) -> float | None:
-        """Its own cost in plan A minus in plan B (None where it is in one plan only)."""
-        return None if self.cost.delta is None else -self.cost.delta
+from compiler.compare import Change, Delta, PoolRef, PoolResize, WorkloadChange, compare
+from compiler.diagnostics import printable
+from compiler.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -169,12 +60,12 @@ class PlanDiff:
     pools_added: tuple[PoolRef, ...]
     pools_removed: tuple[PoolRef, ...]
     pools_resized: tuple[PoolResize, ...]
-    workloads: tuple[WorkloadDiff, ...]   # every workload of either plan, in CHANGE_ORDER, then by name
+    workloads: tuple[WorkloadChange, ...]   # every workload of either plan, in CHANGE_ORDER, then by name
     plan_a: PlanInfo | None = None
     plan_b: PlanInfo | None = None
 
     @property
-    def listed(self) -> tuple[WorkloadDiff, ...]:
+    def listed(self) -> tuple[WorkloadChange, ...]:
         """The workloads the diff shows: every one that changed, in CHANGE_ORDER."""
         return tuple(w for w in self.workloads if w.status != "unchanged")
 
@@ -194,239 +85,11 @@ class PlanDiff:
                     or abs(self.total.delta or 0.0) >= 0.005)
 
 
-MOVE_FIELDS = ("gpu", "gpus", "where")
-_EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class _Months:
-    """How the diff names the two plans' months and lines them up (the module's docstring)."""
-    frame: Calendar = Calendar()  # the calendar months are named by: A's, or B's where only B is dated
-    offset: int = 0               # B's month j is A's month j + offset (0 unless both are dated)
-    dated: bool = False           # both plans are dated: a month is compared as its calendar month
-    first: str = ""               # both dated: the later start, the first month both plans cover
-
-    def when(self, m: int, calendar: Calendar) -> int | str:
-        """A start, month m of the plan with `calendar`, as the diff compares and writes it: its
-        calendar month where both plans are dated; by index otherwise (named by the dated plan's
-        calendar where one is). A start before the later plan's first month is that month: a
-        service that runs from A's start runs from B's too when B starts later, and says so with
-        start_month 0, which is no change."""
-        if self.dated:
-            return max(calendar.name(m), self.first)     # YYYY-MM: text order is time order
-        return self.frame.name(m) if self.frame.dated else m
-
-
-def _frame(a: Plan, b: Plan) -> _Months:
-    ca, cb = a.calendar, b.calendar
-    if ca.dated and cb.dated:
-        return _Months(ca, ca.index(cb.start), True, max(ca.start, cb.start))
-    return _Months(ca if ca.dated else cb)
-
-
-def _pool_key(p: Pool) -> tuple[str, str, str]:
-    return (p.site, p.instance, p.pricing)
-
-
-def _ref(p: Pool) -> PoolRef:
-    return PoolRef(p.site, p.instance, p.pricing, p.gpu, p.nodes, p.nodes * p.gpus_per_node, p.fabric)
-
-
-def _pools(a: Plan, b: Plan, months: _Months = _Months()):
-    pa = {_pool_key(p): p for p in a.pools}
-    pb = {_pool_key(p): p for p in b.pools}
-    added = tuple(_ref(pb[k]) for k in sorted(pb.keys() - pa.keys()))
-    removed = tuple(_ref(pa[k]) for k in sorted(pa.keys() - pb.keys()))
-    resized = []
-    for k in sorted(pa.keys() & pb.keys()):
-        x, y = pa[k], pb[k]
-        changes = tuple(Change(f, getattr(x, f), getattr(y, f))
-                        for f in ("gpu", "gpus_per_node", "nodes", "fabric") if getattr(x, f) != getattr(y, f))
-        # a term's start is compared as the months are (a dated and an undated plan: by index)
-        tx = _terms(x, a.calendar if months.dated else months.frame)
-        ty = _terms(y, b.calendar if months.dated else months.frame)
-        if tx != ty:
-            changes += (Change("reservations", tx, ty),)
-        if changes:
-            resized.append(PoolResize(*k, gpu=y.gpu, nodes_a=x.nodes, nodes_b=y.nodes, changes=changes))
-    return added, removed, tuple(resized)
-
-
-def _terms(p: Pool, calendar: Calendar) -> str:
-    """A reserved pool's terms: '4 from month 2, 4 from month 14' (dated: '4 from 2027-03, ...')."""
-    return ", ".join(f"{r.nodes} from {calendar.month(r.start_month)}" for r in p.reservations)
-
-
-def _held(w: WorkloadPlan | None) -> dict[tuple[str, str, str], tuple[int, float | None]]:
-    """(site, instance, pricing) -> (most nodes held at once in a month, node-hours over the
-    horizon). A placement without holdings (plan.json from before them) holds its nodes of its
-    pricing, node-hours unknown. No workload (added or removed): nothing held."""
-    nodes: dict[tuple[str, str, str], list[int]] = {}
-    hours: dict[tuple[str, str, str], float | None] = {}
-
-    def add(key, series, node_hours: float | None) -> None:
-        add_into(nodes.setdefault(key, []), series)
-        before = hours.get(key, 0.0)
-        hours[key] = None if before is None or node_hours is None else before + node_hours
-
-    for p in w.placements if w is not None else ():
-        if not p.holdings:
-            add((p.site, p.instance, p.pricing), [p.nodes], None)
-        for h in p.holdings:
-            add((p.site, p.instance, h.pricing), list(h.monthly_nodes), sum(h.monthly_node_hours))
-    out = {k: (max(v, default=0), hours[k]) for k, v in nodes.items()}
-    return {k: v for k, v in out.items() if v[0] or v[1]}
-
-
-def _holdings(a: WorkloadPlan | None, b: WorkloadPlan | None) -> tuple[HoldingDelta, ...]:
-    ha, hb = _held(a), _held(b)
-    order = {p: i for i, p in enumerate(PRICINGS)}
-    out = []
-    for key in sorted(ha.keys() | hb.keys(), key=lambda k: (k[0], k[1], order.get(k[2], 99), k[2])):
-        (na, xa), (nb, xb) = ha.get(key, (0, 0.0)), hb.get(key, (0, 0.0))
-        same_hours = xa is None or xb is None or abs(xa - xb) < 0.005
-        if na != nb or not same_hours:
-            out.append(HoldingDelta(*key, na, nb, xa, xb))
-    return tuple(out)
-
-
-def _site_replicas(w: WorkloadPlan) -> tuple[dict[str, list[int]], bool]:
-    """Replicas per site, month by month; False when the plan gives no months (plan.json from
-    before them: each placement's peak only)."""
-    months = all(p.monthly_replicas for p in w.placements)
-    return site_replicas(w, monthly=months), months
-
-
-def _replicas(a: WorkloadPlan, b: WorkloadPlan, months: _Months = _Months()) -> tuple[ReplicaDelta, ...]:
-    """Per site, where the replicas differ: B's month j is A's month j + offset (_frame)."""
-    if "inference" not in (a.kind, b.kind):
-        return ()
-    (ra, ma), (rb, mb) = _site_replicas(a), _site_replicas(b)
-    offset = months.offset
-    out = []
-    for site in sorted(ra.keys() | rb.keys()):
-        x, y = ra.get(site, [0]), rb.get(site, [0])
-        if ma and mb:
-            at = lambda s, m: s[m] if 0 <= m < len(s) else 0   # noqa: E731
-            # dated plans: the months both cover (A's months before B's start are past, B's after
-            # A's horizon are new); undated: every month of either
-            lo, hi = ((max(0, offset), min(len(x), len(y) + offset)) if months.dated
-                      else (min(0, offset), max(len(x), len(y) + offset)))
-            differ = [m for m in range(lo, hi) if at(x, m) != at(y, m - offset)]
-            if differ:
-                out.append(ReplicaDelta(site, max(x), max(y), months.frame.runs(differ)))
-        elif max(x) != max(y):
-            out.append(ReplicaDelta(site, max(x), max(y), ""))
-    return tuple(out)
-
-
-def _shape(w: WorkloadPlan, calendar: Calendar, months: _Months) -> dict[str, Any]:
-    """A workload's plan in comparable form, one value per field; where it runs is the holdings'
-    table (_holdings), not a field here."""
-    return {
-        "gpu": w.gpu,
-        "gpus": w.gpus,
-        "nodes": sum(p.nodes for p in w.placements),
-        "total_gpus": sum(p.gpus for p in w.placements),
-        "replicas": sum(p.replicas for p in w.placements),
-        "layout": f"tp{w.layout.tp}/pp{w.layout.pp}/dp{w.layout.dp}/ep{w.layout.ep}"
-                  + (f"/cp{w.layout.cp}" if w.layout.cp > 1 else "")
-                  + ("/full-recompute" if getattr(w.layout, "recompute", "selective") == "full" else ""),
-        "orchestrator": w.orchestrator,
-        "start": months.when(w.start_month, calendar),
-    }
-
-
-def _where(w: WorkloadPlan) -> tuple[tuple[str, str, str], ...]:
-    """Each placement's (site, instance, main pricing): a workload whose set of these changes
-    moved (compared, never shown: the holdings' table shows where it runs)."""
-    return tuple(sorted((p.site, p.instance, p.pricing) for p in w.placements))
-
-
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A workload's inputs as dotted paths: {'traffic': {'peak_rps': 20}} -> {'traffic.peak_rps': 20}."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-# inputs that are months of the horizon: compared as calendar months where both plans are dated
-_MONTH_INPUTS = frozenset({"window.start_month"})
-
-
-def _inputs(a: WorkloadPlan, b: WorkloadPlan, cal_a: Calendar, cal_b: Calendar,
-            months: _Months) -> tuple[Change, ...]:
-    """The spec fields of the workload that differ, one Change per dotted path (A or B None:
-    the field is unset on that side)."""
-    fa, fb = _flat(a.inputs or {}), _flat(b.inputs or {})
-    out = []
-    for key in sorted(fa.keys() | fb.keys()):
-        x, y = fa.get(key), fb.get(key)
-        if key in _MONTH_INPUTS:
-            x = None if x is None else months.when(x, cal_a)
-            y = None if y is None else months.when(y, cal_b)
-        if x != y:
-            out.append(Change(key, x, y))
-    return tuple(out)
-
-
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _estimate(a: dict[str, Any], b: dict[str, Any]) -> tuple[Delta, ...]:
-    out = []
-    for key in sorted(set(a) | set(b)):
-        x, y = _num(a.get(key)), _num(b.get(key))
-        if x is None and y is None:
-            continue
-        if x is None or y is None or abs(x - y) > _EPS:
-            out.append(Delta(key, x, y))
-    return tuple(out)
-
-
-def _workload(name: str, a: WorkloadPlan | None, b: WorkloadPlan | None, cal_a: Calendar = Calendar(),
-              cal_b: Calendar = Calendar(), months: _Months = _Months()) -> WorkloadDiff:
-    cost = Delta("cost_usd", a.cost_usd if a else None, b.cost_usd if b else None)
-    if a is None or b is None:
-        one = a or b
-        assert one is not None
-        # where it runs (or ran) is its placement rows: held in one plan only
-        return WorkloadDiff(name, "added" if a is None else "removed", False, (), (), cost,
-                            _holdings(a, b), inputs_known=one.inputs is not None)
-    sa, sb = _shape(a, cal_a, months), _shape(b, cal_b, months)
-    changes = tuple(Change(k, sa[k], sb[k]) for k in sa if sa[k] != sb[k])
-    estimate = _estimate(a.estimate, b.estimate)
-    holdings = _holdings(a, b)
-    replicas = _replicas(a, b, months)
-    known = a.inputs is not None and b.inputs is not None
-    inputs = _inputs(a, b, cal_a, cal_b, months) if known else ()
-    # An inference workload's gpus is its replicas times the GPUs of one replica: more
-    # replicas on the same sites and instances is a resize, not a move.
-    move_fields = MOVE_FIELDS if b.kind == "training" else tuple(f for f in MOVE_FIELDS if f != "gpus")
-    shape_a, shape_b = {**sa, "where": _where(a)}, {**sb, "where": _where(b)}
-    # nodes of a pricing (in a pool) held before and not now, or now and not before: a move
-    moved = any(shape_a[f] != shape_b[f] for f in move_fields) or any(
-        (h.nodes_a == 0) != (h.nodes_b == 0) for h in holdings)
-    same = (not changes and not estimate and not holdings and not replicas and not moved
-            and abs(a.cost_usd - b.cost_usd) < 0.005)
-    status = "input changed" if inputs else "unchanged" if same else "changed"
-    return WorkloadDiff(name, status, moved, changes, estimate, cost, holdings, replicas, inputs, known)
-
-
 def _info(p: Plan) -> PlanInfo:
     return PlanInfo(p.spec_name, p.spec_sha256, p.catalog_version, p.horizon_months, p.solver.name,
                     p.solver.status, p.solver.gap, p.solver.best_bound_usd, p.start, round(p.sunk_usd, 2),
                     all(w.inputs is not None for w in p.workloads), round(p.solver.moves_usd, 2),
                     p.prices_as_of, p.prices_sha256)
-
-
-def _order(w: WorkloadDiff) -> tuple[int, str]:
-    return CHANGE_ORDER.index(w.change), w.name
 
 
 def read_plans(*paths) -> tuple[Plan, ...]:
@@ -438,19 +101,15 @@ def read_plans(*paths) -> tuple[Plan, ...]:
 
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
-    months = _frame(a, b)
-    added, removed, resized = _pools(a, b, months)
-    wa = {w.name: w for w in a.workloads}
-    wb = {w.name: w for w in b.workloads}
-    workloads = tuple(sorted((_workload(n, wa.get(n), wb.get(n), a.calendar, b.calendar, months)
-                              for n in wa.keys() | wb.keys()), key=_order))
+    c = compare(a, b)
     ca, cb = a.cost_breakdown_usd, b.cost_breakdown_usd
     breakdown = tuple(Delta(k, ca.get(k), cb.get(k)) for k in sorted(ca.keys() | cb.keys())
                       if abs((ca.get(k) or 0.0) - (cb.get(k) or 0.0)) >= 0.005 or (k in ca) != (k in cb))
     return PlanDiff(
         spec_a=a.spec_name, spec_b=b.spec_name, horizon_a=a.horizon_months, horizon_b=b.horizon_months,
         total=Delta("total_cost_usd", a.total_cost_usd, b.total_cost_usd), breakdown=breakdown,
-        pools_added=added, pools_removed=removed, pools_resized=resized, workloads=workloads,
+        pools_added=c.pools_added, pools_removed=c.pools_removed, pools_resized=c.pools_resized,
+        workloads=c.workloads,
         plan_a=_info(a), plan_b=_info(b))
 
 
@@ -552,7 +211,7 @@ def _info_json(spec: str, horizon: int, info: PlanInfo | None) -> dict[str, Any]
     return out
 
 
-def _workload_json(w: WorkloadDiff) -> dict[str, Any]:
+def _workload_json(w: WorkloadChange) -> dict[str, Any]:
     out = {
         "name": w.name, "change": w.change, "status": w.status, "moved": w.moved,
         "inputs_known": w.inputs_known,
@@ -615,7 +274,7 @@ def value_text(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
-def note_text(w: WorkloadDiff) -> str:
+def note_text(w: WorkloadChange) -> str:
     """What the workloads' table says beside a change: what a move saved (its own cost, A
     minus B), where the spec is unknown, and a cost that changed with nothing else (its share
     of nodes or storage it shares with others, as a rule)."""
@@ -635,30 +294,39 @@ def hours_text(v: float | None) -> str:
 
 # --- rich ---------------------------------------------------------------------------------
 
+def shown(text: Any) -> str:
+    """A name or value as the terminal shows it: control and bidirectional characters escaped
+    (diagnostics.printable), rich's markup taken literally."""
+    from rich.markup import escape
+
+    return escape(printable(str(text)))
+
+
 def _table(title: str, columns: tuple[str, ...], right: tuple[str, ...], rows) -> Any:
+    """A rich table; every cell passes through shown()."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
     for col in columns:
         t.add_column(col, justify="right" if col in right else "left")
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(shown(cell) for cell in row))
     return t
 
 
 def render_diff(d: PlanDiff, console) -> None:
-    title = d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}"
+    title = shown(d.spec_a if d.spec_a == d.spec_b else f"{d.spec_a} -> {d.spec_b}")
     console.print(f"[bold]{title}[/bold]: total {_money(d.total.a)} -> {_money(d.total.b)} "
                   f"([bold]{_money(d.total.delta, True)}[/bold] {_pct(d.total)})")
     for side, info in (("A", d.plan_a), ("B", d.plan_b)):
         if info is not None:
-            console.print(f"  {side}: {info.status}, gap {info.gap * 100:.2f}% ({info.solver}), "
-                          f"catalog {info.catalog_version}"
-                          + (f" (prices as of {info.prices_as_of})" if info.prices_as_of else "")
-                          + f", spec sha256 {info.spec_sha256[:12]}"
-                          + (f", starts {info.start}" if info.start else ""), highlight=False)
+            console.print(f"  {side}: {shown(info.status)}, gap {info.gap * 100:.2f}% ({shown(info.solver)}), "
+                          f"catalog {shown(info.catalog_version)}"
+                          + (f" (prices as of {shown(info.prices_as_of)})" if info.prices_as_of else "")
+                          + f", spec sha256 {shown(info.spec_sha256[:12])}"
+                          + (f", starts {shown(info.start)}" if info.start else ""), highlight=False)
     for caution in cautions(d):
-        console.print(f"  [yellow]note: {caution}[/yellow]", highlight=False)
+        console.print(f"  [yellow]note: {shown(caution)}[/yellow]", highlight=False)
     if not d.changed:
         console.print("The plans are the same.")
         return

@@ -262,3 +262,60 @@ def test_docs_cite_only_what_users_have():
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"DESIGN\.md|\.\./shared\b|/work/shared|(?i:\bissue\s*#?\d+)", line)]
     assert not found, found
+
+
+# --- one comparison of plans: months aligned and placements compared in compiler/compare.py only
+
+COMPARE = "compiler/compare.py"
+
+
+def month_alignments(source: str) -> list[str]:
+    """Calls that line one plan's months up against another's: `<calendar>.index(<y>.start)` (a
+    calendar's index of some plan's start; `ca.index(cb.start)` too)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "index"
+                and any(isinstance(n, ast.Attribute) and n.attr == "start" for a in node.args for n in ast.walk(a))):
+            out.append(f"{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def two_plan_functions(source: str) -> list[str]:
+    """Functions that take two Plans (annotated `Plan`, compiler.plan's) and do not hand them to
+    compare()."""
+    tree = ast.parse(source)
+    if not any(isinstance(n, ast.ImportFrom) and n.module == "compiler.plan" and any(a.name == "Plan" for a in n.names)
+               for n in ast.walk(tree)):
+        return []                 # another Plan (the solver's) or none
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            plans = [a for a in node.args.args if a.annotation is not None and ast.unparse(a.annotation) == "Plan"]
+            calls = {ast.unparse(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
+            if len(plans) >= 2 and "compare" not in calls:
+                out.append(f"{node.lineno}: {node.name}")
+    return out
+
+
+def test_the_comparison_checks_see_what_they_look_for():
+    assert month_alignments("k = ca.index(cb.start)\nj = max(0, base.calendar.index(plan.start))\n"
+                            "first = calendar.index(calendar.name(0)[:4] + '-01')\n") == [
+        "1: ca.index(cb.start)", "2: base.calendar.index(plan.start)"]
+    found = two_plan_functions("from compiler.plan import Plan\ndef f(a: Plan, b: Plan):\n    return 1\n"
+                               "def g(a: Plan, b: Plan):\n    return compare(a, b)\ndef h(a: Plan, n: int):\n    pass\n")
+    assert found == ["2: f"]
+
+
+def test_only_the_comparison_module_aligns_two_plans_months_or_compares_them():
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name == COMPARE:
+            continue
+        source = path.read_text(encoding="utf-8")
+        found += [f"{name}:{x}" for x in month_alignments(source) + two_plan_functions(source)]
+    assert not found, "plans compared outside compiler/compare.py:\n" + "\n".join(found)
+    # and the diff, the runbook's changes and the report's read it
+    for user in ("compiler/diff.py", "compiler/render/changes.py"):
+        assert any(m == "compiler.compare" for m, _ in _imports(ROOT / user)), user
+    assert any(m == "compiler.render.changes" for m, _ in _imports(ROOT / "compiler/report/replan.py"))

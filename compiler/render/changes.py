@@ -9,20 +9,20 @@ some month), release (this plan runs none of it), and how many pools keep what t
 workloads whose placement changes (added, moved to other sites or instances, removed); and each
 held commitment that ends inside the horizon, with what the plan runs in its place from then.
 
-Months are this plan's, named by its calendar. Two dated plans line up by calendar month (the
-baseline's month k is this plan's month k - shift), as `infra-compile diff` lines them up. After
-the baseline's last month its last month's fleet stands for what stays deployed: nobody tears a
-fleet down because its plan's horizon ended, so a pool this plan keeps running is no create.
-
-This module reads the two Plans only: compiler/diff.py compares plans for reviewers but imports
-the renderer, so the render stage cannot import it back.
+What differs is compiler/compare.py's, under its rule AS_DEPLOYED: the months line up as
+`infra-compile diff` lines them up, and after the baseline's last month its last month's fleet
+stands for what stays deployed (nobody tears a fleet down because its plan's horizon ended, so a
+pool this plan keeps running is no create). Workloads are counted by the change the diff gives
+them (moved, resized, unchanged ...), so the runbook, the report and the diff agree. Months are
+this plan's, named by its calendar.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.plan import Calendar, Held, Plan, Pool, WorkloadPlan
+from compiler.compare import AS_DEPLOYED, CHANGE_ORDER, Comparison, compare
+from compiler.plan import Calendar, Held, Plan
 from compiler.render.environment import Md, md_code, md_text
 
 # How a pool's pricing reads in running text.
@@ -95,7 +95,7 @@ class Changes:
     pools: tuple[PoolChange, ...]           # by site, instance, pricing
     pools_kept: int               # pools that run the same nodes every month
     placements: tuple[PlacementChange, ...]  # by workload
-    workloads_kept: int           # workloads of both plans placed where they were
+    workloads: tuple[tuple[str, str], ...]   # every workload of either plan and its change (CHANGE_ORDER)
     expiring: tuple[Expiring, ...]           # by month, then site and instance
     deployed_sites: tuple[str, ...]          # sites where the baseline runs a pool in this plan's months
     calendar: Calendar
@@ -111,6 +111,23 @@ class Changes:
         return Md(f"`{md_code(self.baseline_name)}`"
                   + (f" (from {md_text(self.baseline_start)})" if self.baseline_start else ""))
 
+    def count(self, change: str) -> int:
+        """How many workloads are of one change (CHANGE_ORDER), as `infra-compile diff` counts them."""
+        return sum(1 for _, c in self.workloads if c == change)
+
+    @property
+    def workloads_kept(self) -> int:
+        """The workloads that run as the baseline runs them: the unchanged ones."""
+        return self.count("unchanged")
+
+    @property
+    def in_place(self) -> str:
+        """The workloads that change but are not listed as placed elsewhere (resized where they
+        run, a spec or start that changed), counted by change: '3 resized, 1 changed'."""
+        listed = {p.workload for p in self.placements}
+        rest = [c for n, c in self.workloads if c != "unchanged" and n not in listed]
+        return ", ".join(f"{rest.count(c):,} {c}" for c in CHANGE_ORDER if rest.count(c))
+
     @property
     def kept_line(self) -> str:
         """The pools and workloads that do not change, counted in one line."""
@@ -118,7 +135,10 @@ class Changes:
             return "No pool or workload stays as the baseline runs it."
         pools = _plural(self.pools_kept, "pool") if self.pools_kept else "no pool"
         workloads = _plural(self.workloads_kept, "workload") if self.workloads_kept else "no workload"
-        return f"Kept as the baseline runs them: {pools} and {workloads}, deployed already (nothing to do for them)."
+        line = f"Kept as the baseline runs them: {pools} and {workloads}, deployed already (nothing to do for them)."
+        if self.in_place:
+            line += f" Changed where they run (this plan's files carry it): {self.in_place}."
+        return line
 
     @property
     def changed_workloads(self) -> frozenset[str]:
@@ -138,113 +158,21 @@ class Changes:
         return "changed" if self.site_lines(site) else "deployed"
 
 
-def _series(p: Pool, horizon: int) -> tuple[int, ...]:
-    """A pool's nodes month by month (a plan.json from before the monthly series: its nodes in
-    every month)."""
-    return tuple(p.monthly_nodes) if p.monthly_nodes else (p.nodes,) * horizon
+def _pools(c: Comparison) -> tuple[tuple[PoolChange, ...], int, tuple[str, ...]]:
+    cal = c.b.calendar
+    out = [PoolChange(p.site, p.instance, p.pricing, p.gpu, p.change, p.nodes_a[p.first], p.nodes_b[p.first],
+                      p.first, cal.runs(p.differ), cal.name(p.first)) for p in c.pool_months if p.change]
+    # a pool whose months all passed before this plan is history: not kept
+    kept = sum(1 for p in c.pool_months if not p.change and any(p.nodes_a))
+    deployed = sorted({p.site for p in c.pool_months if any(p.nodes_a)})
+    return tuple(out), kept, tuple(deployed)
 
 
-def _aligned(p: Pool | None, base: Plan, shift: int, months: int) -> tuple[int, ...]:
-    """The baseline pool's nodes in each of this plan's months; after its last month, the last
-    month's (what stays deployed)."""
-    if p is None:
-        return (0,) * months
-    s = _series(p, base.horizon_months)
-    return tuple(s[min(m + shift, len(s) - 1)] if s else 0 for m in range(months))
-
-
-def _shift(plan: Plan, base: Plan) -> int:
-    """How many months after the baseline's month 0 this plan's falls (0 unless both are dated)."""
-    if plan.start is None or base.start is None:
-        return 0
-    return max(0, base.calendar.index(plan.start))
-
-
-def _pool_change(p: Pool, before: tuple[int, ...], after: tuple[int, ...], cal: Calendar) -> PoolChange:
-    differ = [m for m in range(len(after)) if before[m] != after[m]]
-    if not any(before):
-        change, first = "create", next(m for m in differ if after[m])
-    elif not any(after):
-        change, first = "release", next(m for m in differ if before[m])
-    else:
-        change, first = "resize", differ[0]
-    return PoolChange(p.site, p.instance, p.pricing, p.gpu, change, before[first], after[first], first,
-                      cal.runs(differ), cal.name(first))
-
-
-def _pools(plan: Plan, base: Plan, shift: int) -> tuple[tuple[PoolChange, ...], int, tuple[str, ...]]:
-    H, cal = plan.horizon_months, plan.calendar
-    now = {(p.site, p.instance, p.pricing): p for p in plan.pools}
-    was = {(p.site, p.instance, p.pricing): p for p in base.pools}
-    out, kept, deployed = [], 0, set()
-    for key in sorted(now.keys() | was.keys()):
-        before = _aligned(was.get(key), base, shift, H)
-        after = _series(now[key], H)[:H] if key in now else (0,) * H
-        after += (0,) * (H - len(after))
-        if any(before):
-            deployed.add(key[0])
-        if before == after:
-            kept += any(before)       # a pool whose months all passed before this plan is history
-            continue
-        out.append(_pool_change(now.get(key) or was[key], before, after, cal))
-    return tuple(out), kept, tuple(sorted(deployed))
-
-
-def _monthly(p) -> list:
-    """A placement's month-by-month series: nodes per holding, and its replicas."""
-    return [h.monthly_nodes for h in p.holdings] + ([p.monthly_replicas] if p.monthly_replicas else [])
-
-
-def _active(w: WorkloadPlan, first: int) -> list:
-    """Its placements that run in month `first` or later (a plan.json without monthly figures:
-    all of them)."""
-    def runs(p) -> bool:
-        series = _monthly(p)
-        if not series:
-            return w.kind == "inference" or w.start_month >= first
-        return any(n for s in series for n in s[first:])
-    return [p for p in w.placements if runs(p)]
-
-
-def _where(placements) -> str:
-    return ", ".join(sorted({f"{p.site} {p.instance}" for p in placements})) or "-"
-
-
-def _running(w: WorkloadPlan | None, m: int, last: bool = False) -> frozenset[tuple[str, str]]:
-    """The (site, instance)s a workload holds nodes or replicas at in month m; `last`: a month
-    after its plan's horizon reads as the last (the baseline's, what stays deployed)."""
-    out = set()
-    for p in w.placements if w is not None else ():
-        if any(s and s[min(m, len(s) - 1) if last else m] for s in _monthly(p) if last or m < len(s)):
-            out.add((p.site, p.instance))
-    return frozenset(out)
-
-
-def _first_change(now: WorkloadPlan | None, was: WorkloadPlan | None, shift: int, horizon: int) -> int:
-    """This plan's first month in which the workload runs elsewhere than the baseline runs it
-    then (a plan.json without monthly figures: its start)."""
-    start = now.start_month if now is not None else max(0, was.start_month - shift)
-    return next((m for m in range(horizon) if _running(now, m) != _running(was, m + shift, last=True)), start)
-
-
-def _placements(plan: Plan, base: Plan, shift: int) -> tuple[tuple[PlacementChange, ...], int]:
-    now = {w.name: w for w in plan.workloads}
-    was = {w.name: w for w in base.workloads}
-    out, kept = [], 0
-    for name in sorted(now.keys() | was.keys()):
-        b = _active(was[name], shift) if name in was else []
-        a = list(now[name].placements) if name in now else []
-        if name in now and name in was and _where(a) == _where(b):
-            kept += 1
-            continue
-        if not a and not b:
-            continue                  # in the baseline only, and over before this plan starts
-        w = now.get(name) or was[name]
-        change = "added" if not b else "removed" if not a else "moved"
-        first = _first_change(now.get(name), was.get(name), shift, plan.horizon_months)
-        out.append(PlacementChange(name, w.kind, change, _where(b), _where(a), first,
-                                   tuple(sorted({p.site for p in a + b})), plan.calendar.name(first)))
-    return tuple(out), kept
+def _placements(c: Comparison) -> tuple[PlacementChange, ...]:
+    return tuple(PlacementChange(p.workload, p.kind, p.change, ", ".join(p.where_a) or "-",
+                                 ", ".join(p.where_b) or "-", p.first_month, p.sites,
+                                 c.b.calendar.name(p.first_month))
+                 for p in c.placings if p.change != "kept")
 
 
 def _nodes_text(pools, m: int) -> str:
@@ -292,9 +220,8 @@ def expiring(plan: Plan) -> tuple[Expiring, ...]:
 
 
 def changes(plan: Plan, baseline: Plan) -> Changes:
-    shift = _shift(plan, baseline)
-    pools, pools_kept, deployed = _pools(plan, baseline, shift)
-    placements, workloads_kept = _placements(plan, baseline, shift)
+    c = compare(baseline, plan, AS_DEPLOYED)
+    pools, pools_kept, deployed = _pools(c)
     return Changes(baseline.spec_name, baseline.start, baseline.total_cost_usd, plan.total_cost_usd,
-                   plan.sunk_usd, pools, pools_kept, placements, workloads_kept, expiring(plan), deployed,
-                   plan.calendar)
+                   plan.sunk_usd, pools, pools_kept, _placements(c), tuple((w.name, w.change) for w in c.workloads),
+                   expiring(plan), deployed, plan.calendar)

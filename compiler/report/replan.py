@@ -1,7 +1,8 @@
 """The report of a re-plan (a baseline given): its summary says what the re-plan changes in total
 against the baseline and what it inherits as sunk, and the changed workloads come first, so a
 reviewer reads the change before the fleet. The facts are compiler/render/changes.py's, the
-same the runbook lists."""
+same the runbook lists, from the one comparison of plans (compiler/compare.py): the workloads
+moved, resized and unchanged are those `infra-compile diff` counts."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ from dataclasses import replace
 
 from compiler.render.changes import Changes
 from compiler.render.environment import money
+
+# the workloads' changes the summary names each workload of; the rest it counts
+NAMED = ("input changed", "added", "removed", "moved")
+COUNTED = ("resized", "changed", "unchanged")
 
 
 def summary(c: Changes) -> tuple[str, ...]:
@@ -21,10 +26,11 @@ def summary(c: Changes) -> tuple[str, ...]:
         first += (f"; it also inherits {money(c.sunk_usd)} of commitments bought before it, sunk "
                   f"(paid whatever it does) and not in its total")
     count = {k: sum(1 for p in c.pools if p.change == k) for k in ("create", "resize", "release")}
-    moved = "".join(f"{p.workload} {p.change}, " for p in c.placements)
+    # each workload's change as `infra-compile diff` gives it: the named ones, then the counts
+    named = "".join(f"{name} {change}, " for name, change in c.workloads if change in NAMED)
+    counted = ", ".join(f"{c.count(k)} {k}" for k in COUNTED if c.count(k) or k == "unchanged")
     second = (f"Against the baseline, pools: {count['create']} created, {count['resize']} resized, "
-              f"{count['release']} released, {c.pools_kept} kept as they run; workloads: {moved}"
-              f"{c.workloads_kept} placed as before.")
+              f"{count['release']} released, {c.pools_kept} kept as they run; workloads: {named}{counted}.")
     return first + ".", second
 
 
