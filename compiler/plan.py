@@ -298,10 +298,23 @@ class OwnedAge:
 
 
 @dataclass(frozen=True)
+class TailCredit:
+    """Under `continues`: replicas of one placement in the horizon's last month whose load is
+    credited as continuing after it (at most the replicas it runs; a service's credits together
+    carry no more than the traffic the spec forecasts for that month)."""
+    workload: str
+    candidate: str
+    site: str
+    instance: str
+    replicas: float
+
+
+@dataclass(frozen=True)
 class AfterHorizon:
     """policy.after_horizon and every commitment that outlives the horizon, by pool and pricing."""
     rule: str = "prorated"        # prorated | full | continues
     commitments: tuple[Commitment, ...] = ()
+    credits: tuple[TailCredit, ...] = ()     # continues only: the last month's load it credits
 
     @property
     def committed_usd(self) -> float:
@@ -498,6 +511,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
             del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
         if w["every"] is None:
             del w["every"], w["runs"]   # not a recurring job: no keys
+    if not d["after_horizon"]["credits"]:
+        del d["after_horizon"]["credits"]    # not `continues`, or no service in the last month: no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
                               charged_usd=plan.after_horizon.charged_usd)
     out = {
@@ -561,7 +576,8 @@ def _solver(d: dict[str, Any]) -> SolverInfo:
 
 
 def _after_horizon(d: dict[str, Any]) -> AfterHorizon:
-    return AfterHorizon(d["rule"], tuple(Commitment(**c) for c in d["commitments"]))
+    return AfterHorizon(d["rule"], tuple(Commitment(**c) for c in d["commitments"]),
+                        tuple(TailCredit(**c) for c in d.get("credits", ())))
 
 
 def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:

@@ -41,7 +41,8 @@ class Variable:
                                      # pool_start (the operability limits, (15)),
                                      # idle_tail (a commitment's idle months after the horizon, (16)),
                                      # idle_tail_load (the last month's load on bought nodes, and
-                                     # whether it passes the owned ones, (16))
+                                     # whether it passes the owned ones, (16)), tail_credit (the
+                                     # replicas of month H-1 whose load continues after it, (16))
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
     candidate: str | None = None     # x, y, od_excess: the candidate's id

@@ -11,12 +11,13 @@ variables.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from compiler.catalog import load_catalog
-from compiler.pipeline import compile_spec
+from compiler.pipeline import CompileOptions, compile_spec
 from compiler.plan import to_dict
 from examples_cache import EXAMPLES, example
 
@@ -71,11 +72,25 @@ workloads:
 """
 
 
-def _plan(tmp_path: Path, text: str, rule: str | None = "full") -> dict:
+def _compiled(tmp_path: Path, text: str, rule: str | None = "full", proven: bool = False):
     extra = f"\n  after_horizon: {rule}" if rule else ""
     path = tmp_path / f"spec-{rule or 'default'}.yaml"
     path.write_text(text.format(extra=extra), encoding="utf-8")
-    return json.loads(json.dumps(to_dict(compile_spec(path).plan)))
+    # proven: searched to the optimum (--gap 0.0001), where a test compares optima
+    return compile_spec(path, CompileOptions(gap=1e-4) if proven else CompileOptions())
+
+
+def _plan(tmp_path: Path, text: str, rule: str | None = "full", proven: bool = False) -> dict:
+    return json.loads(json.dumps(to_dict(_compiled(tmp_path, text, rule, proven).plan)))
+
+
+def _credited_gpus(plan: dict) -> dict[tuple[str, str], float]:
+    """GPUs per pool of the last month's replicas plan.json credits as continuing (continues)."""
+    per_replica = {pl["candidate"]: pl["gpus_per_replica"] for w in plan["workloads"] for pl in w["placements"]}
+    out: dict[tuple[str, str], float] = {}
+    for k in plan["after_horizon"].get("credits", []):
+        out[(k["site"], k["instance"])] = out.get((k["site"], k["instance"]), 0.0) + k["replicas"] * per_replica[k["candidate"]]
+    return out
 
 
 def _full_commitments(plan: dict, catalog, spec_sites: dict, full: bool = True) -> tuple[float, float, float]:
@@ -150,9 +165,9 @@ def test_continues_is_never_dearer_and_charges_only_idle_tails(tmp_path):
     """Every plan costs no more under `continues` than under `full` (its tails cost at most all
     their months), so neither does the optimum; a service that runs to the end keeps its late
     terms busy, so they are committed but not charged."""
-    full = _plan(tmp_path, LATE_TERMS, "full")
-    cont = _plan(tmp_path, LATE_TERMS, "continues")
-    prorated = _plan(tmp_path, LATE_TERMS, None)
+    full = _plan(tmp_path, LATE_TERMS, "full", proven=True)
+    cont = _plan(tmp_path, LATE_TERMS, "continues", proven=True)
+    prorated = _plan(tmp_path, LATE_TERMS, None, proven=True)
     assert prorated["after_horizon"]["rule"] == "prorated" and prorated["after_horizon"]["charged_usd"] == 0
     assert prorated["total_cost_usd"] <= cont["total_cost_usd"] + 0.01
     assert full["solver"]["status"] == cont["solver"]["status"] == "optimal"
@@ -178,12 +193,8 @@ def test_a_bought_node_costs_its_whole_price_under_full(tmp_path):
     assert full["cost_breakdown_usd"]["capex"] == pytest.approx(capex, abs=0.05)
     assert after > 0 and full["after_horizon"]["committed_usd"] == pytest.approx(after, abs=0.05)
     # continues: the horizon's share of the price (24 of 60 months), and the rest for the GPUs
-    # the service leaves idle in the last month (its replicas' GPUs there, from plan.json)
-    busy = {}
-    for w in cont["workloads"]:
-        for pl in w["placements"]:
-            key = (pl["site"], pl["instance"])
-            busy[key] = busy.get(key, 0) + pl["monthly_replicas"][-1] * pl["gpus_per_replica"]
+    # the service leaves idle in the last month (its credited replicas' GPUs there, from plan.json)
+    busy = _credited_gpus(cont)
     want = 0.0
     for p in (q for q in cont["pools"] if q["pricing"] == "purchase"):
         node = catalog.onprem_nodes[p["instance"]]
@@ -269,3 +280,43 @@ def test_continues_fills_owned_nodes_first_and_never_charges_them():
     tail = node.capex_usd * (life - 24) / life
     assert cont["cost_breakdown_usd"]["capex"] == pytest.approx(b * node.capex_usd * 24 / life + b * tail, abs=0.05)
     assert cont["after_horizon"]["charged_usd"] == pytest.approx(b * tail, abs=0.05)
+
+
+def test_continues_credits_the_forecast_traffic_not_the_plans_replicas(tmp_path):
+    """Under `continues` the last month's load that keeps a commitment busy after the horizon is
+    the traffic the spec forecasts for that month, carried by replicas the plan runs then; spare
+    replicas earn no credit, so padding the last month never lowers what the tail costs.
+    Checked against the estimate's tokens/s per replica and the spec's traffic worked here by
+    hand: 20 rps x 150 output tokens, growing 8% a month, in month 23."""
+    result = _compiled(tmp_path, LATE_TERMS, "continues")
+    plan = json.loads(json.dumps(to_dict(result.plan)))
+    credits = plan["after_horizon"]["credits"]
+    assert credits
+    tau = {c.id: c.estimate.tokens_per_s for c in result.candidates.by_workload["chat-8b"]}
+    last = {pl["candidate"]: pl["monthly_replicas"][-1] for w in plan["workloads"] for pl in w["placements"]}
+    forecast = 20 * 150 * 1.08 ** 23
+    for k in credits:
+        assert 0 < k["replicas"] <= last[k["candidate"]] + 1e-6
+    carried = sum(k["replicas"] * tau[k["candidate"]] for k in credits)
+    assert carried <= forecast * (1 + 1e-9)
+    # the whole forecast is credited (the replicas carry it, and credit only lowers the tail)
+    assert carried == pytest.approx(forecast, rel=1e-6)
+    # the last month runs the fewest replicas that carry it: no padding to absorb idle terms
+    per = {k["candidate"]: tau[k["candidate"]] for k in credits}
+    need = min(math.ceil(forecast / t - 1e-9) for t in per.values())
+    assert sum(last.values()) <= need + 1
+
+
+def test_the_audit_flags_credits_beyond_the_forecast(tmp_path):
+    """The audit holds plan.json's credits to the replicas run and the forecast traffic (A607)."""
+    from dataclasses import replace
+
+    from compiler.audit import audit
+
+    result = _compiled(tmp_path, LATE_TERMS, "continues")
+    plan, cands = result.plan, result.candidates
+    assert audit(cands.spec, cands.catalog, cands, plan) == []
+    k = plan.after_horizon.credits[0]
+    padded = replace(plan, after_horizon=replace(plan.after_horizon, credits=(replace(k, replicas=k.replicas * 3),)))
+    found = [f for f in audit(cands.spec, cands.catalog, cands, padded) if f.code == "A607"]
+    assert any("credited" in f.message for f in found), found

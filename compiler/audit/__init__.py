@@ -46,6 +46,7 @@ CHECKS: tuple[Callable[[Context], Iterable[Finding]], ...] = (
     costs.check_costs,
     costs.check_cloud_share,
     costs.check_commitments,
+    costs.check_credits,
 )
 
 

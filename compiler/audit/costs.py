@@ -4,6 +4,7 @@ commitments the plan lists after the horizon."""
 
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
 from compiler.audit import codes, rules
@@ -44,8 +45,9 @@ def price(ctx: Context) -> Priced:
         after = node.capex_usd - rules.capex_for_horizon(node, H)
         # continues: the last month's load fills the owned nodes first; the bought ones it leaves
         # idle are charged their months after the horizon
-        beyond_owned = max(0.0, ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0) / node.gpus
-                           - rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat))
+        last = (ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0)
+                + (_credited_gpus(ctx) - _replica_gpus(ctx)).get((p.site, p.instance), 0.0))
+        beyond_owned = max(0.0, last / node.gpus - rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat))
         idle = p.nodes if full else 0.0 if rule == "prorated" else max(0.0, p.nodes - beyond_owned)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
         if after > 0 and p.nodes:
@@ -108,6 +110,65 @@ def price(ctx: Context) -> Priced:
     return out
 
 
+class _Sums(dict):
+    """GPUs per (site, instance); `a - b` key by key."""
+    def __sub__(self, other: dict) -> "_Sums":
+        return _Sums({k: self.get(k, 0.0) - other.get(k, 0.0) for k in set(self) | set(other)})
+
+
+def _replica_gpus(ctx: Context) -> _Sums:
+    """The GPUs the services' replicas hold in the horizon's last month, per pool."""
+    out = _Sums()
+    for pl in ctx.placed:
+        if pl.cand.kind != "training":
+            key = (pl.cand.site, pl.cand.instance)
+            out[key] = out.get(key, 0.0) + ctx.replicas(pl.placement, ctx.H - 1) * pl.cand.gpus
+    return out
+
+
+def _credited_gpus(ctx: Context) -> _Sums:
+    """continues: the GPUs of the last month's replicas whose load the plan credits after the
+    horizon (after_horizon.credits; check_credits holds them to the replicas run and the
+    traffic forecast), per pool."""
+    by_id = {pl.cand.id: pl for pl in ctx.placed}
+    out = _Sums()
+    for k in ctx.plan.after_horizon.credits:
+        pl = by_id.get(k.candidate)
+        if pl is not None:
+            key = (pl.cand.site, pl.cand.instance)
+            out[key] = out.get(key, 0.0) + k.replicas * pl.cand.gpus
+    return out
+
+
+def check_credits(ctx: Context) -> Iterator[Finding]:
+    """continues: each credit is replicas its placement runs in the last month, and a service's
+    credits carry no more than the traffic the spec forecasts for that month."""
+    rule, credits = ctx.spec.policy.after_horizon, ctx.plan.after_horizon.credits
+    if credits and rule != "continues":
+        yield Finding(codes.COMMITMENTS, f"after_horizon.credits under {rule}: only continues credits the last "
+                      f"month's load", "$.policy.after_horizon")
+    by_id = {pl.cand.id: pl for pl in ctx.placed}
+    carried: dict[str, float] = {}
+    for k in credits:
+        pl = by_id.get(k.candidate)
+        if pl is None or pl.workload.name != k.workload or (pl.cand.site, pl.cand.instance) != (k.site, k.instance):
+            yield Finding(codes.COMMITMENTS, f"after_horizon.credits: {k.workload} has no placement of candidate "
+                          f"{k.candidate} at {k.site}/{k.instance}", "$.policy.after_horizon")
+            continue
+        ran = ctx.replicas(pl.placement, ctx.H - 1)
+        if not math.isfinite(k.replicas) or k.replicas < 0 or k.replicas > ran + 1e-6:
+            yield Finding(codes.COMMITMENTS, f"after_horizon.credits: {k.replicas:g} replicas of {k.candidate} "
+                          f"credited, {ran} run in month {ctx.H - 1}", pl.workload.path)
+        carried[k.workload] = carried.get(k.workload, 0.0) + k.replicas * pl.cand.estimate.tokens_per_s
+    for w in ctx.spec.workloads:
+        if w.name in carried:
+            need = rules.demand(w, ctx.H - 1)
+            if carried[w.name] > need * (1 + 1e-9) + 1e-6:
+                yield Finding(codes.COMMITMENTS, f"after_horizon.credits: {w.name}'s credited replicas carry "
+                              f"{carried[w.name]:,.1f} tokens/s, over the {need:,.1f} forecast for month "
+                              f"{ctx.H - 1}", f"{w.path}.traffic")
+
+
 def _idle_term_months(ctx: Context, pool) -> float:
     """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
     last month's work leaves idle. Month by month after the horizon: the reserved nodes of both
@@ -116,7 +177,7 @@ def _idle_term_months(ctx: Context, pool) -> float:
     H, cat, site = ctx.H, ctx.catalog, ctx.sites[pool.site]
     inst = cat.instances[pool.instance]
     busy = (ctx.usage.train_hours.get((pool.site, pool.instance, H - 1), 0.0) / rules.HOURS
-            + ctx.usage.infer_gpus.get((pool.site, pool.instance, H - 1), 0.0) / inst.gpus)
+            + _credited_gpus(ctx).get((pool.site, pool.instance), 0.0) / inst.gpus)
     terms = {t: ctx.pools.get((pool.site, pool.instance, t)) for t in rules.TERM_MONTHS}
     rate = {t: rules.cloud_rate(cat, site, pool.instance, t) or 0.0 for t in terms}
     cheap_first = sorted((t for t, p in terms.items() if p is not None), key=lambda t: (rate[t], t))

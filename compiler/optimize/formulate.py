@@ -134,10 +134,15 @@ Constraints
          idle_tail[p@J]: sum_k t_{p,k,J} >= sum_{k,a active in J} r_{p,k,a} - L_p / 730,
          idle_term[p/k@J]: t_{p,k,J} <= sum_{a active in J} r_{p,k,a} (where two terms are active),
          t_{p,k,J} >= 0 at price_k(p) * 730 * |J| (the LP idles the cheaper term first: exact),
-         L_p = the node-hours of month H-1 its jobs run (row (12)'s) and its replicas' GPUs
-         fill (730 g_c / G_p y_{c,H-1}: not the node count v, which may exceed what they fill).
+         L_p = the node-hours of month H-1 its jobs run (row (12)'s) and its credited replicas'
+         GPUs fill (730 g_c / G_p k_c: not the node count v, which may exceed what they fill).
+       Credited replicas: tail_credit[c]: 0 <= k_c <= y_{c,H-1}; tail_forecast[w]: sum_c tau_c k_c
+         <= D_{w,H-1}: the load that continues is the traffic the spec forecasts for month H-1,
+         not the plan's replicas (spares for a site's loss and replicas beyond the traffic earn
+         no credit, so padding the last month never lowers the tail).
        On-prem pool q: idle_tail[q]: t_q >= b_q - a_q, t_q >= 0 at capex_q * (1 - L_q), a_q the
-         load of month H-1 beyond the owned nodes, max(0, U_q / G_q - O_q) (U_q its GPUs in use):
+         load of month H-1 beyond the owned nodes, max(0, U_q / G_q - O_q) (U_q its GPUs in use,
+         replicas counted as credited, k_c):
          a_q = U_q / G_q where O_q = 0; else idle_load[q]: a_q <= U_q / G_q - O_q s_q,
          idle_load_on[q]: a_q <= B_q s_q, s_q binary (whether the load passes the owned nodes).
 
@@ -335,6 +340,7 @@ class _State:
     pinned_hours: dict = field(default_factory=dict)            # (12a) pool@m/pricing
     pinned_gpus: dict = field(default_factory=dict)             # (12a) on-prem pool@m/owned|purchase
     pin_path: dict = field(default_factory=dict)
+    tail_credit: dict = field(default_factory=dict)             # (16) y of month H-1 -> its credit
     mixes: dict = field(default_factory=dict)                   # (14)
     reservations: list = field(default_factory=list)
     base_fabrics: dict = field(default_factory=dict)
@@ -408,6 +414,8 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
             pools_onprem.add((c.site, c.instance))
         else:
             pools_cloud.setdefault((c.site, c.instance), set()).update(active)
+    if spec.policy.after_horizon == "continues" and st.H - 1 in active:
+        _tail_credits(st, w, cands)
     survive = w.slo.survives_site_loss
     too_many = math.inf   # a demand whose mixes ran over budget: more demand would too
     for m in active:
@@ -437,6 +445,29 @@ def _services(st: "_State", w: InferenceWorkload) -> None:
         # Too many mixes (or none: explain.py reports that): cuts on each row instead.
         for row, t, key in rows:
             _add_cuts(B, row, t, D[m], w.path, key)
+
+
+def _tail_credits(st: "_State", w: InferenceWorkload, cands) -> None:
+    """(16) the replicas of month H-1 whose load continues after the horizon: at most each
+    candidate's replicas, and together no more than the traffic the spec forecasts then."""
+    B, m = st.B, st.H - 1
+    credits = {}
+    for c in cands:
+        yn = y_name(c, m)
+        kn = st.tail_credit[yn] = B.var(f"tail_credit[{c.id}]", "continuous", B.vars[yn].ub, family="tail_credit",
+                                        workload=w.name, candidate=c.id, site=c.site, instance=c.instance, month=m)
+        B.con(f"tail_credit[{c.id}]", "after_horizon", {kn: 1.0, yn: -1.0}, "<=", 0.0, "$.policy.after_horizon",
+              f"{w.name}'s replicas on {c.instance} at {c.site} credited after the horizon are replicas it runs "
+              f"in month {m}", family="tail_credit", workload=w.name, candidate=c.id, month=m)
+        credits[kn] = c.estimate.tokens_per_s
+    B.con(f"tail_forecast[{w.name}]", "after_horizon", credits, "<=", st.demand[w.name][m], f"{w.path}.traffic",
+          f"{w.name}'s load credited after the horizon is the traffic forecast for month {m}",
+          family="tail_forecast", workload=w.name, month=m)
+
+
+def credited(st: "_State", terms: Mapping[str, float]) -> dict[str, float]:
+    """A pool's month-(H-1) usage terms with each replica count replaced by its credit (16)."""
+    return {st.tail_credit.get(k, k): v for k, v in terms.items()}
 
 
 def _training(st: "_State", w) -> None:
@@ -510,7 +541,7 @@ def _cloud_pools(st: "_State") -> None:
             if m == st.H - 1:
                 # the GPUs busy, not the replicas' node count: that one may exceed what they fill
                 last_load = {**st.od_hours.get((s, i, m), {}),
-                             **{yn: HOURS_PER_MONTH * g / gpn for yn, g in (pack or {}).items()}}
+                             **credited(st, {yn: HOURS_PER_MONTH * g / gpn for yn, g in (pack or {}).items()})}
             if not hours:
                 continue
             un = _cloud_ondemand(st, s, i, m, hours, res_vars, pack)
@@ -856,7 +887,7 @@ def _onprem_month(st: "_State", s: str, i: str, m: int, bn: str) -> None:
         if B.vars[yn].family == "y" and f"node_mix[{yn}]" not in B.cons:
             _add_node_cut(B, f"node_for[{yn}]", bn, yn, g, node.gpus, owned, site.path)
     if m == st.H - 1 and st.spec.policy.after_horizon == "continues":
-        _onprem_idle_tail(st, s, i, bn, terms or {})
+        _onprem_idle_tail(st, s, i, bn, credited(st, terms or {}))
     if terms:
         B.con(capacity_name(s, i, m), "capacity",
               {**terms, bn: -float(node.gpus)}, "<=", float(node.gpus * owned),

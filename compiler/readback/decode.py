@@ -27,7 +27,7 @@ from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
 from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
-                           Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan,
+                           Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan, TailCredit,
                            WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
@@ -295,9 +295,12 @@ def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
     spec, cat, H = problem.spec, problem.candidates.catalog, problem.spec.horizon_months
     rule = spec.policy.after_horizon
     idle: dict[tuple[str, str, str], float] = defaultdict(float)
+    credits = []
     for v in problem.variables:
         if v.family == "idle_tail":
             idle[(v.site, v.instance, v.pricing)] += v.cost * value(v.name)
+        elif v.family == "tail_credit" and round(value(v.name), 6) > 0:
+            credits.append(TailCredit(v.workload, v.candidate, v.site, v.instance, round(value(v.name), 6)))
     out = []
     for p in pools:
         if p.pricing in unit_costs.TERM_MONTHS:
@@ -319,7 +322,7 @@ def _after_horizon(problem, value, pools: tuple[Pool, ...]) -> AfterHorizon:
         charged = committed if rule == "full" else idle[(p.site, p.instance, p.pricing)]
         nodes = p.nodes if p.pricing == "purchase" else sum(n for n, _k in late)
         out.append(Commitment(p.site, p.instance, p.pricing, nodes, node_months, _r(committed), _r(charged)))
-    return AfterHorizon(rule, tuple(out))
+    return AfterHorizon(rule, tuple(out), tuple(sorted(credits, key=lambda k: k.candidate)))
 
 
 @dataclass
