@@ -25,10 +25,11 @@ def _dropped_layout(plan):
 
 
 def _deployments(files: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """file -> (namespace, name) of each Deployment the files hold."""
+    """file -> (namespace, name) of each serving Deployment the files hold (not the endpoint
+    pickers of the routing files)."""
     out = {}
     for path, text in files.items():
-        if path.startswith("kubernetes/") and path.endswith(".yaml"):
+        if path.startswith("kubernetes/") and "/30-serve-" in path and path.endswith(".yaml"):
             for doc in yaml.safe_load_all(text):
                 if doc and doc.get("kind") == "Deployment":
                     out[path] = (doc["metadata"]["namespace"], doc["metadata"]["name"])
