@@ -304,3 +304,17 @@ def _picker_port(out):
 def test_the_oracle_names_a_broken_serving_stack(choices_out, tmp_path, edit, finding):
     found = _broken(choices_out, tmp_path, edit)
     assert any(finding in line for line in found), found
+
+
+@pytest.mark.parametrize("inputs", [
+    None, [], "x", {"traffic": "x"}, {"traffic": {"prefix_cache_hit": "half"}},
+    {"speculative": {"method": "lookahead", "draft_tokens": 3, "acceptance": 0.7}},
+    {"speculative": {"method": "draft", "draft_tokens": "3", "acceptance": 0.7}},
+    {"speculative": {"method": "heads"}}, {"speculative": True},
+])
+def test_inputs_a_plan_read_from_outside_may_hold_serve_plainly(inputs):
+    # a baseline's plan.json may hold anything in `inputs`: the render never stops on it
+    from compiler.render.site import ServingChoices, serving_choices
+    assert serving_choices(inputs, "/models/chat") == ServingChoices()
+    assert "--enable-prefix-caching" not in _server_args(_render(
+        with_workload(PLANS["aws"](), "chat-8b", inputs=inputs)), "chat-8b")

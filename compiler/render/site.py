@@ -163,17 +163,22 @@ class ServingChoices:
         return self.prefix_cache_hit > 0
 
 
-def serving_choices(inputs: dict[str, Any] | None, model_dir: str) -> ServingChoices:
+def serving_choices(inputs: Any, model_dir: str) -> ServingChoices:
     """The serving choices of a workload's spec as plan.json records it (`inputs`: the workload as
-    stated, parsed; None for a plan written before plans recorded it: plain serving)."""
-    if not inputs:
+    stated, parsed; None for a plan written before plans recorded it: plain serving). A plan read
+    from outside may hold anything there: what is not a valid choice is left out."""
+    if not isinstance(inputs, dict):
         return ServingChoices()
-    hit = float((inputs.get("traffic") or {}).get("prefix_cache_hit") or 0.0)
+    traffic = inputs.get("traffic")
+    hit = traffic.get("prefix_cache_hit") if isinstance(traffic, dict) else None
+    hit = float(hit) if isinstance(hit, (int, float)) and not isinstance(hit, bool) and 0 < hit <= 1 else 0.0
     spec = inputs.get("speculative")
     args = None
-    if spec:
-        args = SpeculativeArgs(str(spec["method"]), int(spec["draft_tokens"]), float(spec["acceptance"]),
-                               f"{model_dir}/{DRAFT_FOLDER}")
+    if isinstance(spec, dict) and spec.get("method") in SPECULATIVE_METHOD:
+        tokens, acceptance = spec.get("draft_tokens"), spec.get("acceptance")
+        if (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1
+                and isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)):
+            args = SpeculativeArgs(spec["method"], tokens, float(acceptance), f"{model_dir}/{DRAFT_FOLDER}")
     return ServingChoices(hit, args)
 
 
