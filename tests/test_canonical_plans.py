@@ -107,14 +107,22 @@ def _digest(artifacts: dict[str, str]) -> str:
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path, monkeypatch):
     """HiGHS's (and CBC's) random seed changes the search's path, as another machine's floating
-    point does; wherever two seeds end at the same cost, every rendered byte is the same."""
+    point does; wherever two seeds end at the same cost, every rendered byte is the same. Before
+    canonical.py, multi-region-inference rendered a different tree under each of 20240601, 1 and
+    2 at one cost (replicas split otherwise over reserved nodes with room); it takes most of this
+    test's minutes (a compile of about 100 s per seed)."""
     from compiler import pipeline
     from compiler.optimize import solve
 
+    from examples_cache import EXAMPLES, example
+
     by_cost: dict[float, set[str]] = {}
     for seed in SEEDS:
-        monkeypatch.setattr(solve, "DEFAULT", dataclasses.replace(DEFAULT, seed=seed))
-        result = pipeline.compile_spec(path)
+        if seed == DEFAULT.seed and path.parent == ROOT / "examples" and path.stem in EXAMPLES:
+            result = example(path.stem)[1]      # the session's compile of it (the other tests' too)
+        else:
+            monkeypatch.setattr(solve, "DEFAULT", dataclasses.replace(DEFAULT, seed=seed))
+            result = pipeline.compile_spec(path)
         by_cost.setdefault(result.plan.total_cost_usd, set()).add(_digest(result.artifacts))
     split = {cost: len(d) for cost, d in by_cost.items() if len(d) > 1}
     assert not split, f"{path.name}: seeds of equal cost rendered different bytes: {split}"
