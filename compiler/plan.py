@@ -206,6 +206,18 @@ class WorkloadPlan:
     # which spec lines changed; None: a plan.json written before plans recorded them.
     inputs: dict[str, Any] | None = None
 
+    @property
+    def repeat_stem(self) -> str | None:
+        """The name without a numeric or date suffix ("-01", "_7", "-2027-01", ".3", after a
+        letter, so a model size such as "llama-3-8b" keeps its digits): what repeats of one job
+        named as a series share ("pretrain-01", "pretrain-02" -> "pretrain"); None: no suffix."""
+        m = _REPEAT_SUFFIX.match(self.name)
+        return m.group(1).rstrip("-_.") if m else None
+
+
+# A workload name's numeric or date suffix (WorkloadPlan.repeat_stem).
+_REPEAT_SUFFIX = re.compile(r"^(.*[A-Za-z])[-_.]?\d+(?:[-_.]\d+)*$")
+
 
 @dataclass(frozen=True)
 class StoragePlan:
@@ -326,6 +338,100 @@ class AfterHorizon:
 
 
 @dataclass(frozen=True)
+class BindingConstraint:
+    """A site or cloud limit that is tight in the plan (power, racks, max_gpus, quota, cloud_share):
+    one per series of rows (a quota's months are one). plan.json writes it as one line of text,
+    `text`; from_dict reads that line back into these fields (`read`)."""
+    family: str                   # the row's family: power, rack_power, racks, max_gpus, quota, cloud_share
+    series: str                   # its name without a month: quota[aws-use1/H100], cloud_share
+    path: str = ""                # the spec path it comes from: $.sites[0].quotas.H100
+    meaning: str = ""             # what it says, in the spec's terms
+
+    @property
+    def name(self) -> str:
+        """The series and where the spec sets it: 'quota[aws-use1/H100] at $.sites[0].quotas.H100'."""
+        return f"{self.series} at {self.path}" if self.path else self.series
+
+    @property
+    def text(self) -> str:
+        """plan.json's line: '<series> at <path>: <meaning>'."""
+        return f"{self.name}: {self.meaning}" if self.meaning else self.name
+
+    @classmethod
+    def read(cls, text: str) -> "BindingConstraint":
+        """plan.json's line back into its fields; read(text).text == text for every line (one
+        that `text` would not write as it is, is kept whole as its series)."""
+        head, _, meaning = text.partition(": ")
+        series, _, path = head.partition(" at ")
+        typed = cls(series.partition("[")[0], series, path, meaning)
+        return typed if typed.text == text else cls(text.partition("[")[0], text)
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """Owning one GPU (owned: power only; bought: capex, power, support) against renting the same
+    GPU type in the cloud, for a GPU type some workload could run on both
+    (compiler/appraise/alternatives.py has the rule)."""
+    gpu: str
+    on_prem_site: str
+    on_prem_instance: str
+    cloud_site: str
+    cloud_instance: str
+    cloud_pricing: str
+    on_prem_capex_usd_per_gpu: float          # node capex and its fabric per GPU; 0 for owned nodes
+    on_prem_opex_usd_per_gpu_month: float     # power of a GPU busy all month, + support if bought
+    cloud_usd_per_gpu_month: float            # a GPU busy all month (730 h) at cloud_pricing
+    breakeven_months: float | None            # months of full use after which owning is cheaper; None: never
+    breakeven_utilization: float | None       # share of the horizon a GPU must be busy; None: never
+    # None: a plan.json that does not say (the schema leaves them optional); no key written
+    note: str | None = None
+    on_prem_basis: str | None = None          # owned | purchase
+    on_prem_fabric: str | None = None         # purchase: the wiring in the capex; "" for owned
+
+    @property
+    def owned(self) -> bool:
+        return self.on_prem_basis == "owned"
+
+
+# Why owned nodes stay idle for one workload (compiler/appraise/idle.py says how each is found)
+IDLE_REASONS = ("no_workload", "not_allowed", "too_big", "availability", "dearer", "cheaper_alone")
+# the terms of an owned option priced alone that IdleOwned.detail names for dearer and cheaper_alone
+IDLE_TERMS = ("storage", "power", "egress")
+
+
+@dataclass(frozen=True)
+class IdleOwned:
+    """Owned on-prem nodes the plan leaves idle in a run of months, and for one workload that could
+    run then, why it runs elsewhere (compiler/appraise/idle.py)."""
+    site: str
+    instance: str
+    owned_nodes: int
+    idle_nodes: int               # the most idle in one month of the run
+    first_month: int
+    last_month: int
+    months: str                   # first-last as plan.json writes it ('3', '3-7')
+    workload: str                 # "" for no_workload
+    reason: str                   # one of IDLE_REASONS
+    # no_workload: 'all here' or ''; not_allowed: the rule or rejection; too_big: the sizes;
+    # availability: the rule; dearer, cheaper_alone: the largest term of the owned option (IDLE_TERMS)
+    detail: str
+    plan_usd: float | None        # what the workload costs in the plan (None: no_workload)
+    owned_option_usd: float | None   # the cheapest candidate on the owned nodes alone, with its storage
+    power_usd: float = 0.0
+    storage_usd: float = 0.0
+    storage_tier: str = ""
+    storage_tb: float = 0.0       # TB the owned option would buy (0: the site's storage holds it)
+    data_tb: float = 0.0          # the workload's dataset + checkpoints, TB
+    egress_usd: float = 0.0
+    candidate: str = ""
+
+    @property
+    def terms(self) -> dict[str, float]:
+        """The owned option's terms by IDLE_TERMS name: USD."""
+        return {"storage": self.storage_usd, "power": self.power_usd, "egress": self.egress_usd}
+
+
+@dataclass(frozen=True)
 class Plan:
     spec_name: str
     spec_sha256: str
@@ -338,14 +444,14 @@ class Plan:
     pools: tuple[Pool, ...]
     workloads: tuple[WorkloadPlan, ...]
     storage: tuple[StoragePlan, ...] = ()
-    binding_constraints: tuple[str, ...] = ()
+    binding_constraints: tuple[BindingConstraint, ...] = ()
     monthly_cost_usd: tuple[float, ...] = ()
     # site -> breakdown category -> USD: what each site bills (its pools, storage, and the egress
     # of data leaving it); the sites add up to total_cost_usd. Empty in a plan that does not say.
     cost_by_site_usd: dict[str, dict[str, float]] = field(default_factory=dict)
-    breakeven: tuple[dict[str, Any], ...] = field(default=())
+    breakeven: tuple[BreakEven, ...] = ()
     # owned on-prem nodes the plan leaves idle and why (compiler/appraise/idle.py)
-    idle_owned: tuple[dict[str, Any], ...] = field(default=())
+    idle_owned: tuple[IdleOwned, ...] = ()
     operability: OperabilityPlan | None = None
     after_horizon: AfterHorizon = AfterHorizon()
     start: str | None = None      # the spec's `start`: month 0 as YYYY-MM (None: undated)
@@ -511,6 +617,11 @@ def to_dict(plan: Plan) -> dict[str, Any]:
             del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
         if w["every"] is None:
             del w["every"], w["runs"]   # not a recurring job: no keys
+    d["binding_constraints"] = [b.text for b in plan.binding_constraints]
+    for b in d["breakeven"]:
+        for k in ("note", "on_prem_basis", "on_prem_fabric"):
+            if b[k] is None:
+                del b[k]          # a plan.json that did not say: no key
     if not d["after_horizon"]["credits"]:
         del d["after_horizon"]["credits"]    # not `continues`, or no service in the last month: no key
     d["after_horizon"].update(committed_usd=plan.after_horizon.committed_usd,
@@ -557,11 +668,11 @@ def from_dict(d: dict[str, Any]) -> Plan:
                                              else None)})
             for w in d["workloads"]),
         storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s["monthly_tb"])}) for s in d["storage"]),
-        binding_constraints=tuple(d["binding_constraints"]),
+        binding_constraints=tuple(BindingConstraint.read(b) for b in d["binding_constraints"]),
         monthly_cost_usd=tuple(d["monthly_cost_usd"]),
         cost_by_site_usd={s: dict(c) for s, c in d.get("cost_by_site_usd", {}).items()},
-        breakeven=tuple(d["breakeven"]),
-        idle_owned=tuple(d["idle_owned"]),
+        breakeven=tuple(BreakEven(**b) for b in d["breakeven"]),
+        idle_owned=tuple(IdleOwned(**r) for r in d["idle_owned"]),
         operability=_operability(d.get("operability")),
         after_horizon=_after_horizon(d["after_horizon"]),
         start=d.get("start"),

@@ -19,7 +19,7 @@ reserved 1y, 24.768 spot); on-prem power is 10.2 kW * 1.3 PUE * 0.15 $/kWh per n
 
 from __future__ import annotations
 
-from compiler.plan import (Alternative, Holding, LayoutPlan, OptionPart, Placement, Plan, Pool, Reservation,
+from compiler.plan import (Alternative, BindingConstraint, BreakEven, Holding, LayoutPlan, OptionPart, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 
 HORIZON = 36
@@ -216,8 +216,8 @@ def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...])
                           best_bound_usd=round(total * 0.9995, 2), gap=0.0005, seconds=3.42),
         total_cost_usd=total, cost_breakdown_usd=breakdown, cost_by_site_usd=by_site, sites=_sites(),
         pools=_pools(replicas, resnet_moved), workloads=workloads, storage=storage,
-        binding_constraints=binding, monthly_cost_usd=monthly,
-        breakeven=({
+        binding_constraints=tuple(BindingConstraint.read(b) for b in binding), monthly_cost_usd=monthly,
+        breakeven=tuple(BreakEven(**b) for b in ({
             "gpu": "H100", "on_prem_site": "fra-dc1", "on_prem_instance": "dgx-h100",
             "on_prem_basis": "owned", "on_prem_fabric": "",
             "cloud_site": "aws-use1", "cloud_instance": "p5.48xlarge", "cloud_pricing": "on_demand",
@@ -242,7 +242,7 @@ def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...])
             # (47,500 * 36/60 + 577.33 * 36) / (3,616.13 * 36)
             "breakeven_utilization": 0.3786,
             "note": "capex credited for 36 of 60 months of useful life",
-        },),
+        },)),
     )
 
 

@@ -92,9 +92,11 @@ def test_binding_families_are_named_as_plan_json_writes_them(catalog):
     the families, bracketed or not (a cloud_share row has no brackets)."""
     from dataclasses import replace
 
-    plan = replace(hybrid_plan(), binding_constraints=(
+    from compiler.plan import BindingConstraint
+
+    plan = replace(hybrid_plan(), binding_constraints=tuple(BindingConstraint.read(b) for b in (
         "cloud_share at $.policy.max_cloud_share: cloud spend at most 60% of the total",
-        "quota[aws-use1/H100] at $.sites[0].quotas.H100: at most 512 H100 GPUs at once"))
+        "quota[aws-use1/H100] at $.sites[0].quotas.H100: at most 512 H100 GPUs at once")))
     why = render_report(plan, catalog)["report.md"].split("## The chosen design and why")[1].split("##")[0]
     assert "2 constraints are binding (cloud_share, quota)" in why
 

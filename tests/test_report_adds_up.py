@@ -13,7 +13,7 @@ import pytest
 
 from compiler import pipeline
 from compiler.catalog import load_catalog
-from compiler.plan import Plan
+from compiler.plan import BindingConstraint, IdleOwned, Plan
 from compiler.report import render_report
 from examples_cache import example
 from plans import aws_plan, training
@@ -203,10 +203,11 @@ def _cheaper_alone(plan: Plan, site: str = "fra-dc1") -> Plan:
            "detail": "power", "plan_usd": 900.0, "owned_option_usd": 400.0, "power_usd": 400.0,
            "storage_usd": 0.0, "storage_tier": "", "storage_tb": 0.0, "data_tb": 0.0, "egress_usd": 0.0,
            "candidate": "c"}
-    return replace(plan, idle_owned=(row,))
+    return replace(plan, idle_owned=(IdleOwned(**row),))
 
 
-POWER = ("power[fra-dc1] at $.sites[1].power_kw: new nodes at fra-dc1 are limited by power_kw 1200",)
+POWER = (BindingConstraint.read("power[fra-dc1] at $.sites[1].power_kw: new nodes at fra-dc1 are limited by "
+                                 "power_kw 1200"),)
 SHARES = "what it shares with other workloads"
 
 

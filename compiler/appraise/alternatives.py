@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from compiler.candidates import Candidate
 from compiler import unit_costs
 from compiler.problem import TERMS, Problem, fabric_free, owned_nodes
-from compiler.plan import Alternative, OptionPart
+from compiler.plan import Alternative, BreakEven, OptionPart
 from compiler.spec import HOURS_PER_MONTH, RACK_UNITS, CloudSite, InferenceWorkload, OnPremSite
 
 MAX_ALTERNATIVES = 3      # next-best options the report prices per workload
@@ -329,9 +329,9 @@ def _site_loss_options(problem, w, cands, chosen: Alternative) -> list[tuple[Alt
 
 # --- owning against renting -----------------------------------------------------------------
 
-def breakeven(problem: Problem) -> tuple[dict, ...]:
-    """Owned and bought GPUs against the same GPU type on demand in the cloud, in the plan schema's
-    `breakeven` shape (see the module docstring)."""
+def breakeven(problem: Problem) -> tuple[BreakEven, ...]:
+    """Owned and bought GPUs against the same GPU type on demand in the cloud (see the module
+    docstring)."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
     pairs: dict[tuple[str, str, str], dict] = {}     # (gpu, on-prem site, model) -> cloud, workloads
@@ -362,10 +362,10 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
                   "note": f"{', '.join(pair['workloads'])} could run on {gpu} both at {s} and in the cloud"}
         if owned_nodes(site, i):
             cheaper = cloud_gpu_month > power
-            rows.append({**common, "on_prem_basis": "owned", "on_prem_fabric": "",
-                         "on_prem_capex_usd_per_gpu": 0.0, "on_prem_opex_usd_per_gpu_month": _r(power),
-                         "breakeven_months": 0.0 if cheaper else None,
-                         "breakeven_utilization": 0.0 if cheaper else None})
+            rows.append(BreakEven(**common, on_prem_basis="owned", on_prem_fabric="",
+                                  on_prem_capex_usd_per_gpu=0.0, on_prem_opex_usd_per_gpu_month=_r(power),
+                                  breakeven_months=0.0 if cheaper else None,
+                                  breakeven_utilization=0.0 if cheaper else None))
         if fits_alone(problem, site, i, 1):
             fabric = cheapest_fabric(problem, i)
             wiring = unit_costs.fabric_cost_per_node(cat.fabrics[fabric]) if fabric else 0.0
@@ -373,10 +373,10 @@ def breakeven(problem: Problem) -> tuple[dict, ...]:
             credited = (unit_costs.capex_charged(node, H, problem.spec.policy.after_horizon) + wiring) / node.gpus
             saving = cloud_gpu_month - power - support
             margin = H * (cloud_gpu_month - power)
-            rows.append({**common, "on_prem_basis": "purchase", "on_prem_fabric": fabric,
-                         "on_prem_capex_usd_per_gpu": _r(capex),
-                         "on_prem_opex_usd_per_gpu_month": _r(power + support),
-                         "breakeven_months": round(capex / saving, 2) if saving > 0 else None,
-                         "breakeven_utilization": (round((credited + H * support) / margin, 3)
-                                                   if margin > 0 else None)})
+            rows.append(BreakEven(**common, on_prem_basis="purchase", on_prem_fabric=fabric,
+                                  on_prem_capex_usd_per_gpu=_r(capex),
+                                  on_prem_opex_usd_per_gpu_month=_r(power + support),
+                                  breakeven_months=round(capex / saving, 2) if saving > 0 else None,
+                                  breakeven_utilization=(round((credited + H * support) / margin, 3)
+                                                         if margin > 0 else None)))
     return tuple(rows)

@@ -36,7 +36,7 @@ from compiler import unit_costs
 from compiler.estimate.memory import checkpoint_tb
 from compiler.appraise.alternatives import _part, _service_use, _training_use
 from compiler.problem import Problem, policy_filter
-from compiler.plan import Plan, month_range
+from compiler.plan import IdleOwned, Plan, month_range
 from compiler.spec import InferenceWorkload, OnPremSite
 
 
@@ -143,6 +143,7 @@ def _price(problem: Problem, w, c, owned: int) -> dict | None:
 
 
 def _row(problem: Problem, plan: Plan, w, s: str, i: str, owned: int) -> dict:
+    """An IdleOwned's fields for workload w (its run's fields aside)."""
     ok = [c for c in problem.chosen_from.get(w.name, ()) if c.site == s and c.instance == i]
     plan_usd = next(x.cost_usd for x in plan.workloads if x.name == w.name)
     row = {"workload": w.name, "plan_usd": _r(plan_usd), "owned_option_usd": None, "power_usd": 0.0,
@@ -170,8 +171,8 @@ def _row(problem: Problem, plan: Plan, w, s: str, i: str, owned: int) -> dict:
     return {**row, "reason": "cheaper_alone", "detail": largest}
 
 
-def idle_owned(problem: Problem, plan: Plan) -> tuple[dict, ...]:
-    """Rows of the plan schema's `idle_owned` (see the module docstring)."""
+def idle_owned(problem: Problem, plan: Plan) -> tuple[IdleOwned, ...]:
+    """The plan's idle owned nodes, a row per run of months and workload (see the module docstring)."""
     spec, H = problem.spec, problem.spec.horizon_months
     rows = []
     for site in spec.sites:
@@ -196,11 +197,9 @@ def idle_owned(problem: Problem, plan: Plan) -> tuple[dict, ...]:
                           if _active(problem, w, first, last)]
                 found = [w for w in active if w.name not in users]
                 if not found:
-                    rows.append({**base, "workload": "", "reason": "no_workload",
-                                 "detail": "all here" if active else "",
-                                 "plan_usd": None, "owned_option_usd": None, "power_usd": 0.0,
-                                 "storage_usd": 0.0, "storage_tier": "", "storage_tb": 0.0,
-                                 "data_tb": 0.0, "egress_usd": 0.0, "candidate": ""})
+                    rows.append(IdleOwned(**base, workload="", reason="no_workload",
+                                          detail="all here" if active else "", plan_usd=None,
+                                          owned_option_usd=None))
                 for w in found:
-                    rows.append({**base, **_row(problem, plan, w, site.name, i, owned)})
+                    rows.append(IdleOwned(**base, **_row(problem, plan, w, site.name, i, owned)))
     return tuple(rows)

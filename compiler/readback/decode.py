@@ -1,4 +1,6 @@
-"""Solution -> Plan: read the solver's values back into pools, placements and costs.
+"""Solution -> Plan: read the solver's values back into pools, placements and costs; nothing
+priced beside the plan (alternatives, break-even, idle owned nodes, binding limits: compiler/appraise/,
+which decode() calls last).
 
 Which nodes each placement holds, per pricing and month, is allot.py's rule applied to every
 pool and month (Placement.holdings); the pools say what the plan provides of each pricing and
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from compiler.candidates import Candidate, TrainingEstimate
@@ -20,8 +22,7 @@ from compiler import unit_costs
 from compiler.catalog import freshness
 from compiler.estimate.memory import checkpoint_tb
 from compiler import problem as F
-from compiler.appraise.alternatives import alternatives, breakeven, chosen_service, chosen_training
-from compiler.appraise.idle import idle_owned
+from compiler.appraise import appraise
 from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments, owned_ages
@@ -32,7 +33,6 @@ from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, 
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
 CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
-BINDING_GROUPS = ("power", "racks", "max_gpus", "quota", "cloud_share")
 # The pricings whose nodes a pool's users share, and so their costs.
 SHARED_PRICINGS = tuple(p for p in PRICINGS if p != "spot")
 # (site, instance, pricing) -> month -> workload -> node-hours
@@ -44,7 +44,14 @@ def _r(v: float) -> float:
 
 
 def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> Plan:
-    """The Plan `sol` describes; `path`: the solve path that made it (strategy.py), recorded in plan.json."""
+    """The Plan `sol` describes, appraised (compiler/appraise/); `path`: the solve path that made it
+    (strategy.py), recorded in plan.json."""
+    return appraise(problem, sol, read_back(problem, sol, path))
+
+
+def read_back(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> Plan:
+    """The Plan `sol` indexes: pools, placements, holdings and costs, nothing appraised (no
+    alternatives, break-even, idle owned nodes or binding limits)."""
     spec, cat = problem.spec, problem.candidates.catalog
     H = spec.horizon_months
     value = _reader(problem, sol)
@@ -60,7 +67,7 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
     sites = _sites(spec, workloads)
     prices = freshness.stamp(spec, cat)
 
-    plan = Plan(
+    return Plan(
         spec_name=spec.name, spec_sha256=spec.sha256, catalog_version=cat.version, horizon_months=H,
         prices_as_of=prices.as_of if prices else "", prices_sha256=prices.sha256 if prices else "",
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
@@ -70,14 +77,11 @@ def decode(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) -> 
         cost_by_site_usd=by_site,
         sites=tuple(sites), pools=pools, workloads=workloads,
         storage=_storage(problem, value),
-        binding_constraints=_binding(problem, value),
         monthly_cost_usd=tuple(_r(x) for x in monthly),
-        breakeven=breakeven(problem),
         after_horizon=_after_horizon(problem, value, pools),
         held=held_commitments(spec, cat, pools),
         owned_ages=owned_ages(spec, cat),
     )
-    return replace(plan, idle_owned=idle_owned(problem, plan))
 
 
 def _reader(problem: F.Problem, sol: Solution) -> Callable[[str], float]:
@@ -509,10 +513,9 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         holdings = _holdings(held, c)
         placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
                               holdings=holdings, layout=_layout(c))
-        alone = chosen_training(problem, c)
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month,
-                            alternatives(problem, w.name, alone), chosen_alone=alone, inputs=inputs_of(w))
+                            inputs=inputs_of(w))
     rows = infer[w.name]
     demand = problem.demand[w.name]
     peak_m = max(range(len(demand)), key=lambda m: (demand[m], m)) if demand else 0
@@ -532,12 +535,11 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
            "tpot_ms": e.tpot_ms, "batch": e.batch, "weights_gb": e.weights_gb}
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
-    alone = chosen_service(problem, rows)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
                         tuple(sorted(placements, key=lambda p: (p.site, p.instance, p.gpus_per_replica,
                                                                 p.candidate))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
-                        alternatives(problem, w.name, alone), peak_replicas, alone,
+                        replicas=peak_replicas,
                         quantization=w.quantization,
                         max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
                         availability=w.slo.availability, inputs=inputs_of(w))
@@ -587,27 +589,6 @@ def _site_bills(problem, value) -> dict[str, dict[str, float]]:
                 at = w.data.home if w.data and w.data.home else site
             bills[at][cat_name] += usd * q
     return {s: {k: _r(x) for k, x in sorted(cats.items()) if _r(x)} for s, cats in sorted(bills.items())}
-
-
-def _binding(problem, value) -> tuple[str, ...]:
-    seen: dict[str, str] = {}
-    for c in problem.constraints:
-        if c.group not in BINDING_GROUPS:
-            continue
-        lhs = sum(a * value(n) for n, a in c.terms)
-        slack = c.rhs - lhs if c.sense == "<=" else lhs - c.rhs
-        tol = 1e-6 * max(1.0, abs(c.rhs))
-        if c.group == "power":
-            # binding when not even one more of the pool's nodes would fit
-            tol = max(tol, min((a for _, a in c.terms), default=0.0))
-        elif c.group == "quota":
-            tol = max(tol, 7.999)
-        elif c.group == "racks":
-            tol = max(tol, min((a for _, a in c.terms), default=0.0))
-        if slack <= tol and (c.group != "cloud_share" or c.terms):
-            family = F.series_name(c)      # a quota's months: one entry
-            seen.setdefault(family, f"{family} at {c.path}: {c.meaning}")
-    return tuple(seen[k] for k in sorted(seen))
 
 
 def gap_note(problem, sol, path: SolvePath = SolvePath(), moves_usd: float = 0.0) -> str:

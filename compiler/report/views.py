@@ -9,13 +9,12 @@ are formatted here.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from compiler.catalog.model import Catalog
-from compiler.plan import (PRICINGS, UNDATED, Alternative, Calendar, OptionPart, Plan, Pool, WorkloadPlan,
-                           add_into, site_replicas)
+from compiler.plan import (PRICINGS, UNDATED, Alternative, BreakEven, Calendar, IdleOwned, OptionPart, Plan, Pool,
+                           WorkloadPlan, add_into, site_replicas)
 from compiler.recurrence import Period
 from compiler.render.changes import Changes, changes
 from compiler.report import commitments, operability, replan
@@ -131,8 +130,9 @@ class UtilizationRow:
 
 @dataclass(frozen=True)
 class ConstraintRow:
-    name: str
+    name: str                     # its series and spec path: "quota[aws-use1/H100] at $.sites[0].quotas.H100"
     meaning: str
+    family: str = ""              # power, racks, quota, cloud_share ... (BindingConstraint.family)
 
 
 @dataclass(frozen=True)
@@ -245,8 +245,8 @@ class WorkloadView:
     gpu: str
     gpus: int                     # GPUs held at once (inference: all its replicas, at their peak)
     gpus_label: str               # "512 x H100" or "32 replicas on 64 x H100"
-    sites: str
-    pricing: str
+    sites: str                    # site_names joined, for the text
+    pricing: str                  # pricings joined, for the text
     layout: str                   # "TP 8 x PP 4 x DP 16"
     orchestrator: str
     start_month: int
@@ -263,6 +263,8 @@ class WorkloadView:
     time_shares: tuple[TimeShare, ...] = ()     # training: where the wall time goes (terms at 0 left out)
     calendar: Calendar = UNDATED
     change: str = ""              # a re-plan: added | moved against the baseline ("": as it was)
+    site_names: tuple[str, ...] = ()   # the sites of its placements, sorted
+    pricings: tuple[str, ...] = ()     # its placements' main pricings, sorted
 
     @property
     def start(self) -> str:
@@ -415,11 +417,11 @@ class WorkloadGroup:
 
     @property
     def sites(self) -> str:
-        return ", ".join(sorted({s for w in self.members for s in w.sites.split(", ")}))
+        return ", ".join(sorted({s for w in self.members for s in w.site_names}))
 
     @property
     def pricing(self) -> str:
-        return ", ".join(sorted({q for w in self.members for q in w.pricing.split(", ")}))
+        return ", ".join(sorted({q for w in self.members for q in w.pricings}))
 
     @property
     def line(self) -> str:
@@ -499,31 +501,44 @@ class IdleOwnedRow:
     why: str
 
 
-def _idle_why(r: dict[str, Any], plan: Plan) -> str:
-    """One idle_owned row's reason in words, every figure from the row: one reason, and one the
+def _idle_why(r: IdleOwned, plan: Plan) -> str:
+    """One idle owned row's reason in words, every figure from the row: one reason, and one the
     rest of the report bears out (no binding constraint is claimed: none limits owned nodes)."""
-    reason, site = r["reason"], r["site"]
-    if reason == "no_workload":
-        return ("every workload that runs then already runs wholly on these nodes" if r["detail"]
-                else "no workload runs then")
-    if reason == "not_allowed":
-        return f"cannot run on these nodes: {r['detail']}"
-    if reason == "too_big":
-        return f"too big for the owned nodes: {r['detail']}"
-    if reason == "availability":
-        return f"the availability rule, {r['detail']}, keeps it from running wholly on these nodes"
-    items = {"storage": (f"storage at {site} {_money(r['storage_usd'])} ({r['storage_tier']}, {r['storage_tb']:g} TB "
-                         f"bought for {r['data_tb']:g} TB of data and checkpoints)") if r["storage_usd"] else "",
-             "power": f"power {_money(r['power_usd'])}",
-             "egress": f"egress {_money(r['egress_usd'])}" if r["egress_usd"] else ""}
-    against = f"against {_money(r['plan_usd'])} in the plan"
-    if reason == "dearer":
-        lead = items.pop(r["detail"])
-        others = [v for v in items.values() if v]
-        with_ = f" with {', '.join(others)}" if others else ""
-        return f"{lead}; alone on owned nodes {_money(r['owned_option_usd'])}{with_}, {against}"
-    return (f"cheaper alone on owned nodes: {_money(r['owned_option_usd'])} "
-            f"({', '.join(v for v in items.values() if v)}), {against}; {_kept_elsewhere(plan)}")
+    return _IDLE_WHY[r.reason](r, plan)
+
+
+def _idle_priced(r: IdleOwned) -> dict[str, str]:
+    """The owned option's terms in words, by IDLE_TERMS name ('' for a term it does not have)."""
+    return {"storage": (f"storage at {r.site} {_money(r.storage_usd)} ({r.storage_tier}, {r.storage_tb:g} TB "
+                        f"bought for {r.data_tb:g} TB of data and checkpoints)") if r.storage_usd else "",
+            "power": f"power {_money(r.power_usd)}",
+            "egress": f"egress {_money(r.egress_usd)}" if r.egress_usd else ""}
+
+
+def _idle_dearer(r: IdleOwned, plan: Plan) -> str:
+    items = _idle_priced(r)
+    lead = items.pop(r.detail)        # the largest term (IDLE_TERMS)
+    others = [v for v in items.values() if v]
+    with_ = f" with {', '.join(others)}" if others else ""
+    return f"{lead}; alone on owned nodes {_money(r.owned_option_usd)}{with_}, against {_money(r.plan_usd)} in the plan"
+
+
+def _idle_cheaper_alone(r: IdleOwned, plan: Plan) -> str:
+    return (f"cheaper alone on owned nodes: {_money(r.owned_option_usd)} "
+            f"({', '.join(v for v in _idle_priced(r).values() if v)}), against {_money(r.plan_usd)} in the plan; "
+            f"{_kept_elsewhere(plan)}")
+
+
+# Each reason of IDLE_REASONS in words.
+_IDLE_WHY = {
+    "no_workload": lambda r, plan: ("every workload that runs then already runs wholly on these nodes"
+                                    if r.detail else "no workload runs then"),
+    "not_allowed": lambda r, plan: f"cannot run on these nodes: {r.detail}",
+    "too_big": lambda r, plan: f"too big for the owned nodes: {r.detail}",
+    "availability": lambda r, plan: f"the availability rule, {r.detail}, keeps it from running wholly on these nodes",
+    "dearer": _idle_dearer,
+    "cheaper_alone": _idle_cheaper_alone,
+}
 
 
 def _kept_elsewhere(plan: Plan) -> str:
@@ -545,18 +560,9 @@ def _kept_elsewhere(plan: Plan) -> str:
             "(on-demand hours, reserved terms, bought nodes, storage) would still be paid")
 
 
-def _idle_months(text: str, calendar: Calendar) -> str:
-    """plan.json's idle_owned months ('3' or '3-7', indices) as the calendar names them."""
-    if not calendar.dated:
-        return text
-    first, _, last = text.partition("-")
-    return calendar.span(int(first), int(last or first))
-
-
 def idle_owned(plan: Plan) -> tuple[IdleOwnedRow, ...]:
-    return tuple(IdleOwnedRow(r["site"], f"{r['site']} {r['instance']} (owned)",
-                              f"{r['idle_nodes']} of {r['owned_nodes']}",
-                              _idle_months(r["months"], plan.calendar), r["workload"], _idle_why(r, plan))
+    return tuple(IdleOwnedRow(r.site, f"{r.site} {r.instance} (owned)", f"{r.idle_nodes} of {r.owned_nodes}",
+                              plan.calendar.span(r.first_month, r.last_month), r.workload, _idle_why(r, plan))
                  for r in plan.idle_owned)
 
 
@@ -854,6 +860,8 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = (), calendar: Calen
     return WorkloadView(
         name=w.name, kind=w.kind, gpu=_gpu_types(w, pools), gpus=w.gpus, gpus_label=_gpus_label(w, pools),
         sites=_joined(p.site for p in w.placements), pricing=_joined(p.pricing for p in w.placements),
+        site_names=tuple(sorted({p.site for p in w.placements})),
+        pricings=tuple(sorted({p.pricing for p in w.placements})),
         layout=_layout(w), orchestrator=w.orchestrator, start_month=w.start_month,
         cost_usd=w.cost_usd,
         placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
@@ -865,10 +873,9 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = (), calendar: Calen
         time_shares=time_shares(w), calendar=calendar)
 
 
-def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
-    months, util = b.get("breakeven_months"), b.get("breakeven_utilization")
-    owned = b.get("on_prem_basis") == "owned"
-    if owned:
+def _breakeven_row(b: BreakEven) -> BreakevenRow:
+    months, util = b.breakeven_months, b.breakeven_utilization
+    if b.owned:
         verdict = ("already owned: no capex, and its power costs less than renting, so it is the "
                    "cheaper whenever it runs" if months is not None
                    else "already owned, yet renting costs less than its power")
@@ -879,29 +886,15 @@ def _breakeven_row(b: dict[str, Any]) -> BreakevenRow:
         if util is not None:
             verdict += (f"; over the horizon, a GPU busy more than {util * 100:.0f}% of the time "
                         "is cheaper bought")
-    basis = ("owned" if owned else f"bought, {b['on_prem_fabric']}" if b.get("on_prem_fabric")
-             else "bought" if b.get("on_prem_basis") == "purchase" else "")
-    on_prem = f"{b.get('on_prem_site', '')} {b.get('on_prem_instance', '')}".strip()
+    basis = ("owned" if b.owned else f"bought, {b.on_prem_fabric}" if b.on_prem_fabric
+             else "bought" if b.on_prem_basis == "purchase" else "")
+    on_prem = f"{b.on_prem_site} {b.on_prem_instance}".strip()
     return BreakevenRow(
-        gpu=str(b.get("gpu", "")),
-        on_prem=f"{on_prem} ({basis})" if basis else on_prem,
-        cloud=(f"{b.get('cloud_site', '')} {b.get('cloud_instance', '')} "
-               f"({b.get('cloud_pricing', '')})"),
-        capex_per_gpu=float(b.get("on_prem_capex_usd_per_gpu", 0.0)),
-        opex_per_gpu_month=float(b.get("on_prem_opex_usd_per_gpu_month", 0.0)),
-        cloud_per_gpu_month=float(b.get("cloud_usd_per_gpu_month", 0.0)),
-        months=months, utilization=util, verdict=verdict, note=str(b.get("note", "")))
-
-
-def _family(name: str) -> str:
-    """A binding constraint's family as plan.json writes it: the name up to its first bracket or
-    space ("quota[aws/H100] at $.sites[0].quotas" and "cloud_share at $.policy..." alike)."""
-    return re.match(r"[^\[\s]*", name).group(0)
-
-
-def _constraint(text: str) -> ConstraintRow:
-    name, sep, meaning = text.partition(": ")
-    return ConstraintRow(name, meaning) if sep else ConstraintRow(text, "")
+        gpu=b.gpu, on_prem=f"{on_prem} ({basis})" if basis else on_prem,
+        cloud=f"{b.cloud_site} {b.cloud_instance} ({b.cloud_pricing})",
+        capex_per_gpu=b.on_prem_capex_usd_per_gpu, opex_per_gpu_month=b.on_prem_opex_usd_per_gpu_month,
+        cloud_per_gpu_month=b.cloud_usd_per_gpu_month, months=months, utilization=util, verdict=verdict,
+        note=b.note or "")
 
 
 def _site_view(plan: Plan, s, catalog: Catalog | None, fleet_view: FleetView) -> SiteView:
@@ -918,11 +911,6 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
-# A name's numeric or date suffix: "-01", "_7", "-2027-01", ".3" (after a letter, so a model
-# size such as "llama-3-8b" keeps its digits).
-_SUFFIX = re.compile(r"^(.*[A-Za-z])[-_.]?\d+(?:[-_.]\d+)*$")
-
-
 def _shape(w: WorkloadPlan) -> tuple:
     """What repeats of one job share. plan.json names no model: at one layout, the memory per GPU
     (and a service's weights) stands for it, so two models of one shape are not taken for one."""
@@ -936,8 +924,8 @@ def workload_groups(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[Worklo
     by_name = {w.name: w for w in views}
     groups: dict[tuple, list[WorkloadView]] = {}
     for w in sorted(plan.workloads, key=lambda w: w.name):
-        m = _SUFFIX.match(w.name)
-        key = (m.group(1).rstrip("-_."), _shape(w)) if m else (w.name, None)
+        stem = w.repeat_stem
+        key = (stem, _shape(w)) if stem is not None else (w.name, None)
         groups.setdefault(key, []).append(by_name[w.name])
     out = [WorkloadGroup(stem if len(members) > 1 else members[0].name, tuple(members), plan.calendar)
            for (stem, _shape_key), members in groups.items()]
@@ -992,7 +980,7 @@ def _summary(plan: Plan, by_category: tuple[CostRow, ...],
                      f"{solver.gap * 100:.2f}%: a cheaper plan may exist"
                      + (f". {solver.gap_note}." if solver.gap_note else "."))
     if binding:
-        groups = sorted({_family(b.name) for b in binding})
+        groups = sorted({b.family for b in binding})
         lines.append(f"{len(binding)} constraints are binding ({', '.join(groups)}): "
                      "relaxing them is what would make this design cheaper.")
     return tuple(lines)
@@ -1113,7 +1101,7 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
     by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
     workloads = tuple(workload_view(w, plan.pools, plan.calendar)
                       for w in sorted(plan.workloads, key=lambda w: w.name))
-    binding = tuple(_constraint(b) for b in plan.binding_constraints)
+    binding = tuple(ConstraintRow(b.name, b.meaning, b.family) for b in plan.binding_constraints)
     monthly = sum(plan.monthly_cost_usd) / len(plan.monthly_cost_usd) if plan.monthly_cost_usd else total / h
     fleet_view = fleet(plan)
     delta = None if baseline is None else changes(plan, baseline)
@@ -1135,8 +1123,8 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
         utilization=tuple(utilization_row(p, h) for p in plan.pools),
         binding=binding, workloads=workloads,
         breakeven=tuple(_breakeven_row(b) for b in plan.breakeven),
-        breakeven_notes=tuple(dict.fromkeys((str(b.get("gpu", "")), str(b["note"]))
-                                            for b in plan.breakeven if b.get("note"))),
+        breakeven_notes=tuple(dict.fromkeys((b.gpu, b.note)
+                                            for b in plan.breakeven if b.note)),
         storage=tuple(StorageRow(s.site, s.tier, s.capacity_tb, s.cost_usd) for s in plan.storage),
         handovers=handovers(plan, catalog), bought=bought(plan, catalog),
         risk=risk(plan, catalog),
