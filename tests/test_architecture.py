@@ -319,3 +319,110 @@ def test_only_the_comparison_module_aligns_two_plans_months_or_compares_them():
     for user in ("compiler/diff.py", "compiler/render/changes.py"):
         assert any(m == "compiler.compare" for m, _ in _imports(ROOT / user)), user
     assert any(m == "compiler.render.changes" for m, _ in _imports(ROOT / "compiler/report/replan.py"))
+
+
+# --- typed plan values: no dict on the Plan, no text read back by the report or the render ------
+
+PLAN = PKG / "plan.py"
+MAPPINGS = {"dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "OrderedDict"}
+# The Plan's dict-typed fields still to be typed, each with what keeps it a dict; the check fails
+# on any other, and on one of these once it is typed (the list only shrinks).
+UNTYPED = {
+    "Plan.cost_breakdown_usd": "category -> USD; diff.py and the audit read it as a mapping",
+    "Plan.cost_by_site_usd": "site -> category -> USD; read as the breakdown is",
+    "WorkloadPlan.estimate": "the estimate's figures by kind; diff.py and render/site.py read it as a mapping",
+    "WorkloadPlan.inputs": "the workload's spec as the user wrote it: free-form by design, diff.py compares it",
+}
+
+
+def dict_fields(source: str) -> list[str]:
+    """'Class.field' for each field of a dataclass in `source` whose annotation holds a mapping
+    type anywhere (dict[str, X] | None, tuple[Mapping, ...] ...)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef) or not any(
+                "dataclass" in ast.unparse(d) for d in node.decorator_list):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                ann = item.annotation
+                text = ann.value if isinstance(ann, ast.Constant) and isinstance(ann.value, str) else ast.unparse(ann)
+                names = {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)}
+                names |= {n.attr for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Attribute)}
+                if names & MAPPINGS:
+                    out.append(f"{node.name}.{item.target.id}")
+    return out
+
+
+def test_the_dict_field_check_sees_a_mapping_field():
+    planted = ("@dataclass(frozen=True)\nclass Plan:\n    a: int\n    rows: tuple[dict[str, Any], ...] = ()\n"
+               "    by: 'Mapping[str, float] | None' = None\n\n"
+               "class NotData:\n    free: dict = {}\n")
+    assert dict_fields(planted) == ["Plan.rows", "Plan.by"]
+
+
+def test_the_plan_has_no_dict_typed_field_but_those_still_to_type():
+    """The Plan's values are typed, frozen records (BreakEven, IdleOwned, BindingConstraint ...):
+    the report and the render read fields, never keys."""
+    assert sorted(dict_fields(PLAN.read_text(encoding="utf-8"))) == sorted(UNTYPED)
+
+
+# Calls that read facts out of text: splitting, matching, prefixes, JSON.
+PARSING = {"split", "rsplit", "partition", "rpartition", "splitlines", "match", "fullmatch", "search",
+           "findall", "finditer", "group", "groups", "startswith", "endswith", "loads"}
+# Functions under compiler/render/ and compiler/report/ allowed one of them, each with why. Any
+# other function that calls one fails the check: a view model takes the typed fact from the Plan.
+READS_TEXT = {
+    "compiler/render/__init__.py:_check_names": "checks a rendered name against SAFE_NAME, reads nothing back",
+    "compiler/render/environment.py:_shown": "escaping: a control character shown as its escape",
+    "compiler/render/environment.py:md_text": "escaping: Markdown's inline syntax",
+    "compiler/render/environment.py:csv_field": "escaping: a CSV cell that a spreadsheet would run as a formula",
+    "compiler/render/environment.py:is_markdown": "a template's file name",
+    "compiler/render/common.py:nccl_profile": "to be typed: the Azure ND family read from the instance name",
+    "compiler/render/site.py:vllm_version": "to be typed: the vLLM version read from the image tag",
+    "compiler/render/runbook.py:_kubernetes": "to be typed: the runbook reads the files it rendered",
+    "compiler/render/runbook.py:_terraform": "to be typed: the runbook reads the files it rendered",
+    "compiler/render/runbook.py:build": "to be typed: the runbook reads the files it rendered",
+    "compiler/render/runbook.py:planned_resources": "to be typed: the runbook regex-parses the HCL it rendered",
+    "compiler/render/runbook.py:required_variables": "to be typed: the runbook regex-parses the HCL it rendered",
+    "compiler/render/runbook.py:tfvars_maps": "to be typed: the runbook regex-parses the tfvars it rendered",
+    "compiler/report/charts.py:_inline": "matplotlib's SVG ids namespaced per chart; reads no fact back",
+}
+
+
+def text_readers(source: str) -> dict[str, set[str]]:
+    """Each function (Class.method for methods) of `source` that calls one of PARSING: the calls."""
+    out: dict[str, set[str]] = defaultdict(set)
+
+    def visit(node: ast.AST, scope: list[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                visit(child, scope + [child.name])
+                continue
+            if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                    and child.func.attr in PARSING):
+                out[".".join(scope) or "<module>"].add(child.func.attr)
+            visit(child, scope)
+    visit(ast.parse(source), [])
+    return dict(out)
+
+
+def test_the_text_check_sees_plan_text_parsed():
+    planted = ('import re\n'
+               'def families(plan):\n'
+               '    return [b.split(" at ")[0] for b in plan.binding_constraints]\n'
+               'class Row:\n'
+               '    def months(self):\n'
+               '        first, _, last = self.text.partition("-")\n'
+               '        return re.match(r"\\d+", first).group(0)\n'
+               'def fine(plan):\n'
+               '    return ", ".join(b.family for b in plan.binding_constraints)\n')
+    assert text_readers(planted) == {"families": {"split"}, "Row.months": {"partition", "match", "group"}}
+
+
+def test_no_report_or_render_function_reads_facts_back_from_text():
+    found = {f"{path.relative_to(ROOT)}:{fn}": calls
+             for folder in ("render", "report") for path in sorted((PKG / folder).glob("*.py"))
+             for fn, calls in text_readers(path.read_text(encoding="utf-8")).items()}
+    assert not {k: v for k, v in found.items() if k not in READS_TEXT}, "typed facts, not text read back"
+    assert set(READS_TEXT) <= set(found), "an allowed reader no longer reads text: drop it from READS_TEXT"
