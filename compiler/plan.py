@@ -425,11 +425,6 @@ class IdleOwned:
     egress_usd: float = 0.0
     candidate: str = ""
 
-    @property
-    def terms(self) -> dict[str, float]:
-        """The owned option's terms by IDLE_TERMS name: USD."""
-        return {"storage": self.storage_usd, "power": self.power_usd, "egress": self.egress_usd}
-
 
 @dataclass(frozen=True)
 class Plan:

@@ -141,3 +141,14 @@ def test_read_back_indexes_the_solution_and_appraise_adds_what_is_priced_beside_
     [job] = full.workloads
     assert job.chosen_alone is not None and job.alternatives          # the other site, priced alone
     assert {(b.on_prem_site, b.cloud_site) for b in full.breakeven} == {("dc1", aws.name)}
+
+
+def test_every_idle_reason_the_schema_allows_has_its_words_in_the_report():
+    from pathlib import Path
+
+    from compiler.plan import IDLE_REASONS, IDLE_TERMS
+    from compiler.report.views import _IDLE_WHY, _idle_priced
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "plan.schema.json").read_text())
+    assert set(IDLE_REASONS) == set(schema["$defs"]["idleOwned"]["properties"]["reason"]["enum"]) == set(_IDLE_WHY)
+    assert set(_idle_priced(IdleOwned(**IDLE))) == set(IDLE_TERMS)
