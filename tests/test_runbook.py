@@ -154,6 +154,41 @@ def _expand(hostlist: str) -> int:
     return n
 
 
+# What the routing files' CRD kinds are installed by (the projects' release documents: Gateway
+# API v1.4.0's standard channel, the inference extension v1.2.0's manifests).
+ROUTING_RELEASES = {
+    "gateway.networking.k8s.io": "https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.4.0/"
+                                 "standard-install.yaml",
+    "inference.networking.k8s.io": "https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/"
+                                   "download/v1.2.0/manifests.yaml"}
+
+
+def _check_routing_prerequisites(files: dict[str, str], site: str, section: str, installs: list[str]) -> None:
+    """A site whose files hold the routing layer is told, before its first apply, to install the
+    CRDs of every kind its files use (GKE provides the Gateway API's with its controller), and
+    checks each of them; a site without one installs none."""
+    docs = [d for p, t in files.items() if p.startswith(f"kubernetes/{site}/") and p.endswith(".yaml")
+            for d in yaml.safe_load_all(t) if d]
+    groups = {d["apiVersion"].split("/")[0]: d["kind"] for d in docs if d["apiVersion"].split("/")[0] in ROUTING_RELEASES}
+    if not groups:
+        assert not installs and "Before the first apply" not in section, site
+        return
+    gateway = next(d for d in docs if d["kind"] == "Gateway")
+    gke = gateway["spec"]["gatewayClassName"].startswith("gke-")
+    want = [ROUTING_RELEASES[g] for g in ROUTING_RELEASES if g in groups and not (gke and g.startswith("gateway."))]
+    assert installs == want, site
+    first = section.index("kubectl apply -f kubernetes/")
+    assert all(section.index(u) < first for u in want), site
+    check = re.search(r"^Check: `kubectl get crd ([^`]+)`", section, re.M)
+    kinds = {(d["kind"].lower() + "s", d["apiVersion"].split("/")[0]) for d in docs
+             if d["apiVersion"].split("/")[0] in ROUTING_RELEASES}
+    assert check and set(check.group(1).split()) == {f"{k}.{g}" for k, g in kinds}, site
+    assert f"`kubectl get gatewayclass {gateway['spec']['gatewayClassName']}`" in section, site
+    if not gke:
+        assert re.search(r"^istioctl install -y --set values\.pilot\.env\.ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true$",
+                         section, re.M), site
+
+
 def test_apply_order_follows_the_files_written(outputs):
     for name, files in outputs.items():
         runbook = files["RUNBOOK.md"]
@@ -173,7 +208,10 @@ def test_apply_order_follows_the_files_written(outputs):
                                           ("The monthly schedule", f"schedule/{site}.sh" in files)) if there]
             assert order == written, (name, site)
             applied = re.findall(r"^kubectl apply -f (\S+)$", section, re.M)
+            prerequisites = [a for a in applied if "://" in a]
+            applied = [a for a in applied if "://" not in a]
             assert applied == sorted(p for p in files if p.startswith(f"kubernetes/{site}/")), (name, site)
+            _check_routing_prerequisites(files, site, section, prerequisites)
             # every job once: a one-time job's sbatch, a recurring one's script copied and scrontab installed
             jobs = re.findall(r"`sbatch (\S+)`", section) + re.findall(r"`scrontab (slurm/\S+)`", section)
             jobs += [p for p in re.findall(r"copy `(\S+)`", section)]

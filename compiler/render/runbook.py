@@ -31,7 +31,7 @@ from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
 from compiler.render.schedule import CRON, configmap_name
-from compiler.render.site import SiteView, site_view
+from compiler.render.site import SiteView, service_routes, site_view
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slurm_site
 from compiler.render.terraform import terraform_site
 
@@ -53,6 +53,21 @@ BACKENDS = {
     "azure": ("azurerm", (("resource_group_name", "terraform-state"), ("storage_account_name", "mytfstate"),
                           ("container_name", "tfstate"), ("key", "{plan}/{site}.tfstate"))),
 }
+# The routing layer's prerequisites (29-gateway.yaml, 31-route-<service>.yaml): the CRDs of the
+# Gateway API (v1.4.0, standard channel) and of its inference extension (v1.2.0: InferencePool
+# and the objects its endpoint picker reads), as those projects' release documents install them.
+GATEWAY_API_CRDS = "https://github.com/kubernetes-sigs/gateway-api/releases/download/v1.4.0/standard-install.yaml"
+INFERENCE_CRDS = ("https://github.com/kubernetes-sigs/gateway-api-inference-extension/releases/download/"
+                  "v1.2.0/manifests.yaml")
+ROUTING_CRDS = ("gateways.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io",
+                "inferencepools.inference.networking.k8s.io")
+# What installs a Gateway's class where it is not built into the cluster (the class's name ->
+# the command): Istio 1.28 or later with its inference extension support switched on.
+GATEWAY_INSTALL = {"istio": "istioctl install -y --set values.pilot.env.ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true"}
+# The object kinds of a service's routing file, by the names the file gives them (fully
+# qualified where the inference extension's CRDs hold two kinds of the same name).
+ROUTE_KINDS = "httproutes.gateway.networking.k8s.io,inferencepools.inference.networking.k8s.io"
+PICKER_KINDS = "deployment,service,configmap,role,rolebinding,serviceaccount"
 CLUSTER_TOOLS = {"aws": "aws eks update-kubeconfig --name <eks_cluster_name> --region {region}",
                  "gcp": "gcloud container clusters get-credentials <gke_cluster> --region {region}",
                  "azure": "az aks get-credentials --resource-group <group> --name <cluster>"}
@@ -163,6 +178,29 @@ class ServiceCheck:
 
 
 @dataclass(frozen=True)
+class Routing:
+    """What a site's routing layer (29-gateway.yaml and the 31-route-<service>.yaml files) needs
+    installed before its first apply: the CRDs its objects are of, and the Gateway's class."""
+
+    gateway_class: str
+    provided_by: str                  # what implements the class
+    install: str                      # the command that installs it ("" : built into the cluster)
+    managed_crds: bool                # the provider's cluster installs the Gateway API CRDs itself
+    gateway_api: str = GATEWAY_API_CRDS
+    inference: str = INFERENCE_CRDS
+    crds: tuple[str, ...] = ROUTING_CRDS
+
+
+@dataclass(frozen=True)
+class RouteRemoval:
+    """A service's routing objects at a site (31-route-<service>.yaml), by the names the file
+    gave them: the HTTPRoute and InferencePool, and the endpoint picker's objects."""
+
+    pool: str
+    picker: str
+
+
+@dataclass(frozen=True)
 class KubernetesStep:
     files: tuple[str, ...]            # in apply order
     namespace: str
@@ -171,6 +209,7 @@ class KubernetesStep:
     kueue: bool                       # Kueue and JobSet must be installed first
     storage_driver: str               # what provides the claims' storage class ("" : none)
     credentials: str                  # the command that points kubectl at the cluster ("" on-prem)
+    routing: Routing | None = None    # the site routes to its services: what to install first
 
 
 @dataclass(frozen=True)
@@ -195,11 +234,30 @@ class Removal:
     site: str
     namespace: str
     deployments: tuple[str, ...] = ()     # a serving layout: its Deployment, Service, HPA and PDB
+    routes: tuple[RouteRemoval, ...] = ()  # a service's routing here (31-route-<service>.yaml)
+    gateway: str = ""                     # the site's Gateway, once no service is routed here
     jobsets: tuple[str, ...] = ()         # a training job's JobSet
     recurring: tuple[str, ...] = ()       # a recurring job's CronJob (its launcher objects too)
     partitions: tuple[str, ...] = ()      # Slurm partitions the new slurm.conf lacks
     terraform: str = ""                   # the baseline's terraform/<site> this plan does not write
     in_plan: bool = True                  # the site is one of this plan's
+    # the baseline's placements here on an instance it holds no pool of (a plan.json edited by
+    # hand): the names its files gave them cannot be known, so they are named, not deleted
+    unplaced: tuple[tuple[str, str], ...] = ()    # (workload, instance)
+
+    @property
+    def kubernetes(self) -> bool:
+        return bool(self.deployments or self.routes or self.gateway or self.jobsets or self.recurring)
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        """The `kubectl -n <namespace> get ...` arguments that answer NotFound once it is deleted."""
+        return (tuple(f"get deployment {d}" for d in self.deployments)
+                + tuple(f"get inferencepools.inference.networking.k8s.io {r.pool}" for r in self.routes)
+                + tuple(f"get deployment {r.picker}" for r in self.routes)
+                + ((f"get gateways.gateway.networking.k8s.io {self.gateway}",) if self.gateway else ())
+                + tuple(f"get jobset {j}" for j in self.jobsets)
+                + tuple(f"get cronjob {j}" for j in self.recurring))
 
 
 @dataclass(frozen=True)
@@ -409,10 +467,16 @@ def _kubernetes(site: SiteView, files: dict[str, str], catalog: Catalog) -> Kube
     elif site.storage is not None:
         driver = f"{site.storage.tier} (the tier's CSI driver)"
     credentials = CLUSTER_TOOLS.get(site.provider or "", "").format(region=site.region or "")
+    routing = None
+    if f"{base}29-gateway.yaml" in files:
+        gw = site.gateway
+        routing = Routing(gw.gateway_class, gw.provided_by, GATEWAY_INSTALL.get(gw.gateway_class, ""),
+                          managed_crds=gw.gateway_class not in GATEWAY_INSTALL)
     return KubernetesStep(
         files=mine, namespace=site.namespace, nodes=_node_checks(site, catalog),
         services=tuple(ServiceCheck(s.object_name, s.initial_replicas) for s in site.inference),
-        kueue=f"{base}10-kueue.yaml" in files, storage_driver=driver, credentials=credentials)
+        kueue=f"{base}10-kueue.yaml" in files, storage_driver=driver, credentials=credentials,
+        routing=routing)
 
 
 def _schedule(site: SiteView, files: dict[str, str]) -> ScheduleStep | None:
@@ -452,9 +516,14 @@ def _dropped_lines(r: Removal | None) -> tuple[str, ...]:
     if r is None:
         return ()
     return (tuple(f"delete Deployment {d} (a serving layout this plan dropped)" for d in r.deployments)
+            + tuple(f"delete the routing of {p.pool} (InferencePool, HTTPRoute and endpoint picker "
+                    f"{p.picker}: a service this plan no longer runs here)" for p in r.routes)
+            + ((f"delete Gateway {r.gateway} (no service is routed here any more)",) if r.gateway else ())
             + tuple(f"delete JobSet {j} (a training job this plan runs elsewhere or not at all)"
                     for j in r.jobsets + r.recurring)
-            + tuple(f"Slurm partition {p} ends" for p in r.partitions))
+            + tuple(f"Slurm partition {p} ends" for p in r.partitions)
+            + tuple(f"{w} on {i}: the baseline holds no pool of it here; find what it runs by hand"
+                    for w, i in r.unplaced))
 
 
 def _over_baseline(step: SiteSteps, changes: Changes, removal: Removal | None = None) -> SiteSteps:
@@ -487,8 +556,11 @@ def _deployed(view: SiteView | None, catalog: Catalog) -> dict[str, tuple[str, .
     if view is None:
         return {}
     kube = view.uses("kubernetes")
+    routes = service_routes(view.inference) if kube else ()
     return {
         "deployments": tuple(sorted({k8s_name(s.object_name) for s in view.inference})) if kube else (),
+        "routes": tuple(sorted({RouteRemoval(r.pool, r.picker) for r in routes}, key=lambda r: r.pool)),
+        "gateway": (view.gateway.name,) if routes else (),
         "jobsets": tuple(sorted(j.dns_name for j in view.training_kubernetes if not j.cron)) if kube else (),
         "recurring": tuple(sorted(j.dns_name for j in view.training_kubernetes if j.cron)) if kube else (),
         "partitions": (tuple(sorted(p.name for p in slurm_site(view, catalog).partitions))
@@ -497,20 +569,47 @@ def _deployed(view: SiteView | None, catalog: Catalog) -> dict[str, tuple[str, .
     }
 
 
+def _on_pools(plan: Plan) -> tuple[Plan, frozenset[tuple[str, str, str]]]:
+    """The plan less the placements on an instance it holds no pool of at their site (a plan
+    the compiler wrote has none; one edited by hand may), and those left out: (site, workload,
+    instance). A site view is built from pools: it cannot name what such a placement ran."""
+    pools = {(p.site, p.instance) for p in plan.pools}
+    left = frozenset((p.site, w.name, p.instance) for w in plan.workloads for p in w.placements
+                     if (p.site, p.instance) not in pools)
+    if not left:
+        return plan, left
+    return replace(plan, workloads=tuple(
+        replace(w, placements=tuple(p for p in w.placements if (p.site, p.instance) in pools))
+        for w in plan.workloads)), left
+
+
+def _runs(view: SiteView | None) -> set[str]:
+    """The workloads a site's files run."""
+    if view is None:
+        return set()
+    return ({s.name for s in view.inference} | {j.name for j in view.training_slurm}
+            | {j.name for j in view.training_kubernetes})
+
+
 def removals(baseline: Plan, catalog: Catalog, sites: tuple[SiteView, ...]) -> tuple[Removal, ...]:
     """Per site of the baseline, what its files created that this plan's do not (sites with
     nothing to remove left out). The baseline's names come from its own site views, built as its
-    compile built them, so they are the names in the files it wrote."""
+    compile built them, so they are the names in the files it wrote. A baseline placement on no
+    pool of the baseline's is named, not deleted, where this plan does not run its workload there."""
     now = {s.name: s for s in sites}
+    baseline, unplaced = _on_pools(baseline)
     out = []
     for site in sorted(baseline.sites, key=lambda s: s.name):
         was_view = site_view(baseline, catalog, site)
+        runs = _runs(now.get(site.name))
+        lost = tuple(sorted({(w, i) for s, w, i in unplaced if s == site.name and w not in runs}))
         was, new = _deployed(was_view, catalog), _deployed(now.get(site.name), catalog)
         gone = {k: tuple(n for n in v if n not in new.get(k, ())) for k, v in was.items()}
-        r = Removal(site.name, was_view.namespace, gone["deployments"], gone["jobsets"], gone["recurring"],
+        r = Removal(site.name, was_view.namespace, gone["deployments"], gone["routes"],
+                    gone["gateway"][0] if gone["gateway"] else "", gone["jobsets"], gone["recurring"],
                     gone["partitions"], gone["terraform"][0] if gone["terraform"] else "",
-                    in_plan=site.name in now)
-        if r.deployments or r.jobsets or r.recurring or r.partitions or r.terraform:
+                    in_plan=site.name in now, unplaced=lost)
+        if r.kubernetes or r.partitions or r.terraform or r.unplaced:
             out.append(r)
     return tuple(out)
 
@@ -579,4 +678,5 @@ def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> 
 def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
            changes: Changes | None = None, baseline: Plan | None = None) -> dict[str, str]:
     return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2",
-                                          rb=build(plan, catalog, sites, files, changes, baseline))}
+                                          rb=build(plan, catalog, sites, files, changes, baseline),
+                                          route_kinds=ROUTE_KINDS, picker_kinds=PICKER_KINDS)}
