@@ -28,6 +28,10 @@ them is refused, not read as holding nothing). Messages quote at most a short ex
   E013 refused before reading it as a plan: not a regular file, larger than MAX_BYTES, nested
        deeper than MAX_DEPTH, more than MAX_ITEMS items in one list or MAX_VALUES in all
   E014 a number that is not finite, not an integer where one is due, or out of range
+
+A complete plan (a baseline) must also place its workloads where it says it runs: a placement
+while `pools` is empty, or at a site that neither `sites` nor a pool names, is E010 (what the
+compiler writes never holds either; what follows a baseline reads its placements' pools).
 """
 
 from __future__ import annotations
@@ -409,6 +413,28 @@ def check_schema(path: str | Path, doc: Any, current: bool = True) -> None:
                                    f"({FIRST_START} to {LAST_START})", ("start",))
 
 
+def check_placements(path: str | Path, doc: dict) -> None:
+    """E010 for a placement the plan holds nothing for: workloads placed while `pools` is empty,
+    or a placement at a site that no entry of `sites` or `pools` names. (A placement at a named
+    site on an instance no pool there holds is left to what reads it: the runbook names it.)"""
+    pools = doc.get("pools") or []
+    sites = {s.get("name") for s in doc.get("sites") or [] if isinstance(s, dict)} \
+        | {p.get("site") for p in pools if isinstance(p, dict)}
+    for i, w in enumerate(doc.get("workloads") or []):
+        for j, p in enumerate(w.get("placements") or [] if isinstance(w, dict) else []):
+            if not isinstance(p, dict):
+                continue
+            at = ("workloads", i, "placements", j)
+            if not pools:
+                raise _error(path, "E010", f"the plan cannot be read back: workload {excerpt(w.get('name'))} is "
+                                           f"placed at {excerpt(p.get('site'))}, but the plan holds no pools",
+                             ("pools",), hint=HINT)
+            if p.get("site") not in sites:
+                raise _error(path, "E010", f"the plan cannot be read back: workload {excerpt(w.get('name'))} is "
+                                           f"placed at {excerpt(p.get('site'))}, a site the plan's sites and "
+                                           f"pools do not name", at + ("site",), hint=HINT)
+
+
 def read(path: str | Path, complete: bool = True) -> Plan:
     """The plan in the file at `path`, or a CompileError (exit 2) naming the file. The Plan
     remembers the file (source_of) so later errors about what it says name it too."""
@@ -425,6 +451,8 @@ def read(path: str | Path, complete: bool = True) -> Plan:
             exc.diagnostics[0] = replace(exc.diagnostics[0], hint=OLDER_HINT)
         raise
     doc = upgrade(path, doc)
+    if complete:
+        check_placements(path, doc)
     try:
         plan = from_dict(doc)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -66,15 +66,17 @@ def test_the_unmutated_baseline_is_a_plan(held, tmp_path):
     assert (tmp_path / "out" / "plan.json").is_file()
 
 
-@pytest.mark.xfail(strict=True, reason="a baseline whose placements name no pool reaches the runbook's removals "
-                   "(render/domains.domain_of: KeyError, 'internal error', exit 1); the plan reader should refuse it")
 def test_a_baseline_whose_placements_name_no_pool_is_refused(held, tmp_path):
+    # it reached the runbook's removals once (render/domains.domain_of: KeyError, 'internal error')
     spec, plan = held
     base = tmp_path / "base.json"
     base.write_text(json.dumps({**plan, "pools": []}), encoding="utf-8")
     result = cli(str(spec), "--baseline", str(base), "-o", str(tmp_path / "out"), "-q")
     assert "internal error" not in result.output, result.output
     assert result.exit_code == 2 and result.stderr.startswith(f"{base}:"), result.output
+    assert "error[E010] at $.pools: the plan cannot be read back: workload" in result.stderr
+    assert "but the plan holds no pools" in result.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @settings(max_examples=60, deadline=None, derandomize=True,
