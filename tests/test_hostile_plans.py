@@ -366,3 +366,13 @@ def test_diff_of_mutated_plans_is_a_diff_or_a_clear_error(tmp_path_factory, muta
     d = diff_plans(*plans)
     json.dumps(diff_to_json(d), allow_nan=False)   # a diff that is JSON, with numbers only
     render_comment(d, 0.05)
+
+
+def test_a_baseline_placing_work_at_a_site_it_never_names_is_refused(tmp_path, spec):
+    # a placement whose site no entry of sites or pools names has nothing to be read back on
+    bad = write(tmp_path / "nowhere.json", _set(baseline_doc(), "workloads.0.placements.0.site", "gcp-nowhere"))
+    first = refused(cli(str(spec), "--baseline", str(bad), "-q", "-o", str(tmp_path / "out")), bad)
+    assert "error[E010] at $.workloads[0].placements[0].site: the plan cannot be read back: workload" in first
+    assert "'gcp-nowhere', a site the plan's sites and pools do not name" in first
+    # the fixture itself places finetune-13b at aws-usw2, a site it names with no pool there: read
+    assert plan_reader.read(write(tmp_path / "ok.json", baseline_doc())).spec_name == "held"
