@@ -229,8 +229,9 @@ def platform(seed: int) -> tuple[Spec, Candidates]:
         fab = "efa" if site.type == "cloud" else "ethernet-100g"
         cands.append(infer_cand(svc, site, inst, tp, tau, fab, f"/s{j}"))
 
+    # the brute force prices commitments prorated or in full; continues is not enumerated
     sp = Spec(api_version="infra-compile/v1", name=f"oracle-{seed}", horizon_months=H, sites=(aws, dc),
-              policy=Policy(), workloads=tuple(workloads), sha256="0" * 64)
+              policy=Policy(after_horizon="prorated"), workloads=tuple(workloads), sha256="0" * 64)
     return sp, candidates(sp, cands)
 
 

@@ -101,7 +101,7 @@ def test_the_spec_carries_the_serving_fields_and_defaults_to_plain_serving():
     text = (Path(__file__).resolve().parents[1] / "examples" / "multi-region-inference.yaml").read_text()
     plain = validate(parse(text), CAT)
     chat = next(w for w in plain.workloads if w.name == "chat-70b")
-    assert (chat.traffic.prefix_cache_hit, chat.speculative) == (0.0, None)
+    assert (chat.traffic.prefix_cache_hit, chat.speculative) == (None, None)
     assert Serving.of(chat) == inference.PLAIN
     served = text.replace("      growth_per_month: 0.05\n    slo: {ttft_p99_ms: 800",
                           "      growth_per_month: 0.05\n      prefix_cache_hit: 0.6\n"

@@ -250,7 +250,7 @@ def test_oracle_catches_total_node_hours_dominance(monkeypatch):
              train_cand(t, aws, "p5.48xlarge", 2, 740.0, False, "efa", "/wide"),
              train_cand(t, aws, "p5.48xlarge", 1, 1460.0, False, "efa", "/narrow")]
     sp = Spec(api_version="infra-compile/v1", name="dominance", horizon_months=13, sites=(aws, dc),
-              policy=Policy(), workloads=(bg, t), sha256="0" * 64)
+              policy=Policy(after_horizon="prorated"), workloads=(bg, t), sha256="0" * 64)
     cs = candidates(sp, cands)
 
     best = brute_force(sp, cs)
@@ -290,7 +290,7 @@ def _under(seed: int, **policy):
     from compiler.spec import Policy
 
     sp, cs = platform(seed)
-    sp = replace(sp, policy=replace(Policy(), **policy))
+    sp = replace(sp, policy=replace(Policy(after_horizon="prorated"), **policy))
     cs = replace(cs, spec=sp)
     return sp, cs, brute_force(sp, cs)
 
@@ -352,7 +352,8 @@ def _stand_in_case(life: int | None):
              infer_cand(svc, dc, "hgx-h100", 8, 1500.0, "ethernet-100g", "/dc"),
              infer_cand(svc, aws, "g6e.xlarge", 1, 800.0, "efa", "/aws")]
     sp = Spec(api_version="infra-compile/v1", name="stand-in", horizon_months=6, sites=(aws, dc),
-              policy=Policy(max_sites_per_service=None, max_gpu_types_per_service=None, min_pool_months=life),
+              policy=Policy(max_sites_per_service=None, max_gpu_types_per_service=None, min_pool_months=life,
+                            after_horizon="prorated"),
               workloads=(t, svc), sha256="0" * 64)
     return sp, candidates(sp, cands)
 
