@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from optimize_fixtures import candidates, cloud, infer_cand, inference, spec, train_cand, training
+from optimize_fixtures import LIFTED, candidates, cloud, infer_cand, inference, spec, train_cand, training
 
 from compiler.optimize import steps
 from compiler.optimize.canonical import canonical
@@ -25,7 +25,7 @@ from compiler.optimize.solve import HighsModel
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _shared_slack():
+def _shared_slack(after_horizon: str = "prorated"):
     """Services a (p4d) and b (p5) each leave a node with spare GPUs; c needs one replica that
     fits in either spare, at no cost: every split of c's replicas over the months costs the same."""
     site = cloud(pricing=("on_demand",))
@@ -34,15 +34,17 @@ def _shared_slack():
     c = inference("c", index=2, rps=2.0, out=100)
     cs = [infer_cand(a, site, "p4d.24xlarge", 1, 200.0), infer_cand(b, site, "p5.48xlarge", 1, 200.0),
           infer_cand(c, site, "p4d.24xlarge", 1, 200.0), infer_cand(c, site, "p5.48xlarge", 1, 200.0)]
-    return formulate(candidates(spec([site], [a, b, c], horizon=2), cs))
+    policy = dataclasses.replace(LIFTED, after_horizon=after_horizon)
+    return formulate(candidates(spec([site], [a, b, c], horizon=2, policy=policy), cs))
 
 
 def _integers(problem, values) -> dict[str, float]:
     return {v.name: float(round(values[v.name])) for v in problem.variables if v.kind != "continuous"}
 
 
-def test_every_equal_cost_split_reads_back_as_one_plan():
-    problem = _shared_slack()
+@pytest.mark.parametrize("after_horizon", ["prorated", "continues"])
+def test_every_equal_cost_split_reads_back_as_one_plan(after_horizon):
+    problem = _shared_slack(after_horizon)
     model = HighsModel(problem)
     price = steps.priced_on(model)
     ys = sorted(v.name for v in problem.variables if v.family == "y" and v.workload == "c")

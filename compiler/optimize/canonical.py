@@ -13,8 +13,8 @@ The decisions that span months stay as the search left them: training candidates
 terms, nodes bought, fabrics, a re-plan's moves. With them held, a month's decisions (replicas,
 nodes carrying them, on-demand hours, storage, the month's operability indicators) meet the
 other months only through rows that span months (operability limits, a cloud-share limit, an
-idle tail after the horizon), so each month is re-derived on its own with every other month held
-at its current values, in month order; and within a month, each group of variables that shares
+idle tail after the horizon: its variables are free with the last month), so each month is
+re-derived on its own with every other month held at its current values, in month order; and within a month, each group of variables that shares
 a row (services that share a pool, a quota, a site's indicators) on its own. For each group:
 
   1. its cheapest cost C, proven (a MIP with gap 0, a node budget of Settings.canonical_nodes;
@@ -52,6 +52,9 @@ from compiler.problem import Constraint, Problem, Variable
 # month-less indicators of the operability limits (15): free in every month's group, so a month
 # may change which site, GPU type or instance type a service uses where the limit allows it
 _SHARED_INDICATORS = frozenset({"uses_site", "uses_gpu", "uses_type"})
+# what commitments cost after the horizon (16), read from the last month's load: free in the last
+# month's groups, so that month's replicas are not held to the load the search left there
+_TAIL = frozenset({"idle_tail", "idle_tail_load"})
 
 
 def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: Settings) -> Solution:
@@ -78,8 +81,10 @@ def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: 
                 rows_of[n].append((k, a))
     gpus = {c.id: c.gpus for cs in problem.chosen_from.values() for c in cs}
     within = _Within(problem, var, rows_of, gpus, values)
+    tail = {v.name for v in problem.variables if v.family in _TAIL and v.month is None}
+    last = problem.spec.horizon_months - 1
     for m in months:
-        for group in _groups(problem, rows_of, by_month[m] | shared):
+        for group in _groups(problem, rows_of, by_month[m] | shared | (tail if m == last else set())):
             if any(var[n].family == "y" for n in group):
                 within.update(_group(within, group, s))
     integers = {v.name: values[v.name] for v in problem.variables if v.kind != "continuous"}
