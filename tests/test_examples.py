@@ -108,10 +108,12 @@ def test_example_kubernetes_objects_pass_the_api_schemas(name, compiled, tmp_pat
     files = {p: t for p, t in compiled[name].items() if p.startswith("kubernetes/")}
     if not files:
         pytest.skip(f"{name} runs no Kubernetes site")
+    from test_render_kubernetes import CRD_KINDS   # checked against their CRDs' schemas below
+
     builtin = []
     for i, (path, text) in enumerate(sorted(files.items())):
         for j, doc in enumerate(yaml.safe_load_all(text)):
-            if doc and "kueue" not in doc["apiVersion"] and "jobset" not in doc["apiVersion"]:
+            if doc and doc["kind"] not in CRD_KINDS:
                 f = tmp_path / f"{i:03d}-{j}.yaml"
                 f.write_text(yaml.safe_dump(doc))
                 builtin.append(str(f))
@@ -132,8 +134,9 @@ def test_example_kubernetes_objects_pass_the_api_schemas(name, compiled, tmp_pat
 
 
 def test_example_kueue_and_jobset_objects_match_published_schemas(compiled):
-    """kubernetes-validate has no schema for CRDs: every example's Kueue and JobSet objects are
-    checked against the vendored excerpts of their published CRD schemas (tests/schemas/)."""
+    """kubernetes-validate has no schema for CRDs: every example's Kueue, JobSet and routing
+    objects are checked against the vendored excerpts of their published CRD schemas
+    (tests/schemas/)."""
     from test_render_kubernetes import CRD_KINDS, _crd_validator
 
     kinds = set()
@@ -146,8 +149,9 @@ def test_example_kueue_and_jobset_objects_match_published_schemas(compiled):
                     errors = sorted(_crd_validator(doc["kind"]).iter_errors(doc), key=str)
                     assert not errors, f"{name}/{path} {doc['kind']}: " + "; ".join(e.message for e in errors)
                     kinds.add(doc["kind"])
-    # The examples train on Kubernetes somewhere: the check above is not vacuous.
-    assert kinds >= {"ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet"}, kinds
+    # The examples train and serve on Kubernetes somewhere: the check above is not vacuous.
+    assert kinds >= {"ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet", "Gateway", "HTTPRoute",
+                     "InferencePool"}, kinds
 
 
 def _tf_providers(name: str) -> dict[str, set[str]]:

@@ -95,57 +95,41 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nd96isr-h200-v5 0
-  replicas chat-70b-tp8 1
+  replicas chat-70b-tp4 2
   replicas chat-70b-tp1 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 2 ]; then
   terraform_month months/001.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 1
-  replicas chat-70b-tp8 0
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
+  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 2
+  replicas chat-70b-tp4 0
   replicas chat-70b-tp1 5
   true
 fi
-if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+if [ "${month}" -ge 3 ] && [ "${month}" -le 6 ]; then
   terraform_month months/001.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nd96isr-h200-v5 2
-  replicas chat-70b-tp8 0
-  replicas chat-70b-tp1 5
-  true
-fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 7 ]; then
-  terraform_month months/001.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 0
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 2
-  replicas chat-70b-tp8 0
+  replicas chat-70b-tp4 0
   replicas chat-70b-tp1 6
   true
 fi
-if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
-  terraform_month months/008.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 7
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 0
-  replicas chat-70b-tp8 0
-  replicas chat-70b-tp1 7
-  true
-fi
-if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/008.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 6
+if [ "${month}" -ge 7 ] && [ "${month}" -le 9 ]; then
+  terraform_month months/007.tfvars
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 4
   replicas assistant-8b-tp1-standard-nd96isr-h200-v5 1
-  replicas chat-70b-tp8 0
+  replicas chat-70b-tp4 0
   replicas chat-70b-tp1 7
   true
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
-  terraform_month months/008.tfvars
-  replicas assistant-8b-tp1-standard-nd96amsr-a100-v4 8
+  terraform_month months/010.tfvars
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 8
   replicas assistant-8b-tp1-standard-nd96isr-h200-v5 0
-  replicas chat-70b-tp8 0
+  replicas chat-70b-tp4 0
   replicas chat-70b-tp1 8
   true
 fi

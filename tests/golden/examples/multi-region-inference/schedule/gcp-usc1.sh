@@ -101,15 +101,7 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 1 ]; then
-  terraform_month months/000.tfvars
-  replicas assistant-8b-tp1 3
-  replicas assistant-8b-tp8 0
-  replicas chat-70b-tp1 5
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 4 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 2
   replicas assistant-8b-tp8 0
@@ -117,19 +109,11 @@ if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
   replicas chat-70b-tp8 0
   true
 fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 6 ]; then
+if [ "${month}" -ge 5 ] && [ "${month}" -le 7 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 2
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 6
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 7 ] && [ "${month}" -le 7 ]; then
-  terraform_month months/007.tfvars
-  replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp8 2
-  replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
   true
 fi
@@ -141,16 +125,8 @@ if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   replicas chat-70b-tp8 1
   true
 fi
-if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/008.tfvars
-  replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp8 1
-  replicas chat-70b-tp1 7
-  replicas chat-70b-tp8 0
-  true
-fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
-  terraform_month months/010.tfvars
+if [ "${month}" -ge 9 ] && [ "${month}" -le 10 ]; then
+  terraform_month months/009.tfvars
   replicas assistant-8b-tp1 1
   replicas assistant-8b-tp8 2
   replicas chat-70b-tp1 7
@@ -159,10 +135,10 @@ if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp8 4
-  replicas chat-70b-tp1 8
-  replicas chat-70b-tp8 0
+  replicas assistant-8b-tp1 1
+  replicas assistant-8b-tp8 2
+  replicas chat-70b-tp1 7
+  replicas chat-70b-tp8 2
   true
 fi
 exit "${failed}"

@@ -11,7 +11,7 @@ NAME_PREFIX="${NAME_PREFIX:-aws-use1}"
 source_of() {
   case "$1" in
     p5-48xlarge-od[0-9]*) echo p5-48xlarge-on-demand ;;
-    p5-48xlarge-spot[0-9]*) echo p5-48xlarge-spot ;;
+    p5en-48xlarge-spot[0-9]*) echo p5en-48xlarge-spot ;;
     *) return 1 ;;
   esac
 }

@@ -77,14 +77,14 @@ resource "aws_launch_template" "p5_48xlarge_on_demand_slurm" {
   }
 }
 
-# ---- Slurm p5-48xlarge, spot: 42 node(s) p5-48xlarge-spot[01-42] in State=CLOUD
-# (p5.48xlarge, 8x H100). No instances here: slurm/aws-use1/resume.sh
+# ---- Slurm p5en-48xlarge, spot: 42 node(s) p5en-48xlarge-spot[01-42] in State=CLOUD
+# (p5en.48xlarge, 8x H200). No instances here: slurm/aws-use1/resume.sh
 # launches them from this launch template when jobs need them; suspend.sh terminates them.
-resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
-  name = "${var.name_prefix}-p5-48xlarge-spot"
+resource "aws_launch_template" "p5en_48xlarge_spot_slurm" {
+  name = "${var.name_prefix}-p5en-48xlarge-spot"
 
   image_id      = var.ami_id
-  instance_type = "p5.48xlarge"
+  instance_type = "p5en.48xlarge"
   key_name      = var.key_name
 
   placement {
@@ -118,9 +118,9 @@ resource "aws_launch_template" "p5_48xlarge_spot_slurm" {
   tag_specifications {
     resource_type = "instance"
     tags = {
-      "infra-compile.io/pool"    = "p5-48xlarge"
+      "infra-compile.io/pool"    = "p5en-48xlarge"
       "infra-compile.io/pricing" = "spot"
-      "slurm-partition"          = "p5-48xlarge"
+      "slurm-partition"          = "p5en-48xlarge"
     }
   }
 }

@@ -8,9 +8,9 @@ output "p5_48xlarge_on_demand_slurm_template" {
   value       = aws_launch_template.p5_48xlarge_on_demand_slurm.name
 }
 
-output "p5_48xlarge_spot_slurm_template" {
-  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5-48xlarge-spot[01-42] from (p5.48xlarge, spot)."
-  value       = aws_launch_template.p5_48xlarge_spot_slurm.name
+output "p5en_48xlarge_spot_slurm_template" {
+  description = "Launch template slurm/aws-use1/resume.sh starts Slurm nodes p5en-48xlarge-spot[01-42] from (p5en.48xlarge, spot)."
+  value       = aws_launch_template.p5en_48xlarge_spot_slurm.name
 }
 
 output "fsx_dns_name" {

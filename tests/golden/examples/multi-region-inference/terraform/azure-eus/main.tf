@@ -17,30 +17,30 @@ resource "azurerm_proximity_placement_group" "gpu" {
   zone                = var.zone
 }
 
-# ---- reservation standard-nd96amsr-a100-v4-reserved-1y: up to 1 x Standard_ND96amsr_A100_v4, reserved_1y, nodes standard-nd96amsr-a100-v4-r1y01,
-# used by kubernetes. Terms: 1 node in months 8-19.
+# ---- reservation standard-nc96ads-a100-v4-reserved-1y: up to 2 x Standard_NC96ads_A100_v4, reserved_1y, nodes standard-nc96ads-a100-v4-r1y[01-02],
+# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 10-21.
 # The reservation exists in the months its terms run, holding their nodes: a term ends with the
 # month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
 # An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
 # billing account). Reserved VMs cannot join a proximity placement group; the scale set's single
 # placement group keeps them on one fabric.
-resource "azurerm_capacity_reservation_group" "standard_nd96amsr_a100_v4_reserved_1y" {
-  name                = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
+resource "azurerm_capacity_reservation_group" "standard_nc96ads_a100_v4_reserved_1y" {
+  name                = "${var.name_prefix}-standard-nc96ads-a100-v4-reserved-1y"
   location            = azurerm_resource_group.site.location
   resource_group_name = azurerm_resource_group.site.name
   zones               = [var.zone]
 }
 
-resource "azurerm_capacity_reservation" "standard_nd96amsr_a100_v4_reserved_1y" {
-  count = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"] > 0 ? 1 : 0
+resource "azurerm_capacity_reservation" "standard_nc96ads_a100_v4_reserved_1y" {
+  count = var.reserved_nodes["standard_nc96ads_a100_v4_reserved_1y"] > 0 ? 1 : 0
 
-  name                          = "${var.name_prefix}-standard-nd96amsr-a100-v4-reserved-1y"
-  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
+  name                          = "${var.name_prefix}-standard-nc96ads-a100-v4-reserved-1y"
+  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nc96ads_a100_v4_reserved_1y.id
   zone                          = var.zone
 
   sku {
-    name     = "Standard_ND96amsr_A100_v4"
-    capacity = var.reserved_nodes["standard_nd96amsr_a100_v4_reserved_1y"]
+    name     = "Standard_NC96ads_A100_v4"
+    capacity = var.reserved_nodes["standard_nc96ads_a100_v4_reserved_1y"]
   }
 }
 
@@ -71,50 +71,50 @@ resource "azurerm_capacity_reservation" "standard_nd96isr_h200_v5_reserved_1y" {
   }
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, reserved_1y: AKS node pool of 0 to 1 node(s) over the
-# horizon (Standard_ND96amsr_A100_v4, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# ---- Kubernetes standard-nc96ads-a100-v4, reserved_1y: AKS node pool of 0 to 2 node(s) over the
+# horizon (Standard_NC96ads_A100_v4, 4x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
-# The nodes start inside reservation standard-nd96amsr-a100-v4-reserved-1y.
-resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_reserved_1y_kubernetes" {
-  count = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"] > 0 ? 1 : 0
+# The nodes start inside reservation standard-nc96ads-a100-v4-reserved-1y.
+resource "azurerm_kubernetes_cluster_node_pool" "standard_nc96ads_a100_v4_reserved_1y_kubernetes" {
+  count = var.nodes["standard_nc96ads_a100_v4_reserved_1y_kubernetes"] > 0 ? 1 : 0
 
   name                  = "gpu1k"
   kubernetes_cluster_id = var.aks_cluster_id
-  vm_size               = "Standard_ND96amsr_A100_v4"
+  vm_size               = "Standard_NC96ads_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = var.nodes["standard_nd96amsr_a100_v4_reserved_1y_kubernetes"]
+  node_count            = var.nodes["standard_nc96ads_a100_v4_reserved_1y_kubernetes"]
 
-  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nd96amsr_a100_v4_reserved_1y.id
+  capacity_reservation_group_id = azurerm_capacity_reservation_group.standard_nc96ads_a100_v4_reserved_1y.id
 
   node_labels = {
-    "infra-compile.io/pool"    = "standard-nd96amsr-a100-v4"
+    "infra-compile.io/pool"    = "standard-nc96ads-a100-v4"
     "infra-compile.io/pricing" = "reserved_1y"
   }
 
   node_taints = ["nvidia.com/gpu=present:NoSchedule"]
 
   # Its VMs start inside the reservation, which must exist first.
-  depends_on = [azurerm_capacity_reservation.standard_nd96amsr_a100_v4_reserved_1y]
+  depends_on = [azurerm_capacity_reservation.standard_nc96ads_a100_v4_reserved_1y]
 }
 
-# ---- Kubernetes standard-nd96amsr-a100-v4, on_demand: AKS node pool of 0 to 1 node(s) over the
-# horizon (Standard_ND96amsr_A100_v4, 8x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
+# ---- Kubernetes standard-nc96ads-a100-v4, on_demand: AKS node pool of 0 to 2 node(s) over the
+# horizon (Standard_NC96ads_A100_v4, 4x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
-resource "azurerm_kubernetes_cluster_node_pool" "standard_nd96amsr_a100_v4_on_demand_kubernetes" {
-  count = var.nodes["standard_nd96amsr_a100_v4_on_demand_kubernetes"] > 0 ? 1 : 0
+resource "azurerm_kubernetes_cluster_node_pool" "standard_nc96ads_a100_v4_on_demand_kubernetes" {
+  count = var.nodes["standard_nc96ads_a100_v4_on_demand_kubernetes"] > 0 ? 1 : 0
 
   name                  = "gpu2k"
   kubernetes_cluster_id = var.aks_cluster_id
-  vm_size               = "Standard_ND96amsr_A100_v4"
+  vm_size               = "Standard_NC96ads_A100_v4"
   zones                 = [var.zone]
   os_sku                = "Ubuntu"
-  node_count            = var.nodes["standard_nd96amsr_a100_v4_on_demand_kubernetes"]
+  node_count            = var.nodes["standard_nc96ads_a100_v4_on_demand_kubernetes"]
 
   proximity_placement_group_id = azurerm_proximity_placement_group.gpu.id
 
   node_labels = {
-    "infra-compile.io/pool"    = "standard-nd96amsr-a100-v4"
+    "infra-compile.io/pool"    = "standard-nc96ads-a100-v4"
     "infra-compile.io/pricing" = "on_demand"
   }
 

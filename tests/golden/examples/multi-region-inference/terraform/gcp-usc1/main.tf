@@ -56,8 +56,8 @@ resource "google_compute_reservation" "a3_ultragpu_8g_reserved_1y" {
   }
 }
 
-# ---- reservation g2-standard-96-reserved-1y: up to 4 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-04],
-# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 10-21; 2 nodes in months 11-22.
+# ---- reservation g2-standard-96-reserved-1y: up to 3 x g2-standard-96, reserved_1y, nodes g2-standard-96-r1y[01-03],
+# used by kubernetes. Terms: 1 node in months 8-19; 1 node in months 9-20; 1 node in months 11-22.
 # It exists in the months its terms run, holding their nodes: a term ends with the month's file
 # dropping its nodes (months/NNN.tfvars). A specific reservation holds the capacity; the
 # committed-use discount is bought on the billing account, outside Terraform.
@@ -145,7 +145,7 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 0 to 4 node(s) over the
+# ---- Kubernetes g2-standard-96, reserved_1y: GKE node pool of 0 to 3 node(s) over the
 # horizon (g2-standard-96, 8x L4), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation g2-standard-96-reserved-1y.

@@ -6,17 +6,21 @@
 # Nodes each capacity reservation holds (0: none exists).
 reserved_nodes = {
   "g6e_xlarge_reserved_1y"    = 0
+  "p5_4xlarge_reserved_1y"    = 0
   "p5en_48xlarge_reserved_1y" = 1
 }
 
 # The plan month each reservation ends on (the end of the latest term running now).
 reservation_end_month = {
   "g6e_xlarge_reserved_1y"    = 0
+  "p5_4xlarge_reserved_1y"    = 0
   "p5en_48xlarge_reserved_1y" = 12
 }
 
 # Nodes of each fixed instance set and node group (a node group with 0 does not exist).
 nodes = {
   "g6e_xlarge_reserved_1y_kubernetes"    = 0
+  "p5_4xlarge_reserved_1y_kubernetes"    = 0
+  "p5_4xlarge_on_demand_kubernetes"      = 0
   "p5en_48xlarge_reserved_1y_kubernetes" = 1
 }
