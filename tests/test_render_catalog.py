@@ -382,17 +382,21 @@ def test_terraform_parses(case):
 
 @pytest.mark.slow
 def test_kubernetes_objects_pass_kubernetes_validate(tmp_path):
-    files = []
+    from test_render_kubernetes import CRD_KINDS
+
+    files, servers = [], 0
     for case in sorted(rendered()):
         for path, text in rendered()[case].items():
             if path.startswith("kubernetes/") and path.endswith(".yaml"):
                 for i, doc in enumerate(d for d in yaml.safe_load_all(text) if d):
-                    if doc["kind"] in ("ResourceFlavor", "ClusterQueue", "LocalQueue", "JobSet"):
+                    if doc["kind"] in CRD_KINDS:
                         continue        # CRDs: tests/test_render_kubernetes.py checks them
                     f = tmp_path / f"{case}-{len(files):04d}-{doc['kind']}.yaml"
                     f.write_text(yaml.safe_dump(doc, sort_keys=True))
                     files.append(str(f))
-    assert sum("Deployment" in f for f in files) == sum(len(p.pools) for p in plans().values())
+                    servers += doc["kind"] == "Deployment" and path.split("/")[-1].startswith("30-serve-")
+    # one model server per pool (the routing layer's endpoint pickers are Deployments too)
+    assert servers == sum(len(p.pools) for p in plans().values())
     out = subprocess.run([_tool("kubernetes-validate"), "-k", K8S_VERSION, "--strict", *files],
                          capture_output=True, text=True, timeout=120)
     bad = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith(("ERROR", "WARN"))]

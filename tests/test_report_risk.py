@@ -126,13 +126,14 @@ def test_risk_section_states_what_the_oracle_recomputes(name):
 
 
 def test_llm_pretrain_aws_shows_its_thin_slack_and_its_flagged_spot_fleet():
-    """The reported problem: 336 H100 on spot for 74.2 days against a 75-day deadline, and 42
-    p5 spot nodes at once, must be visible and flagged."""
+    """The reported problem: 336 GPUs on spot for 74.2 days against a 75-day deadline, and 42
+    p5en spot nodes at once (the catalog's sourced spot made H200 the cheaper), must be visible
+    and flagged."""
     section = _section(example("llm-pretrain-aws")[1].artifacts["report.md"])
     assert "| llama-70b-pretrain | 74.2 days | 75.0 days (deadline) | 0.8 days | 1.0% |" in section
     assert "| llama-70b-pretrain | 74,825 | 74,825 | 100.0% |" in section
-    assert "**42 x p5.48xlarge** (336 GPUs) in aws us-east-1" in section
-    assert "| p5.48xlarge | aws us-east-1 | 42 | 336 | 0 | LARGE: check spot capacity before relying on it |" in section
+    assert "**42 x p5en.48xlarge** (336 GPUs) in aws us-east-1" in section
+    assert "| p5en.48xlarge | aws us-east-1 | 42 | 336 | 0 | LARGE: check spot capacity before relying on it |" in section
     assert f"Fleets of {_threshold()} nodes or more" in section
     data = yaml.safe_load(PERFORMANCE.read_text())
     source = data["sources"][next(f for f in data["factors"] if f["name"] == "risk.spot_fleet_nodes")["source"]]
@@ -179,5 +180,5 @@ def test_spot_fleets_add_up_over_sites_in_one_region_and_no_deadline_means_the_h
     rows = [l for l in section.splitlines() if l.startswith(("| ", "- "))
             and not l.startswith(("| Job ", "| Workload ", "| Instance ", "| ---"))]
     assert rows == _rows(o)
-    assert o["fleets"][0][:3] == (52, "p5.48xlarge", "aws us-east-1") and o["fleets"][0][4] == 1
+    assert o["fleets"][0][:3] == (52, "p5en.48xlarge", "aws us-east-1") and o["fleets"][0][4] == 1
     assert "| llama-8b-ablation | 8.4 days | 334.6 days (end of horizon) |" in section

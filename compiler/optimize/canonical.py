@@ -57,10 +57,13 @@ _SHARED_INDICATORS = frozenset({"uses_site", "uses_gpu", "uses_type"})
 _TAIL = frozenset({"idle_tail", "idle_tail_load"})
 
 
-def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: Settings) -> Solution:
+def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: Settings,
+              clock: Callable[[], float | None] = lambda: None) -> Solution:
     """`sol` (a polished plan) with each month's equal-cost choices made by the rule of the module
     docstring; `price(problem, solver=, fixed=)` prices an integer plan (polish's LP). `sol` itself
-    where nothing changes, a group's level does not end, or the result would be dearer."""
+    where nothing changes, a group's level does not end, or the result would be dearer. `clock`
+    (clock.time_left) gives each solve the seconds a user's --time-limit leaves; at 0 the groups
+    left keep their values."""
     if not sol.has_solution or not any(v.family == "y" for v in problem.variables):
         return sol
     values = {v.name: float(sol.values.get(v.name, 0.0)) for v in problem.variables}
@@ -86,7 +89,7 @@ def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: 
     for m in months:
         for group in _groups(problem, rows_of, by_month[m] | shared | (tail if m == last else set())):
             if any(var[n].family == "y" for n in group):
-                within.update(_group(within, group, s))
+                within.update(_group(within, group, s, clock))
     integers = {v.name: values[v.name] for v in problem.variables if v.kind != "continuous"}
     held = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
     if integers == held:
@@ -155,14 +158,16 @@ class _Within:
         return replace(self.problem, variables=tuple(self.var[n] for n in group), constraints=tuple(rows) + extra)
 
 
-def _group(w: _Within, group: list[str], s: Settings) -> dict[str, float]:
+def _group(w: _Within, group: list[str], s: Settings, clock: Callable[[], float | None]) -> dict[str, float]:
     """One group's values by the rule (levels 1-4 of the module docstring), or {} where a level
-    does not end within the node budget."""
+    does not end within the node budget (or the time a user's limit leaves)."""
+    if clock() == 0:
+        return {}
     var = w.var
     ints = [n for n in group if var[n].kind != "continuous"]
     start = {n: w.values[n] for n in ints}
     first = HighsModel(w.restricted(group))
-    cheapest = first.solve(start=start, gap=0.0, max_nodes=s.canonical_nodes)
+    cheapest = first.solve(start=start, gap=0.0, max_nodes=s.canonical_nodes, time_limit=clock())
     if cheapest.status != "optimal":
         return {}
     cost = tuple((n, var[n].cost) for n in group if var[n].cost)
@@ -171,7 +176,8 @@ def _group(w: _Within, group: list[str], s: Settings) -> dict[str, float]:
     replicas = sorted((n for n in group if var[n].family == "y"), key=lambda n: (var[n].candidate, n), reverse=True)
     gpus = {n: float(w.gpus.get(var[n].candidate, 1)) for n in replicas}
     model = HighsModel(w.restricted(group, (within,)))
-    fewest = model.solve(start=_ints(cheapest, ints), objective=gpus, gap=0.0, max_nodes=s.canonical_nodes)
+    fewest = model.solve(start=_ints(cheapest, ints), objective=gpus, gap=0.0, max_nodes=s.canonical_nodes,
+                         time_limit=clock())
     if fewest.status != "optimal":
         return {}
     held_gpus = sum(gpus[n] * round(fewest.values[n]) for n in replicas)
@@ -182,12 +188,13 @@ def _group(w: _Within, group: list[str], s: Settings) -> dict[str, float]:
     for n in replicas:        # least preferred first: each as few as the earlier ones allow
         if round(current.values[n]) > 0:
             least = model.solve(fixed=fixed, start=_ints(current, ints), objective={n: 1.0}, gap=0.0,
-                                max_nodes=s.canonical_nodes)
+                                max_nodes=s.canonical_nodes, time_limit=clock())
             if least.status != "optimal":
                 return {}
             current = least
         fixed[n] = float(round(current.values[n]))
-    last = first.solve(fixed=fixed, start=_ints(current, ints), gap=0.0, max_nodes=s.canonical_nodes)
+    last = first.solve(fixed=fixed, start=_ints(current, ints), gap=0.0, max_nodes=s.canonical_nodes,
+                       time_limit=clock())
     if last.status != "optimal":
         return {}
     return {n: (float(round(x)) if var[n].kind != "continuous" else x) for n, x in last.values.items()}

@@ -10,6 +10,7 @@ from typing import Callable, Mapping
 
 from compiler.diagnostics import EXIT_NO_PLAN, CompileError, Diagnostic
 from compiler.optimize import canonical as _canonical
+from compiler.optimize.clock import time_left
 from compiler.optimize.descend import descend
 from compiler.optimize.explain import explain
 from compiler.optimize.formulate import Problem
@@ -203,8 +204,9 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
                    best_bound=min(sol.best_bound, lp.objective))
 
 
-def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings) -> Solution:
+def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,
+              time_limit: float | None = None) -> Solution:
     """The polished plan's equal-cost choices (which candidates carry a month's replicas) made by
     a fixed rule instead of the solver's path (canonical.py): the same spec, catalog and versions
     give the same plan on every machine. Never dearer than `sol`."""
-    return _canonical.canonical(problem, sol, price, solver, s)
+    return _canonical.canonical(problem, sol, price, solver, s, time_left(time_limit))

@@ -134,5 +134,6 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
                 else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
-    sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s)
+    sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s,
+                          options.time_limit)
     return problem, sol, SolvePath(strategy.path, ran, strategy.why)
