@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from test_hostile_plans import HELD, _VALUES, _paths, cli
+from test_hostile_plans import HELD, _VALUES, _paths, cli, mutated
 
 pytestmark = pytest.mark.slow     # each case that passes the reader compiles the spec
 
@@ -28,22 +28,6 @@ def held(tmp_path_factory) -> tuple[Path, dict]:
     result = cli(str(spec), "-o", str(folder / "base"), "-q")
     assert result.exit_code == 0, result.output
     return spec, json.loads((folder / "base" / "plan.json").read_text(encoding="utf-8"))
-
-
-def _mutated(doc: dict, mutations) -> dict:
-    doc = json.loads(json.dumps(doc))
-    for path, value in mutations:
-        at = doc
-        try:
-            for k in path[:-1]:
-                at = at[k]
-            if value == "drop":
-                del at[path[-1]]
-            else:
-                at[path[-1]] = value
-        except (KeyError, IndexError, TypeError):
-            continue                               # an earlier mutation removed the way there
-    return doc
 
 
 def _leaves(doc, prefix=()):
@@ -94,7 +78,7 @@ def test_a_mutated_baseline_gives_a_plan_or_a_clear_error(held, tmp_path_factory
                                    min_size=1, max_size=3))
     folder = tmp_path_factory.mktemp("fuzz")
     base = folder / "base.json"
-    base.write_text(json.dumps(_mutated(plan, mutations), allow_nan=True), encoding="utf-8")
+    base.write_text(json.dumps(mutated(plan, mutations), allow_nan=True), encoding="utf-8")
     out = folder / "out"
     result = cli(str(spec), "--baseline", str(base), "-o", str(out), "-q")
     assert "Traceback" not in result.output and "internal error" not in result.output, (mutations, result.output)

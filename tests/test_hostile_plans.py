@@ -321,6 +321,23 @@ _BASE = json.loads(to_json(hybrid_plan()))
 _HEAD = json.loads(to_json(doubled_inference_plan()))
 
 
+def mutated(doc: dict, mutations) -> dict:
+    """A copy of `doc` with each (path, value) mutation applied: the key dropped ("drop") or set."""
+    doc = json.loads(json.dumps(doc))
+    for path, value in mutations:
+        at = doc
+        try:
+            for k in path[:-1]:
+                at = at[k]
+            if value == "drop":
+                del at[path[-1]]
+            else:
+                at[path[-1]] = value
+        except (KeyError, IndexError, TypeError):
+            continue                               # an earlier mutation removed the way there
+    return doc
+
+
 def _paths(doc, prefix=()):
     if isinstance(doc, dict):
         for k, v in doc.items():
@@ -341,18 +358,7 @@ _VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.f
 @settings(max_examples=50, deadline=2000, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(_ALL_PATHS), st.one_of(st.just("drop"), _VALUES)), min_size=1, max_size=3))
 def test_diff_of_mutated_plans_is_a_diff_or_a_clear_error(tmp_path_factory, mutations):
-    doc = json.loads(json.dumps(_HEAD))
-    for path, value in mutations:
-        at = doc
-        try:
-            for k in path[:-1]:
-                at = at[k]
-            if value == "drop":
-                del at[path[-1]]
-            else:
-                at[path[-1]] = value
-        except (KeyError, IndexError, TypeError):
-            continue                               # an earlier mutation removed the way there
+    doc = mutated(_HEAD, mutations)
     folder = tmp_path_factory.mktemp("fuzz")
     a = write(folder / "a.json", json.dumps(_BASE))
     b = folder / "b.json"

@@ -122,16 +122,21 @@ def test_a_dropped_services_routing_is_deleted_by_the_baselines_names(tmp_path):
     _shellcheck(runbook, tmp_path)
 
 
+def _chat_also_at_usw2(base):
+    """`base` with a second site, aws-usw2, whose g6e.48xlarge pool runs one more chat placement."""
+    extra = replace(base.sites[0], name="aws-usw2", region="us-west-2")
+    return replace(base, sites=base.sites + (extra,),
+                   pools=base.pools + tuple(replace(p, site="aws-usw2") for p in base.pools
+                                            if p.instance == "g6e.48xlarge"),
+                   workloads=tuple(replace(w, placements=w.placements + tuple(
+                       replace(p, site="aws-usw2") for p in w.placements[:1])) if w.name == "chat" else w
+                       for w in base.workloads))
+
+
 def test_a_service_dropped_from_one_site_loses_its_routing_there_only():
     catalog = load_catalog()
     base = split_plan()
-    extra = replace(base.sites[0], name="aws-usw2", region="us-west-2")
-    wider = replace(base, sites=base.sites + (extra,),
-                    pools=base.pools + tuple(replace(p, site="aws-usw2") for p in base.pools
-                                             if p.instance == "g6e.48xlarge"),
-                    workloads=tuple(replace(w, placements=w.placements + tuple(
-                        replace(p, site="aws-usw2") for p in w.placements[:1])) if w.name == "chat" else w
-                        for w in base.workloads))
+    wider = _chat_also_at_usw2(base)
     narrower = replace(wider, workloads=tuple(
         replace(w, placements=tuple(p for p in w.placements if p.site != "aws-usw2")) if w.name == "chat" else w
         for w in wider.workloads))
@@ -152,13 +157,7 @@ def test_nothing_is_deleted_without_a_drop():
 def test_a_site_the_new_plan_no_longer_uses_is_torn_down():
     catalog = load_catalog()
     base = split_plan()
-    extra = replace(base.sites[0], name="aws-usw2", region="us-west-2")
-    wider = replace(base, sites=base.sites + (extra,),
-                    pools=base.pools + tuple(replace(p, site="aws-usw2") for p in base.pools
-                                             if p.instance == "g6e.48xlarge"),
-                    workloads=tuple(replace(w, placements=w.placements + tuple(
-                        replace(p, site="aws-usw2") for p in w.placements[:1])) if w.name == "chat" else w
-                        for w in base.workloads))
+    wider = _chat_also_at_usw2(base)
     runbook = render(base, catalog, wider)["RUNBOOK.md"]
     section = runbook.split("Site aws-usw2: in the baseline, not in this plan", 1)[1]
     assert "terraform -chdir=terraform/aws-usw2 destroy" in section
