@@ -148,9 +148,10 @@ class Policy:
     max_gpu_types_per_service: int | None = 2        # GPU types one service runs replicas on
     min_pool_months: int | None = 3                  # months a cloud pool carries replicas once up
     # How a commitment that outlives the horizon is priced (docs/optimizer.md, "Commitments that
-    # outlive the horizon"): prorated (its months inside the horizon), full, or continues (its
-    # later months free where the last month's load would keep them busy).
-    after_horizon: Literal["prorated", "full", "continues"] = "prorated"
+    # outlive the horizon"): continues (its later months free where the last month's forecast
+    # load keeps them busy; the default: a term is paid in full, and what the platform goes on
+    # using after the horizon is worth its price), prorated (its months inside the horizon), full.
+    after_horizon: Literal["prorated", "full", "continues"] = "continues"
     # a re-plan (--baseline) moves a running workload only where that saves at least this much
     # over the horizon (policy.replan.min_saving_usd; docs/spec-reference.md says why the default)
     replan_min_saving_usd: float = 2000.0

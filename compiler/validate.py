@@ -291,7 +291,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
             max_gpu_types_per_service=_int(policy.get("max_gpu_types_per_service",
                                                       Policy.max_gpu_types_per_service)),
             min_pool_months=_int(policy.get("min_pool_months", Policy.min_pool_months)),
-            after_horizon=policy.get("after_horizon", "prorated"),
+            after_horizon=policy.get("after_horizon", "continues"),
             replan_min_saving_usd=float(policy.get("replan", {}).get("min_saving_usd", Policy.replan_min_saving_usd)),
             replan_min_saving_share=float(policy.get("replan", {}).get("min_saving_share",
                                                                       Policy.replan_min_saving_share)),

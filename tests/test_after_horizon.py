@@ -3,7 +3,7 @@ outlive the horizon").
 
 The oracle re-prices every commitment from plan.json and the catalog's prices alone: under `full`
 each reserved term costs all its months (12 or 36) at its rate, and each bought node its whole
-purchase price, whatever month it starts in; under `prorated` (the default) the months inside the
+purchase price, whatever month it starts in; under `prorated` the months inside the
 horizon, and the months after it are listed but not charged. Nothing here reads the model's
 variables.
 """
@@ -118,19 +118,28 @@ def _full_commitments(plan: dict, catalog, spec_sites: dict, full: bool = True) 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_every_commitment_of_the_examples_is_priced_by_the_default_rule(name):
-    """The examples set no rule: `prorated` charges the months inside the horizon, and the months
-    after it are listed, not charged."""
+    """The examples set no rule: `continues` charges the months inside the horizon, and of the
+    months after it what the last month's credited load leaves idle: the total is the prorated
+    one plus each commitment's charge, no charge above what is committed, and the credits are
+    replicas the plan runs in the last month."""
     candidates, result = example(name)
     plan = json.loads(json.dumps(to_dict(result.plan)))
     sites = {s.name: getattr(s, "region", None) for s in candidates.spec.sites}
     cloud, capex, after = _full_commitments(plan, candidates.catalog, sites, full=False)
-    lines = plan["cost_breakdown_usd"]
-    assert lines.get("cloud_compute", 0.0) == pytest.approx(cloud, abs=0.05 * max(1, len(plan["pools"])))
-    assert lines.get("capex", 0.0) == pytest.approx(capex, abs=0.05)
     ah = plan["after_horizon"]
-    assert ah["rule"] == "prorated"
+    assert ah["rule"] == "continues"
+    charged = {"cloud": 0.0, "capex": 0.0}
+    for c in ah["commitments"]:
+        assert 0 <= c["charged_usd"] <= c["committed_usd"] + 0.01
+        charged["capex" if c["pricing"] == "purchase" else "cloud"] += c["charged_usd"]
+    lines = plan["cost_breakdown_usd"]
+    assert lines.get("cloud_compute", 0.0) == pytest.approx(cloud + charged["cloud"],
+                                                          abs=0.05 * max(1, len(plan["pools"])))
+    assert lines.get("capex", 0.0) == pytest.approx(capex + charged["capex"], abs=0.05 * max(1, len(ah["commitments"])))
     assert ah["committed_usd"] == pytest.approx(after, abs=0.05 * max(1, len(ah["commitments"])))
-    assert ah["charged_usd"] == 0
+    last = {pl["candidate"]: pl["monthly_replicas"][-1] for w in plan["workloads"] for pl in w["placements"]
+            if pl.get("monthly_replicas")}
+    assert all(0 < k["replicas"] <= last[k["candidate"]] + 1e-6 for k in ah.get("credits", []))
     assert sum(plan["monthly_cost_usd"]) == pytest.approx(plan["total_cost_usd"], abs=0.01 * plan["horizon_months"])
 
 

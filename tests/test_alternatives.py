@@ -158,8 +158,9 @@ def cloud_prices(spec, part) -> dict[str, float]:
             out[option] = listed[option] * part["node_hours"]
         else:
             term = TERM_MONTHS[option]
-            rule = (spec.get("policy") or {}).get("after_horizon", "prorated")
-            # a term's months after the horizon: paid under full, and under continues where the part no longer runs in the horizon's last month to keep them busy
+            rule = (spec.get("policy") or {}).get("after_horizon", "continues")
+            # a term's months after the horizon: paid under full, and under continues (the default)
+            # where the part no longer runs in the horizon's last month to keep them busy
             whole = rule == "full" or (rule == "continues" and part["last_month"] < H - 1)
             months = sum(term if whole else min(term, H - a)
                          for a in range(part["first_month"], part["last_month"] + 1, term))
@@ -209,8 +210,9 @@ def part_usd(spec, w: dict, part) -> float:
     if part["fabric"] != cheapest_fabric(part["instance"]):      # only a multi-node job's own wiring
         assert w["kind"] == "training" and part["nodes"] > 1, part
     life = node["useful_life_years"] * 12
-    rule = (spec.get("policy") or {}).get("after_horizon", "prorated")
-    # a bought node's life after the horizon: all of it under full; under continues unless the option still runs on it in the horizon's last month; none under prorated
+    rule = (spec.get("policy") or {}).get("after_horizon", "continues")
+    # a bought node's life after the horizon: all of it under full; under continues (the default)
+    # unless the option still runs on it in the horizon's last month; none under prorated
     after = node["capex_usd"] * max(0.0, life - H) / life
     tail = after if rule == "full" or (rule == "continues" and part["last_month"] < H - 1) else 0.0
     per_node = (node["capex_usd"] * min(1.0, H / life) + tail

@@ -22,6 +22,18 @@ has a plan whenever S has one:
 
     cost(S) >= cost(R) * (1 - gap(R)) - $0.01
 
+Under `policy.after_horizon: continues` (the default) dropping a workload, halving a service's
+traffic and loosening its SLO are not relaxations: that rule pays a commitment's months after the
+horizon where the last month's load leaves its nodes idle, and each of these changes lowers that
+load (fewer workloads running then, less forecast traffic to credit, fewer GPUs to carry it), so
+S's plan can cost more under R (seed 4 without train-1: a bought H100 node busy in the last month
+under S, idle under R, its other 56 months of life then paid). These three compare S and R under
+`prorated`, where the objective does not read that load; the rules themselves are compared below.
+A plan is one plan under every rule, priced prorated <= continues <= full (each pays what the one
+before pays and maybe more), so each rule's optimum is a relaxation of the next one's:
+
+    cost_continues(S) >= bound_prorated(S),  cost_full(S) >= bound_continues(S)
+
 This catches reductions that depend on what else the spec allows: e.g. reservation terms that
 may only start in some months (adding a 9-minute job made a plan cheaper: optimality case K), a
 GPU-count ladder of "the 3 smallest counts that meet the deadline" (dropping the deadline takes
@@ -44,6 +56,9 @@ import oracle_specs as O
 MONOTONE_SPECS = int(os.environ.get("ORACLE_SPECS", "30"))
 CHANGES = ("drop_workload", "raise_quota", "raise_power", "add_site", "add_pricing", "allow_gpu",
            "drop_deadline", "lower_traffic", "loosen_slo", "declare_storage")
+# changes that lower the horizon's last-month load, which `continues` credits (docstring)
+LAST_MONTH_LOAD = ("drop_workload", "lower_traffic", "loosen_slo")
+RULE_SPECS = int(os.environ.get("ORACLE_RULE_SPECS", "30"))
 
 
 def relax(data: dict, change: str, seed: int) -> tuple[dict, str] | None:
@@ -155,9 +170,27 @@ CASES = [(seed, change) for seed in range(MONOTONE_SPECS) for change in CHANGES
 @pytest.mark.parametrize("seed, change", CASES)
 def test_relaxing_a_spec_never_makes_the_plan_dearer(seed, change, tmp_path):
     data = O.random_spec(seed)
+    if change in LAST_MONTH_LOAD:
+        data["policy"]["after_horizon"] = "prorated"
     relaxed_data, what = relax(data, change, seed)
     original = O.compile_outcome(O.write(data, tmp_path))
     outcome = O.compile_outcome(O.write(relaxed_data, tmp_path, f"{data['name']}-{change}"))
     why = O.relaxation_problem(outcome, original, "relaxed", "original")
     assert why is None, (f"seed {seed} (tests/oracle_specs.random_spec({seed})), {what}: {why}; "
                          f"original {original}, relaxed {outcome}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(RULE_SPECS))
+def test_each_rule_bounds_no_higher_than_a_dearer_rules_plan(seed, tmp_path):
+    """The bound oracle across rules: prorated <= continues <= full price every plan alike or
+    cheaper, so a cheaper rule's bound is at most a dearer rule's plan (and whichever has a plan,
+    the cheaper rule has one)."""
+    outcomes = {}
+    for rule in ("prorated", "continues", "full"):
+        data = O.random_spec(seed)
+        data["policy"]["after_horizon"] = rule
+        outcomes[rule] = O.compile_outcome(O.write(data, tmp_path, f"{data['name']}-{rule}"))
+    for cheaper, dearer in (("prorated", "continues"), ("continues", "full"), ("prorated", "full")):
+        why = O.relaxation_problem(outcomes[cheaper], outcomes[dearer], cheaper, dearer)
+        assert why is None, f"seed {seed} (tests/oracle_specs.random_spec({seed})): {why}; {outcomes}"

@@ -11,14 +11,15 @@ from compiler.render.environment import Md, md_text
 
 # Markdown as written (the code spans are the compiler's); a rule read from elsewhere is escaped.
 RULES = {
-    "prorated": Md("policy.after_horizon is `prorated` (the default): the total pays each commitment's "
-                 "months inside the horizon only; the months after it are committed all the same, "
-                 "and set `full` to count them."),
+    "prorated": Md("policy.after_horizon is `prorated`: the total pays each commitment's months inside "
+                 "the horizon only; the months after it are committed all the same and left unpaid "
+                 "here: the default `continues` charges those the last month's load would leave idle, "
+                 "`full` all of them."),
     "full": Md("policy.after_horizon is `full`: every commitment is paid in full, so the total "
              "includes each term's months after the horizon and each bought node's whole price."),
-    "continues": Md("policy.after_horizon is `continues`: the months after the horizon are valued as if "
-                  "the last month's load went on; the total pays them only for the nodes that load "
-                  "would leave idle."),
+    "continues": Md("policy.after_horizon is `continues` (the default): the months after the horizon "
+                  "are valued as if the last month's forecast load went on; the total pays them only "
+                  "for the nodes that load would leave idle."),
 }
 PRICING = {"reserved_1y": "1-year term", "reserved_3y": "3-year term", "purchase": "bought (useful life)"}
 

@@ -133,9 +133,17 @@ if [ "${month}" -ge 8 ] && [ "${month}" -le 9 ]; then
   replicas chat-70b 7
   true
 fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
+if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   terraform_month months/010.tfvars
   replicas assistant-8b-tp1-g6e-xlarge 3
+  replicas assistant-8b-tp1-p5-4xlarge 2
+  replicas assistant-8b-tp1-p5en-48xlarge 0
+  replicas chat-70b 8
+  true
+fi
+if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
+  terraform_month months/011.tfvars
+  replicas assistant-8b-tp1-g6e-xlarge 4
   replicas assistant-8b-tp1-p5-4xlarge 2
   replicas assistant-8b-tp1-p5en-48xlarge 0
   replicas chat-70b 8

@@ -135,10 +135,10 @@ if [ "${month}" -ge 9 ] && [ "${month}" -le 10 ]; then
 fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
-  replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp8 4
-  replicas chat-70b-tp1 8
-  replicas chat-70b-tp8 0
+  replicas assistant-8b-tp1 1
+  replicas assistant-8b-tp8 2
+  replicas chat-70b-tp1 7
+  replicas chat-70b-tp8 2
   true
 fi
 exit "${failed}"

@@ -1,5 +1,5 @@
 # GPU capacity for site aws-use1 as planned: 3 capacity reservation(s),
-# 3 node set(s) (Slurm instances or launch templates, EKS node groups).
+# 4 node set(s) (Slurm instances or launch templates, EKS node groups).
 # Every node sits in one cluster placement group, with EFA interfaces where the instance has them.
 # Nothing else here provisions GPU nodes; schedule/aws-use1.csv says who holds which, when.
 # Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
@@ -47,8 +47,8 @@ locals {
   }
 }
 
-# ---- reservation g6e-xlarge-reserved-1y: up to 3 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-03],
-# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 8-19; 1 node in months 10-21.
+# ---- reservation g6e-xlarge-reserved-1y: up to 4 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-04],
+# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 8-19; 1 node in months 10-21; 1 node in months 11-22.
 # It exists in the months its terms run, holding their nodes, and ends with the latest of them
 # (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
 # Savings Plan or Reserved Instance bought on the account, outside Terraform.
@@ -71,8 +71,8 @@ resource "aws_ec2_capacity_reservation" "g6e_xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation p5-4xlarge-reserved-1y: up to 2 x p5.4xlarge, reserved_1y, nodes p5-4xlarge-r1y[01-02],
-# used by kubernetes. Terms: 1 node in months 7-18; 1 node in months 10-21.
+# ---- reservation p5-4xlarge-reserved-1y: up to 1 x p5.4xlarge, reserved_1y, nodes p5-4xlarge-r1y01,
+# used by kubernetes. Terms: 1 node in months 7-18.
 # It exists in the months its terms run, holding their nodes, and ends with the latest of them
 # (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
 # Savings Plan or Reserved Instance bought on the account, outside Terraform.
@@ -119,7 +119,7 @@ resource "aws_ec2_capacity_reservation" "p5en_48xlarge_reserved_1y" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 3 node(s) over the
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 4 node(s) over the
 # horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
@@ -193,7 +193,7 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes p5-4xlarge, reserved_1y: EKS node group of 0 to 2 node(s) over the
+# ---- Kubernetes p5-4xlarge, reserved_1y: EKS node group of 0 to 1 node(s) over the
 # horizon (p5.4xlarge, 1x H100), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation p5-4xlarge-reserved-1y.
@@ -264,6 +264,75 @@ resource "aws_eks_node_group" "p5_4xlarge_reserved_1y_kubernetes" {
   labels = {
     "infra-compile.io/pool"    = "p5-4xlarge"
     "infra-compile.io/pricing" = "reserved_1y"
+  }
+
+  taint {
+    key    = "nvidia.com/gpu"
+    value  = "present"
+    effect = "NO_SCHEDULE"
+  }
+}
+
+# ---- Kubernetes p5-4xlarge, on_demand: EKS node group of 0 to 1 node(s) over the
+# horizon (p5.4xlarge, 1x H100), each month's size fixed by months/NNN.tfvars; it exists
+# only in months with nodes.
+resource "aws_launch_template" "p5_4xlarge_on_demand_kubernetes" {
+  name_prefix = "${var.name_prefix}-p5-4xlarge-on-demand-k8s-"
+
+  placement {
+    group_name = aws_placement_group.gpu.name
+  }
+
+  # 1 EFA network cards of 100 Gb/s; device index 0 on card 0 only.
+  dynamic "network_interfaces" {
+    for_each = range(1)
+    content {
+      network_card_index    = network_interfaces.value
+      device_index          = network_interfaces.value == 0 ? 0 : 1
+      interface_type        = "efa"
+      security_groups       = [aws_security_group.efa.id]
+      delete_on_termination = true
+    }
+  }
+
+  metadata_options {
+    http_tokens = "required"
+  }
+
+  tag_specifications {
+    resource_type = "instance"
+    tags = {
+      "infra-compile.io/pool"    = "p5-4xlarge"
+      "infra-compile.io/pricing" = "on_demand"
+    }
+  }
+}
+
+resource "aws_eks_node_group" "p5_4xlarge_on_demand_kubernetes" {
+  count = var.nodes["p5_4xlarge_on_demand_kubernetes"] > 0 ? 1 : 0
+
+  cluster_name    = var.eks_cluster_name
+  node_group_name = "${var.name_prefix}-p5-4xlarge-on-demand-k8s"
+  node_role_arn   = var.node_role_arn
+  subnet_ids      = [var.subnet_id]
+  instance_types  = ["p5.4xlarge"]
+  ami_type        = "AL2023_x86_64_NVIDIA"
+  capacity_type   = "ON_DEMAND"
+
+  scaling_config {
+    desired_size = var.nodes["p5_4xlarge_on_demand_kubernetes"]
+    min_size     = var.nodes["p5_4xlarge_on_demand_kubernetes"]
+    max_size     = var.nodes["p5_4xlarge_on_demand_kubernetes"]
+  }
+
+  launch_template {
+    id      = aws_launch_template.p5_4xlarge_on_demand_kubernetes.id
+    version = aws_launch_template.p5_4xlarge_on_demand_kubernetes.latest_version
+  }
+
+  labels = {
+    "infra-compile.io/pool"    = "p5-4xlarge"
+    "infra-compile.io/pricing" = "on_demand"
   }
 
   taint {

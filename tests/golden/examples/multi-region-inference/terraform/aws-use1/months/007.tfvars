@@ -27,5 +27,6 @@ reservation_end_month = {
 nodes = {
   "g6e_xlarge_reserved_1y_kubernetes"    = 1
   "p5_4xlarge_reserved_1y_kubernetes"    = 1
+  "p5_4xlarge_on_demand_kubernetes"      = 0
   "p5en_48xlarge_reserved_1y_kubernetes" = 1
 }

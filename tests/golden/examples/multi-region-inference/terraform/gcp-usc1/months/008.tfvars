@@ -15,4 +15,5 @@ reserved_nodes = {
 nodes = {
   "a3_ultragpu_8g_reserved_1y_kubernetes" = 1
   "g2_standard_96_reserved_1y_kubernetes" = 1
+  "g2_standard_96_on_demand_kubernetes"   = 0
 }
