@@ -300,6 +300,19 @@ def test_overlay_can_add_an_instance_on_a_gpu_it_adds(tmp_path):
     assert merged.instances["acme-box"].price("us-east-1", "spot") is None
 
 
+def test_a_serving_image_states_its_vllm_release_and_an_overlay_changes_both(tmp_path, cat):
+    assert cat.gpus["B200"].serving.vllm == (0, 10, 1, 1) and cat.gpus["MI300X"].serving.vllm == (0, 9, 0, 1)
+    bumped = load_catalog(_write(tmp_path, 'gpus:\n  H100:\n    serving: {version: v0.11.0, vllm: "0.11.0"}\n'))
+    assert (bumped.gpus["H100"].serving.ref, bumped.gpus["H100"].serving.vllm) == ("vllm/vllm-openai:v0.11.0",
+                                                                                    (0, 11, 0))
+    # a new tag alone would keep the old release's flags: refused
+    with pytest.raises(CompileError) as info:
+        load_catalog(_write(tmp_path, "gpus:\n  H100:\n    serving: {version: v0.11.0}\n", "tag-only.yaml"))
+    [d] = info.value.diagnostics
+    assert (d.code, d.position.line, d.message) == ("C002", 3, "a record that states `version` gives vllm; missing 'vllm'")
+    assert "vllm" in d.hint
+
+
 BROKEN = """\
 gpus:
   H100:

@@ -107,16 +107,19 @@ def test_a_draft_model_on_vllm_0_10_stops_the_render():
     _render(_aws(speculative={"method": "heads", "acceptance": 0.7, "draft_tokens": 4}), catalog)
 
 
-def test_vllm_release_is_read_from_the_image_tag():
+def test_the_vllm_release_is_the_catalogs_and_agrees_with_the_image_tag():
+    """The render takes the release from the catalog's field, never from the tag; the tag (read
+    here, as a check) names the same release for every serving image."""
+    from compiler.catalog import load_catalog
     from compiler.catalog.model import ServingImage
     from compiler.render.site import vllm_version
+    from test_render_catalog import vllm_version as from_tag
 
-    def v(tag):
-        return vllm_version(ServingImage("x", tag, "", "", ""))
-    assert v("v0.6.3") == (0, 6, 3)
-    assert v("v0.10.1.1") == (0, 10, 1, 1)
-    assert v("rocm6.4.1_vllm_0.9.0.1_20250605") == (0, 9, 0, 1)
-    assert v("latest") == ()
+    images = {g.serving for g in load_catalog().gpus.values() if g.serving is not None}
+    assert {i.version for i in images} == {"v0.6.3", "v0.10.1.1", "rocm6.4.1_vllm_0.9.0.1_20250605"}
+    for image in images:
+        assert vllm_version(image) == image.vllm == from_tag(image.ref)[1]
+    assert vllm_version(ServingImage("x", "v0.10.1.1", "", "", "")) == ()    # the tag is not read
 
 
 # --- the autoscaler's headroom -----------------------------------------------------------------

@@ -137,6 +137,28 @@ def test_job_scripts_follow_layout_and_fabric():
     assert "NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml" in azure
 
 
+def test_nccl_settings_come_from_the_catalogs_facts_not_the_names():
+    """Azure ND's topology file is the instance's catalog field (an ND VM without one gets the
+    generic InfiniBand settings); RoCE is the on-prem fabric's catalog kind, not its name."""
+    from dataclasses import replace
+
+    from compiler.catalog import load_catalog
+    from compiler.render.common import nccl_profile
+
+    def env(profile):
+        return {e.name: e.value for e in profile.env}
+    cat = load_catalog()
+    assert env(nccl_profile("infiniband", cat, "Standard_ND96asr_v4"))["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv4-topo.xml"
+    assert env(nccl_profile("infiniband", cat, "Standard_ND96isr_H100_v5"))["NCCL_TOPO_FILE"] == "/opt/microsoft/ndv5-topo.xml"
+    bare = replace(cat, instances={**cat.instances, "Standard_ND96isr_H100_v5": replace(
+        cat.instances["Standard_ND96isr_H100_v5"], nccl_topology=None)})
+    assert env(nccl_profile("infiniband", bare, "Standard_ND96isr_H100_v5"))["NCCL_IB_HCA"] == "mlx5"
+    assert env(nccl_profile("roce-400g", cat))["NCCL_IB_GID_INDEX"] == "3"
+    renamed = replace(cat, fabrics={"rocky-fabric": cat.fabrics["roce-400g"]})
+    assert env(nccl_profile("rocky-fabric", renamed))["NCCL_IB_GID_INDEX"] == "3"
+    assert "NCCL_IB_GID_INDEX" not in env(nccl_profile("roce-unknown", cat))
+
+
 def test_topology_has_leaves_by_radix_and_a_spine():
     topo = rendered("onprem")["slurm/fra-dc1/topology.conf"]
     # NDR switches have 64 ports: 32 nodes per leaf, so 40 hgx-h200 take two leaves.

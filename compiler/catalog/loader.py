@@ -34,8 +34,8 @@ from typing import Any, Iterable, Mapping
 import jsonschema
 
 from compiler.catalog.model import (Accelerator, Catalog, CloudInstance, Egress, Fabric, Factor, GkeDriver,
-                                    Gpu, InstancePrice, Model, OnPremNode, ServingImage, SourceRef,
-                                    StorageTier)
+                                    Gpu, InstancePrice, Model, NcclTopology, OnPremNode, ServingImage,
+                                    SourceRef, StorageTier)
 from compiler.diagnostics import UNPRINTABLE_IN_TEXT, CompileError, Diagnostic, Source, did_you_mean
 from compiler.resources import schema
 from compiler.source import MAX_BYTES, Document, Unreadable, parse, read_text
@@ -179,19 +179,24 @@ def _report_schema_error(doc: Document, err: jsonschema.ValidationError, base: t
     elif validator == "dependentRequired" and isinstance(inst, dict):
         # A price row that says what its terms are gives both term figures: merged field by field
         # onto a row of another kind of term (a Savings Plan estimate), it would otherwise pass
-        # that row's figure off as its own.
+        # that row's figure off as its own. A serving image's new tag comes with its vLLM release,
+        # or the server would be given the flags of the release it replaced.
         for key, needs in sorted(sch.get("dependentRequired", {}).items()):
             missing = [k for k in needs if key in inst and k not in inst]
             if missing:
-                problems.add(doc, "C002", f"a row that states `{key}` gives {' and '.join(needs)}; "
-                             f"missing {', '.join(repr(m) for m in missing)}", path, key=True,
-                             hint="write null for a term that is not sold")
+                problems.add(doc, "C002", f"{'a row' if key == 'terms' else 'a record'} that states `{key}` "
+                             f"gives {' and '.join(needs)}; missing {', '.join(repr(m) for m in missing)}",
+                             path, key=True, hint=_DEPENDENT_HINTS.get(key))
     elif validator == "enum":
         hint = did_you_mean(inst, sch.get("enum", ())) if isinstance(inst, str) else None
         allowed = ", ".join(map(str, sch.get("enum", ())))
         problems.add(doc, "C002", f"must be one of {allowed}, got {inst!r}", path, hint=hint)
     else:
         problems.add(doc, "C002", _plain_message(err), path, hint=_plain_hint(err))
+
+
+_DEPENDENT_HINTS = {"terms": "write null for a term that is not sold",
+                    "version": "state the vLLM release the image's tag runs: vllm: \"0.10.1.1\" (docs/catalog.md)"}
 
 
 # The catalog's name patterns (schemas/catalog.schema.json), said for people. Names reach
@@ -330,8 +335,8 @@ def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems, *, latest:
                                   "warning (C010) quiet; today is SOURCE_DATE_EPOCH's day where it is set")
             continue
         need_source(doc, path + ("source",), record.get("source"))
-        for part in ("serving", "training", "gke_driver", "accelerator"):   # a GPU's images and GKE
-            # driver choice, a GCP accelerator type
+        for part in ("serving", "training", "gke_driver", "accelerator", "nccl_topology"):   # a GPU's
+            # images and GKE driver choice, a GCP accelerator type, an Azure VM's NCCL topology file
             if isinstance(record.get(part), dict):
                 need_source(doc, path + (part, "source"), record[part].get("source"))
         if section == "instances":
@@ -373,8 +378,9 @@ def _gke_driver(r: Mapping[str, Any] | None) -> GkeDriver | None:
 def _serving(r: Mapping[str, Any] | None) -> ServingImage | None:
     if not r:
         return None
+    vllm = tuple(int(x) for x in str(r["vllm"]).split(".")) if r.get("vllm") else ()
     return ServingImage(image=r["image"], version=str(r["version"]), runtime=r["runtime"], driver=r["driver"],
-                        source=r["source"])
+                        source=r["source"], vllm=vllm)
 
 
 def _build(merged: _Merged) -> Catalog:
@@ -399,7 +405,9 @@ def _build(merged: _Merged) -> Catalog:
                                      network_gbps=float(r["network_gbps"]), prices=prices, source=r["source"],
                                      sockets=int(r["sockets"]), local_nvme_tb=float(r.get("local_nvme_tb", 0.0)),
                                      accelerator=(Accelerator(r["accelerator"]["type"], r["accelerator"]["source"])
-                                                  if r.get("accelerator") else None))
+                                                  if r.get("accelerator") else None),
+                                     nccl_topology=(NcclTopology(r["nccl_topology"]["file"], r["nccl_topology"]["source"])
+                                                    if r.get("nccl_topology") else None))
     nodes = {}
     for n, r in s["onprem_nodes"].items():
         extra = {"fabrics": tuple(r["fabrics"])} if "fabrics" in r else {}

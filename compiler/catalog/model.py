@@ -31,6 +31,9 @@ class ServingImage:
     runtime: str                  # what it is built on: CUDA 12.8, ROCm 6.4.1
     driver: str                   # the host driver that runtime needs, in words
     source: str
+    # A serving image: the vLLM release it runs, (0, 10, 1, 1); the server's flags follow it.
+    # () where none is named (a training image, or an overlay's serving image that states none).
+    vllm: tuple[int, ...] = ()
 
     @property
     def ref(self) -> str:
@@ -89,6 +92,15 @@ class Accelerator:
 
 
 @dataclass(frozen=True)
+class NcclTopology:
+    """The NCCL topology file a provider's HPC image installs for a VM size (Azure ND-series:
+    /opt/microsoft/ndv5-topo.xml), which its training jobs point NCCL_TOPO_FILE at."""
+
+    file: str
+    source: str
+
+
+@dataclass(frozen=True)
 class CloudInstance:
     name: str                     # p5.48xlarge
     provider: str                 # aws | gcp | azure
@@ -103,6 +115,7 @@ class CloudInstance:
     sockets: int = 2
     local_nvme_tb: float = 0.0
     accelerator: Accelerator | None = None   # GCP: the guest accelerator type its API takes
+    nccl_topology: NcclTopology | None = None   # Azure ND-series: the image's NCCL topology file
 
     @property
     def accelerator_type(self) -> str:

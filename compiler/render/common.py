@@ -176,8 +176,12 @@ def _env(**kv: str) -> tuple[EnvVar, ...]:
     return tuple(EnvVar(k, v) for k, v in kv.items())
 
 
-def nccl_profile(fabric: str, instance: str = "") -> NcclProfile:
-    """NCCL settings for a fabric, as each provider documents them."""
+def nccl_profile(fabric: str, catalog: Catalog, instance: str = "") -> NcclProfile:
+    """NCCL settings for a fabric, as each provider documents them: what the catalog says of the
+    fabric (an on-prem fabric's kind) and of the instance (an Azure ND VM's topology file)."""
+    record = catalog.instances.get(instance)
+    topology = record.nccl_topology if record is not None and record.provider == "azure" else None
+    kind = catalog.fabrics[fabric].kind if fabric in catalog.fabrics else ""
     if fabric == "efa":
         # AWS EFA user guide: libfabric's EFA provider with GPUDirect RDMA (p4d/p5).
         return NcclProfile(fabric, _env(FI_PROVIDER="efa", FI_EFA_USE_DEVICE_RDMA="1",
@@ -213,20 +217,19 @@ def nccl_profile(fabric: str, instance: str = "") -> NcclProfile:
                                         NCCL_DEBUG="WARN"),
                            source_script="/usr/local/gib/scripts/set_nccl_env.sh",
                            note="GCP A3 Ultra GPUDirect-RDMA (gIB plugin)")
-    if fabric == "infiniband" and instance.startswith("Standard_ND"):
+    if fabric == "infiniband" and topology is not None:
         # Azure ND-series: IB devices are mlx5_ib*, the accelerated-networking NIC is mlx5_an0;
-        # the HPC image ships the VM's NCCL topology file.
-        topo = "ndv4-topo.xml" if "A100" in instance or instance.endswith("asr_v4") else "ndv5-topo.xml"
+        # the HPC image ships the VM's NCCL topology file (the catalog's, per VM size).
         return NcclProfile(fabric, _env(NCCL_IB_HCA="mlx5_ib", NCCL_SOCKET_IFNAME="eth0",
                                         NCCL_IB_PCI_RELAXED_ORDERING="1",
-                                        NCCL_TOPO_FILE=f"/opt/microsoft/{topo}",
+                                        NCCL_TOPO_FILE=topology.file,
                                         UCX_IB_PCI_RELAXED_ORDERING="on", NCCL_DEBUG="WARN"),
                            note="Azure ND-series InfiniBand")
     if fabric in ("infiniband", "infiniband-ndr"):
         return NcclProfile(fabric, _env(NCCL_IB_HCA="mlx5", NCCL_IB_DISABLE="0",
                                         NCCL_NET_GDR_LEVEL="PHB", NCCL_DEBUG="WARN"),
                            note="InfiniBand with GPUDirect RDMA")
-    if fabric.startswith("roce"):
+    if kind == "roce":
         return NcclProfile(fabric, _env(NCCL_IB_HCA="mlx5", NCCL_IB_GID_INDEX="3",
                                         NCCL_IB_TC="106", NCCL_NET_GDR_LEVEL="PHB",
                                         NCCL_DEBUG="WARN"),

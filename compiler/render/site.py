@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,10 +182,9 @@ def serving_choices(inputs: Any, model_dir: str) -> ServingChoices:
 
 
 def vllm_version(image: ServingImage) -> tuple[int, ...]:
-    """The vLLM release an image runs, from its tag: v0.10.1.1, or an AMD build's
-    rocm6.4.1_vllm_0.9.0.1_20250605. () where the tag names none."""
-    m = re.search(r"vllm_v?(\d+(?:\.\d+)+)", image.version) or re.fullmatch(r"v?(\d+(?:\.\d+)+)", image.version)
-    return tuple(int(x) for x in m.group(1).split(".")) if m else ()
+    """The vLLM release an image runs, as the catalog states it beside the tag (gpus.<GPU>.serving.vllm):
+    (0, 10, 1, 1) for vllm/vllm-openai:v0.10.1.1. () where the catalog states none."""
+    return image.vllm
 
 
 @dataclass(frozen=True)
@@ -338,7 +336,7 @@ def training_jobs(plan: Plan, site: str, domains: tuple[Domain, ...], orchestrat
                 ep=w.layout.ep, cp=w.layout.cp, recompute=w.layout.recompute, cpus_per_task=max(1, shape.vcpus * per_node // shape.gpus),
                 pricings=placement_pricings(p), parts=_parts(p, nodes),
                 checkpoint_dir=f"{shared_mount(storage)}/checkpoints/{w.name}",
-                nccl=nccl_profile(domain.fabric, domain.instance),
+                nccl=nccl_profile(domain.fabric, catalog, domain.instance),
                 months=months, when=months if cal.dated else f"months {months}",
                 holdings=tuple((h.pricing, tuple(h.monthly_nodes)) for h in p.holdings),
                 script_path=f"{shared_mount(storage)}/jobs/{w.name}.sbatch",
