@@ -378,8 +378,6 @@ READS_TEXT = {
     "compiler/render/environment.py:md_text": "escaping: Markdown's inline syntax",
     "compiler/render/environment.py:csv_field": "escaping: a CSV cell that a spreadsheet would run as a formula",
     "compiler/render/environment.py:is_markdown": "a template's file name",
-    "compiler/render/common.py:nccl_profile": "to be typed: the Azure ND family read from the instance name",
-    "compiler/render/site.py:vllm_version": "to be typed: the vLLM version read from the image tag",
     "compiler/render/runbook.py:_kubernetes": "to be typed: the runbook reads the files it rendered",
     "compiler/render/runbook.py:_terraform": "to be typed: the runbook reads the files it rendered",
     "compiler/render/runbook.py:build": "to be typed: the runbook reads the files it rendered",
