@@ -367,9 +367,10 @@ def test_the_plan_has_no_dict_typed_field_but_those_still_to_type():
     assert sorted(dict_fields(PLAN.read_text(encoding="utf-8"))) == sorted(UNTYPED)
 
 
-# Calls that read facts out of text: splitting, matching, prefixes, JSON.
+# Calls that read facts out of text: splitting, matching, prefixes, JSON and YAML.
 PARSING = {"split", "rsplit", "partition", "rpartition", "splitlines", "match", "fullmatch", "search",
-           "findall", "finditer", "group", "groups", "startswith", "endswith", "loads"}
+           "findall", "finditer", "group", "groups", "startswith", "endswith", "loads", "load", "load_all",
+           "safe_load", "safe_load_all"}
 # Functions under compiler/render/ and compiler/report/ allowed one of them, each with why. Any
 # other function that calls one fails the check: a view model takes the typed fact from the Plan.
 READS_TEXT = {
@@ -378,12 +379,6 @@ READS_TEXT = {
     "compiler/render/environment.py:md_text": "escaping: Markdown's inline syntax",
     "compiler/render/environment.py:csv_field": "escaping: a CSV cell that a spreadsheet would run as a formula",
     "compiler/render/environment.py:is_markdown": "a template's file name",
-    "compiler/render/runbook.py:_kubernetes": "to be typed: the runbook reads the files it rendered",
-    "compiler/render/runbook.py:_terraform": "to be typed: the runbook reads the files it rendered",
-    "compiler/render/runbook.py:build": "to be typed: the runbook reads the files it rendered",
-    "compiler/render/runbook.py:planned_resources": "to be typed: the runbook regex-parses the HCL it rendered",
-    "compiler/render/runbook.py:required_variables": "to be typed: the runbook regex-parses the HCL it rendered",
-    "compiler/render/runbook.py:tfvars_maps": "to be typed: the runbook regex-parses the tfvars it rendered",
     "compiler/report/charts.py:_inline": "matplotlib's SVG ids namespaced per chart; reads no fact back",
 }
 
@@ -414,8 +409,11 @@ def test_the_text_check_sees_plan_text_parsed():
                '        first, _, last = self.text.partition("-")\n'
                '        return re.match(r"\\d+", first).group(0)\n'
                'def fine(plan):\n'
-               '    return ", ".join(b.family for b in plan.binding_constraints)\n')
-    assert text_readers(planted) == {"families": {"split"}, "Row.months": {"partition", "match", "group"}}
+               '    return ", ".join(b.family for b in plan.binding_constraints)\n'
+               'def hpas(files):\n'
+               '    return [d for t in files.values() for d in yaml.safe_load_all(t)]\n')
+    assert text_readers(planted) == {"families": {"split"}, "Row.months": {"partition", "match", "group"},
+                                     "hpas": {"safe_load_all"}}
 
 
 def test_no_report_or_render_function_reads_facts_back_from_text():

@@ -104,7 +104,7 @@ def test_the_schemas_and_terraform_check_one_month_pattern():
     from compiler.plan import MONTH_PATTERN
     assert schema("spec.schema.json")["$defs"]["month"]["pattern"] == MONTH_PATTERN
     assert schema("plan.schema.json")["properties"]["start"]["pattern"] == MONTH_PATTERN
-    tf = (ROOT / "templates" / "terraform" / "month_variables.tf.j2").read_text()
+    tf = _tree("aws")["terraform/aws-use1/variables.tf"]
     assert f'regex("{MONTH_PATTERN}", var.plan_start)' in tf
 
 

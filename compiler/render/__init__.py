@@ -6,7 +6,8 @@ site.py builds each site's view (its scheduling domains, from domains.py, storag
 services); one module per target (terraform, slurm, kubernetes, onprem) turns it into files
 from templates/<target>/, and schedule.py says who holds which nodes month by month (a CSV, a
 script that applies a month, and a CronJob that runs it); runbook.py writes ci/schedule.yml and
-RUNBOOK.md, how to apply all of it, from the files written. A re-plan's baseline (the plan
+RUNBOOK.md, how to apply all of it, from the same views the files were written from (each built
+once per site; the runbook never reads a rendered file back). A re-plan's baseline (the plan
 deployed before it) changes RUNBOOK.md only: it then says what changes against it (changes.py);
 the other files are the plan's, whatever was deployed before.
 docs/artifacts.md is the contract the files keep. plan.json and the report are written by
@@ -44,19 +45,24 @@ def _check_names(plan: Plan) -> None:
 def render(plan: Plan, catalog: Catalog, baseline: Plan | None = None) -> dict[str, str]:
     _check_names(plan)
     files: dict[str, str] = {}
-    views = tuple(site_view(plan, catalog, site) for site in sorted(plan.sites, key=lambda s: s.name))
-    for view in views:
-        if view.cloud:
-            files.update(terraform.render_site(view, catalog))
+    sites = []
+    for view in (site_view(plan, catalog, site) for site in sorted(plan.sites, key=lambda s: s.name)):
+        # Each target's view is built once: its files are rendered from it, and the runbook reads it.
+        tf = terraform.terraform_site(view, catalog) if view.cloud else None
+        sl = slurm.slurm_site(view, catalog) if view.uses("slurm") else None
+        k8s = kubernetes.kubernetes_site(view) if view.uses("kubernetes") else None
+        sched = schedule.schedule_site(view, tf)
+        if tf is not None:
+            files.update(terraform.render_site(tf))
         else:
             files.update(onprem.render_site(view, catalog))
-        if view.uses("slurm"):
-            files.update(slurm.render_site(view, catalog))
-        if view.uses("kubernetes"):
-            files.update(kubernetes.render_site(view, catalog))
-        files.update(schedule.render_site(view, catalog))
-    files.update(runbook.workflow(plan, views, files))
-    # Last: the runbook follows the files actually written.
+        if sl is not None:
+            files.update(slurm.render_site(sl))
+        if k8s is not None:
+            files.update(kubernetes.render_site(k8s))
+        files.update(schedule.render_site(sched))
+        sites.append(runbook.SiteFiles(view, tf, sl, k8s, sched))
+    files.update(runbook.workflow(plan, tuple(sites)))
     delta = None if baseline is None else changes(plan, baseline)
-    files.update(runbook.render(plan, catalog, views, files, delta, baseline))
+    files.update(runbook.render(plan, catalog, tuple(sites), delta, baseline))
     return dict(sorted(files.items()))

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.catalog.model import Catalog
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
 from compiler.render.domains import Block, Domain
-from compiler.render.environment import render_template
+from compiler.render.environment import k8s_name, render_template
 from compiler.render.site import (ENDPOINT_PICKER_IMAGE, EPP_PORT, ROUTE_TIMEOUT, SERVER_PORT,
-                                  SiteView)
+                                  InferenceService, ServiceRoute, SiteView, TrainingJob)
 
-COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY}
+# The metric each service's HorizontalPodAutoscaler scales on: vLLM's requests in flight per
+# server pod, through the custom metrics API (Pods), which an adapter must serve (RUNBOOK.md).
+HPA_METRIC = "vllm_num_requests_running"
+COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY,
+          "hpa_metric": HPA_METRIC}
 
 
 @dataclass(frozen=True)
@@ -86,35 +89,92 @@ def node_objects(site: SiteView) -> tuple[NodeObject, ...]:
     return tuple(out)
 
 
-def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
+@dataclass(frozen=True)
+class Manifest:
+    """One file of kubernetes/<site>/: its template and what it is of (a job, a service, a route)."""
+
+    path: str
+    template: str
+    job: TrainingJob | None = None
+    svc: InferenceService | None = None
+    route: ServiceRoute | None = None
+
+
+@dataclass(frozen=True)
+class Autoscaler:
+    """A service's HorizontalPodAutoscaler (templates/kubernetes/inference.yaml.j2)."""
+
+    name: str                     # the HPA's name, its Deployment's
+    metric: str                   # the custom metric (type Pods) it scales on
+
+
+@dataclass(frozen=True)
+class KubernetesSite:
+    """kubernetes/<site>/ as it is rendered: its files and what they are rendered from. The
+    render writes the files from it, and RUNBOOK.md names their files and objects from it."""
+
+    site: SiteView
+    manifests: tuple[Manifest, ...]   # in the order they are applied (their names' order)
+    nodes: tuple[NodeObject, ...]     # on-prem: the Node objects (05-nodes.yaml)
+    flavors: tuple[Flavor, ...]       # Kueue's (10-kueue.yaml)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(m.path for m in self.manifests)
+
+    def _has(self, template: str) -> bool:
+        return any(m.template == template for m in self.manifests)
+
+    @property
+    def kueue(self) -> bool:
+        """Kueue and JobSet objects: both must be installed before the apply."""
+        return self._has("kubernetes/kueue.yaml.j2")
+
+    @property
+    def gateway(self) -> bool:
+        """The site's Gateway and its services' routes: the CRDs and the class come first."""
+        return self._has("kubernetes/gateway.yaml.j2")
+
+    @property
+    def autoscalers(self) -> tuple[Autoscaler, ...]:
+        return tuple(Autoscaler(k8s_name(m.svc.object_name), HPA_METRIC) for m in self.manifests
+                     if m.svc is not None)
+
+
+def kubernetes_site(site: SiteView) -> KubernetesSite:
     base = f"kubernetes/{site.name}"
-    out = {f"{base}/00-namespace.yaml": render_template("kubernetes/namespace.yaml.j2",
-                                                        site=site, **COMMON)}
+    out = [Manifest(f"{base}/00-namespace.yaml", "kubernetes/namespace.yaml.j2")]
     if site.storage is not None:
-        out[f"{base}/01-storage.yaml"] = render_template("kubernetes/storage.yaml.j2",
-                                                         site=site, **COMMON)
+        out.append(Manifest(f"{base}/01-storage.yaml", "kubernetes/storage.yaml.j2"))
     elif site.models is not None:
-        out[f"{base}/01-models.yaml"] = render_template("kubernetes/models.yaml.j2", site=site, **COMMON)
-    if not site.cloud:
-        nodes = node_objects(site)
-        if nodes:
-            out[f"{base}/05-nodes.yaml"] = render_template("kubernetes/nodes.yaml.j2", site=site,
-                                                           nodes=nodes, **COMMON)
+        out.append(Manifest(f"{base}/01-models.yaml", "kubernetes/models.yaml.j2"))
+    nodes = node_objects(site) if not site.cloud else ()
+    if nodes:
+        out.append(Manifest(f"{base}/05-nodes.yaml", "kubernetes/nodes.yaml.j2"))
     if site.training_kubernetes:
-        out[f"{base}/10-kueue.yaml"] = render_template("kubernetes/kueue.yaml.j2", site=site,
-                                                       flavors=flavors(site), **COMMON)
-    for job in site.training_kubernetes:
-        jobset = render_template("kubernetes/jobset.yaml.j2", site=site, job=job, **COMMON)
-        # a recurring job: one CronJob creates the JobSet for each run (applying it would start one now)
-        out[f"{base}/20-train-{job.name}.yaml"] = (jobset if not job.cron else render_template(
-            "kubernetes/recurring.yaml.j2", site=site, job=job, jobset=jobset, **COMMON))
+        out.append(Manifest(f"{base}/10-kueue.yaml", "kubernetes/kueue.yaml.j2"))
+    # a recurring job: one CronJob creates the JobSet for each run (applying it would start one now)
+    out += [Manifest(f"{base}/20-train-{job.name}.yaml",
+                     "kubernetes/recurring.yaml.j2" if job.cron else "kubernetes/jobset.yaml.j2", job=job)
+            for job in site.training_kubernetes]
     if site.inference:
-        out[f"{base}/29-gateway.yaml"] = render_template("kubernetes/gateway.yaml.j2", site=site, **COMMON)
-    for svc in site.inference:
-        out[f"{base}/30-serve-{svc.object_name}.yaml"] = render_template(
-            "kubernetes/inference.yaml.j2", site=site, svc=svc, **COMMON)
-    for route in site.routes:
-        out[f"{base}/31-route-{route.name}.yaml"] = render_template(
-            "kubernetes/route.yaml.j2", site=site, route=route, epp_image=ENDPOINT_PICKER_IMAGE,
-            epp_port=EPP_PORT, server_port=SERVER_PORT, route_timeout=ROUTE_TIMEOUT, **COMMON)
-    return out
+        out.append(Manifest(f"{base}/29-gateway.yaml", "kubernetes/gateway.yaml.j2"))
+    out += [Manifest(f"{base}/30-serve-{svc.object_name}.yaml", "kubernetes/inference.yaml.j2", svc=svc)
+            for svc in site.inference]
+    out += [Manifest(f"{base}/31-route-{route.name}.yaml", "kubernetes/route.yaml.j2", route=route)
+            for route in site.routes]
+    return KubernetesSite(site, tuple(sorted(out, key=lambda m: m.path)), nodes,
+                          flavors(site) if site.training_kubernetes else ())
+
+
+def _render(k: KubernetesSite, m: Manifest) -> str:
+    if m.template == "kubernetes/recurring.yaml.j2":
+        jobset = render_template("kubernetes/jobset.yaml.j2", site=k.site, job=m.job, **COMMON)
+        return render_template(m.template, site=k.site, job=m.job, jobset=jobset, **COMMON)
+    return render_template(m.template, site=k.site, job=m.job, svc=m.svc, route=m.route, nodes=k.nodes,
+                           flavors=k.flavors, epp_image=ENDPOINT_PICKER_IMAGE, epp_port=EPP_PORT,
+                           server_port=SERVER_PORT, route_timeout=ROUTE_TIMEOUT, **COMMON)
+
+
+def render_site(k: KubernetesSite) -> dict[str, str]:
+    return {m.path: _render(k, m) for m in k.manifests}

@@ -1,11 +1,14 @@
-"""RUNBOOK.md: how to apply the output folder, step by step, from the files actually written.
+"""RUNBOOK.md: how to apply the output folder, step by step, from the views the files were
+rendered from (SiteFiles: render() builds each site's once and hands it to the targets and here;
+nothing here reads a rendered file back).
 
-For each site, in the order they must be applied: the Terraform folder (the variables it needs,
-read from the rendered variables.tf; a state backend; the ids of the reservations held already,
-which it imports; how many resources its plan adds or imports), the
-bill of materials on-prem, Slurm's configuration and jobs, the Kubernetes manifests in file
-order, then the monthly schedule (a CronJob where the schedule only touches Kubernetes, and the
-CI workflow ci/schedule.yml for every site). Before any of it: the reservations the plan priced,
+For each site, in the order they must be applied: the Terraform folder (the variables it needs:
+those of TerraformSite.variables without a default that no month file sets; a state backend;
+the ids of the reservations held already, which it imports; how many resources its plan adds or
+imports: TerraformSite.resources counted with month 0's file), the bill of materials on-prem,
+Slurm's configuration and jobs, the Kubernetes manifests in file order, then the monthly
+schedule (a CronJob where the schedule only touches Kubernetes, and the CI workflow
+ci/schedule.yml for every site). Before any of it: the reservations the plan priced,
 which are bought outside Terraform, and what the manifests need installed (Kueue and JobSet, the
 metrics adapter an HPA on a custom metric reads, the storage class driver). After each step, a
 command and what it must show.
@@ -22,23 +25,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-import yaml
-
 from compiler.catalog.model import Catalog
 from compiler.plan import UNDATED, Calendar, Held, Plan
 from compiler.render.changes import Changes
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
-from compiler.render.schedule import CRON, configmap_name
+from compiler.render.kubernetes import HPA_METRIC, KubernetesSite
+from compiler.render.schedule import CRON, ScheduleSite, configmap_name
 from compiler.render.site import SiteView, service_routes, site_view
-from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, slurm_site
-from compiler.render.terraform import terraform_site
+from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, SlurmSite, slurm_site
+from compiler.render.terraform import FILES as TERRAFORM_FILES
+from compiler.render.terraform import TerraformSite, TerraformVariable
 
 WORKFLOW = "ci/schedule.yml"
 # The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
 # that a custom metrics API name cannot hold; the adapter renames them).
-SERIES = {"vllm_num_requests_running": "vllm:num_requests_running"}
+SERIES = {HPA_METRIC: "vllm:num_requests_running"}
 # What a Terraform capacity reservation is priced at unless a discount covers it, and the
 # discount to buy so that it is priced as the plan priced it.
 DISCOUNTS = {"aws": "EC2 Reserved Instances (or a Savings Plan) for the instance type and region",
@@ -74,9 +77,20 @@ CLUSTER_TOOLS = {"aws": "aws eks update-kubeconfig --name <eks_cluster_name> --r
 
 
 @dataclass(frozen=True)
-class Variable:
-    name: str
-    description: str
+class SiteFiles:
+    """A site's views as its files were rendered from them: render() builds each once, hands it
+    to the target's renderer and here. The runbook reads these, never the files."""
+
+    view: SiteView
+    terraform: TerraformSite | None = None      # a cloud site's terraform/<site>/
+    slurm: SlurmSite | None = None              # slurm/<site>/, where Slurm runs
+    kubernetes: KubernetesSite | None = None    # kubernetes/<site>/, where Kubernetes runs
+    schedule: ScheduleSite | None = None        # schedule/<site>.*
+
+    @property
+    def bom(self) -> str:
+        """onprem/<site>/bom.csv, written for every on-prem site ("" in a cloud)."""
+        return "" if self.view.cloud else f"onprem/{self.view.name}/bom.csv"
 
 
 @dataclass(frozen=True)
@@ -94,8 +108,8 @@ class MonthStep:
     changes: tuple[str, ...]
 
 
-# The id each provider's held_reservation_ids takes (templates/terraform/<provider>/variables.tf
-# checks its form), and how many resources one import adopts (Azure: the reservation and its group).
+# The id each provider's held_reservation_ids takes (variables.tf checks its form: terraform.py's
+# HELD_ID_FORMS), and how many resources one import adopts (Azure: the reservation and its group).
 HELD_IDS = {"aws": ("an EC2 capacity reservation id", "cr-0123456789abcdef0", 1),
             "gcp": ("the reservation's path", "projects/PROJECT/zones/ZONE/reservations/NAME", 1),
             "azure": ("the capacity reservation's resource id",
@@ -118,7 +132,7 @@ class ImportedReservation:
 class TerraformStep:
     dir: str
     files: tuple[str, ...]
-    required: tuple[Variable, ...]    # variables without a default that the operator sets
+    required: tuple[TerraformVariable, ...]   # variables without a default that the operator sets
     resources: int                    # what `terraform plan` adds on a first apply (month 0)
     backend: str                      # s3 | gcs | azurerm
     backend_settings: tuple[BackendSetting, ...]
@@ -313,53 +327,6 @@ class Runbook:
     removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
 
 
-_VARIABLE = re.compile(r'^variable "([^"]+)" \{\n(.*?)^\}', re.M | re.S)
-_DESCRIPTION = re.compile(r'^\s*description\s*=\s*"((?:[^"\\]|\\.)*)"', re.M)
-_RESOURCE = re.compile(r'^resource "[^"]+" "[^"]+" \{\n(.*?)^\}', re.M | re.S)
-_COUNT = re.compile(r"^  count\s*=\s*(.+?)\s*$", re.M)
-# The count forms the month files drive: `var.nodes["id"]` and `var.nodes["id"] > 0 ? 1 : 0`.
-_COUNT_VAR = re.compile(r'^var\.(\w+)\["([^"]+)"\](\s*>\s*0\s*\?\s*1\s*:\s*0)?$')
-_TFVARS_MAP = re.compile(r'^(\w+) = \{\n(.*?)^\}', re.M | re.S)
-_TFVARS_ENTRY = re.compile(r'^\s*"([^"]+)"\s*=\s*(-?\d+)\s*$', re.M)
-
-
-def required_variables(variables_tf: str) -> tuple[Variable, ...]:
-    """The variables of a rendered variables.tf that have no default, in file order."""
-    out = []
-    for name, body in _VARIABLE.findall(variables_tf):
-        if re.search(r"^\s*default\s*=", body, re.M):
-            continue
-        m = _DESCRIPTION.search(body)
-        out.append(Variable(name, m.group(1).replace('\\"', '"') if m else ""))
-    return tuple(out)
-
-
-def tfvars_maps(text: str) -> dict[str, dict[str, int]]:
-    """The map variables a rendered months/NNN.tfvars sets: name -> key -> number."""
-    return {name: {k: int(v) for k, v in _TFVARS_ENTRY.findall(body)}
-            for name, body in _TFVARS_MAP.findall(text)}
-
-
-def planned_resources(main_tf: str, tfvars: str = "") -> int:
-    """Resources a first `terraform plan` adds with the month file `tfvars`: one per resource
-    block, `count` for counted ones (a number, or a month variable as the file sets it)."""
-    values = tfvars_maps(tfvars)
-    total = 0
-    for body in _RESOURCE.findall(main_tf):
-        m = _COUNT.search(body)
-        if not m:
-            total += 1
-        elif m.group(1).isdigit():
-            total += int(m.group(1))
-        else:
-            ref = _COUNT_VAR.match(m.group(1))
-            if ref is None:
-                raise ValueError(f"a count the runbook cannot evaluate: {m.group(1)}")
-            n = values.get(ref.group(1), {}).get(ref.group(2), 0)
-            total += (1 if n > 0 else 0) if ref.group(3) else n
-    return total
-
-
 def _hcl_value(value: object) -> str:
     return "true" if value is True else f'"{value}"'
 
@@ -373,25 +340,22 @@ def _change_text(c, calendar: Calendar = UNDATED) -> str:
     return f"{c.what}: {c.before} -> {c.after} nodes"
 
 
-def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> TerraformStep | None:
-    base = f"terraform/{site.name}"
-    mine = tuple(sorted(p for p in files if p.startswith(base + "/") and "/months/" not in p))
-    if not mine:
+def _terraform(sf: SiteFiles) -> TerraformStep | None:
+    tf, site = sf.terraform, sf.view
+    if tf is None:
         return None
+    base = f"terraform/{site.name}"
     backend, settings = BACKENDS.get(site.provider or "", BACKENDS["aws"])
     fill = {"plan": site.plan_name, "site": site.name, "region": site.region or ""}
-    tf = terraform_site(site, catalog)
     months = tf.months
     what, example, per_import = HELD_IDS.get(site.provider or "", HELD_IDS["aws"])
     held = tuple(ImportedReservation(r.id, r.block.instance, r.held_nodes, r.nodes) for r in tf.held)
     first = months[0].path if months else ""
-    first_text = files.get(f"{base}/{first}", "") if first else ""
-    month_vars = tuple(tfvars_maps(first_text))
+    month_vars = months[0].variables if months else ()
     return TerraformStep(
-        dir=base, files=tuple(p.rsplit("/", 1)[1] for p in mine),
-        required=tuple(v for v in required_variables(files.get(f"{base}/variables.tf", ""))
-                       if v.name not in month_vars),
-        resources=planned_resources(files.get(f"{base}/main.tf", ""), first_text), backend=backend,
+        dir=base, files=tuple(sorted(TERRAFORM_FILES)),
+        required=tuple(v for v in tf.variables if v.default is None and v.name not in month_vars),
+        resources=tf.planned_resources, backend=backend,
         backend_settings=tuple(BackendSetting(k, _hcl_value(v.format(**fill) if isinstance(v, str) else v))
                                for k, v in settings),
         first=first, month_vars=month_vars,
@@ -401,34 +365,37 @@ def _terraform(site: SiteView, files: dict[str, str], catalog: Catalog) -> Terra
         imports=per_import * len(held))
 
 
-def _slurm(plan: Plan, site: SiteView, files: dict[str, str], catalog: Catalog) -> SlurmStep | None:
-    base = f"slurm/{site.name}"
-    if f"{base}/slurm.conf" not in files:
+def _slurm(plan: Plan, sf: SiteFiles) -> SlurmStep | None:
+    """slurm/<site>/ as slurm.render_site writes it from the same view: every config file, the
+    power-saving programs where nodes are started as needed, a script per job (and a scrontab
+    entry per recurring one)."""
+    view, site = sf.slurm, sf.view
+    if view is None:
         return None
-    view = slurm_site(site, catalog)
+    base = f"slurm/{site.name}"
     starts = {w.name: w.start_month for w in plan.workloads}
     jobs = []
     for job in site.training_slurm:
         path = f"{base}/jobs/{job.name}.sbatch"
-        if path in files:
-            plural = "s" if "-" in job.months or "," in job.months else ""
-            when = job.months if site.calendar.dated else f"month{plural} {job.months}"
-            cron = f"{base}/jobs/{job.name}.scrontab"
-            jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months, when,
-                                 *((cron, job.script_path, job.period, job.runs) if cron in files else ())))
+        plural = "s" if "-" in job.months or "," in job.months else ""
+        when = job.months if site.calendar.dated else f"month{plural} {job.months}"
+        cron = f"{base}/jobs/{job.name}.scrontab"
+        jobs.append(SlurmJob(path, job.name, job.nodes, starts.get(job.name, 0), job.months, when,
+                             *((cron, job.script_path, job.period, job.runs) if job.cron else ())))
     return SlurmStep(
-        dir=base, config=tuple(f for f in CONFIG_FILES if f"{base}/{f}" in files),
-        programs=tuple(f for f in POWER_PROGRAMS if f"{base}/{f}" in files), program_dir=PROGRAM_DIR,
+        dir=base, config=CONFIG_FILES,
+        programs=POWER_PROGRAMS if view.power_saving else (), program_dir=PROGRAM_DIR,
         partitions=tuple(PartitionCheck(p.name, sum(s.last - s.first + 1 for s in p.node_sets))
                          for p in view.partitions),
         jobs=tuple(jobs))
 
 
-def _node_checks(site: SiteView, catalog: Catalog) -> tuple[NodeCheck, ...]:
+def _node_checks(sf: SiteFiles) -> tuple[NodeCheck, ...]:
     checks = []
-    if site.cloud:
+    site = sf.view
+    if sf.terraform is not None:
         horizon = site.horizon_months
-        for p in terraform_site(site, catalog).pools:
+        for p in sf.terraform.pools:
             if p.orchestrator == "kubernetes":
                 n = p.month_nodes(0)
                 first = next((m for m in range(horizon) if p.month_nodes(m)), 0)
@@ -442,24 +409,18 @@ def _node_checks(site: SiteView, catalog: Catalog) -> tuple[NodeCheck, ...]:
     return tuple(checks)
 
 
-def _hpa_metrics(texts: list[str]) -> dict[str, list[str]]:
-    """Custom (Pods/Object) and External metrics the rendered HPAs read, metric -> HPAs."""
-    out: dict[str, list[str]] = {}
-    for text in texts:
-        for doc in yaml.safe_load_all(text):
-            if not doc or doc.get("kind") != "HorizontalPodAutoscaler":
-                continue
-            for m in doc.get("spec", {}).get("metrics", ()):
-                kind = {"Pods": "pods", "Object": "object", "External": "external"}.get(m.get("type"))
-                if kind:
-                    out.setdefault(m[kind]["metric"]["name"], []).append(doc["metadata"]["name"])
-    return out
+def _metric_rules(sites: tuple[SiteFiles, ...]) -> tuple[MetricRule, ...]:
+    """The custom metrics the services' HPAs scale on, each with the HPAs that read it."""
+    hpas: dict[str, set[str]] = {}
+    for s in sites:
+        for a in s.kubernetes.autoscalers if s.kubernetes is not None else ():
+            hpas.setdefault(a.metric, set()).add(a.name)
+    return tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(h))) for m, h in sorted(hpas.items()))
 
 
-def _kubernetes(site: SiteView, files: dict[str, str], catalog: Catalog) -> KubernetesStep | None:
-    base = f"kubernetes/{site.name}/"
-    mine = tuple(sorted(p for p in files if p.startswith(base)))
-    if not mine:
+def _kubernetes(sf: SiteFiles) -> KubernetesStep | None:
+    k, site = sf.kubernetes, sf.view
+    if k is None:
         return None
     driver = ""
     if site.models is not None:
@@ -468,27 +429,26 @@ def _kubernetes(site: SiteView, files: dict[str, str], catalog: Catalog) -> Kube
         driver = f"{site.storage.tier} (the tier's CSI driver)"
     credentials = CLUSTER_TOOLS.get(site.provider or "", "").format(region=site.region or "")
     routing = None
-    if f"{base}29-gateway.yaml" in files:
+    if k.gateway:
         gw = site.gateway
         routing = Routing(gw.gateway_class, gw.provided_by, GATEWAY_INSTALL.get(gw.gateway_class, ""),
                           managed_crds=gw.gateway_class not in GATEWAY_INSTALL)
     return KubernetesStep(
-        files=mine, namespace=site.namespace, nodes=_node_checks(site, catalog),
+        files=k.files, namespace=site.namespace, nodes=_node_checks(sf),
         services=tuple(ServiceCheck(s.object_name, s.initial_replicas) for s in site.inference),
-        kueue=f"{base}10-kueue.yaml" in files, storage_driver=driver, credentials=credentials,
+        kueue=k.kueue, storage_driver=driver, credentials=credentials,
         routing=routing)
 
 
-def _schedule(site: SiteView, files: dict[str, str]) -> ScheduleStep | None:
-    script = f"schedule/{site.name}.sh"
-    if script not in files:
+def _schedule(sf: SiteFiles) -> ScheduleStep | None:
+    sched, site = sf.schedule, sf.view
+    if sched is None or not sched.script:
         return None
-    cronjob = f"schedule/{site.name}.cronjob.yaml"
-    return ScheduleStep(script=script, csv=f"schedule/{site.name}.csv",
-                        cronjob=cronjob if cronjob in files else "", configmap=configmap_name(site),
-                        namespace=site.namespace, last_month=site.horizon_months - 1,
-                        handover=bool(site.handovers),
-                        terraform="terraform_month " in files.get(script, ""))
+    return ScheduleStep(script=f"schedule/{site.name}.sh", csv=f"schedule/{site.name}.csv",
+                        cronjob=f"schedule/{site.name}.cronjob.yaml" if sched.cronjob else "",
+                        configmap=configmap_name(site), namespace=site.namespace,
+                        last_month=site.horizon_months - 1, handover=bool(site.handovers),
+                        terraform=sched.terraform)
 
 
 def purchases(plan: Plan) -> tuple[Purchase, ...]:
@@ -614,24 +574,20 @@ def removals(baseline: Plan, catalog: Catalog, sites: tuple[SiteView, ...]) -> t
     return tuple(out)
 
 
-def build(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
+def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
           changes: Changes | None = None, baseline: Plan | None = None) -> Runbook:
     steps = tuple(SiteSteps(
-        name=s.name, where=f"{s.provider} {s.region}" if s.cloud else "on-prem", cloud=s.cloud,
-        terraform=_terraform(s, files, catalog),
-        bom=f"onprem/{s.name}/bom.csv" if f"onprem/{s.name}/bom.csv" in files else "",
-        slurm=_slurm(plan, s, files, catalog), kubernetes=_kubernetes(s, files, catalog),
-        schedule=_schedule(s, files)) for s in sites)
-    gone = removals(baseline, catalog, sites) if baseline is not None else ()
+        name=s.view.name, where=f"{s.view.provider} {s.view.region}" if s.view.cloud else "on-prem",
+        cloud=s.view.cloud, terraform=_terraform(s), bom=s.bom, slurm=_slurm(plan, s),
+        kubernetes=_kubernetes(s), schedule=_schedule(s)) for s in sites)
+    gone = removals(baseline, catalog, tuple(s.view for s in sites)) if baseline is not None else ()
     here = {r.site: r for r in gone if r.in_plan}
     if changes is not None:
         steps = tuple(_over_baseline(step, changes, here.get(step.name)) for step in steps)
-    metrics = _hpa_metrics([t for p, t in sorted(files.items()) if p.startswith("kubernetes/")])
     return Runbook(
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
-        purchases=purchases(plan),
-        metrics=tuple(MetricRule(m, SERIES.get(m, m), tuple(sorted(set(h)))) for m, h in sorted(metrics.items())),
-        workflow=WORKFLOW if WORKFLOW in files else "", cron=CRON, calendar=plan.calendar, held=plan.held,
+        purchases=purchases(plan), metrics=_metric_rules(sites),
+        workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
         changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan))
 
 
@@ -658,25 +614,32 @@ def _secret_suffix(site: str) -> str:
     return re.sub(r"[^A-Z0-9]", "_", site.upper())
 
 
-def _credentials(site: SiteView, files: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    if "terraform_month " not in files.get(f"schedule/{site.name}.sh", ""):
+def _credentials(sf: SiteFiles) -> tuple[tuple[str, str], ...]:
+    """Where the site's schedule applies its Terraform month files: the provider's credentials."""
+    if sf.schedule is None or not sf.schedule.terraform:
         return ()
+    site = sf.view
     return tuple((v, f"{v}_{_secret_suffix(site.name)}") for v in CLOUD_CREDENTIALS.get(site.provider or "", ()))
 
 
-def workflow(plan: Plan, sites: tuple[SiteView, ...], files: dict[str, str]) -> dict[str, str]:
+def _workflow_jobs(sites: tuple[SiteFiles, ...]) -> tuple[WorkflowJob, ...]:
+    """One job per site with a schedule script."""
+    return tuple(WorkflowJob(s.view.name, s.view.namespace, s.view.horizon_months - 1, bool(s.view.handovers),
+                             "KUBECONFIG_" + _secret_suffix(s.view.name), _credentials(s))
+                 for s in sites if s.schedule is not None and s.schedule.script)
+
+
+def workflow(plan: Plan, sites: tuple[SiteFiles, ...]) -> dict[str, str]:
     """ci/schedule.yml: one job per site with a schedule script (none: no file)."""
-    jobs = tuple(WorkflowJob(s.name, s.namespace, s.horizon_months - 1, bool(s.handovers),
-                             "KUBECONFIG_" + _secret_suffix(s.name), _credentials(s, files))
-                 for s in sites if f"schedule/{s.name}.sh" in files)
+    jobs = _workflow_jobs(sites)
     if not jobs:
         return {}
     return {WORKFLOW: render_template("schedule/workflow.yml.j2", plan_name=plan.spec_name, jobs=jobs,
                                       cron=CRON, calendar=plan.calendar, horizon_months=plan.horizon_months)}
 
 
-def render(plan: Plan, catalog: Catalog, sites: tuple[SiteView, ...], files: dict[str, str],
+def render(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
            changes: Changes | None = None, baseline: Plan | None = None) -> dict[str, str]:
     return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2",
-                                          rb=build(plan, catalog, sites, files, changes, baseline),
+                                          rb=build(plan, catalog, sites, changes, baseline),
                                           route_kinds=ROUTE_KINDS, picker_kinds=PICKER_KINDS)}

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.catalog.model import Catalog
 from compiler.render.environment import render_template
 from compiler.render.site import SiteView
-from compiler.render.terraform import terraform_site
+from compiler.render.terraform import TerraformSite
 
 # The month's state is applied on the first day of each month (the CronJob; ci/schedule.yml too).
 CRON = "0 6 1 * *"
@@ -46,19 +45,17 @@ def node_owners(site: SiteView, month: int) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def terraform_months(site: SiteView, catalog: Catalog) -> tuple[str, ...]:
-    """The month file in force in each month, where the site's Terraform changes after month 0
-    (a folder that never changes is applied once, by the runbook); () otherwise."""
-    if not site.cloud:
-        return ()
-    tf = terraform_site(site, catalog)
-    if not tf.monthly:
+def terraform_months(site: SiteView, tf: TerraformSite | None) -> tuple[str, ...]:
+    """The month file in force in each month, where the site's Terraform (`tf`: None on-prem)
+    changes after month 0 (a folder that never changes is applied once, by the runbook); ()
+    otherwise."""
+    if tf is None or not tf.monthly:
         return ()
     return tuple(next(f.path for f in reversed(tf.months) if f.month <= m) for m in range(site.horizon_months))
 
 
-def month_states(site: SiteView, catalog: Catalog) -> tuple[MonthState, ...]:
-    files = terraform_months(site, catalog)
+def month_states(site: SiteView, tf: TerraformSite | None) -> tuple[MonthState, ...]:
+    files = terraform_months(site, tf)
     states: list[MonthState] = []
     for m in range(site.horizon_months):
         replicas = tuple((svc.object_name, svc.monthly_replicas[m] if m < len(svc.monthly_replicas) else 0)
@@ -77,19 +74,46 @@ def configmap_name(site: SiteView) -> str:
     return f"schedule-{site.name}"
 
 
-def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
+@dataclass(frozen=True)
+class ScheduleSite:
+    """schedule/<site>.* as they are rendered: the month states, and which files they make. The
+    render writes the files from it, and RUNBOOK.md and ci/schedule.yml read it."""
+
+    site: SiteView
+    states: tuple[MonthState, ...]
+
+    @property
+    def script(self) -> bool:
+        """schedule/<site>.sh is written: some month scales a service, hands a node over or
+        applies a Terraform month file."""
+        return any(s.replicas or s.owners or s.tfvars for s in self.states)
+
+    @property
+    def terraform(self) -> bool:
+        """The script applies the site's Terraform month files (terraform_month)."""
+        return any(s.tfvars for s in self.states)
+
+    @property
+    def cronjob(self) -> bool:
+        """schedule/<site>.cronjob.yaml is written. In the cluster only where the script drives
+        Kubernetes alone: a node handover runs scontrol, which a pod cannot, and a month's
+        Terraform needs the site's cloud credentials and state backend, which belong to CI, not
+        to a pod in the cluster it resizes (the CI job runs those)."""
+        return self.script and not any(s.owners or s.tfvars for s in self.states)
+
+
+def schedule_site(site: SiteView, tf: TerraformSite | None) -> ScheduleSite:
+    return ScheduleSite(site, month_states(site, tf))
+
+
+def render_site(sched: ScheduleSite) -> dict[str, str]:
+    site = sched.site
     out = {f"schedule/{site.name}.csv": render_template("schedule/schedule.csv.j2", rows=site.schedule,
                                                                calendar=site.calendar)}
-    states = month_states(site, catalog)
-    if any(s.replicas or s.owners or s.tfvars for s in states):
+    if sched.script:
         out[f"schedule/{site.name}.sh"] = render_template(
-            "schedule/apply.sh.j2", site=site, states=states,
-            terraform=any(s.tfvars for s in states))
-        # In the cluster only where the script drives Kubernetes alone: a node handover runs
-        # scontrol, which a pod cannot, and a month's Terraform needs the site's cloud
-        # credentials and state backend, which belong to CI, not to a pod in the cluster it
-        # resizes (the CI job runs those).
-        if not any(s.owners or s.tfvars for s in states):
-            out[f"schedule/{site.name}.cronjob.yaml"] = render_template(
-                "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON)
+            "schedule/apply.sh.j2", site=site, states=sched.states, terraform=sched.terraform)
+    if sched.cronjob:
+        out[f"schedule/{site.name}.cronjob.yaml"] = render_template(
+            "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON)
     return out

@@ -149,8 +149,8 @@ def topology_switches(partitions: tuple[Partition, ...], leaf_nodes: int) -> tup
     return named + (spine,)
 
 
-def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
-    view = slurm_site(site, catalog)
+def render_site(view: SlurmSite) -> dict[str, str]:
+    site = view.site
     base = f"slurm/{site.name}"
     out = {f"{base}/{name}": render_template(f"slurm/{name}.j2", site=site, slurm=view,
                                             switches=view.switches)

@@ -29,15 +29,21 @@ from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, StorageView
 from compiler.render.domains import Block, Domain
-from compiler.render.environment import render_template
+from compiler.plan import MONTH_PATTERN
+from compiler.render.environment import hcl_string, render_template
 from compiler.render.site import SiteView
 
 FILES = ("versions.tf", "providers.tf", "variables.tf", "main.tf", "outputs.tf")
+# Written from one template for every provider (templates/terraform/<file>.j2): variables.tf
+# from the typed variables (TerraformSite.variables), which RUNBOOK.md reads too.
+SHARED_TEMPLATES = ("variables.tf",)
 
 # Extra GPU NICs (one VPC each) the GPUDirect machine types need besides eth0.
 GCP_GPU_NICS = {"gpudirect-tcpx": 4, "gpudirect-tcpxo": 8, "gpudirect-rdma": 8}
 EFA_CARD_GBPS = 100               # every EFA network card on p4d/p5 carries 100 Gb/s
 RESERVED_PRICINGS = ("reserved_1y", "reserved_3y")
+# The month variables months/NNN.tfvars sets (templates/terraform/month.tfvars.j2), in file order.
+RESERVED_NODES, RESERVATION_END_MONTH, NODES = "reserved_nodes", "reservation_end_month", "nodes"
 
 
 def hcl_label(text: str) -> str:
@@ -224,6 +230,61 @@ class MonthFile:
     changes: tuple[MonthChange, ...]      # against the file before it (none for month 0)
     last: int = 0                         # the last month it holds for
 
+    @property
+    def maps(self) -> tuple[tuple[str, tuple[MonthValue, ...]], ...]:
+        """The map variables the file sets, each with its values, in file order (a map without
+        a value is left out)."""
+        return tuple((name, values) for name, values in ((RESERVED_NODES, self.reserved),
+                                                         (RESERVATION_END_MONTH, self.ends),
+                                                         (NODES, self.nodes)) if values)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(name for name, _values in self.maps)
+
+    def value(self, variable: str, key: str) -> int:
+        """What the file sets var.<variable>[key] to (0 where it sets none)."""
+        return next((v.value for name, values in self.maps if name == variable
+                     for v in values if v.key == key), 0)
+
+
+@dataclass(frozen=True)
+class Validation:
+    condition: str                # an HCL expression
+    error_message: str
+
+
+@dataclass(frozen=True)
+class TerraformVariable:
+    """A variable of variables.tf as templates/terraform/variables.tf.j2 writes it; RUNBOOK.md
+    lists those without a default that no month file sets, for the operator to set."""
+
+    name: str
+    description: str
+    type: str                             # as HCL: string, map(number)
+    default: str | None = None            # an HCL literal; None: none (the operator or a month file sets it)
+    validations: tuple[Validation, ...] = ()
+
+
+@dataclass(frozen=True)
+class TerraformResource:
+    """A resource block of main.tf (templates/terraform/<provider>/main.tf.j2) and its count: a
+    number, or a month variable's value (var.<variable>["key"]), or one where that value is above
+    0 (`var.<variable>["key"] > 0 ? 1 : 0`: it exists only in months with nodes)."""
+
+    address: str                          # type.label
+    count: int = 1
+    variable: str = ""                    # the month map its count reads ("": the number `count`)
+    key: str = ""
+    exists: bool = False                  # one where the value is above 0, none otherwise
+
+    def planned(self, month: MonthFile | None) -> int:
+        """How many `terraform plan` adds with the month file applied (None: no month file)."""
+        if not self.variable:
+            return self.count
+        n = month.value(self.variable, self.key) if month is not None else 0
+        return (1 if n > 0 else 0) if self.exists else n
+
 
 @dataclass(frozen=True)
 class TerraformSite:
@@ -232,6 +293,14 @@ class TerraformSite:
     reservations: tuple[CloudReservation, ...]
     storage: CloudStorage | None
     months: tuple[MonthFile, ...] = ()
+    variables: tuple[TerraformVariable, ...] = ()   # variables.tf, in file order
+    resources: tuple[TerraformResource, ...] = ()   # main.tf's resource blocks, in file order
+
+    @property
+    def planned_resources(self) -> int:
+        """What a first `terraform plan` adds: each resource's count with month 0's file."""
+        first = self.months[0] if self.months else None
+        return sum(r.planned(first) for r in self.resources)
 
     @property
     def counted(self) -> tuple[CloudPool, ...]:
@@ -355,7 +424,183 @@ def terraform_site(site: SiteView, catalog: Catalog) -> TerraformSite:
                 ))
     tf = TerraformSite(site=site, pools=tuple(pools), reservations=tuple(reservations),
                        storage=cloud_storage(site.storage, catalog))
-    return replace(tf, months=month_files(tf))
+    return replace(tf, months=month_files(tf), variables=site_variables(tf), resources=site_resources(tf))
+
+
+# ---------------------------------------------------------------- variables.tf
+
+def _var(name: str, description: str, type_: str = "string", default: object = None,
+         validations: tuple[Validation, ...] = ()) -> TerraformVariable:
+    return TerraformVariable(name, description, type_, None if default is None else str(default), validations)
+
+
+def _provider_variables(tf: TerraformSite) -> list[TerraformVariable]:
+    """What each provider's GPU capacity needs besides the month variables."""
+    site = tf.site
+    prefix = _var("name_prefix", "Prefix for the names of every resource created here.", default=hcl_string(site.name))
+    if site.provider == "gcp":
+        out = [_var("project_id", f"GCP project that hosts site {site.name}."),
+               _var("region", f"GCP region of site {site.name}.", default=hcl_string(site.region)),
+               _var("zone", "Zone for the GPU nodes (compact placement keeps them in one zone)."),
+               prefix]
+        if tf.has_slurm or tf.storage:
+            out.append(_var("network", "VPC network for the Slurm nodes' first interface and the file system."))
+        if tf.has_slurm:
+            out += [_var("subnetwork", "Subnetwork of the Slurm nodes' first interface."),
+                    _var("image", "Boot image for the Slurm nodes (e.g. a Cluster Toolkit Slurm image with the "
+                                  "GPU driver)."),
+                    _var("service_account_email", "Service account the GPU VMs run as.")]
+        if tf.has_kubernetes:
+            out.append(_var("gke_cluster", "Existing GKE cluster (name or id) the GPU node pools join."))
+        return out
+    if site.provider == "azure":
+        out = [_var("subscription_id", f"Azure subscription that hosts site {site.name}."),
+               _var("location", f"Azure region of site {site.name}.", default=hcl_string(site.region)),
+               _var("zone", "Availability zone for the GPU nodes and the file system.", default=hcl_string("1")),
+               prefix]
+        if tf.has_static_slurm:
+            out.append(_var("subnet_id", "Subnet for the Slurm nodes' Ethernet interface (InfiniBand needs no "
+                                         "subnet)."))
+        if tf.storage:
+            out.append(_var("lustre_subnet_id", "Dedicated subnet for Azure Managed Lustre (its size depends on the "
+                                                "capacity)."))
+        if tf.has_static_slurm:
+            out += [_var("admin_username", "Administrator user on the Slurm nodes.", default=hcl_string("azureuser")),
+                    _var("ssh_public_key", "SSH public key of the administrator (the private key never comes here).")]
+        if tf.has_kubernetes:
+            out.append(_var("aks_cluster_id", "Resource id of the existing AKS cluster the GPU node pools join."))
+        return out
+    out = [_var("region", f"AWS region of site {site.name}.", default=hcl_string(site.region)), prefix,
+           _var("vpc_id", "VPC the GPU nodes and the file system live in."),
+           _var("subnet_id", "One private subnet (one Availability Zone: cluster placement groups and EFA do not "
+                             "span zones).")]
+    if tf.reservations:
+        out.append(_var("availability_zone", "Availability Zone of subnet_id (capacity reservations are zonal)."))
+    if tf.has_slurm:
+        out += [_var("ami_id", "GPU AMI for the Slurm nodes (e.g. an AWS Deep Learning AMI with the EFA installer "
+                               "and Slurm)."),
+                _var("key_name", "EC2 key pair for SSH access; null for none.", default="null")]
+    if tf.has_kubernetes:
+        out += [_var("eks_cluster_name", "Existing EKS cluster the GPU node groups join."),
+                _var("node_role_arn", "IAM role ARN of the EKS worker nodes.")]
+    return out
+
+
+def _month_variables(tf: TerraformSite) -> list[TerraformVariable]:
+    """The variables each month file sets, and the month they count from (AWS end dates)."""
+    calendar = tf.site.calendar
+    out = []
+    if tf.dated:
+        first = "The plan's first month, the spec's start" if calendar.dated else "Month 0 of the plan"
+        out.append(_var("plan_start", f"{first} (YYYY-MM, UTC): each capacity reservation ends on the first day "
+                                      "of a month counted from it.",
+                        default=hcl_string(calendar.start) if calendar.dated else None,
+                        validations=(Validation(f"can(regex({hcl_string(MONTH_PATTERN)}, var.plan_start))",
+                                                "The plan_start value must be a month as YYYY-MM."),)))
+    if tf.reservations:
+        out.append(_var(RESERVED_NODES, "Nodes each capacity reservation holds in the month applied (set by "
+                                        "months/NNN.tfvars; 0: it does not exist).", "map(number)"))
+    if tf.dated:
+        out.append(_var(RESERVATION_END_MONTH, "The plan month each capacity reservation ends on: the end of the "
+                                               "latest term running in the month applied (set by months/NNN.tfvars).",
+                        "map(number)"))
+    if tf.counted:
+        out.append(_var(NODES, "Nodes of each fixed instance set and node group in the month applied (set by "
+                               "months/NNN.tfvars; a node group with 0 does not exist).", "map(number)"))
+    return out
+
+
+# What a held reservation's id is on each provider: (the description's words, the pattern the
+# variable checks, what its check says).
+HELD_ID_FORMS = {
+    "aws": ("an EC2 capacity reservation id (cr-0123456789abcdef0)", "^cr-[0-9a-f]{17}$",
+            "an EC2 capacity reservation id (cr-0123456789abcdef0)"),
+    "gcp": ("projects/PROJECT/zones/ZONE/reservations/NAME", "^projects/[^/]+/zones/[^/]+/reservations/[^/]+$",
+            "projects/PROJECT/zones/ZONE/reservations/NAME"),
+    "azure": ("the capacity reservation's resource id (/subscriptions/.../capacityReservationGroups/GROUP/"
+              "capacityReservations/NAME)",
+              "^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft.Compute/capacityReservationGroups/"
+              "[^/]+/capacityReservations/[^/]+$",
+              "the capacity reservation's resource id (/subscriptions/.../capacityReservationGroups/GROUP/"
+              "capacityReservations/NAME)"),
+}
+
+
+def _held_variable(tf: TerraformSite) -> list[TerraformVariable]:
+    """The ids of the reservations held already, which main.tf imports (none held: no variable)."""
+    if not tf.held:
+        return []
+    words, pattern, form = HELD_ID_FORMS[tf.site.provider or "aws"]
+    keys = ", ".join(hcl_string(r.id) for r in tf.held)
+    return [_var("held_reservation_ids", f"The reservations held already (bought before the plan), by reservation: "
+                                         f"{words}. Terraform imports each instead of creating it.", "map(string)",
+                 validations=(
+                     Validation("alltrue([for id in values(var.held_reservation_ids) : "
+                                f"can(regex({hcl_string(pattern)}, id))])",
+                                f"Each held reservation id must be {form}."),
+                     Validation(f"alltrue([for k in [{keys}] : contains(keys(var.held_reservation_ids), k)])",
+                                f"Give the id of every held reservation: {', '.join(r.id for r in tf.held)}.")))]
+
+
+def site_variables(tf: TerraformSite) -> tuple[TerraformVariable, ...]:
+    """variables.tf, in file order: the provider's, the month variables, the held reservations' ids."""
+    return tuple(_provider_variables(tf) + _month_variables(tf) + _held_variable(tf))
+
+
+# ---------------------------------------------------------------- main.tf's resources
+
+def _counted(address: str, variable: str, key: str, exists: bool = True) -> TerraformResource:
+    return TerraformResource(address, variable=variable, key=key, exists=exists)
+
+
+def site_resources(tf: TerraformSite) -> tuple[TerraformResource, ...]:
+    """The resource blocks templates/terraform/<provider>/main.tf.j2 writes for the site, in file
+    order, with their counts (a reservation or node group exists only in months with nodes)."""
+    out: list[TerraformResource] = []
+    provider = tf.site.provider
+    if provider == "gcp":
+        nics = max((p.gpu_nics for p in tf.pools), default=0)
+        if nics:
+            out += [TerraformResource("google_compute_network.gpu", nics),
+                    TerraformResource("google_compute_subnetwork.gpu", nics)]
+        out.append(TerraformResource("google_compute_resource_policy.compact"))
+        out += [_counted(f"google_compute_reservation.{r.id}", RESERVED_NODES, r.id) for r in tf.reservations]
+        for p in tf.pools:
+            if p.orchestrator == "kubernetes":
+                out.append(_counted(f"google_container_node_pool.{p.id}", NODES, p.id))
+            elif p.elastic:
+                out.append(TerraformResource(f"google_compute_instance_template.{p.id}"))
+            else:
+                out.append(_counted(f"google_compute_instance.{p.id}", NODES, p.id, exists=False))
+        if tf.storage:
+            kind = "parallelstore_instance" if tf.storage.tier == "parallelstore" else "filestore_instance"
+            out.append(TerraformResource(f"google_{kind}.shared"))
+        return tuple(out)
+    if provider == "azure":
+        out += [TerraformResource("azurerm_resource_group.site"),
+                TerraformResource("azurerm_proximity_placement_group.gpu")]
+        for r in tf.reservations:
+            out += [TerraformResource(f"azurerm_capacity_reservation_group.{r.id}"),
+                    _counted(f"azurerm_capacity_reservation.{r.id}", RESERVED_NODES, r.id)]
+        for p in tf.pools:
+            if p.orchestrator == "kubernetes":
+                out.append(_counted(f"azurerm_kubernetes_cluster_node_pool.{p.id}", NODES, p.id))
+            elif not p.elastic:
+                out.append(TerraformResource(f"azurerm_linux_virtual_machine_scale_set.{p.id}"))
+        if tf.storage:
+            out.append(TerraformResource("azurerm_managed_lustre_file_system.shared"))
+        return tuple(out)
+    out += [TerraformResource("aws_placement_group.gpu"), TerraformResource("aws_security_group.efa")]
+    out += [_counted(f"aws_ec2_capacity_reservation.{r.id}", RESERVED_NODES, r.id) for r in tf.reservations]
+    for p in tf.pools:
+        out.append(TerraformResource(f"aws_launch_template.{p.id}"))
+        if p.orchestrator == "kubernetes":
+            out.append(_counted(f"aws_eks_node_group.{p.id}", NODES, p.id))
+        elif not p.elastic:
+            out.append(TerraformResource(f"aws_autoscaling_group.{p.id}"))
+    if tf.storage:
+        out.append(TerraformResource("aws_fsx_lustre_file_system.shared"))
+    return tuple(out)
 
 
 def _month_values(tf: TerraformSite, month: int) -> tuple[tuple[MonthValue, ...], ...]:
@@ -397,13 +642,13 @@ def month_files(tf: TerraformSite) -> tuple[MonthFile, ...]:
                  for i, f in enumerate(files))
 
 
-def render_site(site: SiteView, catalog: Catalog) -> dict[str, str]:
-    tf = terraform_site(site, catalog)
+def render_site(tf: TerraformSite) -> dict[str, str]:
+    site = tf.site
     provider = site.provider or ""
     out = {
         f"terraform/{site.name}/{name}": render_template(
-            f"terraform/{provider}/{name}.j2", tf=tf, site=site,
-            pool_label=POOL_LABEL, pricing_label=PRICING_LABEL, gpu_taint=GPU_TAINT_KEY)
+            f"terraform/{name}.j2" if name in SHARED_TEMPLATES else f"terraform/{provider}/{name}.j2", tf=tf,
+            site=site, pool_label=POOL_LABEL, pricing_label=PRICING_LABEL, gpu_taint=GPU_TAINT_KEY)
         for name in FILES
     }
     for f in tf.months:
