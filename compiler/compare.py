@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.plan import PRICINGS, Calendar, Plan, Pool, WorkloadPlan, add_into, site_replicas
+from compiler.plan import PRICINGS, Calendar, EstimateFigures, Plan, Pool, WorkloadPlan, add_into, site_replicas
 
 AS_PLANNED = "as planned"
 AS_DEPLOYED = "as deployed"
@@ -297,17 +297,6 @@ def _where(w: WorkloadPlan) -> tuple[tuple[str, str, str], ...]:
     return tuple(sorted((p.site, p.instance, p.pricing) for p in w.placements))
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A workload's inputs as dotted paths: {'traffic': {'peak_rps': 20}} -> {'traffic.peak_rps': 20}."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 # inputs that are months of the horizon: compared as calendar months where both plans are dated
 _MONTH_INPUTS = frozenset({"window.start_month"})
 
@@ -316,7 +305,8 @@ def _inputs(a: WorkloadPlan, b: WorkloadPlan, cal_a: Calendar, cal_b: Calendar,
             months: Months) -> tuple[Change, ...]:
     """The spec fields of the workload that differ, one Change per dotted path (A or B None:
     the field is unset on that side)."""
-    fa, fb = _flat(a.inputs or {}), _flat(b.inputs or {})
+    fa = {f.path: f.value for f in a.inputs.fields} if a.inputs is not None else {}
+    fb = {f.path: f.value for f in b.inputs.fields} if b.inputs is not None else {}
     out = []
     for key in sorted(fa.keys() | fb.keys()):
         x, y = fa.get(key), fb.get(key)
@@ -328,16 +318,13 @@ def _inputs(a: WorkloadPlan, b: WorkloadPlan, cal_a: Calendar, cal_b: Calendar,
     return tuple(out)
 
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _estimate(a: dict[str, Any], b: dict[str, Any]) -> tuple[Delta, ...]:
+def _estimate(a: EstimateFigures, b: EstimateFigures) -> tuple[Delta, ...]:
+    """The estimate's figures that differ, by name (one stated on one side only: None on the other)."""
+    fa = {f.name: float(f.value) for f in a.figures}
+    fb = {f.name: float(f.value) for f in b.figures}
     out = []
-    for key in sorted(set(a) | set(b)):
-        x, y = _num(a.get(key)), _num(b.get(key))
-        if x is None and y is None:
-            continue
+    for key in sorted(fa.keys() | fb.keys()):
+        x, y = fa.get(key), fb.get(key)
         if x is None or y is None or abs(x - y) > _EPS:
             out.append(Delta(key, x, y))
     return tuple(out)

@@ -102,9 +102,8 @@ def read_plans(*paths) -> tuple[Plan, ...]:
 
 def diff_plans(a: Plan, b: Plan) -> PlanDiff:
     c = compare(a, b)
-    ca, cb = a.cost_breakdown_usd, b.cost_breakdown_usd
-    breakdown = tuple(Delta(k, ca.get(k), cb.get(k)) for k in sorted(ca.keys() | cb.keys())
-                      if abs((ca.get(k) or 0.0) - (cb.get(k) or 0.0)) >= 0.005 or (k in ca) != (k in cb))
+    lines = sorted(zip(a.cost_breakdown_usd.lines, b.cost_breakdown_usd.lines), key=lambda ab: ab[0].category)
+    breakdown = tuple(Delta(x.category, x.usd, y.usd) for x, y in lines if abs(x.usd - y.usd) >= 0.005)
     return PlanDiff(
         spec_a=a.spec_name, spec_b=b.spec_name, horizon_a=a.horizon_months, horizon_b=b.horizon_months,
         total=Delta("total_cost_usd", a.total_cost_usd, b.total_cost_usd), breakdown=breakdown,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Mapping
 
 
 # The version of plan.json this compiler writes; a later field or meaning raises it, and
@@ -178,6 +178,117 @@ class Alternative:
 
 
 @dataclass(frozen=True)
+class StepShare:
+    term: str                     # a StepBreakdown field: compute, exposed_dp, lost ...
+    share: float
+
+
+@dataclass(frozen=True)
+class StepBreakdown:
+    """Where a training run's wall time goes: each term's share of duration_hours, the stated
+    shares summing to 1 (docs/performance-model.md, "Step-time breakdown"; plan.json's
+    estimate.step_breakdown). None: a term the estimate does not state (no key in plan.json)."""
+    compute: float | None = None          # arithmetic at the GPU's base MFU
+    recompute: float | None = None        # full activation recompute
+    moe_gemm: float | None = None         # MoE experts beyond their FLOPs at the dense rate
+    exposed_tp: float | None = None
+    exposed_cp: float | None = None
+    exposed_ep: float | None = None
+    exposed_pp: float | None = None
+    pipeline_bubble: float | None = None
+    exposed_dp: float | None = None
+    data_loading: float | None = None     # vision: GPUs waiting for the data loader
+    lost: float | None = None             # interruptions, restarts, checkpoint stalls
+
+    @property
+    def shares(self) -> tuple[StepShare, ...]:
+        """The stated terms in this order (zeros included)."""
+        return tuple(StepShare(f.name, v) for f in fields(self) if (v := getattr(self, f.name)) is not None)
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str                     # an EstimateFigures field: tokens_per_s, mfu ...
+    value: float
+
+
+@dataclass(frozen=True)
+class EstimateFigures:
+    """What the estimate sized a workload at (plan.json's workloads[].estimate): training:
+    memory, duration, MFU, tokens/s (LLM) or samples/s (vision), where the time goes; inference:
+    memory, capacity (tokens/s of all replicas at the SLO), TTFT, TPOT, batch, weights. None: a
+    figure the plan does not state (the other kind's, or an older plan.json's): no key written."""
+    memory_gb_per_gpu: float | None = None
+    duration_hours: float | None = None       # training: wall clock, lost time included
+    mfu: float | None = None                  # training
+    tokens_per_s: float | None = None         # training (LLM): the job's; inference: capacity at the SLO
+    samples_per_s: float | None = None        # training (vision)
+    step_breakdown: StepBreakdown | None = None   # training
+    ttft_ms: float | None = None              # inference
+    tpot_ms: float | None = None              # inference
+    batch: int | None = None                  # inference: concurrent sequences per replica
+    weights_gb: float | None = None           # inference: the weights at the quantized width
+    notes: tuple[str, ...] = ()               # estimator remarks
+
+    @property
+    def figures(self) -> tuple[Figure, ...]:
+        """The stated numbers, by name in field order (step_breakdown and notes are not numbers)."""
+        return tuple(Figure(f.name, v) for f in fields(self)
+                     if isinstance(v := getattr(self, f.name), (int, float)) and not isinstance(v, bool))
+
+
+@dataclass(frozen=True)
+class InputField:
+    path: str                     # dotted: traffic.peak_rps
+    value: Any                    # a JSON value other than an object: number, text, bool, list
+
+
+@dataclass(frozen=True)
+class SpecInputs:
+    """The workload's spec as the user stated it, parsed and canonical (compiler/readback/inputs.py;
+    plan.json's workloads[].inputs), for a diff to say which spec lines changed."""
+    # Kept as the canonical JSON text, not as typed fields: the spec is free-form (any nesting,
+    # lists, empty objects), and text gives plan.json back byte for byte; `fields` types the reading.
+    text: str
+
+    @classmethod
+    def of(cls, document: Any) -> "SpecInputs":
+        return cls(json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+    @property
+    def document(self) -> Any:
+        """The JSON value (an object as the compiler writes it)."""
+        return json.loads(self.text)
+
+    @property
+    def fields(self) -> tuple[InputField, ...]:
+        """Every value that is not an object, by dotted path, in sorted order:
+        {"traffic": {"peak_rps": 20}} -> (traffic.peak_rps, 20). Nothing for a document that is
+        no object."""
+        out: list[InputField] = []
+
+        def walk(value: Any, prefix: str) -> None:
+            for k, v in sorted(value.items()):
+                if isinstance(v, dict):
+                    walk(v, f"{prefix}{k}.")
+                else:
+                    out.append(InputField(f"{prefix}{k}", v))
+        doc = self.document
+        if isinstance(doc, dict):
+            walk(doc, "")
+        return tuple(out)
+
+    def value(self, path: str) -> Any:
+        """The value at a dotted path (an object's as a dict), or None where the spec states none."""
+        node = self.document
+        for key in path.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return None
+            node = node[key]
+        return node
+
+
+@dataclass(frozen=True)
 class WorkloadPlan:
     name: str
     kind: str
@@ -185,7 +296,7 @@ class WorkloadPlan:
     gpus: int
     layout: LayoutPlan
     placements: tuple[Placement, ...]
-    estimate: dict[str, Any]
+    estimate: EstimateFigures
     cost_usd: float
     orchestrator: str
     start_month: int = 0
@@ -204,7 +315,7 @@ class WorkloadPlan:
     runs: int = 0
     # The workload's spec as the user stated it (compiler/readback/inputs.py), so a diff can say
     # which spec lines changed; None: a plan.json written before plans recorded them.
-    inputs: dict[str, Any] | None = None
+    inputs: SpecInputs | None = None
 
     @property
     def repeat_stem(self) -> str | None:
@@ -427,6 +538,53 @@ class IdleOwned:
 
 
 @dataclass(frozen=True)
+class CostLine:
+    category: str                 # a CostBreakdown field: capex, cloud_compute ...
+    usd: float
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """USD by cost category: the plan's (plan.json's cost_breakdown_usd, every category written)
+    or one site's bill (cost_by_site_usd, the categories it bills written)."""
+    capex: float = 0.0            # on-prem nodes bought, straight line over their useful life
+    power: float = 0.0            # on-prem power
+    support: float = 0.0          # on-prem support contracts of bought nodes
+    fabric: float = 0.0           # on-prem wiring of bought nodes
+    cloud_compute: float = 0.0    # cloud nodes: on-demand, spot, reserved terms
+    storage: float = 0.0
+    egress: float = 0.0           # datasets moved away from their home
+
+    @classmethod
+    def of(cls, usd: Mapping[str, float]) -> "CostBreakdown":
+        """From category -> USD (a category not named: 0); ValueError for one that is no category."""
+        unknown = sorted(set(usd) - set(COST_CATEGORIES))
+        if unknown:
+            raise ValueError(f"no cost category {unknown[0]!r} (the categories: {', '.join(COST_CATEGORIES)})")
+        return cls(**usd)
+
+    @property
+    def lines(self) -> tuple[CostLine, ...]:
+        """Every category and its USD, in COST_CATEGORIES order (zeros included)."""
+        return tuple(CostLine(f.name, getattr(self, f.name)) for f in fields(self))
+
+    @property
+    def total(self) -> float:
+        return sum(line.usd for line in self.lines)
+
+
+# The breakdown's categories, in CostBreakdown's order.
+COST_CATEGORIES = tuple(f.name for f in fields(CostBreakdown))
+
+
+@dataclass(frozen=True)
+class SiteCost:
+    """What one site bills (its pools, its storage, the egress of data leaving it)."""
+    site: str
+    costs: CostBreakdown
+
+
+@dataclass(frozen=True)
 class Plan:
     spec_name: str
     spec_sha256: str
@@ -434,16 +592,16 @@ class Plan:
     horizon_months: int
     solver: SolverInfo
     total_cost_usd: float
-    cost_breakdown_usd: dict[str, float]
+    cost_breakdown_usd: CostBreakdown
     sites: tuple[SitePlan, ...]
     pools: tuple[Pool, ...]
     workloads: tuple[WorkloadPlan, ...]
     storage: tuple[StoragePlan, ...] = ()
     binding_constraints: tuple[BindingConstraint, ...] = ()
     monthly_cost_usd: tuple[float, ...] = ()
-    # site -> breakdown category -> USD: what each site bills (its pools, storage, and the egress
-    # of data leaving it); the sites add up to total_cost_usd. Empty in a plan that does not say.
-    cost_by_site_usd: dict[str, dict[str, float]] = field(default_factory=dict)
+    # What each site bills (its pools, storage, and the egress of data leaving it), by site name;
+    # the sites add up to total_cost_usd. Empty in a plan that does not say.
+    cost_by_site_usd: tuple[SiteCost, ...] = ()
     breakeven: tuple[BreakEven, ...] = ()
     # owned on-prem nodes the plan leaves idle and why (compiler/appraise/idle.py)
     idle_owned: tuple[IdleOwned, ...] = ()
@@ -607,9 +765,15 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["owned_ages"]       # no owned nodes dated: no key
     if not d["solver"]["moves_usd"]:
         del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
-    for w in d["workloads"]:
-        if w["inputs"] is None:
+    d["cost_breakdown_usd"] = _cost_json(plan.cost_breakdown_usd, every=True)
+    # a site writes the categories it bills
+    d["cost_by_site_usd"] = {s.site: _cost_json(s.costs, every=False) for s in plan.cost_by_site_usd}
+    for w, typed in zip(d["workloads"], plan.workloads):
+        w["estimate"] = _estimate_json(typed.estimate)
+        if typed.inputs is None:
             del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
+        else:
+            w["inputs"] = typed.inputs.document
         if w["every"] is None:
             del w["every"], w["runs"]   # not a recurring job: no keys
     d["binding_constraints"] = [b.text for b in plan.binding_constraints]
@@ -631,6 +795,22 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     return _round(out)
 
 
+def _cost_json(costs: CostBreakdown, every: bool) -> dict[str, float]:
+    """category -> USD: every category, or (every=False) those that are not 0."""
+    return {line.category: line.usd for line in costs.lines if every or line.usd}
+
+
+def _estimate_json(e: EstimateFigures) -> dict[str, Any]:
+    """The figures the estimate states (None: no key; no notes: no key)."""
+    out: dict[str, Any] = {f.name: getattr(e, f.name) for f in fields(e)
+                           if getattr(e, f.name) is not None and f.name not in ("step_breakdown", "notes")}
+    if e.step_breakdown is not None:
+        out["step_breakdown"] = {s.term: s.share for s in e.step_breakdown.shares}
+    if e.notes:
+        out["notes"] = list(e.notes)
+    return out
+
+
 def to_json(plan: Plan) -> str:
     return json.dumps(to_dict(plan), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -648,7 +828,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         horizon_months=d["horizon_months"],
         solver=_solver(d["solver"]),
         total_cost_usd=d["total_cost_usd"],
-        cost_breakdown_usd=dict(d["cost_breakdown_usd"]),
+        cost_breakdown_usd=CostBreakdown.of(d["cost_breakdown_usd"]),
         sites=tuple(SitePlan(**{**s, "orchestrators": tuple(s["orchestrators"])}) for s in d["sites"]),
         pools=tuple(Pool(**{**p, "monthly_nodes": tuple(p["monthly_nodes"]),
                             "monthly_utilization": tuple(p["monthly_utilization"]),
@@ -658,6 +838,8 @@ def from_dict(d: dict[str, Any]) -> Plan:
         workloads=tuple(
             WorkloadPlan(**{**w, "layout": LayoutPlan(**w["layout"]),
                             "placements": tuple(_placement(p) for p in w["placements"]),
+                            "estimate": _estimate(w["estimate"]),
+                            "inputs": SpecInputs.of(w["inputs"]) if w.get("inputs") is not None else None,
                             "alternatives": tuple(_alternative(a) for a in w["alternatives"]),
                             "chosen_alone": (_alternative(w["chosen_alone"]) if w.get("chosen_alone")
                                              else None)})
@@ -665,7 +847,7 @@ def from_dict(d: dict[str, Any]) -> Plan:
         storage=tuple(StoragePlan(**{**s, "monthly_tb": tuple(s["monthly_tb"])}) for s in d["storage"]),
         binding_constraints=tuple(BindingConstraint.read(b) for b in d["binding_constraints"]),
         monthly_cost_usd=tuple(d["monthly_cost_usd"]),
-        cost_by_site_usd={s: dict(c) for s, c in d.get("cost_by_site_usd", {}).items()},
+        cost_by_site_usd=tuple(SiteCost(s, CostBreakdown.of(c)) for s, c in d.get("cost_by_site_usd", {}).items()),
         breakeven=tuple(BreakEven(**b) for b in d["breakeven"]),
         idle_owned=tuple(IdleOwned(**r) for r in d["idle_owned"]),
         operability=_operability(d.get("operability")),
@@ -674,6 +856,12 @@ def from_dict(d: dict[str, Any]) -> Plan:
         held=tuple(Held(**{**h, "monthly_used": tuple(h["monthly_used"])}) for h in d.get("held", ())),
         owned_ages=tuple(OwnedAge(**o) for o in d.get("owned_ages", ())),
     )
+
+
+def _estimate(d: dict[str, Any]) -> EstimateFigures:
+    shares = d.get("step_breakdown")
+    return EstimateFigures(**{**d, "step_breakdown": StepBreakdown(**shares) if shares is not None else None,
+                              "notes": tuple(d.get("notes", ()))})
 
 
 def _solver(d: dict[str, Any]) -> SolverInfo:

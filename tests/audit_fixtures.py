@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.plan import Holding, Placement, Plan, Pool, Reservation, SitePlan, SolverInfo, WorkloadPlan, LayoutPlan
+from compiler.plan import (CostBreakdown, EstimateFigures, Holding, Placement, Plan, Pool, Reservation, SitePlan,
+                           SolverInfo, WorkloadPlan, LayoutPlan)
 from examples_cache import example
 from plans import with_placement, workload
 
@@ -97,8 +98,7 @@ def optimistic_reserved():
     plan = Plan(
         spec_name="test", spec_sha256="0" * 64, catalog_version=CATALOG.version, horizon_months=H,
         solver=SolverInfo("cbc", "optimal", total, total, 0.0, 0.1), total_cost_usd=total,
-        cost_breakdown_usd={"capex": 0.0, "cloud_compute": round(res, 2), "egress": 0.0, "fabric": 0.0,
-                            "power": 0.0, "storage": round(storage_cost, 2), "support": 0.0},
+        cost_breakdown_usd=CostBreakdown(cloud_compute=round(res, 2), storage=round(storage_cost, 2)),
         sites=(SitePlan("aws-use1", "cloud", "aws", "us-east-1", ("slurm",)),),
         pools=(Pool("aws-use1", "p5.48xlarge", "H100", 8, 10, "on_demand", "efa", zeros + (10,), (),
                     (0.0,) * 12),     # the model bills no on-demand hours: reserved ones cover 7,300
@@ -107,10 +107,10 @@ def optimistic_reserved():
         workloads=(
             WorkloadPlan("a", "training", "H100", 80, LayoutPlan(dp=80),
                          (Placement("aws-use1", "p5.48xlarge", "reserved_1y", 10, 80, candidate=ca.id,
-                                    holdings=(a_hold,)),), {}, round(total * 0.9, 2), "slurm"),
+                                    holdings=(a_hold,)),), EstimateFigures(), round(total * 0.9, 2), "slurm"),
             WorkloadPlan("b", "training", "H100", 160, LayoutPlan(dp=160),
                          (Placement("aws-use1", "p5.48xlarge", "reserved_1y", 20, 160, candidate=cb.id,
-                                    holdings=b_hold),), {}, round(total - round(total * 0.9, 2), 2),
+                                    holdings=b_hold),), EstimateFigures(), round(total - round(total * 0.9, 2), 2),
                          "slurm", start_month=11)),
         storage=(StoragePlan("aws-use1", "fsx-lustre", max(monthly_tb), round(storage_cost, 2), monthly_tb),),
     )

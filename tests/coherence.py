@@ -2235,7 +2235,7 @@ def check_serving(ctx: Context) -> list[str]:
             if (tp, pp) != (want_tp, want_pp):
                 out.append(f"{where}: tensor {tp} x pipeline {pp}, the plan sized tensor {want_tp} x pipeline "
                            f"{want_pp} ({p.candidate})")
-            batch = getattr(p, "batch", 0) or w.estimate.get("batch")
+            batch = getattr(p, "batch", 0) or w.estimate.batch
             if _as_int(flags.get("max-num-seqs")) != batch:
                 out.append(f"{where}: --max-num-seqs={flags.get('max-num-seqs')}, the plan sized batch {batch}")
             max_len = getattr(w, "max_model_len", 0)
@@ -2260,7 +2260,7 @@ def check_serving(ctx: Context) -> list[str]:
             mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
             if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
                 out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
-            out += _check_choices(where, flags, getattr(w, "inputs", None) or {}, mounts)
+            out += _check_choices(where, flags, w.inputs.document if w.inputs is not None else {}, mounts)
             out += _check_hpa_target(where, ctx, site, name, batch)
     return out
 

@@ -19,7 +19,8 @@ reserved 1y, 24.768 spot); on-prem power is 10.2 kW * 1.3 PUE * 0.15 $/kWh per n
 
 from __future__ import annotations
 
-from compiler.plan import (Alternative, BindingConstraint, BreakEven, Holding, LayoutPlan, OptionPart, Placement, Plan, Pool, Reservation,
+from compiler.plan import (Alternative, BindingConstraint, BreakEven, CostBreakdown, EstimateFigures, Holding,
+                           SiteCost, LayoutPlan, OptionPart, Placement, Plan, Pool, Reservation,
                            SitePlan, SolverInfo, StoragePlan, WorkloadPlan)
 
 HORIZON = 36
@@ -63,8 +64,7 @@ def _pretrain() -> WorkloadPlan:
                               nodes=64, gpus=512, replicas=0,
                               candidate="llama-70b-pretrain/aws-use1/p5.48xlarge/512g/od",
                               holdings=(_held("on_demand", 64, {0: HOURS, 1: 422.0}),)),),
-        estimate={"memory_gb_per_gpu": 61.4, "duration_hours": 1152.0, "mfu": 0.4,
-                  "tokens_per_s": 482253.0},
+        estimate=EstimateFigures(memory_gb_per_gpu=61.4, duration_hours=1152.0, mfu=0.4, tokens_per_s=482253.0),
         cost_usd=cost, orchestrator="slurm", start_month=0,
         # priced alone, the chosen on-demand job costs what the plan charges it (nothing shared)
         chosen_alone=Alternative(
@@ -109,8 +109,8 @@ def _chat(replicas: int) -> WorkloadPlan:
                       holdings=(_held("owned", nodes, {m: HOURS for m in range(2, HORIZON)}),),
                       monthly_replicas=_months(2, HORIZON, replicas)),
         ),
-        estimate={"memory_gb_per_gpu": 71.2, "tokens_per_s": 1500.0 * 2 * replicas,
-                  "ttft_ms": 412.0, "tpot_ms": 21.3, "batch": 32},
+        estimate=EstimateFigures(memory_gb_per_gpu=71.2, tokens_per_s=1500.0 * 2 * replicas,
+                                 ttft_ms=412.0, tpot_ms=21.3, batch=32),
         cost_usd=cost, orchestrator="kubernetes", start_month=2,
         alternatives=(
             Alternative(site="aws-use1", instance="g6e.48xlarge", gpu="L40S", gpus=4,
@@ -142,8 +142,8 @@ def _resnet(moved: bool, horizon: int = HORIZON) -> WorkloadPlan:
     return WorkloadPlan(
         name="resnet50", kind="training", gpu="H100", gpus=8,
         layout=LayoutPlan(tp=1, pp=1, dp=8, ep=1), placements=(placement,),
-        estimate={"memory_gb_per_gpu": 22.5, "duration_hours": hours, "mfu": 0.35,
-                  "samples_per_s": round(1281167 * 90 / (hours * 3600), 1)},
+        estimate=EstimateFigures(memory_gb_per_gpu=22.5, duration_hours=hours, mfu=0.35,
+                                 samples_per_s=round(1281167 * 90 / (hours * 3600), 1)),
         cost_usd=cost, orchestrator="slurm", start_month=1, alternatives=alts)
 
 
@@ -214,7 +214,8 @@ def _plan(replicas: int, resnet_moved: bool, sha: str, binding: tuple[str, ...])
         horizon_months=HORIZON,
         solver=SolverInfo(name="cbc", status="optimal", objective_usd=total,
                           best_bound_usd=round(total * 0.9995, 2), gap=0.0005, seconds=3.42),
-        total_cost_usd=total, cost_breakdown_usd=breakdown, cost_by_site_usd=by_site, sites=_sites(),
+        total_cost_usd=total, cost_breakdown_usd=CostBreakdown.of(breakdown),
+        cost_by_site_usd=tuple(SiteCost(s, CostBreakdown.of(c)) for s, c in by_site.items()), sites=_sites(),
         pools=_pools(replicas, resnet_moved), workloads=workloads, storage=storage,
         binding_constraints=tuple(BindingConstraint.read(b) for b in binding), monthly_cost_usd=monthly,
         breakeven=tuple(BreakEven(**b) for b in ({
@@ -273,7 +274,7 @@ def vision_only_plan() -> Plan:
         spec_name="vision", spec_sha256="0" * 64, catalog_version="2026.11", horizon_months=3,
         solver=SolverInfo(name="highs", status="optimal", objective_usd=wl.cost_usd,
                           best_bound_usd=wl.cost_usd, gap=0.0, seconds=0.05),
-        total_cost_usd=wl.cost_usd, cost_breakdown_usd={"cloud_compute": wl.cost_usd},
+        total_cost_usd=wl.cost_usd, cost_breakdown_usd=CostBreakdown(cloud_compute=wl.cost_usd),
         sites=(SitePlan(name="aws-use1", type="cloud", provider="aws", region="us-east-1",
                         orchestrators=("slurm",)),),
         pools=(Pool(site="aws-use1", instance="p5.48xlarge", gpu="H100", gpus_per_node=8, nodes=1,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from compiler.plan import (Holding, LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, StoragePlan,
-                           WorkloadPlan)
+from compiler.plan import (CostBreakdown, EstimateFigures, Holding, LayoutPlan, Placement, Plan, Pool, SitePlan,
+                           SolverInfo, StoragePlan, WorkloadPlan)
 
 SOLVER = SolverInfo(name="cbc", status="optimal", objective_usd=1.0, best_bound_usd=1.0,
                     gap=0.0, seconds=0.1)
@@ -32,7 +32,7 @@ def _plan(name: str, sites, pools, workloads, storage) -> Plan:
     workloads = [replace(w, placements=tuple(held(p) for p in w.placements)) for w in workloads]
     return Plan(spec_name=name, spec_sha256="0" * 64, catalog_version="test",
                 horizon_months=HORIZON, solver=SOLVER, total_cost_usd=1.0,
-                cost_breakdown_usd={"cloud_compute": 1.0}, sites=tuple(sites),
+                cost_breakdown_usd=CostBreakdown(cloud_compute=1.0), sites=tuple(sites),
                 pools=tuple(pools), workloads=tuple(workloads), storage=tuple(storage))
 
 
@@ -43,8 +43,7 @@ def training(name, site, instance, pricing, nodes, gpus, tp=8, pp=1, dp=None,
         name=name, kind="training", gpu=gpu, gpus=gpus, layout=LayoutPlan(tp=tp, pp=pp, dp=dp),
         placements=(Placement(site=site, instance=instance, pricing=pricing, nodes=nodes,
                               gpus=gpus),),
-        estimate={"memory_gb_per_gpu": 61.2, "duration_hours": 410.5, "tokens_per_s": 1.2e6,
-                  "mfu": 0.41},
+        estimate=EstimateFigures(memory_gb_per_gpu=61.2, duration_hours=410.5, tokens_per_s=1.2e6, mfu=0.41),
         cost_usd=1.0, orchestrator=orchestrator)
 
 
@@ -60,8 +59,8 @@ def inference(name, placements, tp, gpu="H100", batch=48) -> WorkloadPlan:
     return WorkloadPlan(
         name=name, kind="inference", gpu=gpu, gpus=sum(p.gpus for p in placements),
         layout=LayoutPlan(tp=tp), placements=tuple(placements),
-        estimate={"memory_gb_per_gpu": 70.0, "tokens_per_s": 9000.0, "ttft_ms": 420.0,
-                  "tpot_ms": 38.0, "batch": batch},
+        estimate=EstimateFigures(memory_gb_per_gpu=70.0, tokens_per_s=9000.0, ttft_ms=420.0, tpot_ms=38.0,
+                                 batch=batch),
         cost_usd=1.0, orchestrator="kubernetes")
 
 

@@ -144,8 +144,7 @@ def test_a_training_job_on_a_disallowed_gpu():
 
 def test_a_wrong_cost_line():
     cands, plan = F.compiled(VISION)
-    lines = dict(plan.cost_breakdown_usd)
-    lines["power"] += 1000.0
+    lines = replace(plan.cost_breakdown_usd, power=plan.cost_breakdown_usd.power + 1000.0)
     bad = replace(plan, cost_breakdown_usd=lines, total_cost_usd=plan.total_cost_usd + 1000.0)
     found = _flagged(cands, bad, codes.COST_LINE, text="cost line power")
     assert codes.COST_TOTAL not in F.codes_of(found)

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from compiler.diff import Change, diff_plans, diff_to_json, render_diff
-from compiler.plan import from_dict, to_json
+from compiler.plan import SpecInputs, from_dict, to_json
 from plan_fixtures import doubled_inference_plan, hybrid_plan, vision_only_plan
 from plans import with_placement, with_workload, workload
 
@@ -49,7 +49,7 @@ def _stated(plan, rps: float = 20, **edits):
                 at = at.setdefault(k, {})
             at[last] = value
         return out
-    return replace(plan, workloads=tuple(replace(w, inputs=inputs(w.name)) for w in plan.workloads))
+    return replace(plan, workloads=tuple(replace(w, inputs=SpecInputs.of(inputs(w.name))) for w in plan.workloads))
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def _hostile_plan(plan, text: str):
                                 placements=tuple(replace(p, site=sites[p.site]) for p in w.placements))
                         for w in plan.workloads),
         storage=tuple(replace(s, site=sites.get(s.site, s.site)) for s in plan.storage),
-        cost_by_site_usd={sites.get(k, k): v for k, v in plan.cost_by_site_usd.items()})
+        cost_by_site_usd=tuple(replace(b, site=sites.get(b.site, b.site)) for b in plan.cost_by_site_usd))
 
 
 def _report(plan, baseline=None, source: str = "") -> str:

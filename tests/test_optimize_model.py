@@ -32,16 +32,16 @@ def test_whole_horizon_job_buys_hardware_when_power_is_cheap():
     plan = optimize(_train_platform(36 * 730.0), EXACT)
     (p,) = plan.workloads[0].placements
     assert (p.site, p.pricing) == ("dc1", "purchase")
-    assert plan.cost_breakdown_usd["capex"] > 0 and plan.cost_breakdown_usd["cloud_compute"] == 0
+    assert plan.cost_breakdown_usd.capex > 0 and plan.cost_breakdown_usd.cloud_compute == 0
 
 
 def test_two_week_burst_rents():
     plan = optimize(_train_platform(14 * 24.0), EXACT)
     (p,) = plan.workloads[0].placements
     assert p.site == "aws-use1" and p.pricing == "on_demand"
-    assert plan.cost_breakdown_usd["capex"] == 0
+    assert plan.cost_breakdown_usd.capex == 0
     # 8 nodes x 336 h x $55.04 (catalog on-demand p5.48xlarge, us-east-1)
-    assert plan.cost_breakdown_usd["cloud_compute"] == pytest.approx(8 * 336 * 55.04, rel=1e-9)
+    assert plan.cost_breakdown_usd.cloud_compute == pytest.approx(8 * 336 * 55.04, rel=1e-9)
 
 
 def _cloud_job(months, horizon=36):
@@ -59,7 +59,7 @@ def test_reserved_only_when_utilization_pays():
     assert eleven.pools[0].nodes == 8
     four = optimize(_cloud_job(4), EXACT)
     assert [p.pricing for p in four.pools] == ["on_demand"]
-    assert four.total_cost_usd == pytest.approx(8 * 4 * 730 * 55.04 + four.cost_breakdown_usd["storage"])
+    assert four.total_cost_usd == pytest.approx(8 * 4 * 730 * 55.04 + four.cost_breakdown_usd.storage)
     # And a two-week training burst never reserves.
     burst = optimize(_train_platform(14 * 24.0, pricing=("on_demand", "reserved_1y", "reserved_3y")), EXACT)
     assert not any(p.pricing.startswith("reserved") for p in burst.pools)
@@ -78,7 +78,7 @@ def test_high_availability_spans_two_sites():
     assert len(sites) >= 2
     # Losing any one site leaves enough: every site carries the whole load on its own here.
     assert all(p.replicas >= 1 for p in plan.workloads[0].placements)
-    assert plan.workloads[0].estimate["tokens_per_s"] >= 2 * 1000.0
+    assert plan.workloads[0].estimate.tokens_per_s >= 2 * 1000.0
 
 
 def test_infeasible_power_budget_is_explained():
@@ -208,8 +208,8 @@ def test_deterministic_plan_json():
 
 def test_plan_is_complete_for_render_and_report():
     plan = optimize(_mixed(), EXACT)
-    assert set(plan.cost_breakdown_usd) >= {"capex", "power", "support", "fabric", "cloud_compute",
-                                            "storage", "egress"}
+    assert {x.category for x in plan.cost_breakdown_usd.lines} >= {"capex", "power", "support", "fabric",
+                                                                    "cloud_compute", "storage", "egress"}
     assert len(plan.monthly_cost_usd) == 12
     assert sum(plan.monthly_cost_usd) == pytest.approx(plan.total_cost_usd, rel=1e-6)
     assert sum(w.cost_usd for w in plan.workloads) == pytest.approx(plan.total_cost_usd, rel=1e-6)
@@ -217,11 +217,11 @@ def test_plan_is_complete_for_render_and_report():
     for p in plan.pools:
         assert len(p.monthly_nodes) == 12 and p.nodes == max(p.monthly_nodes) and p.fabric
     chat = next(w for w in plan.workloads if w.name == "chat")
-    assert {"memory_gb_per_gpu", "tokens_per_s", "ttft_ms", "tpot_ms", "batch"} <= set(chat.estimate)
+    assert {"memory_gb_per_gpu", "tokens_per_s", "ttft_ms", "tpot_ms", "batch"} <= {f.name for f in chat.estimate.figures}
     # capacity at the peak month carries the peak demand: 8 rps x 100 tokens x 1.05^11
-    assert chat.estimate["tokens_per_s"] >= 800 * 1.05 ** 11
+    assert chat.estimate.tokens_per_s >= 800 * 1.05 ** 11
     pre = next(w for w in plan.workloads if w.name == "pre")
-    assert {"memory_gb_per_gpu", "duration_hours", "tokens_per_s", "mfu"} <= set(pre.estimate)
+    assert {"memory_gb_per_gpu", "duration_hours", "tokens_per_s", "mfu"} <= {f.name for f in pre.estimate.figures}
     assert pre.alternatives and all(a.delta_usd >= -0.01 or a.note for a in pre.alternatives)
     assert {s.name for s in plan.sites} == {p.site for w in plan.workloads for p in w.placements}
     assert plan.breakeven

@@ -89,7 +89,7 @@ workloads:
         (w,) = plan.workloads
         held[pricing] = {h.pricing for p in w.placements for h in p.holdings if any(h.monthly_nodes)}
         if pricing == "purchase":
-            assert plan.cost_breakdown_usd["capex"] > 0
+            assert plan.cost_breakdown_usd.capex > 0
     assert held == {"owned": {"owned"}, "purchase": {"purchase"}}
 
 

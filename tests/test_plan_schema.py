@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from compiler.plan import (Holding, LayoutPlan, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
+from compiler.plan import (CostBreakdown, EstimateFigures, Holding, LayoutPlan, SpecInputs, StepBreakdown, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
                            from_dict, to_dict, to_json)
 from compiler.resources import schema
 from plan_fixtures import ALL, hybrid_plan
@@ -36,13 +36,13 @@ def test_every_fixture_plan_validates(name):
     assert to_dict(from_dict(doc)) == doc
 
 
-def _minimal(kind: str, estimate: dict) -> Plan:
+def _minimal(kind: str, estimate: EstimateFigures) -> Plan:
     """A hand-built plan with one workload and nothing optional (a placement still says which
     candidate it runs and which nodes it holds)."""
     return Plan(
         spec_name="tiny", spec_sha256="a" * 64, catalog_version="2026.11", horizon_months=1,
         solver=SolverInfo("highs", "optimal", 10.0, 10.0, 0.0, 0.01), total_cost_usd=10.0,
-        cost_breakdown_usd={"cloud_compute": 10.0},
+        cost_breakdown_usd=CostBreakdown(cloud_compute=10.0),
         sites=(SitePlan("gcp-usc1", "cloud", "gcp", "us-central1", ("kubernetes",)),),
         pools=(Pool("gcp-usc1", "g2-standard-8", "L4", 1, 1, "on_demand", "ethernet"),),
         workloads=(WorkloadPlan(
@@ -54,21 +54,21 @@ def _minimal(kind: str, estimate: dict) -> Plan:
 
 
 HAND_BUILT = {
-    "inference": ("inference", {"memory_gb_per_gpu": 20.1, "tokens_per_s": 900.0, "ttft_ms": 180.0,
-                                "tpot_ms": 30.5, "batch": 16}),
-    "llm-training": ("training", {"memory_gb_per_gpu": 18.0, "duration_hours": 3.5, "mfu": 0.31,
-                                  "tokens_per_s": 2100.0}),
+    "inference": ("inference", EstimateFigures(memory_gb_per_gpu=20.1, tokens_per_s=900.0, ttft_ms=180.0,
+                                               tpot_ms=30.5, batch=16)),
+    "llm-training": ("training", EstimateFigures(memory_gb_per_gpu=18.0, duration_hours=3.5, mfu=0.31,
+                                                 tokens_per_s=2100.0)),
     # with where the wall time goes (older plans have no step_breakdown: the case above)
-    "llm-training-breakdown": ("training", {
-        "memory_gb_per_gpu": 18.0, "duration_hours": 3.5, "mfu": 0.31, "tokens_per_s": 2100.0,
-        "step_breakdown": {"compute": 0.8, "exposed_tp": 0.05, "exposed_cp": 0.0, "exposed_ep": 0.0,
-                           "exposed_pp": 0.01, "pipeline_bubble": 0.04, "exposed_dp": 0.06, "lost": 0.04}}),
-    "vision-breakdown": ("training", {
-        "memory_gb_per_gpu": 9.0, "duration_hours": 20.0, "mfu": 0.2, "samples_per_s": 2500.0,
-        "step_breakdown": {"compute": 0.7, "exposed_dp": 0.01, "data_loading": 0.28, "lost": 0.01}}),
-    # what dataclasses.asdict(TrainingEstimate) writes for a vision job
-    "vision-asdict": ("training", {"memory_gb_per_gpu": 9.0, "duration_hours": 20.0, "mfu": 0.2,
-                                   "tokens_per_s": None, "samples_per_s": 2500.0, "notes": []}),
+    "llm-training-breakdown": ("training", EstimateFigures(
+        memory_gb_per_gpu=18.0, duration_hours=3.5, mfu=0.31, tokens_per_s=2100.0,
+        step_breakdown=StepBreakdown(compute=0.8, exposed_tp=0.05, exposed_cp=0.0, exposed_ep=0.0, exposed_pp=0.01,
+                                     pipeline_bubble=0.04, exposed_dp=0.06, lost=0.04))),
+    "vision-breakdown": ("training", EstimateFigures(
+        memory_gb_per_gpu=9.0, duration_hours=20.0, mfu=0.2, samples_per_s=2500.0,
+        step_breakdown=StepBreakdown(compute=0.7, exposed_dp=0.01, data_loading=0.28, lost=0.01))),
+    # a vision job with notes: no tokens_per_s key written
+    "vision-notes": ("training", EstimateFigures(memory_gb_per_gpu=9.0, duration_hours=20.0, mfu=0.2,
+                                                 samples_per_s=2500.0, notes=("data loading bound",))),
 }
 
 
@@ -179,8 +179,9 @@ def test_inputs_validate_and_read_back():
 
     plan = hybrid_plan()
     inputs = {"model": "llama-3-70b", "sites": ["fra-dc1"], "traffic": {"peak_rps": 20}, "window": {"start_month": 2}}
-    plan = replace(plan, workloads=(replace(plan.workloads[0], inputs=inputs),) + plan.workloads[1:])
+    plan = replace(plan, workloads=(replace(plan.workloads[0], inputs=SpecInputs.of(inputs)),) + plan.workloads[1:])
     doc = json.loads(to_json(plan))
     assert errors(doc) == []
     assert doc["workloads"][0]["inputs"] == inputs and "inputs" not in doc["workloads"][1]
-    assert from_dict(doc).workloads[0].inputs == inputs and from_dict(doc).workloads[1].inputs is None
+    assert from_dict(doc).workloads[0].inputs == SpecInputs.of(inputs) and from_dict(doc).workloads[1].inputs is None
+    assert from_dict(doc).workloads[0].inputs.document == inputs

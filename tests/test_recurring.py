@@ -79,13 +79,13 @@ def test_one_recurring_workload_costs_what_its_104_runs_cost(tmp_path):
     assert (w.every, w.runs) == ("7d", 104)
     for r in (one, apart):
         assert r.plan.solver.status == "optimal"
-    compute = [r.plan.cost_breakdown_usd["cloud_compute"] for r in (one, apart)]
+    compute = [r.plan.cost_breakdown_usd.cloud_compute for r in (one, apart)]
     assert compute[0] == pytest.approx(compute[1], rel=max(one.plan.solver.gap, apart.plan.solver.gap) + 1e-9)
-    assert one.plan.cost_breakdown_usd["storage"] <= apart.plan.cost_breakdown_usd["storage"] + 1e-6
+    assert one.plan.cost_breakdown_usd.storage <= apart.plan.cost_breakdown_usd.storage + 1e-6
     # one placement: every run on the same nodes; its node-hours are the 104 runs'
     (p,) = w.placements
     hours = sum(sum(h.monthly_node_hours) for h in p.holdings)
-    assert hours == pytest.approx(104 * p.nodes * w.estimate["duration_hours"], rel=1e-4)
+    assert hours == pytest.approx(104 * p.nodes * w.estimate.duration_hours, rel=1e-4)
     # one report line, one launcher per orchestrator
     report = one.artifacts["report.md"]
     assert sum("weekly-finetune runs as" in line for line in report.splitlines()) == 1

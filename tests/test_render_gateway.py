@@ -18,6 +18,7 @@ import yaml
 
 from coherence import check
 from coherence_specs import FIXTURE_SPEC, compile_into
+from compiler.plan import SpecInputs
 from plans import PLANS, with_workload
 
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -40,7 +41,7 @@ def _docs(files: dict[str, str]) -> list[tuple[str, dict]]:
 
 def _aws(**inputs):
     """The aws case's chat-8b (L40S: vLLM v0.6.3) with the spec inputs given."""
-    return with_workload(PLANS["aws"](), "chat-8b", inputs={"traffic": CHAT, **inputs})
+    return with_workload(PLANS["aws"](), "chat-8b", inputs=SpecInputs.of({"traffic": CHAT, **inputs}))
 
 
 def _server_args(files: dict[str, str], name: str) -> list[str]:
@@ -318,6 +319,7 @@ def test_the_oracle_names_a_broken_serving_stack(choices_out, tmp_path, edit, fi
 def test_inputs_a_plan_read_from_outside_may_hold_serve_plainly(inputs):
     # a baseline's plan.json may hold anything in `inputs`: the render never stops on it
     from compiler.render.site import ServingChoices, serving_choices
-    assert serving_choices(inputs, "/models/chat") == ServingChoices()
+    stated = None if inputs is None else SpecInputs.of(inputs)
+    assert serving_choices(stated, "/models/chat") == ServingChoices()
     assert "--enable-prefix-caching" not in _server_args(_render(
-        with_workload(PLANS["aws"](), "chat-8b", inputs=inputs)), "chat-8b")
+        with_workload(PLANS["aws"](), "chat-8b", inputs=stated)), "chat-8b")

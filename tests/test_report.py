@@ -418,12 +418,13 @@ def test_training_workloads_show_where_the_time_goes(catalog):
     # in the estimate's order, terms at 0 left out; a plan without it (older plans, inference)
     # shows none.
     from dataclasses import replace
+    from compiler.plan import StepBreakdown
 
-    shares = {"compute": 0.8123, "exposed_tp": 0.05, "exposed_cp": 0.0, "exposed_ep": 0.0, "exposed_pp": 0.0061,
-              "pipeline_bubble": 0.0412, "exposed_dp": 0.0304, "lost": 0.06}
+    shares = StepBreakdown(compute=0.8123, exposed_tp=0.05, exposed_cp=0.0, exposed_ep=0.0, exposed_pp=0.0061,
+                           pipeline_bubble=0.0412, exposed_dp=0.0304, lost=0.06)
     plan = hybrid_plan()
     plan = replace(plan, workloads=tuple(
-        replace(w, estimate={**w.estimate, "step_breakdown": shares}) if w.name == "llama-70b-pretrain" else w
+        replace(w, estimate=replace(w.estimate, step_breakdown=shares)) if w.name == "llama-70b-pretrain" else w
         for w in plan.workloads))
     view = {w.name: w for w in views.build(plan).workloads}
     rows = [(t.label, t.share) for t in view["llama-70b-pretrain"].time_shares]

@@ -223,9 +223,10 @@ def check_costs(ctx: Context) -> Iterator[Finding]:
     priced = price(ctx)
     yield from priced.missing
     plan = ctx.plan
-    stated = plan.cost_breakdown_usd
-    for k in sorted(set(CATEGORIES) | set(stated)):
-        mine, theirs = priced.lines.get(k, 0.0), float(stated.get(k, 0.0))
+    stated = plan.cost_breakdown_usd.lines
+    for line in sorted(stated, key=lambda x: x.category):
+        k = line.category
+        mine, theirs = priced.lines.get(k, 0.0), float(line.usd)
         if k not in priced.lines:
             if abs(theirs) > ABS_USD:
                 yield Finding(codes.COST_LINE, f"cost line {k} ({usd(theirs)}) is no cost the plan's choices incur")
@@ -233,7 +234,7 @@ def check_costs(ctx: Context) -> Iterator[Finding]:
         slack = sum(priced.storage_slack.values()) if k == "storage" else 0.0
         if not close(mine, theirs, ABS_USD + slack):
             yield Finding(codes.COST_LINE, f"cost line {k} is {usd(theirs)}, the plan's choices cost {usd(mine)}")
-    lines = sum(float(v) for v in stated.values())
+    lines = sum(float(x.usd) for x in stated)
     if not close(plan.total_cost_usd, lines, ABS_USD * max(1, len(stated))):
         yield Finding(codes.COST_TOTAL, f"total_cost_usd is {usd(plan.total_cost_usd)}, its lines add up to "
                       f"{usd(lines)}")

@@ -27,12 +27,13 @@ from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
-from compiler.plan import (MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment, Holding, LayoutPlan,
-                           Placement, Plan, Pool, Reservation, SitePlan, SolvePath, SolverInfo, StoragePlan, TailCredit,
-                           WorkloadPlan)
+from compiler.plan import (COST_CATEGORIES, MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment,
+                           CostBreakdown, EstimateFigures, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+                           SiteCost, SitePlan, SolvePath, SolverInfo, SpecInputs, StepBreakdown, StoragePlan,
+                           TailCredit, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
 
-CATEGORIES = ("capex", "power", "support", "fabric", "cloud_compute", "storage", "egress")
+CATEGORIES = COST_CATEGORIES
 # The pricings whose nodes a pool's users share, and so their costs.
 SHARED_PRICINGS = tuple(p for p in PRICINGS if p != "spot")
 # (site, instance, pricing) -> month -> workload -> node-hours
@@ -73,7 +74,7 @@ def read_back(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) 
         solver=SolverInfo(sol.solver, sol.status, _r(sol.objective), _r(sol.best_bound),
                           round(sol.gap, 6), round(sol.seconds, 3), gap_note(problem, sol, path), path),
         total_cost_usd=_r(total),
-        cost_breakdown_usd={k: _r(v) for k, v in sorted(breakdown.items())},
+        cost_breakdown_usd=CostBreakdown.of({k: _r(v) for k, v in breakdown.items()}),
         cost_by_site_usd=by_site,
         sites=tuple(sites), pools=pools, workloads=workloads,
         storage=_storage(problem, value),
@@ -505,17 +506,17 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
     if not isinstance(w, InferenceWorkload):
         c = train[w.name]
         e: TrainingEstimate = c.estimate
-        est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "duration_hours": e.duration_hours, "mfu": e.mfu}
-        est["samples_per_s" if e.samples_per_s is not None and e.tokens_per_s is None else "tokens_per_s"] = (
-            e.samples_per_s if e.samples_per_s is not None and e.tokens_per_s is None else e.tokens_per_s)
-        if e.step_breakdown:
-            est["step_breakdown"] = dict(e.step_breakdown)
+        vision = e.samples_per_s is not None and e.tokens_per_s is None     # samples/s: its only throughput
+        est = EstimateFigures(memory_gb_per_gpu=e.memory_gb_per_gpu, duration_hours=e.duration_hours, mfu=e.mfu,
+                              tokens_per_s=None if vision else e.tokens_per_s,
+                              samples_per_s=e.samples_per_s if vision else None,
+                              step_breakdown=StepBreakdown(**dict(e.step_breakdown)) if e.step_breakdown else None)
         holdings = _holdings(held, c)
         placement = Placement(c.site, c.instance, _pricing(c, holdings), c.nodes, c.gpus, candidate=c.id,
                               holdings=holdings, layout=_layout(c))
         return WorkloadPlan(w.name, "training", c.gpu, c.gpus, _layout(c), (placement,), est,
                             _r(workload_cost.get(w.name, 0.0)), w.orchestrator, c.start_month,
-                            inputs=inputs_of(w))
+                            inputs=SpecInputs.of(inputs_of(w)))
     rows = infer[w.name]
     demand = problem.demand[w.name]
     peak_m = max(range(len(demand)), key=lambda m: (demand[m], m)) if demand else 0
@@ -531,8 +532,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
     main = max(rows, key=lambda r: (max(r[1]), r[0].id))[0] if rows else problem.chosen_from[w.name][0]
     e = main.estimate
     capacity = sum(c.estimate.tokens_per_s * reps[peak_m] for c, reps in rows)
-    est = {"memory_gb_per_gpu": e.memory_gb_per_gpu, "tokens_per_s": capacity, "ttft_ms": e.ttft_ms,
-           "tpot_ms": e.tpot_ms, "batch": e.batch, "weights_gb": e.weights_gb}
+    est = EstimateFigures(memory_gb_per_gpu=e.memory_gb_per_gpu, tokens_per_s=capacity, ttft_ms=e.ttft_ms,
+                          tpot_ms=e.tpot_ms, batch=e.batch, weights_gb=e.weights_gb)
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
@@ -542,7 +543,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                         replicas=peak_replicas,
                         quantization=w.quantization,
                         max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
-                        availability=w.slo.availability, inputs=inputs_of(w))
+                        availability=w.slo.availability, inputs=SpecInputs.of(inputs_of(w)))
 
 
 def _layout(c: Candidate) -> LayoutPlan:
@@ -568,7 +569,7 @@ def _storage(problem, value) -> tuple[StoragePlan, ...]:
                  for (s, t), (tb, usd, monthly) in sorted(agg.items()) if tb > 1e-9)
 
 
-def _site_bills(problem, value) -> dict[str, dict[str, float]]:
+def _site_bills(problem, value) -> tuple[SiteCost, ...]:
     """What each site bills, per breakdown category: the same variables and costs as the
     breakdown, each charged to the site it is paid to (a pool's or a storage tier's site; a
     candidate's site for its direct costs; the data's home for the egress of its dataset, which
@@ -588,7 +589,7 @@ def _site_bills(problem, value) -> dict[str, dict[str, float]]:
                 w = problem.spec.workload(v.workload)
                 at = w.data.home if w.data and w.data.home else site
             bills[at][cat_name] += usd * q
-    return {s: {k: _r(x) for k, x in sorted(cats.items()) if _r(x)} for s, cats in sorted(bills.items())}
+    return tuple(SiteCost(s, CostBreakdown.of({k: _r(x) for k, x in cats.items()})) for s, cats in sorted(bills.items()))
 
 
 def gap_note(problem, sol, path: SolvePath = SolvePath(), moves_usd: float = 0.0) -> str:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from compiler import recurrence
 from compiler.catalog.model import Catalog, ServingImage
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.estimate.factors import factor
-from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan
+from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan, SpecInputs
 from compiler.recurrence import Period
 from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
                                     slug, storage_view)
@@ -162,22 +161,21 @@ class ServingChoices:
         return self.prefix_cache_hit > 0
 
 
-def serving_choices(inputs: Any, model_dir: str) -> ServingChoices:
+def serving_choices(inputs: SpecInputs | None, model_dir: str) -> ServingChoices:
     """The serving choices of a workload's spec as plan.json records it (`inputs`: the workload as
     stated, parsed; None for a plan written before plans recorded it: plain serving). A plan read
     from outside may hold anything there: what is not a valid choice is left out."""
-    if not isinstance(inputs, dict):
+    if inputs is None:
         return ServingChoices()
-    traffic = inputs.get("traffic")
-    hit = traffic.get("prefix_cache_hit") if isinstance(traffic, dict) else None
+    hit = inputs.value("traffic.prefix_cache_hit")
     hit = float(hit) if isinstance(hit, (int, float)) and not isinstance(hit, bool) and 0 < hit <= 1 else 0.0
-    spec = inputs.get("speculative")
+    method = inputs.value("speculative.method")
     args = None
-    if isinstance(spec, dict) and spec.get("method") in SPECULATIVE_METHOD:
-        tokens, acceptance = spec.get("draft_tokens"), spec.get("acceptance")
+    if isinstance(method, str) and method in SPECULATIVE_METHOD:
+        tokens, acceptance = inputs.value("speculative.draft_tokens"), inputs.value("speculative.acceptance")
         if (isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 1
                 and isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)):
-            args = SpeculativeArgs(spec["method"], tokens, float(acceptance), f"{model_dir}/{DRAFT_FOLDER}")
+            args = SpeculativeArgs(method, tokens, float(acceptance), f"{model_dir}/{DRAFT_FOLDER}")
     return ServingChoices(hit, args)
 
 
@@ -412,7 +410,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             # A placement without a layout (a plan built by hand) runs its GPUs as one tensor group.
             pp = max(1, p.layout.pp)
             tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
-            weights = float(w.estimate.get("weights_gb", 0.0) or 0.0)
+            weights = float(w.estimate.weights_gb or 0.0)
             domain = domain_of(domains, p)
             image = serving_image(catalog, domain.shape.gpu, w.name)
             choices = serving_choices(w.inputs, f"/models/{w.name}")
@@ -420,7 +418,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             out.append(InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
-                batch=max(1, p.batch or int(w.estimate.get("batch", 1) or 1)),
+                batch=max(1, p.batch or int(w.estimate.batch or 1)),
                 max_model_len=w.max_model_len,
                 quantization=VLLM_QUANTIZATION.get(w.quantization, ""),
                 kv_cache_dtype=_kv_cache_dtype(w.quantization, catalog),

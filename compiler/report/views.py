@@ -2,7 +2,7 @@
 
 Templates see only these frozen records: every number a reviewer reads is computed here,
 once, so report.md and report.html cannot disagree. Nothing here formats money (the
-templates' `money` / `percent` filters do); estimate figures, whose units differ per key,
+templates' `money` / `percent` filters do); estimate figures, whose units differ per figure,
 are formatted here.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from compiler.catalog.model import Catalog
 from compiler.plan import (PRICINGS, UNDATED, Alternative, BreakEven, Calendar, IdleOwned, OptionPart, Plan, Pool,
@@ -153,7 +152,7 @@ class TimeShare:
         return "<0.1%" if 0 < self.share < 0.0005 else f"{self.share * 100:.1f}%"
 
 
-# The estimate's step_breakdown keys (docs/performance-model.md, "Step-time breakdown"), in order.
+# A label for each term of the estimate's StepBreakdown (docs/performance-model.md, "Step-time breakdown").
 TIME_SHARE_LABELS = {
     "compute": "Compute (at the GPU's base MFU)",
     "recompute": "Full recompute: the forward pass again",
@@ -600,8 +599,8 @@ def cost_by_site(plan: Plan) -> tuple[CostRow, ...]:
     amounts: dict[str, float] = {s.name: 0.0 for s in plan.sites}
     if not plan.cost_by_site_usd:
         return _rows({SITE_UNRECORDED: plan.total_cost_usd}, plan.total_cost_usd)
-    for site, lines in plan.cost_by_site_usd.items():
-        amounts[site] = amounts.get(site, 0.0) + sum(lines.values())
+    for bill in plan.cost_by_site_usd:
+        amounts[bill.site] = amounts.get(bill.site, 0.0) + bill.costs.total
     return _with_remainder(amounts, plan.total_cost_usd)
 
 
@@ -669,50 +668,45 @@ def _number(value: float, digits: int = 0) -> str:
 
 
 def _estimate_items(w: WorkloadPlan) -> tuple[EstimateItem, ...]:
-    e: dict[str, Any] = dict(w.estimate)
+    """The estimate's figures of the workload's kind that the plan states (step_breakdown is its
+    own table: time_shares)."""
+    e = w.estimate
     items: list[EstimateItem] = []
 
-    def take(key: str, label: str, fmt) -> None:
-        value = e.pop(key, None)
+    def take(value, label: str, fmt) -> None:
         if value is not None:
             items.append(EstimateItem(label, fmt(value)))
 
     if w.kind == "training":
-        take("duration_hours", "Duration", lambda v: f"{_number(v, 1)} h ({v / 24:,.1f} days)")
-        take("tokens_per_s", "Throughput", lambda v: f"{_number(v)} tokens/s")
-        take("samples_per_s", "Throughput", lambda v: f"{_number(v, 1)} samples/s")
-        take("mfu", "MFU", lambda v: f"{v * 100:.1f}%")
+        take(e.duration_hours, "Duration", lambda v: f"{_number(v, 1)} h ({v / 24:,.1f} days)")
+        take(e.tokens_per_s, "Throughput", lambda v: f"{_number(v)} tokens/s")
+        take(e.samples_per_s, "Throughput", lambda v: f"{_number(v, 1)} samples/s")
+        take(e.mfu, "MFU", lambda v: f"{v * 100:.1f}%")
     else:
-        take("tokens_per_s", "Capacity at the SLO", lambda v: f"{_number(v)} output tokens/s")
-        take("ttft_ms", "TTFT", lambda v: f"{_number(v, 1)} ms")
-        take("tpot_ms", "TPOT", lambda v: f"{_number(v, 1)} ms")
-        take("batch", "Batch per replica", lambda v: str(int(v)))
-        take("weights_gb", "Weights", lambda v: f"{_number(v, 1)} GB" + (f" at {w.quantization}" if w.quantization else ""))
-    take("memory_gb_per_gpu", "Memory per GPU", lambda v: f"{_number(v, 1)} GB")
-    e.pop("step_breakdown", None)      # its own table: time_shares
-    take("notes", "Notes", lambda v: "; ".join(str(n) for n in v) if not isinstance(v, str) else v)
-    for key in sorted(e):              # keys a newer estimator added: shown, not dropped
-        if e[key] is not None:
-            items.append(EstimateItem(key, str(e[key])))
+        take(e.tokens_per_s, "Capacity at the SLO", lambda v: f"{_number(v)} output tokens/s")
+        take(e.ttft_ms, "TTFT", lambda v: f"{_number(v, 1)} ms")
+        take(e.tpot_ms, "TPOT", lambda v: f"{_number(v, 1)} ms")
+        take(e.batch, "Batch per replica", lambda v: str(int(v)))
+        take(e.weights_gb, "Weights", lambda v: f"{_number(v, 1)} GB" + (f" at {w.quantization}" if w.quantization else ""))
+    take(e.memory_gb_per_gpu, "Memory per GPU", lambda v: f"{_number(v, 1)} GB")
+    take(e.notes or None, "Notes", lambda v: "; ".join(str(n) for n in v))
     return tuple(items)
 
 
 def time_shares(w: WorkloadPlan) -> tuple[TimeShare, ...]:
-    """The estimate's step_breakdown as rows: known terms in their order, then any a newer
-    estimator added; terms with no share are left out."""
-    shares = w.estimate.get("step_breakdown") or {}
-    order = [k for k in TIME_SHARE_LABELS if k in shares] + sorted(k for k in shares if k not in TIME_SHARE_LABELS)
-    return tuple(TimeShare(TIME_SHARE_LABELS.get(k, k), float(shares[k])) for k in order if shares[k])
+    """The estimate's step_breakdown as rows, in its terms' order; terms with no share are left out."""
+    shares = w.estimate.step_breakdown.shares if w.estimate.step_breakdown is not None else ()
+    return tuple(TimeShare(TIME_SHARE_LABELS[s.term], float(s.share)) for s in shares if s.share)
 
 
 def _headline(w: WorkloadPlan) -> str:
     e = w.estimate
-    if w.kind == "training" and e.get("duration_hours") is not None:
+    if w.kind == "training" and e.duration_hours is not None:
         if w.every:     # a recurring job: one line for all its runs
-            return f"{e['duration_hours'] / 24:,.1f} days a run, {Period.parse(w.every).words} x {w.runs}"
-        return f"{e['duration_hours'] / 24:,.1f} days"
-    if w.kind == "inference" and e.get("tokens_per_s") is not None:
-        return f"{_number(e['tokens_per_s'])} tok/s"
+            return f"{e.duration_hours / 24:,.1f} days a run, {Period.parse(w.every).words} x {w.runs}"
+        return f"{e.duration_hours / 24:,.1f} days"
+    if w.kind == "inference" and e.tokens_per_s is not None:
+        return f"{_number(e.tokens_per_s)} tok/s"
     return "-"
 
 
@@ -915,8 +909,8 @@ def _shape(w: WorkloadPlan) -> tuple:
     """What repeats of one job share. plan.json names no model: at one layout, the memory per GPU
     (and a service's weights) stands for it, so two models of one shape are not taken for one."""
     e = w.estimate
-    return (w.kind, w.gpu, w.gpus, w.layout, w.orchestrator, round(float(e.get("memory_gb_per_gpu") or 0.0), 1),
-            round(float(e.get("weights_gb") or 0.0), 1))
+    return (w.kind, w.gpu, w.gpus, w.layout, w.orchestrator, round(float(e.memory_gb_per_gpu or 0.0), 1),
+            round(float(e.weights_gb or 0.0), 1))
 
 
 def workload_groups(plan: Plan, views: tuple[WorkloadView, ...]) -> tuple[WorkloadGroup, ...]:
@@ -1020,7 +1014,7 @@ def slack_rows(plan: Plan) -> tuple[SlackRow, ...]:
     for w in sorted(plan.workloads, key=lambda w: w.name):
         if w.kind != "training":
             continue
-        duration = float(w.estimate.get("duration_hours", 0.0)) / 24
+        duration = float(w.estimate.duration_hours or 0.0) / 24
         if w.deadline_days is not None:
             limit, deadline = float(w.deadline_days), True
         elif w.every:   # a recurring job's run must end before the next starts
@@ -1098,7 +1092,7 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
     solver = SolverView(plan.solver.name, plan.solver.status, plan.solver.objective_usd,
                         plan.solver.best_bound_usd, plan.solver.gap, plan.solver.seconds,
                         plan.solver.status == "optimal", plan.solver.gap_note, plan.solver.searched)
-    by_category = _rows({k: v for k, v in plan.cost_breakdown_usd.items() if v}, total)
+    by_category = _rows({x.category: x.usd for x in plan.cost_breakdown_usd.lines if x.usd}, total)
     workloads = tuple(workload_view(w, plan.pools, plan.calendar)
                       for w in sorted(plan.workloads, key=lambda w: w.name))
     binding = tuple(ConstraintRow(b.name, b.meaning, b.family) for b in plan.binding_constraints)
