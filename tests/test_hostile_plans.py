@@ -126,6 +126,9 @@ HOSTILE = {
     "pools-1e5": (lambda d: json.dumps(_set(d, "pools", [d["pools"][0]] * 100_000)), "E013", None),
     "name": (lambda d: json.dumps(_set(d, "pools.0.site", "aws-use1; rm -rf /")), "E010", "'aws-use1; rm -rf /'"),
     "not-an-object": (lambda d: "[1, 2]", "E010", "a plan is a JSON object"),
+    # a name the schema's pattern admits but no cost category of the Plan's typed breakdown
+    "cost-category": (lambda d: json.dumps(_set(d, "cost_breakdown_usd.gpu_rental", 1.0)), "E010",
+                      "no cost category 'gpu_rental'"),
     "not-utf8": (lambda d: b"\xff\xfe{}".decode("latin-1"), "E010", None),
 }
 
