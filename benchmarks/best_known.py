@@ -104,7 +104,8 @@ def fingerprint(spec: Path) -> dict[str, str]:
 
 def problem_fingerprint(candidates) -> dict[str, str]:
     """The fingerprints a record keeps of the problem `candidates` are of (fingerprint())."""
-    return {"fingerprint": candidates_fingerprint(candidates), "catalog": catalog_fingerprint(candidates.catalog)}
+    used = {w.model.name for w in candidates.spec.workloads if hasattr(getattr(w, "model", None), "name")}
+    return {"fingerprint": candidates_fingerprint(candidates), "catalog": catalog_fingerprint(candidates.catalog, used)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -126,15 +127,17 @@ def candidates_fingerprint(candidates) -> str:
 
 
 # Catalog fields no estimate or price reads: what the Terraform and Kubernetes files name.
-RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator")
+RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator", "nccl_topology")
 
 
-def catalog_fingerprint(catalog) -> str:
+def catalog_fingerprint(catalog, models: set[str] | None = None) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
     the model prices storage tiers, egress, fabrics and on-prem figures that no candidate carries,
-    so a catalog change can change the problem and leave the candidates' fingerprint equal."""
+    so a catalog change can change the problem and leave the candidates' fingerprint equal.
+    `models`: only these of the catalog's models count (those the spec names; a model added to
+    the catalog changes no other spec's problem)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -148,6 +151,8 @@ def catalog_fingerprint(catalog) -> str:
         return x
 
     figures = {f.name: plain(getattr(catalog, f.name)) for f in fields(catalog) if f.name not in ("version", "sources")}
+    if models is not None and isinstance(figures.get("models"), dict):
+        figures["models"] = {k: v for k, v in figures["models"].items() if k in models}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
 
 

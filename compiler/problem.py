@@ -40,8 +40,8 @@ class Variable:
                                      # uses_site, uses_gpu, uses_type, in_mix, mix_change, pool_on,
                                      # pool_start (the operability limits, (15)),
                                      # idle_tail (a commitment's idle months after the horizon, (16)),
-                                     # idle_tail_load (the last month's load on bought nodes, and
-                                     # whether it passes the owned ones, (16)), tail_credit (the
+                                     # idle_load, idle_past_owned (the last month's load on bought
+                                     # nodes, and whether it passes the owned ones, (16)), tail_credit (the
                                      # replicas of month H-1 whose load continues after it, (16))
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)

@@ -58,6 +58,12 @@ VARIABLES = {
     "pool_start": POOL_MONTH,
     "in_mix": CAND + MONTH,
     "mix_change": WORK + MONTH,
+    # policy.after_horizon continues (16): a cloud pool's term over one run of months after the
+    # horizon; a bought pool's (no month); its last-month load; the replicas credited then
+    "idle_tail": rf"{SITE}/{INST}(?:/{PRICE}@(?P<start>\d{{3}}))?",
+    "idle_load": f"{SITE}/{INST}",
+    "idle_past_owned": f"{SITE}/{INST}",
+    "tail_credit": CAND,
 }
 
 _Y = rf"y\[{CAND}{MONTH}\]"
@@ -116,10 +122,17 @@ ROWS = {
     "in_mix_some": _Y,
     "mix_change": CAND + MONTH + "/[+-]",
     "mix_hold": WORK + MONTH,
+    "idle_tail": rf"{SITE}/{INST}(?:@(?P<start>\d{{3}}))?",
+    "idle_term": rf"{SITE}/{INST}/{PRICE}@(?P<start>\d{{3}})",
+    "idle_load": f"{SITE}/{INST}",
+    "idle_load_on": f"{SITE}/{INST}",
+    "tail_credit": CAND,
+    "tail_forecast": WORK,
 }
 
 
-def _parse(name: str, patterns: dict[str, str], fields: tuple[str, ...], workload_of: dict[str, str]) -> dict:
+def _parse(name: str, patterns: dict[str, str], fields: tuple[str, ...], workload_of: dict[str, str],
+           last_month: int | None = None) -> dict:
     """The fields a name says: its head is the family, the rest matched by the family's pattern
     (a row's cuts #cutNN and #mirNN say what the row does); a candidate's workload is looked up."""
     if name == "cloud_share":
@@ -130,10 +143,17 @@ def _parse(name: str, patterns: dict[str, str], fields: tuple[str, ...], workloa
     assert match, f"{name}: not the {head} pattern"
     got = {f: None for f in fields} | {k: v for k, v in match.groupdict().items() if k in fields}
     got["family"] = head
+    if head == "idle_tail" and fields == VAR_FIELDS and got["pricing"] is None:
+        got["pricing"] = "purchase"     # a bought pool's idle life: its name has no term to say
+    if head in ("tail_credit", "tail_forecast"):
+        got["month"] = last_month       # the credits are the horizon's last month's, by definition
     if got["month"] is not None:
         got["month"] = int(got["month"])
     if got["candidate"] is not None:
         got["workload"] = workload_of[got["candidate"]]
+        if head == "tail_credit" and fields == VAR_FIELDS:   # a credit variable names its pool too
+            site, instance = got["candidate"].split("/")[1:3]
+            got["site"], got["instance"] = site, instance.split("+")[0]
     return got
 
 
@@ -195,7 +215,7 @@ def test_every_variable_has_the_fields_its_name_says(problems):
         workload_of = _workload_of(problem)
         reservations = {r.var: r for r in problem.reservations}
         for v in problem.variables:
-            want = _parse(v.name, VARIABLES, VAR_FIELDS, workload_of)
+            want = _parse(v.name, VARIABLES, VAR_FIELDS, workload_of, problem.spec.horizon_months - 1)
             assert {f: getattr(v, f) for f in VAR_FIELDS} == want, v.name
             if v.family == "reserved":    # its start and months: Problem.reservations
                 r = reservations[v.name]
@@ -208,7 +228,7 @@ def test_every_row_has_the_fields_its_name_says(problems):
     for problem in problems:
         workload_of = _workload_of(problem)
         for c in problem.constraints:
-            want = _parse(c.name, ROWS, ROW_FIELDS, workload_of)
+            want = _parse(c.name, ROWS, ROW_FIELDS, workload_of, problem.spec.horizon_months - 1)
             assert {f: getattr(c, f) for f in ROW_FIELDS} == want, c.name
 
 

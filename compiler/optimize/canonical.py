@@ -54,7 +54,7 @@ from compiler.problem import Constraint, Problem, Variable
 _SHARED_INDICATORS = frozenset({"uses_site", "uses_gpu", "uses_type"})
 # what commitments cost after the horizon (16), read from the last month's load: free in the last
 # month's groups, so that month's replicas are not held to the load the search left there
-_TAIL = frozenset({"idle_tail", "idle_tail_load"})
+_TAIL = frozenset({"idle_tail", "idle_load", "idle_past_owned"})
 
 
 def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: Settings,

@@ -930,15 +930,15 @@ def _onprem_idle_tail(st: "_State", s: str, i: str, bn: str, in_use: Mapping[str
               "$.policy.after_horizon", meaning, family="idle_tail", **pool)
         return
     cap = B.vars[bn].ub or 0.0
-    an = B.var(f"idle_load[{s}/{i}]", "continuous", None, family="idle_tail_load", **pool)
-    sn = B.var(f"idle_past_owned[{s}/{i}]", "binary", None, family="idle_tail_load", **pool)
+    an = B.var(f"idle_load[{s}/{i}]", "continuous", None, family="idle_load", **pool)
+    sn = B.var(f"idle_past_owned[{s}/{i}]", "binary", None, family="idle_past_owned", **pool)
     B.con(f"idle_tail[{s}/{i}]", "after_horizon", {tn: 1.0, bn: -1.0, an: 1.0}, ">=", 0.0,
           "$.policy.after_horizon", meaning, family="idle_tail", **pool)
     B.con(f"idle_load[{s}/{i}]", "after_horizon", {an: 1.0, sn: float(owned), **{k: -v for k, v in use.items()}},
           "<=", 0.0, "$.policy.after_horizon", f"the last month's load on bought {i} nodes at {s} is what the "
-          f"owned nodes do not carry", family="idle_tail", **pool)
+          f"owned nodes do not carry", family="idle_load", **pool)
     B.con(f"idle_load_on[{s}/{i}]", "after_horizon", {an: 1.0, sn: -cap}, "<=", 0.0, "$.policy.after_horizon",
-          f"no load on bought {i} nodes at {s} unless it passes the owned nodes", family="idle_tail", **pool)
+          f"no load on bought {i} nodes at {s} unless it passes the owned nodes", family="idle_load_on", **pool)
 
 
 def _site_limits(st: "_State") -> None:
