@@ -92,12 +92,18 @@ FULL_SEEDS = range(0, 150, 3)
 
 
 @lru_cache(maxsize=None)
-def full_case(seed: int):
+def ruled(seed: int, rule: str):
+    """The seed's platform with policy.after_horizon set to `rule`: (spec, candidates)."""
     from dataclasses import replace
 
     sp, cs = platform(seed)
-    sp = replace(sp, policy=replace(sp.policy, after_horizon="full"))
-    cs = replace(cs, spec=sp)
+    sp = replace(sp, policy=replace(sp.policy, after_horizon=rule))
+    return sp, replace(cs, spec=sp)
+
+
+@lru_cache(maxsize=None)
+def full_case(seed: int):
+    sp, cs = ruled(seed, "full")
     return sp, cs, brute_force(sp, cs)
 
 
@@ -121,15 +127,6 @@ def test_paying_in_full_changes_some_seeds():
     assert len(dearer) >= 5, dearer
 
 
-@lru_cache(maxsize=None)
-def continues_case(seed: int):
-    from dataclasses import replace
-
-    sp, cs = platform(seed)
-    sp = replace(sp, policy=replace(sp.policy, after_horizon="continues"))
-    return sp, replace(cs, spec=sp)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", FULL_SEEDS)
 def test_continues_lies_between_prorated_and_full(seed):
@@ -142,7 +139,7 @@ def test_continues_lies_between_prorated_and_full(seed):
     costs nothing more) it is that optimum."""
     _, _, low = case(seed)
     _, _, high = full_case(seed)
-    sp, cs = continues_case(seed)
+    sp, cs = ruled(seed, "continues")
     got = milp_cost(cs)
     assert (got is None) == (low is None), (seed, got, low)
     if low is None:
@@ -162,7 +159,7 @@ def test_continues_is_tested_on_seeds_where_the_rules_differ():
     for s in FULL_SEEDS:
         if case(s)[2] is None:
             continue
-        got = milp_cost(continues_case(s)[1])
+        got = milp_cost(ruled(s, "continues")[1])
         if got is not None and got > case(s)[2].cost * (1 + 1e-6) + 0.01:
             dearer.append(s)
     assert len(dearer) >= 20, dearer          # 32 of the 37 feasible seeds
