@@ -105,7 +105,9 @@ def fingerprint(spec: Path) -> dict[str, str]:
 def problem_fingerprint(candidates) -> dict[str, str]:
     """The fingerprints a record keeps of the problem `candidates` are of (fingerprint())."""
     used = {w.model.name for w in candidates.spec.workloads if hasattr(getattr(w, "model", None), "name")}
-    return {"fingerprint": candidates_fingerprint(candidates), "catalog": catalog_fingerprint(candidates.catalog, used)}
+    plans = any(p.startswith("savings_plan_") for s in candidates.spec.sites for p in getattr(s, "pricing", ()))
+    return {"fingerprint": candidates_fingerprint(candidates),
+            "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -130,14 +132,15 @@ def candidates_fingerprint(candidates) -> str:
 RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator", "nccl_topology")
 
 
-def catalog_fingerprint(catalog, models: set[str] | None = None) -> str:
+def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
     the model prices storage tiers, egress, fabrics and on-prem figures that no candidate carries,
     so a catalog change can change the problem and leave the candidates' fingerprint equal.
     `models`: only these of the catalog's models count (those the spec names; a model added to
-    the catalog changes no other spec's problem)."""
+    the catalog changes no other spec's problem). `savings_plans`: whether the Savings Plan shares
+    count (a spec none of whose sites lists a Savings Plan never prices one)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -153,6 +156,9 @@ def catalog_fingerprint(catalog, models: set[str] | None = None) -> str:
     figures = {f.name: plain(getattr(catalog, f.name)) for f in fields(catalog) if f.name not in ("version", "sources")}
     if models is not None and isinstance(figures.get("models"), dict):
         figures["models"] = {k: v for k, v in figures["models"].items() if k in models}
+    if not savings_plans and isinstance(figures.get("factors"), dict):
+        figures["factors"] = {k: v for k, v in figures["factors"].items()
+                              if not k.startswith("savings_plan_estimated_share.")}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
 
 

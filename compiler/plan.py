@@ -449,6 +449,47 @@ class AfterHorizon:
 
 
 @dataclass(frozen=True)
+class SavingsPlanBought:
+    """One AWS Savings Plan the plan buys (docs/savings-plans.md): a commitment in USD per hour
+    for its term, bought in a month, covering the on-demand usage of the sites that list the term."""
+    term: str                     # savings_plan_1y | savings_plan_3y
+    start_month: int              # the month it is bought (its term runs from there)
+    usd_per_hour: float           # the commitment
+    sites: tuple[str, ...]        # the sites whose on-demand usage it covers
+
+
+@dataclass(frozen=True)
+class SavingsPlanCover:
+    """The on-demand node-hours of one pool a term's Savings Plans cover, month by month (billed at
+    the plan's rate out of the commitment, not on demand)."""
+    site: str
+    instance: str
+    term: str
+    monthly_node_hours: tuple[float, ...]
+    monthly_level_node_hours: tuple[float, ...] = ()   # of which usage that runs all month
+
+
+@dataclass(frozen=True)
+class SavingsPlanIdle:
+    """Under `continues`: the months after the horizon in which a term's commitments are paid for
+    the part the last month's covered usage leaves unused."""
+    term: str
+    first_month: int              # the run's first month (after the horizon)
+    months: int
+    credit_usd_per_hour: float    # the commitment the last month's covered usage is credited with
+    idle_usd_per_hour: float      # the commitment left unused in those months
+    charged_usd: float
+
+
+@dataclass(frozen=True)
+class SavingsPlans:
+    """The Savings Plans a plan buys, what they cover, and their idle months after the horizon."""
+    bought: tuple[SavingsPlanBought, ...] = ()
+    cover: tuple[SavingsPlanCover, ...] = ()
+    idle_after: tuple[SavingsPlanIdle, ...] = ()
+
+
+@dataclass(frozen=True)
 class BindingConstraint:
     """A site or cloud limit that is tight in the plan (power, racks, max_gpus, quota, cloud_share):
     one per series of rows (a quota's months are one). plan.json writes it as one line of text,
@@ -614,6 +655,7 @@ class Plan:
     prices_sha256: str = ""
     held: tuple[Held, ...] = ()   # commitments already bought (sunk, not in total_cost_usd)
     owned_ages: tuple[OwnedAge, ...] = ()   # owned nodes with a purchase date (OwnedAge)
+    savings_plans: SavingsPlans = SavingsPlans()   # Savings Plans bought (docs/savings-plans.md)
 
     @property
     def sunk_usd(self) -> float:
@@ -763,6 +805,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["held"]             # no commitments already bought: no key
     if not d["owned_ages"]:
         del d["owned_ages"]       # no owned nodes dated: no key
+    if not plan.savings_plans.bought:
+        del d["savings_plans"]    # no Savings Plan bought: no key (a plan.json without it bought none)
     if not d["solver"]["moves_usd"]:
         del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
     d["cost_breakdown_usd"] = _cost_json(plan.cost_breakdown_usd, every=True)
@@ -855,7 +899,19 @@ def from_dict(d: dict[str, Any]) -> Plan:
         start=d.get("start"),
         held=tuple(Held(**{**h, "monthly_used": tuple(h["monthly_used"])}) for h in d.get("held", ())),
         owned_ages=tuple(OwnedAge(**o) for o in d.get("owned_ages", ())),
+        savings_plans=_savings_plans(d.get("savings_plans")),
     )
+
+
+def _savings_plans(d: dict[str, Any] | None) -> SavingsPlans:
+    if d is None:
+        return SavingsPlans()
+    return SavingsPlans(
+        tuple(SavingsPlanBought(**{**b, "sites": tuple(b["sites"])}) for b in d["bought"]),
+        tuple(SavingsPlanCover(**{**c, "monthly_node_hours": tuple(c["monthly_node_hours"]),
+                                  "monthly_level_node_hours": tuple(c["monthly_level_node_hours"])})
+              for c in d["cover"]),
+        tuple(SavingsPlanIdle(**i) for i in d["idle_after"]))
 
 
 def _estimate(d: dict[str, Any]) -> EstimateFigures:

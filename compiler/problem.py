@@ -42,7 +42,8 @@ class Variable:
                                      # idle_tail (a commitment's idle months after the horizon, (16)),
                                      # idle_load, idle_past_owned (the last month's load on bought
                                      # nodes, and whether it passes the owned ones, (16)), tail_credit (the
-                                     # replicas of month H-1 whose load continues after it, (16))
+                                     # replicas of month H-1 whose load continues after it, (16)),
+                                     # savings_plan, sp_cover, sp_cover_job, sp_credit, sp_tail (17)
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
     candidate: str | None = None     # x, y, od_excess: the candidate's id
@@ -99,6 +100,17 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class SavingsPlanTerm:
+    """One Savings Plan commitment variable C_{k,a} (formulate (17)): USD per hour of a term bought
+    in a month, covering the on-demand usage of the sites that list the term."""
+    var: str
+    term: str                                    # savings_plan_1y | savings_plan_3y
+    start: int
+    months: range                                # the months of the horizon it covers
+    sites: tuple[str, ...]                       # the sites whose usage it covers
+
+
+@dataclass(frozen=True)
 class Problem:
     spec: Spec
     candidates: Candidates                       # as given (alternatives, rejections)
@@ -114,6 +126,7 @@ class Problem:
     # (site, node model) -> the fabric an on-prem pool's bought nodes are wired with when no
     # multi-node job needs another (pool_base_fabric)
     base_fabrics: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    savings_plans: tuple[SavingsPlanTerm, ...] = ()   # (17): the Savings Plan commitments
 
 
 # --- names: the solver and the read-back map values by these names ----------------------

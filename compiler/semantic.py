@@ -30,6 +30,8 @@ leaves the rest to the schema's own diagnostics.
   E220 owned nodes whose `bought` has no `start` to date it, or is after `start` (a warning
        where their useful life ended before `start`: they are left out)
   E221 fp4 (`precision` or `quantization`) on a workload none of whose GPUs has FP4 tensor cores
+  E222 a Savings Plan pricing (savings_plan_1y, savings_plan_3y) at a site that is not AWS, or at
+       one without on_demand (a Savings Plan covers on-demand usage)
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ class _Checker:
     def site_checks(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         if site.get("type") == "cloud":
             yield from self.priced_region(path, site)
+            yield from self.savings_plan_pricing(path, site)
             for j, held in enumerate(_list(site.get("reserved"))):
                 yield from self.held_reservation(path + ("reserved", j), site, _dict(held))
         for gpu in sorted(_dict(site.get("quotas")), key=str):
@@ -277,6 +280,24 @@ class _Checker:
                             f"site '{name}' already has {_fmt(have)} TB of storage, but workload '{wn}' "
                             f"keeps its {_fmt(tb)} TB dataset there (data.home)",
                             f"raise existing_tb to at least {_fmt(tb)}, or move the dataset's home")
+
+    def savings_plan_pricing(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        """E222: a Savings Plan is AWS's (unit_costs.SAVINGS_PLAN_MONTHS), and it covers on-demand
+        usage, so a site that lists one lists on_demand too."""
+        pricing = site.get("pricing")
+        if not isinstance(pricing, list):
+            return
+        for j, option in enumerate(pricing):
+            if option not in unit_costs.SAVINGS_PLAN_MONTHS:
+                continue
+            if site.get("provider") != "aws":
+                yield self.diag("E222", path + ("pricing", j),
+                                f"pricing '{option}' is an AWS Savings Plan; this site's provider is "
+                                f"'{site.get('provider')}'", "drop it, or use reserved_1y / reserved_3y")
+            elif "on_demand" not in pricing:
+                yield self.diag("E222", path + ("pricing", j),
+                                f"pricing '{option}' covers on-demand usage, and this site does not list on_demand",
+                                "add on_demand to the site's pricing")
 
     def priced_region(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         """E215: every candidate of a cloud site is an instance priced in its region, so a region

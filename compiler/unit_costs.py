@@ -40,6 +40,35 @@ def cloud_price(catalog: Catalog, site: CloudSite, instance: str, option: str) -
     return None if inst is None else inst.price(site.region, option)
 
 
+# Months a Savings Plan's commitment runs (AWS Compute Savings Plans, No Upfront; docs/savings-plans.md).
+SAVINGS_PLAN_MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}
+
+
+def savings_plan_share(catalog: Catalog, provider: str, term: str) -> float | None:
+    """A Savings Plan's rate as a share of the on-demand rate (the catalog's estimated factor), or
+    None where the catalog has none for the provider."""
+    f = catalog.factors.get(f"savings_plan_estimated_share.{provider}.{term}")
+    return None if f is None else float(f.value)
+
+
+def savings_plan_rate(catalog: Catalog, site: CloudSite, instance: str, term: str) -> float | None:
+    """USD per node-hour a Savings Plan of `term` bills for usage it covers at `site`, or None where
+    the site does not opt in, or the instance has no on-demand rate there to discount."""
+    if term not in site.pricing:
+        return None
+    od = cloud_price(catalog, site, instance, "on_demand")
+    share = savings_plan_share(catalog, site.provider, term)
+    return None if od is None or share is None else od * share
+
+
+def savings_plan_months_charged(term: str, start: int, horizon_months: int, rule: str) -> int:
+    """Months of a Savings Plan starting in `start` its commitment variable pays for: the whole term
+    under `full`; its months inside the horizon under `prorated` and `continues` (`continues`
+    charges the rest where the last month's usage leaves the commitment unused)."""
+    months = SAVINGS_PLAN_MONTHS[term]
+    return months if rule == "full" else min(months, horizon_months - start)
+
+
 def life_months(node: OnPremNode) -> int:
     """A node model's useful life in whole months."""
     return round(node.useful_life_years * 12)

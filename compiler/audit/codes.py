@@ -63,3 +63,4 @@ STORAGE_COST = "A604"          # a storage entry's cost_usd differs from its re-
 ATTRIBUTION = "A605"           # workload costs or monthly costs do not add up to the total
 PRICE_MISSING = "A606"         # a pricing used where the catalog sells no such price
 COMMITMENTS = "A607"           # after_horizon misstates a commitment that outlives the horizon
+SAVINGS_PLAN = "A608"          # Savings Plans' cover beyond a commitment, on-demand hours or a site's pricing

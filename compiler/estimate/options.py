@@ -43,7 +43,17 @@ def reserved_sold(site: CloudSite, instance: str, catalog: Catalog) -> bool:
     month (optimize/reductions.py)."""
     inst = catalog.instances.get(instance)
     return inst is not None and (bool(site.held(instance)) or any(
-        term in site.pricing and inst.price(site.region, term) is not None for term in ("reserved_1y", "reserved_3y")))
+        term in site.pricing and inst.price(site.region, term) is not None for term in ("reserved_1y", "reserved_3y"))
+        or savings_plan_covered(site, instance, catalog))
+
+
+def savings_plan_covered(site: CloudSite, instance: str, catalog: Catalog) -> bool:
+    """Whether a Savings Plan may cover `instance`'s on-demand hours at the site (it opts in and the
+    instance has an on-demand rate there): its commitment is per month too, so the pool's hours
+    are priced month by month as where reserved terms are sold."""
+    inst = catalog.instances.get(instance)
+    return (inst is not None and site.provider == "aws" and inst.price(site.region, "on_demand") is not None
+            and any(t in site.pricing for t in ("savings_plan_1y", "savings_plan_3y")))
 
 
 def allowed_sites(spec: Spec, workload: TrainingWorkload | InferenceWorkload) -> list:

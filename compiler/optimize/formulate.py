@@ -146,6 +146,10 @@ Constraints
          a_q = U_q / G_q where O_q = 0; else idle_load[q]: a_q <= U_q / G_q - O_q s_q,
          idle_load_on[q]: a_q <= B_q s_q, s_q binary (whether the load passes the owned nodes).
 
+  (17) Savings Plans (sites whose pricing lists savings_plan_1y / _3y; savings_plan_rows.py has
+       the rows): commitments C_{k,a} in USD per hour cover each month's on-demand usage at the
+       plan's rate: level usage and part-month jobs' hours, within the commitment each hour.
+
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
 before the model is built; reductions.py removes only what provably no optimal plan needs
 (docs/optimizer.md, "Exact reductions").
@@ -168,6 +172,7 @@ from compiler.estimate.memory import checkpoint_tb
 from compiler.estimate.options import reserved_sold
 from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
+from compiler.optimize.savings_plan_rows import savings_plans
 from compiler.optimize.reductions import prune, replica_caps
 # the Problem's types and names, used here and re-exported for F.* readers
 from compiler.problem import (
@@ -343,6 +348,8 @@ class _State:
     tail_credit: dict = field(default_factory=dict)             # (16) y of month H-1 -> its credit
     mixes: dict = field(default_factory=dict)                   # (14)
     reservations: list = field(default_factory=list)
+    od_vars: dict = field(default_factory=dict)                 # (12) pool@m -> on-demand variable
+    savings_plans: list = field(default_factory=list)           # (17) commitments
     base_fabrics: dict = field(default_factory=dict)
     by_site: dict = field(default_factory=dict)                 # on-prem site -> its pools' node models
 
@@ -527,7 +534,8 @@ def _training(st: "_State", w) -> None:
 
 def _cloud_pools(st: "_State") -> None:
     """Reserved terms, on-demand hours (12), (12b), pinned pricing (12a), packing (13): each cloud
-    pool's terms once, then its rows month by month."""
+    pool's terms once, then its rows month by month; then the Savings Plans' rows (17) over them."""
+    loads: dict = {}
     for (s, i) in sorted(st.pools_cloud):
         res_vars = _reserved_terms(st, s, i)
         gpn = st.cat.instances[i].gpus
@@ -544,11 +552,13 @@ def _cloud_pools(st: "_State") -> None:
                              **credited(st, {yn: HOURS_PER_MONTH * g / gpn for yn, g in (pack or {}).items()})}
             if not hours:
                 continue
-            un = _cloud_ondemand(st, s, i, m, hours, res_vars, pack)
+            un = st.od_vars[(s, i, m)] = _cloud_ondemand(st, s, i, m, hours, res_vars, pack)
             _cloud_pinned(st, s, i, m, un, res_vars)
+        loads[(s, i)] = last_load
         if st.spec.policy.after_horizon == "continues":
             # held terms are sunk after the horizon too: the tail charges only the terms bought
             _cloud_idle_tail(st, s, i, [r for r in res_vars if r[1] >= 0], last_load)
+    st.savings_plans = savings_plans(st, loads)   # (17)
 
 
 def _reserved_terms(st: "_State", s: str, i: str) -> list[tuple[str, int, int]]:
@@ -1370,7 +1380,8 @@ def formulate(candidates: Candidates) -> Problem:
                    variables=tuple(B.vars[k] for k in sorted(B.vars)),
                    constraints=tuple(B.cons[k] for k in sorted(B.cons)), demand=st.demand,
                    filtered_out=st.dropped, mixes=st.mixes,
-                   reservations=tuple(sorted(st.reservations, key=lambda r: r.var)), base_fabrics=st.base_fabrics)
+                   reservations=tuple(sorted(st.reservations, key=lambda r: r.var)), base_fabrics=st.base_fabrics,
+                   savings_plans=tuple(st.savings_plans))
 
 
 def _is_cloud_storage(v: Variable, spec: Spec) -> bool:

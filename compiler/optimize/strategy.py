@@ -67,7 +67,9 @@ def choose(problem: Problem, options: SolveOptions) -> Strategy:
     s = options.settings
     n = integer_count(problem)
     if n < s.min_integers:
-        months = len(serving_months(problem)) >= 2
+        # month floors price a block's months at no less than nothing (a Savings Plan's covered
+        # hours cost less than that): where the model has Savings Plans, the plain search
+        months = len(serving_months(problem)) >= 2 and not problem.savings_plans
         path = "months" if months else "search"
         why = (f"{n:,} integers, under {s.min_integers:,}: "
                + ("services whose replicas span months get month floors and windows" if months

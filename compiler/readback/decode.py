@@ -27,6 +27,7 @@ from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
+from compiler.readback import savings_plans
 from compiler.plan import (COST_CATEGORIES, MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment,
                            CostBreakdown, EstimateFigures, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
                            SiteCost, SitePlan, SolvePath, SolverInfo, SpecInputs, StepBreakdown, StoragePlan,
@@ -82,6 +83,7 @@ def read_back(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) 
         after_horizon=_after_horizon(problem, value, pools),
         held=held_commitments(spec, cat, pools),
         owned_ages=owned_ages(spec, cat),
+        savings_plans=savings_plans.read(problem, value),
     )
 
 
@@ -232,6 +234,9 @@ def _shared_costs(problem: F.Problem, value: Callable[[str], float], use: Use, w
         month = v.month
         if v.family == "reserved":
             _reserved_cost(problem, reservation[v.name], usd, use, workload_cost, monthly)
+            continue
+        if savings_plans.spread(problem, v, usd, lambda s, i, p, ms: _weights(use, s, i, p, ms), workload_cost, monthly,
+                          _spread):
             continue
         s, i = v.site, v.instance
         if v.family == "idle_tail":
@@ -575,6 +580,7 @@ def _site_bills(problem, value) -> tuple[SiteCost, ...]:
     candidate's site for its direct costs; the data's home for the egress of its dataset, which
     the provider there charges). Nothing is split by use, so the sites add up to the total."""
     site_of = {c.id: c.site for cs in problem.chosen_from.values() for c in cs}
+    billed_at = savings_plans.bill_site(problem)      # a Savings Plan's commitment: its first site
     bills: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for v in problem.variables:
         if not v.costs:
@@ -582,7 +588,7 @@ def _site_bills(problem, value) -> tuple[SiteCost, ...]:
         q = value(v.name)
         if not q:
             continue
-        site = v.site if v.site is not None else site_of[v.candidate]
+        site = v.site if v.site is not None else billed_at.get(v.name) or site_of[v.candidate]
         for cat_name, usd in v.costs:
             at = site
             if cat_name == "egress":

@@ -323,6 +323,7 @@ class Runbook:
     cron: str
     calendar: Calendar = UNDATED      # names the months (the spec's start)
     held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
+    savings_plans: tuple = ()         # Savings Plans to buy (plan.SavingsPlanBought): no Terraform resource
     changes: Changes | None = None    # a re-plan: what changes against the baseline
     removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
 
@@ -588,6 +589,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan), metrics=_metric_rules(sites),
         workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
+        savings_plans=plan.savings_plans.bought,
         changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan))
 
 

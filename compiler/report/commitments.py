@@ -103,3 +103,44 @@ def owned_ages(plan: Plan) -> OwnedAgesView:
                   f"the plan runs their work elsewhere")
         rows.append(OwnedAgeRow(f"{o.site} {o.instance}, {o.nodes} nodes", o.bought, o.life_ends, serves, o.book_usd))
     return OwnedAgesView(round(sum(o.book_usd for o in plan.owned_ages), 2), tuple(rows))
+
+
+TERM_WORDS = {"savings_plan_1y": "1-year Savings Plan", "savings_plan_3y": "3-year Savings Plan"}
+TERM_MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}
+
+
+@dataclass(frozen=True)
+class SavingsPlanRow:
+    term: str                     # in words
+    bought: str                   # the month it is bought, as the plan names months
+    ends: str                     # its last month
+    usd_per_hour: float
+    sites: str                    # the sites it covers
+    committed_usd: float          # its whole term at the commitment
+
+
+@dataclass(frozen=True)
+class SavingsPlansView:
+    """The Savings Plans the plan buys (docs/savings-plans.md): each commitment, and what their
+    cover saves against the on-demand rate."""
+    rows: tuple[SavingsPlanRow, ...]
+    covered_node_hours: float     # on-demand node-hours billed at the plans' rates instead
+    on_demand_usd: float          # what those hours would cost on demand
+    idle_after_usd: float         # under continues: the unused commitment charged after the horizon
+
+
+def savings_plans(plan: Plan, catalog) -> SavingsPlansView:
+    cal, sp = plan.calendar, plan.savings_plans
+    rows = tuple(SavingsPlanRow(TERM_WORDS.get(b.term, b.term), cal.name(b.start_month),
+                                cal.name(b.start_month + TERM_MONTHS.get(b.term, 12) - 1), b.usd_per_hour,
+                                ", ".join(b.sites), round(b.usd_per_hour * 730.0 * TERM_MONTHS.get(b.term, 12), 2))
+                 for b in sp.bought)
+    region = {s.name: s.region for s in plan.sites}
+    hours = od = 0.0
+    for c in sp.cover:
+        h = sum(c.monthly_node_hours[:plan.horizon_months])
+        inst = catalog.instances.get(c.instance)
+        rate = inst.price(region.get(c.site) or "", "on_demand") if inst is not None else None
+        hours += h
+        od += h * (rate or 0.0)
+    return SavingsPlansView(rows, round(hours, 1), round(od, 2), round(sum(i.charged_usd for i in sp.idle_after), 2))
