@@ -99,6 +99,12 @@ def _list(v: Any) -> list:
     return v if isinstance(v, list) else []
 
 
+def _site_type(site: Any) -> Any:
+    """A site's type as placement reads it: an edge site's locations are owned, on-prem sites."""
+    kind = _dict(site).get("type")
+    return "on_prem" if kind == "edge" else kind
+
+
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
@@ -172,7 +178,7 @@ class _Checker:
         for i, gpu in enumerate(_list(self.policy.get("allowed_gpus"))):
             yield from self.gpu_ref(("policy", "allowed_gpus", i), gpu)
         if self.placement in ("cloud", "on_prem") and isinstance(self.data.get("sites"), list):
-            types = {_dict(s).get("type") for s in self.data["sites"]}
+            types = {_site_type(s) for s in self.data["sites"]}
             if self.placement not in types:
                 yield self.diag("E213", ("policy", "placement"),
                                 f"placement '{self.placement}' needs at least one site of type "
@@ -190,14 +196,14 @@ class _Checker:
         nodes = self.catalog.onprem_nodes
         for j, owned in enumerate(_list(site.get("owned"))):
             inst = _str(_dict(owned).get("instance"))
-            if inst is None or inst in nodes:
+            if inst is None or inst in nodes:   # an edge box here: edge.py's E230
                 continue
+            central = sorted(n for n, node in nodes.items() if not node.edge)   # a data centre's models
             if inst in self.catalog.instances:
                 hint = (f"'{inst}' is a cloud instance; owned nodes are on-prem node models: "
-                        + ", ".join(sorted(nodes)))
+                        + ", ".join(central))
             else:
-                hint = did_you_mean(inst, nodes) or ("on-prem node models: "
-                                                     + ", ".join(sorted(nodes)))
+                hint = did_you_mean(inst, central) or ("on-prem node models: " + ", ".join(central))
             yield self.diag("E212", path + ("owned", j, "instance"),
                             f"unknown on-prem node model '{inst}'", hint)
         for j, owned in enumerate(_list(site.get("owned"))):
@@ -393,7 +399,7 @@ class _Checker:
         names = [n for n in _list(w.get("sites")) if isinstance(n, str) and n in self.sites]
         if self.placement == "hybrid" or not names:
             return
-        if all(_dict(self.sites[n]).get("type") != self.placement for n in names):
+        if all(_site_type(self.sites[n]) != self.placement for n in names):
             yield self.diag("E203", path + ("sites",),
                             f"none of this workload's sites is of type {self.placement}, "
                             f"as policy.placement '{self.placement}' requires")

@@ -90,6 +90,17 @@ class OwnedNodes:
 
 
 @dataclass(frozen=True)
+class EdgeOf:
+    """An on-prem site that is one location of an edge site (`type: edge`, compiler/edge.py): it
+    holds only the edge site's box model, and serves only that location's demand."""
+    site: str               # the edge site's name in the spec
+    location: str           # the location's name in the spec
+    box: str                # the catalog's edge box model it may hold
+    max_boxes: int | None = None   # the location's limit as the spec states it (max_gpus in boxes)
+    power_stated: bool = False     # power_kw stated (else derived from max_boxes, never the binding limit)
+
+
+@dataclass(frozen=True)
 class OnPremSite:
     name: str
     power_kw: float
@@ -105,6 +116,12 @@ class OnPremSite:
     existing_storage_tb: float = 0.0
     path: str = ""
     type: Literal["on_prem"] = "on_prem"
+    edge: EdgeOf | None = None     # set where the site is one location of an edge site
+
+    def offers(self, node) -> bool:
+        """Whether the site may hold the catalog node model `node`: an edge location its edge
+        site's box only; a data-centre site any model but an edge box."""
+        return node.name == self.edge.box if self.edge is not None else not getattr(node, "edge", False)
 
     def owned_nodes(self, instance: str, month: int | None = None) -> int:
         """Nodes of `instance` the site already owns in `month` (the spec may list a model more
@@ -320,10 +337,21 @@ class InferenceWorkload:
     path: str = ""
     kind: Literal["inference"] = "inference"
     speculative: Speculative | None = None
+    # set where the service is one location's share of an edge service (compiler/edge.py)
+    edge: "EdgeService | None" = None
 
     @property
     def model_name(self) -> str:
         return self.model if isinstance(self.model, str) else self.model.name
+
+
+@dataclass(frozen=True)
+class EdgeService:
+    """What an edge service's per-location workload serves: the spec's service at one location of
+    an edge site, with that location's traffic."""
+    service: str            # the service's name in the spec
+    site: str               # the edge site's name
+    location: str           # the location's name
 
 
 Workload = TrainingWorkload | InferenceWorkload

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from compiler import semantic, unit_costs
+from compiler import edge, semantic, unit_costs
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
@@ -71,6 +71,7 @@ def check(doc: Document, catalog: Catalog, *, allow_unpriced_regions: bool = Fal
     data = _normalise_numbers(doc.data)
     diagnostics = schema_diagnostics(doc, data)
     diagnostics += semantic.check(doc, data, catalog, allow_unpriced_regions=allow_unpriced_regions)
+    diagnostics += edge.check(doc, data, catalog)
     diagnostics = _dedupe(diagnostics)
     if any(d.severity == "error" for d in diagnostics):
         raise CompileError(diagnostics, 2, doc.source)
@@ -205,6 +206,7 @@ def _unknown_key_hint(key: str, allowed: list[str], error: ValidationError,
 
 
 _SIBLINGS = (("cloudSite", "onPremSite", "sites of type on_prem"),
+             ("edgeSite", "onPremSite", "sites of type on_prem (an edge location states max_boxes, power_kw)"),
              ("onPremSite", "cloudSite", "sites of type cloud"),
              ("trainingWorkload", "inferenceWorkload", "workloads of kind inference"),
              ("inferenceWorkload", "trainingWorkload", "workloads of kind training"))
@@ -273,12 +275,12 @@ def _describe(value: Any) -> str:
 def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
     """The frozen Spec from schema- and semantically-valid data, defaults filled."""
     policy = data.get("policy", {})
-    return Spec(
+    return edge.expand(Spec(
         api_version=data["apiVersion"],
         name=data["name"],
         horizon_months=int(data["horizon_months"]),
         sites=tuple(_site(s, f"$.sites[{i}]", data.get("start"), catalog, int(data["horizon_months"]))
-                    for i, s in enumerate(data["sites"])),
+                    for i, s in enumerate(data["sites"]) if s["type"] != edge.EDGE),   # edge: expand()
         policy=Policy(
             placement=policy.get("placement", "hybrid"),
             allowed_gpus=_tuple(policy.get("allowed_gpus")),
@@ -300,7 +302,7 @@ def build_spec(doc: Document, data: dict, catalog: Catalog) -> Spec:
                         for i, w in enumerate(data["workloads"])),
         sha256=hashlib.sha256(doc.source.text.encode("utf-8")).hexdigest(),
         start=data.get("start"),
-    )
+    ), data, catalog)
 
 
 def _site(s: dict, path: str, start: str | None, catalog: Catalog, horizon: int):

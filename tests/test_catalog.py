@@ -105,7 +105,7 @@ def test_all_catalog_names_of_the_brief_are_present(cat):
         for name in names:
             assert cat.instances[name].provider == provider
     assert set(ONPREM) <= set(cat.onprem_nodes)
-    assert set(cat.fabrics) == {"infiniband-ndr", "roce-400g", "ethernet-100g"}
+    assert set(cat.fabrics) == {"infiniband-ndr", "roce-400g", "ethernet-100g", "ethernet-25g"}   # 25G: edge boxes
     assert {n: s.provider for n, s in cat.storage.items()} == {
         "fsx-lustre": "aws", "parallelstore": "gcp", "filestore": "gcp", "managed-lustre": "azure",
         "onprem-lustre": "on_prem", "onprem-nfs": "on_prem"}

@@ -7,7 +7,8 @@ the same, and a compile can warn when those prices are older than a team accepts
 
 "The prices a spec could be planned with": every instance price row in the region of each of its
 cloud sites (the candidates the solver weighs, whichever it picks), and every on-prem node model's
-price where the spec has a site of its own. Egress and storage prices are not counted: they follow
+price where the spec has a site of its own that may hold it (an edge location its box only, a
+data centre every model but the edge boxes). Egress and storage prices are not counted: they follow
 the instance lists' updates in the catalog and no refresh fetches them.
 """
 
@@ -66,6 +67,8 @@ def priced_rows(spec: Any, catalog: Catalog) -> Iterator[PricedRow]:
                                     catalog.sources[p.source].as_of, figures)
         else:
             for node in sorted(catalog.onprem_nodes.values(), key=lambda n: n.name):
+                if hasattr(site, "offers") and not site.offers(node):
+                    continue        # an edge box at a data centre, another model at an edge location
                 figures = (("capex_usd", node.capex_usd), ("support_usd_per_year", node.support_usd_per_year))
                 yield PricedRow(i, site.name, node.name, "", node.source, catalog.sources[node.source].as_of,
                                 figures)

@@ -411,6 +411,8 @@ def _build(merged: _Merged) -> Catalog:
     nodes = {}
     for n, r in s["onprem_nodes"].items():
         extra = {"fabrics": tuple(r["fabrics"])} if "fabrics" in r else {}
+        if r.get("edge"):
+            extra["edge"] = True
         nodes[n] = OnPremNode(name=n, gpu=r["gpu"], gpus=int(r["gpus"]), vcpus=int(r["vcpus"]),
                               sockets=int(r["sockets"]), ram_gb=float(r["ram_gb"]),
                               capex_usd=float(r["capex_usd"]), power_kw=float(r["power_kw"]),

@@ -151,6 +151,7 @@ class OnPremNode:
     support_usd_per_year: float
     source: str
     fabrics: tuple[str, ...] = ("infiniband-ndr", "roce-400g", "ethernet-100g")
+    edge: bool = False            # an edge box: bought only at an edge site's locations
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def hardware_options(spec: Spec, workload, catalog: Catalog) -> list[Hardware]:
                                     inst.gpus, inst.vcpus, inst.fabric, inst.network_gbps, od, spot))
         elif isinstance(site, OnPremSite):
             for node in catalog.onprem_nodes.values():
-                if node.gpu not in catalog.gpus:
+                if node.gpu not in catalog.gpus or not site.offers(node):
                     continue
                 hourly = (node.capex_usd / (node.useful_life_years * HOURS_PER_YEAR)
                           + node.support_usd_per_year / HOURS_PER_YEAR

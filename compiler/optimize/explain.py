@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import math
+
 from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path_tuple
 from compiler.optimize.formulate import Constraint, Problem, series_name
 from compiler.optimize.settings import DEFAULT
@@ -55,6 +57,11 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
     for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:DEFAULT.max_reported]:
         amount, name = worst[family]
         c = by_name[name]
+        edge = _edge_limit(problem, c, amount)
+        if edge is not None:      # an edge location's limit, in the spec's terms (or none it states)
+            if edge:
+                diags.append(Diagnostic("E303", edge[0], path_tuple(edge[1])))
+            continue
         diags.append(Diagnostic("E303", _message(problem, c, amount, sol.values), path_tuple(c.path)))
     if not diags:
         diags.append(Diagnostic("E302", "the constraints conflict (integer rounding); no single limit is short"))
@@ -115,6 +122,30 @@ def _message(problem: Problem, c: Constraint, amount: float, values) -> str:
     if c.group == "capacity":
         return f"{c.site}/{c.instance} is {amount:,.0f} GPUs short{_month(c, spec)} ({c.meaning})"
     return f"{c.name}: {c.meaning} (short by {amount:,.2f})"
+
+
+def _edge_limit(problem: Problem, c: Constraint, amount: float) -> tuple[str, str] | tuple[()] | None:
+    """A limit of an edge location (compiler/edge.py) as its spec states it: (message, path) for
+    its max_boxes (the site's max_gpus) and a power_kw it states; () for the racks and power the
+    expansion derived from max_boxes (they are short only where max_boxes is, which says it);
+    None for any other constraint."""
+    if c.group not in ("max_gpus", "power", "racks") or not c.site:
+        return None
+    site = problem.spec.site(c.site)
+    e = getattr(site, "edge", None)
+    if e is None:
+        return None
+    where = f"location {e.location} of edge site {e.site}"
+    if c.group == "max_gpus":
+        gpus = problem.candidates.catalog.onprem_nodes[e.box].gpus
+        more = math.ceil(amount / gpus - 1e-9)
+        return (f"{where} needs {more:,} more {e.box} boxes than its max_boxes ({e.max_boxes}) allows to serve its "
+                f"demand there ({e.max_boxes + more:,} boxes; an edge location's load is not moved to another)",
+                f"{site.path}.max_boxes")
+    if c.group == "power" and e.power_stated:
+        return (f"{where}: its power_kw of {site.power_kw:g} kW is {amount:,.2f} kW short of what the boxes its "
+                f"demand needs draw ({site.power_kw + amount:,.2f} kW)", f"{site.path}.power_kw")
+    return ()
 
 
 def _placed(c: Constraint) -> str:

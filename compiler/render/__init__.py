@@ -22,7 +22,7 @@ import re
 from compiler.catalog.model import Catalog
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.plan import Plan
-from compiler.render import kubernetes, onprem, runbook, schedule, slurm, terraform
+from compiler.render import edge, kubernetes, onprem, runbook, schedule, slurm, terraform
 from compiler.render.changes import changes
 from compiler.render.site import site_view
 
@@ -62,7 +62,10 @@ def render(plan: Plan, catalog: Catalog, baseline: Plan | None = None) -> dict[s
             files.update(kubernetes.render_site(k8s))
         files.update(schedule.render_site(sched))
         sites.append(runbook.SiteFiles(view, tf, sl, k8s, sched))
+    fleets = edge.fleets(plan, catalog, (s.view for s in sites))     # edge sites: boxes per location
+    for fleet in fleets:
+        files.update(edge.render_fleet(fleet, plan))
     files.update(runbook.workflow(plan, tuple(sites)))
     delta = None if baseline is None else changes(plan, baseline)
-    files.update(runbook.render(plan, catalog, tuple(sites), delta, baseline))
+    files.update(runbook.render(plan, catalog, tuple(sites), delta, baseline, fleets))
     return dict(sorted(files.items()))

@@ -326,6 +326,7 @@ class Runbook:
     savings_plans: tuple = ()         # Savings Plans to buy (plan.SavingsPlanBought): no Terraform resource
     changes: Changes | None = None    # a re-plan: what changes against the baseline
     removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
+    edge: tuple = ()                  # the plan's edge sites (render/edge.py EdgeFleet): boxes per location
 
 
 def _hcl_value(value: object) -> str:
@@ -576,7 +577,7 @@ def removals(baseline: Plan, catalog: Catalog, sites: tuple[SiteView, ...]) -> t
 
 
 def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
-          changes: Changes | None = None, baseline: Plan | None = None) -> Runbook:
+          changes: Changes | None = None, baseline: Plan | None = None, edge: tuple = ()) -> Runbook:
     steps = tuple(SiteSteps(
         name=s.view.name, where=f"{s.view.provider} {s.view.region}" if s.view.cloud else "on-prem",
         cloud=s.view.cloud, terraform=_terraform(s), bom=s.bom, slurm=_slurm(plan, s),
@@ -590,7 +591,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
         purchases=purchases(plan), metrics=_metric_rules(sites),
         workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
         savings_plans=plan.savings_plans.bought,
-        changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan))
+        changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan), edge=edge)
 
 
 
@@ -641,7 +642,8 @@ def workflow(plan: Plan, sites: tuple[SiteFiles, ...]) -> dict[str, str]:
 
 
 def render(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
-           changes: Changes | None = None, baseline: Plan | None = None) -> dict[str, str]:
+           changes: Changes | None = None, baseline: Plan | None = None, edge: tuple = ()) -> dict[str, str]:
+    """RUNBOOK.md; `edge`: the plan's edge sites (render/edge.py EdgeFleet), their boxes per location."""
     return {"RUNBOOK.md": render_template("runbook/RUNBOOK.md.j2",
-                                          rb=build(plan, catalog, sites, changes, baseline),
+                                          rb=build(plan, catalog, sites, changes, baseline, edge),
                                           route_kinds=ROUTE_KINDS, picker_kinds=PICKER_KINDS)}
