@@ -41,6 +41,22 @@ class TrainingEstimate:
 
 
 @dataclass(frozen=True)
+class Disaggregation:
+    """A disaggregated replica unit (compiler/estimate/disaggregated.py): prefill_instances servers
+    of prefill_tp GPUs and decode_instances servers of decode_tp GPUs, the KV cache sent between."""
+    prefill_tp: int
+    prefill_instances: int
+    decode_tp: int
+    decode_instances: int
+    prefill_ms: float = 0.0       # one request's prefill
+    transfer_ms: float = 0.0      # its KV cache over the fabric
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_tp * self.prefill_instances + self.decode_tp * self.decode_instances
+
+
+@dataclass(frozen=True)
 class InferenceEstimate:
     memory_gb_per_gpu: float
     tokens_per_s: float           # sustained output tokens/s of ONE replica at the SLO
@@ -49,6 +65,8 @@ class InferenceEstimate:
     batch: int                    # concurrent sequences per replica
     notes: tuple[str, ...] = ()
     weights_gb: float = 0.0       # the model's weights at the quantized width (all of a replica's GPUs)
+    # prefill and decode as separate pools (a replica is then one unit of both); None: colocated
+    disaggregation: Disaggregation | None = None
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,17 @@ class LayoutPlan:
 
 
 @dataclass(frozen=True)
+class DisaggregationPlan:
+    """A disaggregated placement's replica unit: prefill_instances servers of prefill_tp GPUs and
+    decode_instances servers of decode_tp GPUs (plan.json's placements[].disaggregation); its
+    replicas are units, its gpus_per_replica the unit's GPUs."""
+    prefill_tp: int
+    prefill_instances: int
+    decode_tp: int
+    decode_instances: int
+
+
+@dataclass(frozen=True)
 class Placement:
     site: str
     instance: str
@@ -140,6 +151,8 @@ class Placement:
     # parallel degree, and the server must be told that one, not the workload's main one).
     layout: LayoutPlan = LayoutPlan()
     batch: int = 0                # inference only: concurrent sequences per replica it was sized at
+    # inference only: prefill and decode as separate pools (None: colocated replicas; no key)
+    disaggregation: DisaggregationPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -814,6 +827,9 @@ def to_dict(plan: Plan) -> dict[str, Any]:
     d["cost_by_site_usd"] = {s.site: _cost_json(s.costs, every=False) for s in plan.cost_by_site_usd}
     for w, typed in zip(d["workloads"], plan.workloads):
         w["estimate"] = _estimate_json(typed.estimate)
+        for p in w["placements"]:
+            if p["disaggregation"] is None:
+                del p["disaggregation"]   # colocated replicas: no key
         if typed.inputs is None:
             del w["inputs"]           # a plan made without its spec's workloads (fixtures): no key
         else:
@@ -939,7 +955,9 @@ def _operability(d: dict[str, Any] | None) -> OperabilityPlan | None:
 
 
 def _placement(p: dict[str, Any]) -> Placement:
-    return Placement(**{**p, "layout": LayoutPlan(**p["layout"]), "holdings": tuple(
+    pd = p.get("disaggregation")
+    return Placement(**{**p, "layout": LayoutPlan(**p["layout"]),
+                        "disaggregation": DisaggregationPlan(**pd) if pd is not None else None, "holdings": tuple(
         Holding(h["pricing"], tuple(h["monthly_nodes"]), tuple(h["monthly_node_hours"]))
         for h in p["holdings"]), "monthly_replicas": tuple(p["monthly_replicas"])})
 

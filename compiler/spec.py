@@ -337,6 +337,9 @@ class InferenceWorkload:
     path: str = ""
     kind: Literal["inference"] = "inference"
     speculative: Speculative | None = None
+    # prefill and decode as separate pools (compiler/estimate/disaggregated.py): never (the default),
+    # allowed (weighed beside colocated replicas, chosen where cheaper), required (only those)
+    disaggregation: str | None = None   # None: not stated (never)
     # set where the service is one location's share of an edge service (compiler/edge.py)
     edge: "EdgeService | None" = None
 

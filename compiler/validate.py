@@ -376,7 +376,8 @@ def _workload(w: dict, path: str):
         window=InferenceWindow(int(window.get("start_month", 0))),
         quantization=w.get("quantization", "bf16"),
         orchestrator=w.get("orchestrator", "kubernetes"),
-        speculative=_speculative(w.get("speculative")))
+        speculative=_speculative(w.get("speculative")),
+        disaggregation=w.get("disaggregation"))
 
 
 def _speculative(s: Any) -> Speculative | None:

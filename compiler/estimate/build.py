@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from compiler import recurrence
-from compiler.candidates import Candidate, InferenceEstimate, Layout, Rejection, TrainingEstimate
+from compiler.candidates import Candidate, Disaggregation, InferenceEstimate, Layout, Rejection, TrainingEstimate
 from compiler.catalog.model import Catalog, Model
-from compiler.estimate import floors, inference, training
+from compiler.estimate import disaggregated, floors, inference, training
 from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb, weight_bytes
@@ -397,6 +397,10 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                 rejs.append(_rejected(w, hw,
                                       f"pin.gpus={w.pin.gpus} is not a tensor-parallel size (1, 2, 4, 8) "
                                       f"within a {hw.gpus_per_node}-GPU node", gpus=w.pin.gpus))
+        if w.disaggregation in ("allowed", "required"):
+            cands += _disaggregated(w, model, hw, serving, catalog, memo, rejs)
+        if w.disaggregation == "required":
+            continue
         for t in tps:
             pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
                                                           slo.ttft_p99_ms, slo.tpot_p99_ms, serving),
@@ -419,3 +423,54 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                 gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0, layout=Layout(tp=t), fabric=hw.fabric,
                 spot=False, estimate=est, start_month=w.window.start_month, usage=()))
     return cands, rejs
+
+
+# The first vLLM release the render gives a disaggregated service (its NixlConnector, the
+# KV-transfer connector llm-d's P/D guides run; docs/artifacts.md).
+VLLM_DISAGGREGATED = (0, 10)
+
+
+def _disaggregated(w: InferenceWorkload, model: Model, hw: Hardware, serving: inference.Serving,
+                   catalog: Catalog, memo: Memo, rejs: list[Rejection]) -> list[Candidate]:
+    """The disaggregated units of `w` on `hw` (docs/performance-model.md, "Disaggregated prefill and
+    decode"): one per (prefill tp, decode tp) that meets the SLO; a pin on the GPUs keeps none."""
+    image = hw.gpu.serving
+    if image is None or not image.runtime.startswith("CUDA") or image.vllm[:2] < VLLM_DISAGGREGATED:
+        ref = f"{image.ref} (vLLM {'.'.join(map(str, image.vllm)) or '?'})" if image else "no serving image"
+        rejs.append(_rejected(w, hw, f"disaggregated: the {hw.gpu.name} serving image is {ref}; the KV transfer "
+                                     "needs vLLM 0.10 or later on CUDA (an overlay may name a newer image)"))
+        return []
+    if w.pin and w.pin.gpus:
+        return []
+    tr, slo = w.traffic, w.slo
+    out: list[Candidate] = []
+    tps = inference_tps(hw.gpus_per_node)
+    for a in tps:
+        for b in tps:
+            u, why = memo.get((model, hw.gpu, catalog),
+                              ("pd", a, b, w.quantization, tr.input_tokens, tr.output_tokens, slo.ttft_p99_ms,
+                               slo.tpot_p99_ms, hw.gpus_per_node, hw.node_gbps, hw.fabric, serving),
+                              lambda: disaggregated.unit(model, hw.gpu, a, b, w.quantization, tr.input_tokens,
+                                                         tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
+                                                         hw.gpus_per_node, hw.node_gbps, hw.fabric, catalog, serving))
+            if u is None:
+                rejs.append(_rejected(w, hw, f"disaggregated prefill tp{a}, decode tp{b}: {why}", gpus=a + b))
+                continue
+            pd = Disaggregation(a, u.prefill_instances, b, u.decode_instances, round(u.prefill.prefill_ms, 3),
+                                round(u.prefill.transfer_ms, 3))
+            notes = (f"disaggregated: {u.prefill_instances} prefill x tp{a} ({u.prefill.prefill_ms:.0f} ms a prompt, "
+                     f"KV transfer {u.prefill.transfer_ms:.0f} ms) + {u.decode_instances} decode x tp{b} "
+                     f"(batch {u.decode.batch}, step {u.decode.step_ms:.1f} ms)",)
+            est = InferenceEstimate(memory_gb_per_gpu=round(max(u.prefill.memory_gb_per_gpu,
+                                                                u.decode.memory_gb_per_gpu), 3),
+                                    tokens_per_s=round(u.tokens_per_s, 3), ttft_ms=round(u.ttft_ms, 3),
+                                    tpot_ms=round(u.tpot_ms, 3), batch=u.decode.batch, notes=notes,
+                                    weights_gb=round(weight_bytes(model.params_b * 1e9, w.quantization,
+                                                                  catalog) / 1e9, 3),
+                                    disaggregation=pd)
+            out.append(Candidate(
+                id=f"{w.name}/{hw.site}/{hw.label}/pd-p{u.prefill_instances}tp{a}-d{u.decode_instances}tp{b}",
+                workload=w.name, kind="inference", site=hw.site, site_type=hw.site_type, instance=hw.instance,
+                gpu=hw.gpu.name, gpus_per_node=hw.gpus_per_node, gpus=pd.gpus, nodes=0, layout=Layout(tp=b),
+                fabric=hw.fabric, spot=False, estimate=est, start_month=w.window.start_month, usage=()))
+    return out

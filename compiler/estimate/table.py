@@ -45,6 +45,10 @@ def _row(c: Candidate, hw: Hardware | None) -> dict[str, Any]:
         row.update(tokens_per_s=e.tokens_per_s, ttft_ms=e.ttft_ms, tpot_ms=e.tpot_ms, batch=e.batch,
                    usd_per_replica_hour=None if cost is None else round(cost, 4),
                    usd_per_million_tokens=None if cost is None else round(cost / (e.tokens_per_s * 3600) * 1e6, 4))
+        if e.disaggregation is not None:     # colocated rows keep their keys as before
+            g = e.disaggregation
+            row["disaggregation"] = {"prefill_tp": g.prefill_tp, "prefill_instances": g.prefill_instances,
+                                     "decode_tp": g.decode_tp, "decode_instances": g.decode_instances}
     else:
         row.update(duration_hours=e.duration_hours, mfu=e.mfu, tokens_per_s=e.tokens_per_s,
                    samples_per_s=e.samples_per_s, usage=[[m, h] for m, h in c.usage],

@@ -29,7 +29,8 @@ from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
 from compiler.readback import savings_plans
 from compiler.plan import (COST_CATEGORIES, MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment,
-                           CostBreakdown, EstimateFigures, Holding, LayoutPlan, Placement, Plan, Pool, Reservation,
+                           CostBreakdown, DisaggregationPlan, EstimateFigures, Holding, LayoutPlan, Placement, Plan,
+                           Pool, Reservation,
                            SiteCost, SitePlan, SolvePath, SolverInfo, SpecInputs, StepBreakdown, StoragePlan,
                            TailCredit, WorkloadPlan)
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload
@@ -533,7 +534,7 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
         placements.append(Placement(c.site, c.instance, _pricing(c, holdings), nodes, peak * c.gpus, peak,
                                     candidate=c.id, gpus_per_replica=c.gpus, holdings=holdings,
                                     monthly_replicas=tuple(reps[:H]), layout=_layout(c),
-                                    batch=c.estimate.batch))
+                                    batch=c.estimate.batch, disaggregation=_disaggregation(c)))
     main = max(rows, key=lambda r: (max(r[1]), r[0].id))[0] if rows else problem.chosen_from[w.name][0]
     e = main.estimate
     capacity = sum(c.estimate.tokens_per_s * reps[peak_m] for c, reps in rows)
@@ -549,6 +550,12 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                         quantization=w.quantization,
                         max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
                         availability=w.slo.availability, inputs=SpecInputs.of(inputs_of(w)))
+
+
+def _disaggregation(c: Candidate) -> DisaggregationPlan | None:
+    g = c.estimate.disaggregation
+    return None if g is None else DisaggregationPlan(g.prefill_tp, g.prefill_instances, g.decode_tp,
+                                                     g.decode_instances)
 
 
 def _layout(c: Candidate) -> LayoutPlan:

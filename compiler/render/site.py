@@ -396,6 +396,14 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             continue
         here = [p for p in w.placements if p.site == site and p.replicas > 0]
         for p in here:
+            if p.disaggregation is not None:
+                # The prefill and decode pools, their KV-transfer flags and the routing that pairs
+                # them are not rendered yet: stop rather than write one server for the whole unit.
+                raise CompileError([Diagnostic(
+                    "E714", f"service {w.name!r} is planned disaggregated at {site} ({p.candidate}), which the "
+                            "Kubernetes render does not write yet",
+                    hint="the plan (plan.json, the report) is complete; state `disaggregation: never` on the "
+                         "service to render its colocated plan (docs/artifacts.md)")])
             per_replica = p.gpus_per_replica or max(1, p.gpus // p.replicas)
             deployment = ""
             if len(here) > 1:
