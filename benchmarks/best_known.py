@@ -106,8 +106,9 @@ def problem_fingerprint(candidates) -> dict[str, str]:
     """The fingerprints a record keeps of the problem `candidates` are of (fingerprint())."""
     used = {w.model.name for w in candidates.spec.workloads if hasattr(getattr(w, "model", None), "name")}
     plans = any(p.startswith("savings_plan_") for s in candidates.spec.sites for p in getattr(s, "pricing", ()))
+    blocks = any(p == "capacity_block" for s in candidates.spec.sites for p in getattr(s, "pricing", ()))
     return {"fingerprint": candidates_fingerprint(candidates),
-            "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans)}
+            "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -132,7 +133,8 @@ def candidates_fingerprint(candidates) -> str:
 RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator", "nccl_topology")
 
 
-def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True) -> str:
+def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
+                        capacity_blocks: bool = True) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
@@ -140,7 +142,8 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     so a catalog change can change the problem and leave the candidates' fingerprint equal.
     `models`: only these of the catalog's models count (those the spec names; a model added to
     the catalog changes no other spec's problem). `savings_plans`: whether the Savings Plan shares
-    count (a spec none of whose sites lists a Savings Plan never prices one)."""
+    count (a spec none of whose sites lists a Savings Plan never prices one); `capacity_blocks`:
+    whether the Capacity Block rates and rules count (likewise, for capacity_block)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -159,6 +162,8 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     if not savings_plans and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items()
                               if not k.startswith("savings_plan_estimated_share.")}
+    if not capacity_blocks and isinstance(figures.get("factors"), dict):
+        figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("capacity_block_")}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -495,6 +495,24 @@ class SavingsPlanIdle:
 
 
 @dataclass(frozen=True)
+class CapacityBlock:
+    """One AWS Capacity Block the plan buys for a training job (docs/capacity-blocks.md): the job's
+    nodes for `days` days from the start of its window's month, paid up front. Its instances run as
+    on-demand ones launched into it, so the job's pool bills their node-hours on demand and the
+    block credits them back: it costs cost_usd less the on-demand price of monthly_node_hours."""
+    workload: str
+    site: str
+    instance: str
+    nodes: int                    # instances reserved (the job's nodes)
+    blocks: int                   # blocks they are bought as (each at most the provider's limit)
+    start_month: int              # the month its window starts: the block starts on its first day
+    days: int                     # the job's run rounded up to a block's length
+    usd_per_hour: float           # the block's rate per instance-hour
+    cost_usd: float               # usd_per_hour x nodes x 24 x days, all of it
+    monthly_node_hours: tuple[float, ...]   # the job's node-hours on it, month by month
+
+
+@dataclass(frozen=True)
 class SavingsPlans:
     """The Savings Plans a plan buys, what they cover, and their idle months after the horizon."""
     bought: tuple[SavingsPlanBought, ...] = ()
@@ -669,6 +687,7 @@ class Plan:
     held: tuple[Held, ...] = ()   # commitments already bought (sunk, not in total_cost_usd)
     owned_ages: tuple[OwnedAge, ...] = ()   # owned nodes with a purchase date (OwnedAge)
     savings_plans: SavingsPlans = SavingsPlans()   # Savings Plans bought (docs/savings-plans.md)
+    capacity_blocks: tuple[CapacityBlock, ...] = ()   # Capacity Blocks bought (docs/capacity-blocks.md)
 
     @property
     def sunk_usd(self) -> float:
@@ -820,6 +839,8 @@ def to_dict(plan: Plan) -> dict[str, Any]:
         del d["owned_ages"]       # no owned nodes dated: no key
     if not plan.savings_plans.bought:
         del d["savings_plans"]    # no Savings Plan bought: no key (a plan.json without it bought none)
+    if not plan.capacity_blocks:
+        del d["capacity_blocks"]  # no Capacity Block bought: no key (a plan.json without it bought none)
     if not d["solver"]["moves_usd"]:
         del d["solver"]["moves_usd"]   # not a re-plan, or one that moves nothing: no key
     d["cost_breakdown_usd"] = _cost_json(plan.cost_breakdown_usd, every=True)
@@ -916,6 +937,8 @@ def from_dict(d: dict[str, Any]) -> Plan:
         held=tuple(Held(**{**h, "monthly_used": tuple(h["monthly_used"])}) for h in d.get("held", ())),
         owned_ages=tuple(OwnedAge(**o) for o in d.get("owned_ages", ())),
         savings_plans=_savings_plans(d.get("savings_plans")),
+        capacity_blocks=tuple(CapacityBlock(**{**b, "monthly_node_hours": tuple(b["monthly_node_hours"])})
+                              for b in d.get("capacity_blocks", ())),
     )
 
 

@@ -43,7 +43,8 @@ class Variable:
                                      # idle_load, idle_past_owned (the last month's load on bought
                                      # nodes, and whether it passes the owned ones, (16)), tail_credit (the
                                      # replicas of month H-1 whose load continues after it, (16)),
-                                     # savings_plan, sp_cover, sp_cover_job, sp_credit, sp_tail (17)
+                                     # savings_plan, sp_cover, sp_cover_job, sp_credit, sp_tail (17),
+                                     # capacity_block (18)
     workload: str | None = None      # x, y, od_excess: the candidate's workload; mix: the service
                                      # (mix[w@m#k]: one of its mixes in month m; k only names it)
     candidate: str | None = None     # x, y, od_excess: the candidate's id
@@ -111,6 +112,22 @@ class SavingsPlanTerm:
 
 
 @dataclass(frozen=True)
+class BlockOption:
+    """A training candidate's Capacity Block (formulate (18)): the binary `var` = 1 runs the job on a
+    block of its nodes for `days` days from its window's start, paid `usd` up front, its
+    node-hours off the pool's on-demand and reserved rows."""
+    var: str
+    candidate: str
+    workload: str
+    site: str
+    instance: str
+    nodes: int
+    days: int
+    usd: float
+    start_month: int
+
+
+@dataclass(frozen=True)
 class Problem:
     spec: Spec
     candidates: Candidates                       # as given (alternatives, rejections)
@@ -127,6 +144,7 @@ class Problem:
     # multi-node job needs another (pool_base_fabric)
     base_fabrics: Mapping[tuple[str, str], str] = field(default_factory=dict)
     savings_plans: tuple[SavingsPlanTerm, ...] = ()   # (17): the Savings Plan commitments
+    capacity_blocks: tuple[BlockOption, ...] = ()     # (18): the training candidates' Capacity Blocks
 
 
 # --- names: the solver and the read-back map values by these names ----------------------

@@ -32,6 +32,8 @@ leaves the rest to the schema's own diagnostics.
   E221 fp4 (`precision` or `quantization`) on a workload none of whose GPUs has FP4 tensor cores
   E222 a Savings Plan pricing (savings_plan_1y, savings_plan_3y) at a site that is not AWS, or at
        one without on_demand (a Savings Plan covers on-demand usage)
+  E223 capacity_block at a site whose provider and region the catalog sells no Capacity Block in,
+       or at one without on_demand (a block's instances run as on-demand ones launched into it)
 """
 
 from __future__ import annotations
@@ -189,6 +191,7 @@ class _Checker:
         if site.get("type") == "cloud":
             yield from self.priced_region(path, site)
             yield from self.savings_plan_pricing(path, site)
+            yield from self.capacity_block_pricing(path, site)
             for j, held in enumerate(_list(site.get("reserved"))):
                 yield from self.held_reservation(path + ("reserved", j), site, _dict(held))
         for gpu in sorted(_dict(site.get("quotas")), key=str):
@@ -304,6 +307,28 @@ class _Checker:
                 yield self.diag("E222", path + ("pricing", j),
                                 f"pricing '{option}' covers on-demand usage, and this site does not list on_demand",
                                 "add on_demand to the site's pricing")
+
+    def capacity_block_pricing(self, path: Path, site: dict) -> Iterator[Diagnostic]:
+        """E223: a Capacity Block is sold for some instances in some regions (the catalog's
+        capacity_block_usd_per_hour factors), and its instances run as on-demand ones launched into
+        it, so a site that lists capacity_block lists on_demand too."""
+        pricing = site.get("pricing")
+        if not isinstance(pricing, list) or unit_costs.CAPACITY_BLOCK not in pricing:
+            return
+        j = pricing.index(unit_costs.CAPACITY_BLOCK)
+        prefix = f"capacity_block_usd_per_hour.{site.get('provider')}.{site.get('region')}."
+        sold = sorted(k[len(prefix):] for k in self.catalog.factors if k.startswith(prefix))
+        if not sold:
+            where = sorted({".".join(k.split(".")[1:3]) for k in self.catalog.factors
+                            if k.startswith("capacity_block_usd_per_hour.")})
+            yield self.diag("E223", path + ("pricing", j),
+                            f"the catalog sells no Capacity Block in {site.get('provider')} "
+                            f"{site.get('region')}", f"drop capacity_block, or use a region it sells them in: "
+                            f"{', '.join(w.replace('.', ' ') for w in where)}")
+        elif "on_demand" not in pricing:
+            yield self.diag("E223", path + ("pricing", j),
+                            "a Capacity Block's instances run as on-demand ones launched into it, and this site "
+                            "does not list on_demand", "add on_demand to the site's pricing")
 
     def priced_region(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         """E215: every candidate of a cloud site is an instance priced in its region, so a region

@@ -21,6 +21,8 @@ All money is USD over the planning horizon; hours are 730 to a month (HOURS_PER_
 
 from __future__ import annotations
 
+import math
+
 from compiler.catalog.model import Catalog, Fabric, OnPremNode, StorageTier
 from compiler.plan import month_number
 from compiler.spec import TERM_MONTHS, CloudSite, OnPremSite
@@ -67,6 +69,49 @@ def savings_plan_months_charged(term: str, start: int, horizon_months: int, rule
     charges the rest where the last month's usage leaves the commitment unused)."""
     months = SAVINGS_PLAN_MONTHS[term]
     return months if rule == "full" else min(months, horizon_months - start)
+
+
+CAPACITY_BLOCK = "capacity_block"   # the site pricing option (docs/capacity-blocks.md)
+
+
+def capacity_block_rate(catalog: Catalog, site: CloudSite, instance: str) -> float | None:
+    """USD per instance-hour of an AWS Capacity Block of `instance` in the site's region, or None
+    where the site does not opt in or the catalog sells no block there."""
+    if CAPACITY_BLOCK not in site.pricing:
+        return None
+    f = catalog.factors.get(f"capacity_block_usd_per_hour.{site.provider}.{site.region}.{instance}")
+    return None if f is None else float(f.value)
+
+
+def capacity_block_days(catalog: Catalog, hours: float) -> int | None:
+    """The shortest block that covers a run of `hours`: whole days up to the catalog's daily limit,
+    whole weeks beyond it up to its longest; None where the run is longer than any block."""
+    daily = int(catalog.factors["capacity_block_days.daily_up_to"].value)
+    longest = int(catalog.factors["capacity_block_days.weekly_up_to"].value)
+    days = max(1, math.ceil(hours / 24.0 - 1e-9))
+    if days > daily:
+        days = 7 * math.ceil(days / 7)
+    return days if days <= longest else None
+
+
+def capacity_block_count(catalog: Catalog, nodes: int) -> int | None:
+    """Blocks that hold `nodes` instances (each at most the catalog's per-block size), or None
+    where the account's limit across blocks is passed."""
+    per_block = int(catalog.factors["capacity_block_instances.per_block"].value)
+    if nodes > int(catalog.factors["capacity_block_instances.per_account"].value):
+        return None
+    return math.ceil(nodes / per_block)
+
+
+def capacity_block_usd(catalog: Catalog, site: CloudSite, instance: str, nodes: int, hours: float,
+                       runs: int = 1) -> tuple[int, float] | None:
+    """(days, USD) of the blocks a job of `nodes` instances running `hours` a run needs, `runs`
+    runs: the rate x nodes x 24 x days, each run's block paid in full; None where none is sold."""
+    rate = capacity_block_rate(catalog, site, instance)
+    if rate is None or capacity_block_count(catalog, nodes) is None:
+        return None
+    days = capacity_block_days(catalog, hours)
+    return None if days is None else (days, rate * nodes * 24.0 * days * runs)
 
 
 def life_months(node: OnPremNode) -> int:

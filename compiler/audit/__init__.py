@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from compiler.audit import capacity, costs, demand, limits, operability, placement, policy, savings_plans, storage
+from compiler.audit import (capacity, capacity_blocks, costs, demand, limits, operability, placement, policy,
+                            savings_plans, storage)
 from compiler.audit.context import Context, Finding
 from compiler.candidates import Candidates
 from compiler.catalog.model import Catalog
@@ -48,6 +49,7 @@ CHECKS: tuple[Callable[[Context], Iterable[Finding]], ...] = (
     costs.check_commitments,
     costs.check_credits,
     savings_plans.check_savings_plans,
+    capacity_blocks.check_capacity_blocks,
 )
 
 

@@ -64,3 +64,4 @@ ATTRIBUTION = "A605"           # workload costs or monthly costs do not add up t
 PRICE_MISSING = "A606"         # a pricing used where the catalog sells no such price
 COMMITMENTS = "A607"           # after_horizon misstates a commitment that outlives the horizon
 SAVINGS_PLAN = "A608"          # Savings Plans' cover beyond a commitment, on-demand hours or a site's pricing
+CAPACITY_BLOCK = "A609"        # a Capacity Block not sold there, not its job's, or not at its re-derived price

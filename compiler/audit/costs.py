@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from compiler.audit import codes, rules, savings_plans
+from compiler.audit import capacity_blocks, codes, rules, savings_plans
 from compiler.audit.context import ABS_USD, Context, Finding, close, exceeds, is_cloud, usd
 
 CATEGORIES = ("capex", "support", "fabric", "power", "cloud_compute", "storage", "egress")
@@ -88,6 +88,8 @@ def price(ctx: Context) -> Priced:
         out.lines["cloud_compute"] += rate * amount
     # Savings Plans: their commitments, less the on-demand price of the hours they cover.
     out.lines["cloud_compute"] += savings_plans.cost(ctx)
+    # Capacity Blocks: their price, less the on-demand price of the job hours they carry.
+    out.lines["cloud_compute"] += capacity_blocks.cost(ctx)
     # Storage: $/TB-month provisioned, capex per TB of the peak.
     for st in ctx.plan.storage:
         site = ctx.sites.get(st.site)

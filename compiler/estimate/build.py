@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from compiler import recurrence
+from compiler import recurrence, unit_costs
 from compiler.candidates import Candidate, Disaggregation, InferenceEstimate, Layout, Rejection, TrainingEstimate
 from compiler.catalog.model import Catalog, Model
 from compiler.estimate import disaggregated, floors, inference, training
@@ -289,6 +289,9 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         may_stop = not (spec.policy.caps_cloud_share and hw.site_type == "on_prem")
         site = spec.site(hw.site)
         by_month = isinstance(site, CloudSite) and reserved_sold(site, hw.instance, catalog)
+        # a Capacity Block is priced by whole days (weeks beyond two): fewer node-hours can cost
+        # more there, so no count of a pool selling blocks is dominated by node-hours alone
+        blocks = isinstance(site, CloudSite) and unit_costs.capacity_block_rate(catalog, site, hw.instance) is not None
         visible = spec.horizon_months - w.window.start_month   # months of the run the plan prices
         # Counts below `fit` fit no layout (training.fewest_gpus_to_fit): their rejection reason
         # is only worked out if it is the one reported.
@@ -302,7 +305,8 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
             rate = floors.node_hour_rate(spec, hw.site, hw.instance, spot, catalog)
             # Counts found so far, (months, node-hours) inside the horizon, where node-hours are
             # compared in total (on-prem, spot, cloud pools without reserved terms): _Totals.
-            totals = _Totals() if may_stop and not (by_month and not spot) else None
+            stop = may_stop and not (blocks and not spot)
+            totals = _Totals() if stop and not (by_month and not spot) else None
             floor = None
             for nodes in counts:
                 gpus = nodes * hw.gpus_per_node
@@ -314,7 +318,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
                             reason = (f"misses {limit_what} on every count up to {cap * hw.gpus_per_node} GPUs "
                                       f"(at least {base * (1 + loss * cap) / cap / 24:.1f} days)")
                             break  # no count from here to the cap finishes in time
-                        if may_stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
+                        if stop and base * (1 + loss * nodes) * (1 - 1e-6) > record:
                             break  # every larger count is dominated by the record
                     check_at = max(nodes + 1, int(nodes * 1.05))   # the bound costs a layout search
                 if floor is not None:

@@ -40,7 +40,9 @@ def node_hour_rate(spec: Spec, site_name: str, instance: str, spot: bool, catalo
     if spot:
         return unit_costs.cloud_price(catalog, site, instance, "spot") or 0.0
     rates = [p for p in (unit_costs.cloud_price(catalog, site, instance, o) for o in CLOUD_RATES) if p is not None]
-    return min(rates, default=0.0)
+    # a Capacity Block pays its rate for at least every hour the job runs
+    block = unit_costs.capacity_block_rate(catalog, site, instance)
+    return min(rates + ([block] if block is not None else []), default=0.0)
 
 
 def egress(spec: Spec, w: TrainingWorkload, site_name: str, catalog: Catalog) -> float:

@@ -149,6 +149,9 @@ Constraints
   (17) Savings Plans (sites whose pricing lists savings_plan_1y / _3y; savings_plan_rows.py has
        the rows): commitments C_{k,a} in USD per hour cover each month's on-demand usage at the
        plan's rate: level usage and part-month jobs' hours, within the commitment each hour.
+  (18) Capacity Blocks (sites whose pricing lists capacity_block; capacity_block_rows.py has the
+       rows): k_c in {0,1}, k_c <= x_c, at the block's price for the job's nodes and days; a job
+       on its block takes its node-hours off (12), (12b), (16) and (17): n_c h_{c,m} (x_c - k_c).
 
 Policy (placement, allowed GPUs, site restrictions, pins) is applied as candidate filters
 before the model is built; reductions.py removes only what provably no optimal plan needs
@@ -173,6 +176,7 @@ from compiler.estimate.options import reserved_sold
 from compiler.optimize.cuts import node_mirs, row_cuts
 from compiler.optimize.mixes import minimal_mixes
 from compiler.optimize.savings_plan_rows import savings_plans
+from compiler.optimize.capacity_block_rows import block_prices, block_rows, job_terms
 from compiler.optimize.reductions import prune, replica_caps
 # the Problem's types and names, used here and re-exported for F.* readers
 from compiler.problem import (
@@ -350,6 +354,7 @@ class _State:
     reservations: list = field(default_factory=list)
     od_vars: dict = field(default_factory=dict)                 # (12) pool@m -> on-demand variable
     savings_plans: list = field(default_factory=list)           # (17) commitments
+    capacity_blocks: list = field(default_factory=list)         # (18) training candidates' blocks
     base_fabrics: dict = field(default_factory=dict)
     by_site: dict = field(default_factory=dict)                 # on-prem site -> its pools' node models
 
@@ -377,7 +382,8 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
     monthly = reserved_pools(candidates)
     for w in spec.workloads:
         kept, why = policy_filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
-        kept = prune(kept, spec.horizon_months, share_capped, monthly)
+        kept = prune(kept, spec.horizon_months, share_capped, monthly,
+                     block_prices(spec, candidates.catalog, kept))
         if isinstance(w, InferenceWorkload) and not spec.policy.limits_churn:
             # Under a mix-hold limit a swap of one candidate's replicas for another's can change
             # the month's mix, so the caps' argument fails there: no caps (docs/optimizer.md).
@@ -496,6 +502,7 @@ def _training(st: "_State", w) -> None:
     for c in cands:
         site = spec.site(c.site)
         xn = B.var(x_name(c), "binary", family="x", workload=c.workload, candidate=c.id)
+        kn = block_rows(st, c, xn)      # (18)
         hours_total = sum(h for m, h in c.usage if m < H)  # the plan prices the horizon only
         if home and c.site != home and ds_tb:
             B.add_cost(xn, "egress", ds_tb * unit_costs.egress_usd_per_tb(cat, spec.site(home)))
@@ -514,6 +521,8 @@ def _training(st: "_State", w) -> None:
                 add(quota_gpu, (c.site, c.gpu, m), xn, c.gpus)
                 if not c.spot:
                     add(od_hours, (c.site, c.instance, m), xn, c.nodes * h)
+                    if kn:
+                        add(od_hours, (c.site, c.instance, m), kn, -c.nodes * h)
                     if pinned_term:
                         add(pinned_hours, (c.site, c.instance, m, pinned_term), xn, c.nodes * h)
         if isinstance(site, OnPremSite):
@@ -656,8 +665,8 @@ def _cloud_job_excess(st: "_State", s: str, i: str, m: int, un: str, active_res:
     nodes beyond them run its hours on demand. Row (12) alone would let a 100-hour job use a
     reserved node's 730 hours. Jobs running all month: (12) says it."""
     B, site = st.B, st.spec.site(s)
-    jobs = [(xn, nh, st.by_id[B.vars[xn].candidate]) for xn, nh in sorted(st.od_hours.get((s, i, m), {}).items())]
-    jobs = [(xn, nh, c) for xn, nh, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
+    jobs = [(xn, nh, own, st.by_id[B.vars[xn].candidate]) for xn, nh, own in job_terms(B, st.od_hours.get((s, i, m), {}))]
+    jobs = [(xn, nh, own, c) for xn, nh, own, c in jobs if nh / c.nodes < HOURS_PER_MONTH - 1e-9]
     if not (active_res and jobs):
         return
     if pack:
@@ -667,11 +676,11 @@ def _cloud_job_excess(st: "_State", s: str, i: str, m: int, un: str, active_res:
     else:
         free = {rn: 1.0 for rn in active_res}
     excess = {}
-    for xn, nh, c in jobs:
+    for xn, nh, own, c in jobs:
         h = nh / c.nodes
         job_month = dict(family="od_excess", workload=c.workload, candidate=c.id, month=m)
         en = B.var(f"od_excess[{c.id}@{m:03d}]", "continuous", **job_month)
-        row = {en: 1.0, xn: -nh, **{k: h * a for k, a in free.items()}}
+        row = {en: 1.0, **{k: -v for k, v in own.items()}, **{k: h * a for k, a in free.items()}}
         B.con(f"od_excess[{c.id}@{m:03d}]", "cloud_capacity", row, ">=", 0.0, f"{site.path}.pricing",
               f"{c.id} runs no more reserved nodes at once than {s} has free in month {m}", **job_month)
         excess[en] = -1.0
@@ -1381,7 +1390,7 @@ def formulate(candidates: Candidates) -> Problem:
                    constraints=tuple(B.cons[k] for k in sorted(B.cons)), demand=st.demand,
                    filtered_out=st.dropped, mixes=st.mixes,
                    reservations=tuple(sorted(st.reservations, key=lambda r: r.var)), base_fabrics=st.base_fabrics,
-                   savings_plans=tuple(st.savings_plans))
+                   savings_plans=tuple(st.savings_plans), capacity_blocks=tuple(st.capacity_blocks))
 
 
 def _is_cloud_storage(v: Variable, spec: Spec) -> bool:

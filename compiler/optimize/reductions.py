@@ -17,6 +17,7 @@ call it there (docs/optimizer.md, "Under the operability limits").
 from __future__ import annotations
 
 import itertools
+from typing import Mapping
 
 from compiler.candidates import Candidate
 from compiler.problem import fabric_free
@@ -74,8 +75,15 @@ def _dominates(d: Candidate, c: Candidate, hours: dict[str, dict[int, float]], s
     return not same or d.id < c.id    # identical twins: the smaller id stays
 
 
+def _block_ok(d: Candidate, c: Candidate, blocks: Mapping[str, float]) -> bool:
+    """Where c may run on a Capacity Block, d stands in for it only if d may too, at no more:
+    a block is priced by whole days (weeks beyond two), so fewer node-hours can cost more."""
+    cb = blocks.get(c.id)
+    return cb is None or (d.id in blocks and blocks[d.id] <= cb + 1e-9)
+
+
 def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
-          monthly_pools: frozenset | None = None) -> list[Candidate]:
+          monthly_pools: frozenset | None = None, blocks: Mapping[str, float] | None = None) -> list[Candidate]:
     """Drop every candidate another one dominates (`dominates`). Exact: a plan using a dominated
     candidate keeps its cost and feasibility with the dominating one instead, and dominance is a
     strict order with ties broken by id, so some undominated candidate is always kept.
@@ -83,6 +91,9 @@ def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
     `monthly_pools`: the cloud pools (site, instance) where reserved nodes may be bought, the only
     ones whose node-hours are shared month by month ((12), (12b)); None counts every cloud pool.
     Elsewhere a cloud pool's on-demand hours are priced in total (`_monthly`).
+
+    `blocks`: the USD of the Capacity Block each training candidate may run on (formulate's
+    capacity_block rows), where one is sold; a pool with any is compared pairwise (`_block_ok`).
 
     Training candidates go through `_sweep` (sort and sweep, O(n log n) a pool), the rest pairwise."""
     by_pool: dict[tuple, list[Candidate]] = {}
@@ -92,14 +103,16 @@ def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
     for group in by_pool.values():
         train = [c for c in group if c.kind == "training"]
         profiles = {c.id: _profile(c, horizon) for c in train}
-        if train and all(p is not None for p in profiles.values()) and \
+        blocked = bool(blocks) and any(c.id in blocks for c in train)
+        if train and not blocked and all(p is not None for p in profiles.values()) and \
                 len({c.start_month for c in train}) == 1:
             dominated |= _sweep(train, profiles, share_capped, monthly_pools)
             rest = [c for c in group if c.kind != "training"]
         else:
             rest = group
         hours = {c.id: _hours_by_month(c, horizon) for c in rest if c.kind == "training"}
-        dominated |= {c.id for c in rest if any(_dominates(d, c, hours, share_capped) for d in rest)}
+        dominated |= {c.id for c in rest if any(_dominates(d, c, hours, share_capped)
+                                                and (not blocked or _block_ok(d, c, blocks)) for d in rest)}
     return [c for c in cands if c.id not in dominated]
 
 

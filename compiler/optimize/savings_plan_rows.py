@@ -44,6 +44,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from compiler import unit_costs
+from compiler.optimize.capacity_block_rows import job_terms
 from compiler.problem import SavingsPlanTerm
 from compiler.spec import HOURS_PER_MONTH, CloudSite
 
@@ -66,13 +67,13 @@ def _part_month_jobs(st, s: str, i: str, m: int) -> list[tuple[object, dict[str,
     """The jobs of pool (s, i) running part of month m: (candidate, its on-demand hours as terms
     o_{c,m}, h_{c,m})."""
     B, out = st.B, []
-    for xn, nh in sorted(st.od_hours.get((s, i, m), {}).items()):
+    for xn, nh, own in job_terms(B, st.od_hours.get((s, i, m), {})):
         c = st.by_id[B.vars[xn].candidate]
         h = nh / c.nodes
         if h >= HOURS_PER_MONTH - 1e-9:
             continue
         en = f"od_excess[{c.id}@{m:03d}]"
-        out.append((c, {en: 1.0} if en in B.vars else {xn: nh}, h))
+        out.append((c, {en: 1.0} if en in B.vars else own, h))   # own: x, less a block (18)
     return out
 
 

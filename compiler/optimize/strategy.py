@@ -68,8 +68,9 @@ def choose(problem: Problem, options: SolveOptions) -> Strategy:
     n = integer_count(problem)
     if n < s.min_integers:
         # month floors price a block's months at no less than nothing (a Savings Plan's covered
-        # hours cost less than that): where the model has Savings Plans, the plain search
-        months = len(serving_months(problem)) >= 2 and not problem.savings_plans
+        # hours cost less than that) and a job's hours on its pool: where the model has Savings
+        # Plans or Capacity Blocks (which take a job's hours off its pool), the plain search
+        months = len(serving_months(problem)) >= 2 and not problem.savings_plans and not problem.capacity_blocks
         path = "months" if months else "search"
         why = (f"{n:,} integers, under {s.min_integers:,}: "
                + ("services whose replicas span months get month floors and windows" if months

@@ -27,7 +27,7 @@ from compiler.problem import Solution
 from compiler.readback.allot import Demand, Supply, allot, main_pricing
 from compiler.readback.held import held_commitments, owned_ages
 from compiler.readback.inputs import inputs_of
-from compiler.readback import savings_plans
+from compiler.readback import capacity_blocks, savings_plans
 from compiler.plan import (COST_CATEGORIES, MONTHS_NOTE, NO_SEARCH_NOTE, PRICINGS, AfterHorizon, Commitment,
                            CostBreakdown, DisaggregationPlan, EstimateFigures, Holding, LayoutPlan, Placement, Plan,
                            Pool, Reservation,
@@ -85,6 +85,7 @@ def read_back(problem: F.Problem, sol: Solution, path: SolvePath = SolvePath()) 
         held=held_commitments(spec, cat, pools),
         owned_ages=owned_ages(spec, cat),
         savings_plans=savings_plans.read(problem, value),
+        capacity_blocks=capacity_blocks.read(problem, value),
     )
 
 
@@ -239,6 +240,8 @@ def _shared_costs(problem: F.Problem, value: Callable[[str], float], use: Use, w
         if savings_plans.spread(problem, v, usd, lambda s, i, p, ms: _weights(use, s, i, p, ms), workload_cost, monthly,
                           _spread):
             continue
+        if capacity_blocks.spread(problem, v, usd, workload_cost, monthly):
+            continue
         s, i = v.site, v.instance
         if v.family == "idle_tail":
             # decided by the last month's load: booked there, and to that month's users
@@ -365,9 +368,11 @@ def _allot(problem, value, train, infer) -> _Held:
     H = spec.horizon_months
     cands: dict[str, Candidate] = {}
     demands: dict[tuple[str, str], list[list[Demand]]] = defaultdict(lambda: [[] for _ in range(H)])
+    blocked = capacity_blocks.chosen(problem, value)
     for name, c in train.items():
         cands[c.id] = c
-        pinned = _pinned(spec.workload(name), c)
+        # a job on a Capacity Block runs on-demand instances launched into it (capacity_blocks.py)
+        pinned = "on_demand" if c.id in blocked else _pinned(spec.workload(name), c)
         series = demands[(c.site, c.instance)]
         for m, h in c.usage:
             if m < H and h > 0:
@@ -437,6 +442,7 @@ def _pools(problem, value, held: _Held) -> tuple[Pool, ...]:
     def hours_of(s, i, p) -> list[float]:
         return held.hours.get((s, i, p), [0.0] * H)
 
+    on_blocks = capacity_blocks.covered(problem, value)   # billed on demand here, credited by the blocks
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
@@ -456,7 +462,7 @@ def _pools(problem, value, held: _Held) -> tuple[Pool, ...]:
             od = held.in_use.get((s, i, "on_demand"), zeros)
             if any(od):
                 nh = hours_of(s, i, "on_demand")
-                billed = [max(0.0, value(F.od_name(s, i, m))) for m in range(H)]
+                billed = [max(0.0, value(F.od_name(s, i, m))) + on_blocks.get((s, i, m), 0.0) for m in range(H)]
                 util = [nh[m] / (od[m] * HOURS_PER_MONTH) if od[m] else 0.0 for m in range(H)]
                 out.append(_pool(s, i, inst.gpu, inst.gpus, "on_demand", inst.fabric, od, util, billed))
         else:

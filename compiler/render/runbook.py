@@ -306,6 +306,41 @@ class Purchase:
 
 
 @dataclass(frozen=True)
+class BlockBuy:
+    """A Capacity Block to buy (plan.CapacityBlock) as the AWS CLI asks for it."""
+    workload: str
+    site: str
+    region: str
+    instance: str
+    counts: tuple[int, ...]           # instances of each block (the job's nodes, split at the block limit)
+    days: int
+    start: str                        # the earliest start, ISO 8601 (a placeholder where the plan is undated)
+    latest_end: str                   # the latest end: the window's end, or start + days
+    month: str                        # the month it starts, as the plan names months
+    cost_usd: float
+
+
+def _capacity_blocks(plan: Plan) -> tuple[BlockBuy, ...]:
+    """The plan's Capacity Blocks, each starting on the first day of its window's month."""
+    import datetime as dt
+    region = {s.name: s.region or "" for s in plan.sites}
+    window = {w.name: w.inputs.value("window.deadline_days") for w in plan.workloads if w.inputs is not None}
+    out = []
+    for b in plan.capacity_blocks:
+        per = -(-b.nodes // b.blocks)
+        counts = tuple(min(per, b.nodes - k * per) for k in range(b.blocks))
+        span = max(b.days, int(-(-float(window.get(b.workload) or b.days) // 1)))
+        if plan.calendar.dated:
+            first = dt.date.fromisoformat(f"{plan.calendar.name(b.start_month)}-01")
+            start, end = f"{first.isoformat()}T00:00:00Z", f"{(first + dt.timedelta(days=span)).isoformat()}T11:30:00Z"
+        else:
+            start, end = f"MONTH_{b.start_month}_START", f"MONTH_{b.start_month}_START_PLUS_{span}_DAYS"
+        out.append(BlockBuy(b.workload, b.site, region.get(b.site, ""), b.instance, counts, b.days, start, end,
+                            plan.calendar.name(b.start_month), b.cost_usd))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class MetricRule:
     metric: str                       # the name the HPA asks the custom metrics API for
     series: str                       # the server's Prometheus series it comes from
@@ -324,6 +359,7 @@ class Runbook:
     calendar: Calendar = UNDATED      # names the months (the spec's start)
     held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
     savings_plans: tuple = ()         # Savings Plans to buy (plan.SavingsPlanBought): no Terraform resource
+    capacity_blocks: tuple[BlockBuy, ...] = ()   # Capacity Blocks to buy before their jobs start
     changes: Changes | None = None    # a re-plan: what changes against the baseline
     removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
     edge: tuple = ()                  # the plan's edge sites (render/edge.py EdgeFleet): boxes per location
@@ -590,7 +626,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan), metrics=_metric_rules(sites),
         workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
-        savings_plans=plan.savings_plans.bought,
+        savings_plans=plan.savings_plans.bought, capacity_blocks=_capacity_blocks(plan),
         changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan), edge=edge)
 
 

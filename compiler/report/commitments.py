@@ -144,3 +144,37 @@ def savings_plans(plan: Plan, catalog) -> SavingsPlansView:
         hours += h
         od += h * (rate or 0.0)
     return SavingsPlansView(rows, round(hours, 1), round(od, 2), round(sum(i.charged_usd for i in sp.idle_after), 2))
+
+
+@dataclass(frozen=True)
+class CapacityBlockRow:
+    workload: str
+    site: str
+    instance: str
+    instances: int
+    starts: str                   # the month it starts, as the plan names months
+    days: int
+    usd_per_hour: float
+    cost_usd: float               # paid up front
+    on_demand_usd: float          # what the job's node-hours on it would cost on demand
+
+
+@dataclass(frozen=True)
+class CapacityBlocksView:
+    """The Capacity Blocks the plan buys (docs/capacity-blocks.md), each against on demand."""
+    rows: tuple[CapacityBlockRow, ...]
+    cost_usd: float
+    on_demand_usd: float
+
+
+def capacity_blocks(plan: Plan, catalog) -> CapacityBlocksView:
+    region = {s.name: s.region for s in plan.sites}
+    rows = []
+    for b in plan.capacity_blocks:
+        inst = catalog.instances.get(b.instance) if catalog is not None else None
+        rate = inst.price(region.get(b.site) or "", "on_demand") if inst is not None else None
+        od = round((rate or 0.0) * sum(b.monthly_node_hours[:plan.horizon_months]), 2)
+        rows.append(CapacityBlockRow(b.workload, b.site, b.instance, b.nodes, plan.calendar.name(b.start_month),
+                                     b.days, b.usd_per_hour, b.cost_usd, od))
+    return CapacityBlocksView(tuple(rows), round(sum(r.cost_usd for r in rows), 2),
+                              round(sum(r.on_demand_usd for r in rows), 2))

@@ -467,6 +467,7 @@ class ReportView:
     held: commitments.HeldView | None = None    # commitments already bought (None: the spec holds none)
     owned_ages: commitments.OwnedAgesView | None = None   # owned nodes with a purchase date (None: none)
     savings_plans: commitments.SavingsPlansView | None = None   # Savings Plans bought (None: none)
+    capacity_blocks: commitments.CapacityBlocksView | None = None   # Capacity Blocks bought (None: none)
     calendar: Calendar = UNDATED  # how months are named (the spec's start)
     changes: Changes | None = None   # a re-plan: what changes against the baseline (None: no baseline)
 
@@ -1129,6 +1130,7 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
         held=commitments.held(plan) if plan.held else None,
         owned_ages=commitments.owned_ages(plan) if plan.owned_ages else None,
         savings_plans=commitments.savings_plans(plan, catalog) if plan.savings_plans.bought else None,
+        capacity_blocks=commitments.capacity_blocks(plan, catalog) if plan.capacity_blocks else None,
         workload_groups=groups,
         by_site_rule=SITE_RULE if plan.cost_by_site_usd else SITE_RULE_UNRECORDED,
         by_workload_rule=WORKLOAD_RULE,
