@@ -97,6 +97,13 @@ POOL_LABEL = "infra-compile.io/pool"
 PRICING_LABEL = "infra-compile.io/pricing"
 MONTHS_ANNOTATION = "infra-compile.io/months"
 REPLICAS_ANNOTATION = "infra-compile.io/monthly-replicas"
+# A disaggregated service's servers (docs/artifacts.md): pods labelled by role, each role's
+# Deployment the placement's units x its instances a unit, at its own tensor parallel; prefill
+# servers take one prompt at a time; both are told vLLM's NixlConnector.
+ROLE_LABEL = "llm-d.ai/role"
+PD_ROLES = ("prefill", "decode")
+PD_CONNECTOR = "NixlConnector"
+PD_PREFILL_BATCH = 1
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
 RESUME_PROGRAM = "/etc/slurm/resume.sh"
@@ -1396,9 +1403,23 @@ def _match_workload(name: str, labels: dict, names: Iterable[str]) -> str | None
     return max(hits, key=len) if hits else None
 
 
+def _pod_labels(doc: dict) -> dict:
+    return ((((doc.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels")) or {}
+
+
+def _role_layout(p: Any, role: str) -> tuple[int, int] | None:
+    """(tensor parallel, servers a unit) of one role of a disaggregated placement; None where the
+    placement is colocated or the role unknown."""
+    g = getattr(p, "disaggregation", None)
+    if g is None or role not in PD_ROLES:
+        return None
+    return (g.prefill_tp, g.prefill_instances) if role == "prefill" else (g.decode_tp, g.decode_instances)
+
+
 def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[str]:
     out: list[str] = []
     unmatched = list(services)
+    roles_seen: dict[int, set[str]] = {}      # id(placement) -> roles whose Deployment was found
     hpas = {((d.get("spec") or {}).get("scaleTargetRef") or {}).get("name"): d
             for _f, d in ctx.k8s_kind(site, "HorizontalPodAutoscaler")}
     k8s_services = {(d.get("metadata") or {}).get("name") for _f, d in ctx.k8s_kind(site, "Service")}
@@ -1436,16 +1457,36 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
         wname = _match_workload(name, {**_labels(d), **(((d.get("spec") or {}).get("template") or {})
                                                       .get("metadata") or {}).get("labels", {})},
                                 {w.name for w, _p in services})
-        cands = [(w, p) for w, p in unmatched if w.name == wname and slug(p.instance) == pool
-                 and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+        role = _pod_labels(d).get(ROLE_LABEL)
+        if role is not None:
+            # one role of a disaggregated placement: its GPUs per pod are the role's tensor parallel,
+            # its replicas the units times the role's servers a unit
+            cands = [(w, p) for w, p in unmatched if w.name == wname and slug(p.instance) == pool
+                     and (_role_layout(p, role) or (0, 0))[0] == gpus and role not in roles_seen.get(id(p), set())]
+            per_unit = {id(p): (_role_layout(p, role) or (0, 1))[1] for _w, p in cands}
+        else:
+            cands = [(w, p) for w, p in unmatched if w.name == wname and slug(p.instance) == pool
+                     and getattr(p, "disaggregation", None) is None
+                     and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+            per_unit = {id(p): 1 for _w, p in cands}
+
+        def series(p):
+            base = _series(p.monthly_replicas, ctx.months) if p.monthly_replicas else [p.replicas] * ctx.months
+            return [r * per_unit[id(p)] for r in base]
         if not cands:
-            out.append(f"{where} (pool {pool}, {gpus} GPUs per pod) matches no service placement of the plan at {site}")
+            what = f"{ROLE_LABEL}={role}, " if role is not None else ""
+            out.append(f"{where} ({what}pool {pool}, {gpus} GPUs per pod) matches no service placement of the plan "
+                       f"at {site}")
             continue
-        pick = next(((w, p) for w, p in cands if monthly and list(_series(p.monthly_replicas, ctx.months)) == monthly),
-                    cands[0])
-        unmatched.remove(pick)
+        pick = next(((w, p) for w, p in cands if monthly and series(p) == monthly), cands[0])
         w, p = pick
-        plan_monthly = _series(p.monthly_replicas, ctx.months) if p.monthly_replicas else [p.replicas] * ctx.months
+        if role is None:
+            unmatched.remove(pick)
+        else:
+            roles_seen.setdefault(id(p), set()).add(role)
+            if roles_seen[id(p)] >= set(PD_ROLES):
+                unmatched.remove(pick)
+        plan_monthly = series(p)
         per_domain.setdefault(pool, []).append((name, gpus, monthly if monthly and len(monthly) == ctx.months
                                                 else plan_monthly))
         if replicas != plan_monthly[0]:
@@ -1480,6 +1521,11 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
                 out.append(f"{where}: the schedule's replicas rows say {','.join(map(str, sched))} per month, the "
                            f"plan's are {','.join(map(str, plan_monthly))}")
     for w, p in unmatched:
+        if getattr(p, "disaggregation", None) is not None:
+            missing = [r for r in PD_ROLES if r not in roles_seen.get(id(p), set())]
+            out.append(f"kubernetes: {site}: service {w.name} ({p.replicas} disaggregated units on {p.instance}) has "
+                       f"no Deployment of its {' and '.join(missing)} servers (pods labelled {ROLE_LABEL})")
+            continue
         out.append(f"kubernetes: {site}: service {w.name} ({p.replicas} replicas on {p.instance}) has no Deployment")
     # month by month: the domain's services fit into the nodes Kubernetes holds there for them
     for pool, deps in sorted(per_domain.items()):
@@ -2212,12 +2258,21 @@ def check_serving(ctx: Context) -> list[str]:
             gpus = _pod_gpus(pod)
             pool = (pod.get("nodeSelector") or {}).get(POOL_LABEL)
             wname = _match_workload(name, _labels(d), names)
-            cands = [(w, p) for w, p in services if w.name == wname and slug(p.instance) == pool
-                     and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+            role = _pod_labels(d).get(ROLE_LABEL)
+            if role is not None:
+                cands = [(w, p) for w, p in services if w.name == wname and slug(p.instance) == pool
+                         and (_role_layout(p, role) or (0, 0))[0] == gpus]
+            else:
+                cands = [(w, p) for w, p in services if w.name == wname and slug(p.instance) == pool
+                         and getattr(p, "disaggregation", None) is None
+                         and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
             if not cands:
                 continue            # check_kubernetes names a Deployment no placement matches
             w, p = cands[0]
             where = f"serving: {site}: {f}: Deployment {name}"
+            if role is not None:
+                out += _check_pd_server(where, ctx, site, name, w, p, role, pod)
+                continue
             servers = [c for c in pod.get("containers") or () if _pod_gpus({"containers": [c]})]
             if len(servers) != 1:
                 out.append(f"{where}: {len(servers)} containers ask for GPUs, expected the one server")
@@ -2262,6 +2317,66 @@ def check_serving(ctx: Context) -> list[str]:
                 out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
             out += _check_choices(where, flags, w.inputs.document if w.inputs is not None else {}, mounts)
             out += _check_hpa_target(where, ctx, site, name, batch)
+    return out
+
+
+def _check_pd_server(where: str, ctx: "Context", site: str, name: str, w: Any, p: Any, role: str,
+                     pod: dict) -> list[str]:
+    """One role of a disaggregated placement: the server runs the role's tensor parallel on its
+    GPUs, the role's batch (one prompt at a time on prefill, the placement's on decode), the
+    plan's context length and quantization, and vLLM's NixlConnector; a decode pod's routing
+    sidecar sends to the server's port. Prompts are cached where prefilled, tokens drafted where
+    decoded."""
+    out: list[str] = []
+    tp_want, _n = _role_layout(p, role) or (0, 0)
+    servers = [c for c in pod.get("containers") or () if _pod_gpus({"containers": [c]})]
+    if len(servers) != 1:
+        return [f"{where}: {len(servers)} containers ask for GPUs, expected the one {role} server"]
+    c = servers[0]
+    flags = _flags(list(c.get("command") or ()) + list(c.get("args") or ()))
+    tp, pp = _as_int(flags.get("tensor-parallel-size", "1")), _as_int(flags.get("pipeline-parallel-size", "1"))
+    g = p.disaggregation
+    if (tp, pp) != (tp_want, 1):
+        out.append(f"{where}: the {role} server runs tensor {tp} x pipeline {pp}, the plan's unit ({g.prefill_instances} "
+                   f"prefill x tp{g.prefill_tp} + {g.decode_instances} decode x tp{g.decode_tp}) sized tensor "
+                   f"{tp_want} x pipeline 1")
+    batch = PD_PREFILL_BATCH if role == "prefill" else (getattr(p, "batch", 0) or w.estimate.batch)
+    if _as_int(flags.get("max-num-seqs")) != batch:
+        out.append(f"{where}: --max-num-seqs={flags.get('max-num-seqs')}, the plan sized the {role} servers at "
+                   f"batch {batch}")
+    max_len = getattr(w, "max_model_len", 0)
+    if max_len and _as_int(flags.get("max-model-len")) != max_len:
+        out.append(f"{where}: --max-model-len={flags.get('max-model-len')}, the plan sized {max_len} tokens per sequence")
+    quant = getattr(w, "quantization", "")
+    if quant in QUANT_FLAG and flags.get("quantization") != QUANT_FLAG[quant]:
+        out.append(f"{where}: --quantization={flags.get('quantization')}, the plan sized {quant} weights")
+    raw = flags.get("kv-transfer-config")
+    try:
+        kv = json.loads(raw) if raw is not None else None
+    except ValueError:
+        kv = "bad"
+    if not isinstance(kv, dict) or kv.get("kv_connector") != PD_CONNECTOR or kv.get("kv_role") not in (
+            "kv_both", "kv_producer" if role == "prefill" else "kv_consumer"):
+        out.append(f"{where}: the {role} server is told --kv-transfer-config={raw}, the plan's disaggregated layout "
+                   f"needs vLLM's {PD_CONNECTOR} (kv_role kv_both, or kv_{'producer' if role == 'prefill' else 'consumer'})")
+    port = _as_int(flags.get("port", "8000"))
+    if role == "decode":
+        sidecars = [s for s in pod.get("initContainers") or () if s.get("restartPolicy") == "Always"]
+        told = [_flags(list(s.get("command") or ()) + list(s.get("args") or ())) for s in sidecars]
+        if not any(_as_int(f.get("vllm-port")) == port for f in told):
+            out.append(f"{where}: no routing sidecar sends to the decode server's port {port} "
+                       f"(sidecars' --vllm-port: {[f.get('vllm-port') for f in told]})")
+    model = flags.get("model", "")
+    mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
+    if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
+        out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
+    inputs = dict(w.inputs.document) if w.inputs is not None and isinstance(w.inputs.document, dict) else {}
+    if role == "decode":
+        inputs["traffic"] = {k: v for k, v in (inputs.get("traffic") or {}).items() if k != "prefix_cache_hit"}
+    else:
+        inputs.pop("speculative", None)
+    out += _check_choices(where, flags, inputs, mounts)
+    out += _check_hpa_target(where, ctx, site, name, batch)
     return out
 
 
@@ -2347,7 +2462,10 @@ def check_routing(ctx: Context) -> list[str]:
                                                                  _labels(d), services) == wname]
             pod_labels = [((((d.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {})
                           for _f, d in servers]
-            ports = {p.get("containerPort") for _f, d in servers for c in _pod_spec(d).get("containers") or ()
+            # a native sidecar (an init container that restarts Always) listens for its pod too
+            ports = {p.get("containerPort") for _f, d in servers
+                     for c in list(_pod_spec(d).get("containers") or ())
+                     + [i for i in _pod_spec(d).get("initContainers") or () if i.get("restartPolicy") == "Always"]
                      for p in c.get("ports") or ()}
             mine = []
             for pname, pool in pools.items():
@@ -2384,6 +2502,7 @@ def check_routing(ctx: Context) -> list[str]:
                                 .get("labels") or {}).get(k) == v for k, v in esel.items())
                            for _f, d in ctx.k8s_kind(site, "Deployment")) or not esel:
                     out.append(f"{where}: the endpoint picker's Service {ref.get('name')} selects no Deployment's pods")
+            out += _check_pd_routing(where, ctx, site, wname, servers, pod_labels, ref.get("name"))
             routed = [r for r in routes
                       if any(b.get("kind") == "InferencePool" and b.get("name") == pname
                              for rule in (r.get("spec") or {}).get("rules") or () for b in rule.get("backendRefs") or ())]
@@ -2394,6 +2513,44 @@ def check_routing(ctx: Context) -> list[str]:
                 if not any(k == "Gateway" and n in gateways for k, n in parents):
                     out.append(f"{where}: HTTPRoute {(r.get('metadata') or {}).get('name')} hangs from "
                                f"{sorted(n for _k, n in parents)}, no Gateway kubernetes/{site}/ creates")
+    return out
+
+
+PD_PLUGINS = {"pd-profile-handler", "prefill-filter", "decode-filter"}
+
+
+def _check_pd_routing(where: str, ctx: Context, site: str, wname: str, servers: list, pod_labels: list,
+                      picker: str | None) -> list[str]:
+    """A service planned disaggregated at the site: its server pods' roles are ones the picker
+    knows, and the pool's endpoint picker runs a prefill and a decode profile (pd-profile-handler with the
+    prefill and decode filters), read from the ConfigMap the picker's Deployment mounts."""
+    pd = any(getattr(p, "disaggregation", None) is not None and p.replicas > 0
+             for w, p in ctx.placements(site, "kubernetes", "inference") if w.name == wname)
+    if not pd:
+        return []
+    out = []
+    # a colocated placement's pods beside them carry no role: the decode filter passes them, and
+    # with no routing sidecar they serve the whole request (llm-d's decode-filter, allowsNoLabel)
+    odd = [f for (f, _d), lab in zip(servers, pod_labels) if lab.get(ROLE_LABEL, "both") not in PD_ROLES + ("both",)]
+    if odd:
+        out.append(f"{where}: the server pods of {', '.join(odd)} carry a {ROLE_LABEL} the picker's filters do not know")
+    deps = [d for _f, d in ctx.k8s_kind(site, "Deployment") if (d.get("metadata") or {}).get("name") == picker]
+    maps = {v.get("configMap", {}).get("name") for d in deps for v in _pod_spec(d).get("volumes") or ()}
+    configs = []
+    for _f, cm in ctx.k8s_kind(site, "ConfigMap"):
+        if (cm.get("metadata") or {}).get("name") in maps:
+            for text in ((cm.get("data") or {}).values()):
+                try:
+                    doc = yaml.safe_load(text)
+                except yaml.YAMLError:
+                    continue
+                if isinstance(doc, dict) and doc.get("kind") == "EndpointPickerConfig":
+                    configs.append(doc)
+    ok = any(PD_PLUGINS <= {p.get("type") for p in c.get("plugins") or ()}
+             and {"prefill", "decode"} <= {s.get("name") for s in c.get("schedulingProfiles") or ()} for c in configs)
+    if not ok:
+        out.append(f"{where}: planned disaggregated, but its endpoint picker {picker} runs no prefill and decode "
+                   f"profiles ({', '.join(sorted(PD_PLUGINS))})")
     return out
 
 

@@ -432,6 +432,9 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
 # The first vLLM release the render gives a disaggregated service (its NixlConnector, the
 # KV-transfer connector llm-d's P/D guides run; docs/artifacts.md).
 VLLM_DISAGGREGATED = (0, 10)
+# Its decode servers read a prefill server's KV cache rank by rank: vLLM 0.10's NixlConnector
+# refuses a decode tensor parallel below the prefill's ("Decode TP cannot be smaller than prefill
+# TP"; heterogeneous TP, vllm-project/vllm#18833; prefill above decode came later, #27274).
 
 
 def _disaggregated(w: InferenceWorkload, model: Model, hw: Hardware, serving: inference.Serving,
@@ -451,6 +454,11 @@ def _disaggregated(w: InferenceWorkload, model: Model, hw: Hardware, serving: in
     tps = inference_tps(hw.gpus_per_node)
     for a in tps:
         for b in tps:
+            if b < a:
+                rejs.append(_rejected(w, hw, f"disaggregated prefill tp{a}, decode tp{b}: vLLM's NixlConnector "
+                                             "(vLLM 0.10) needs the decode tensor parallel at least the prefill's",
+                                      gpus=a + b))
+                continue
             u, why = memo.get((model, hw.gpu, catalog),
                               ("pd", a, b, w.quantization, tr.input_tokens, tr.output_tokens, slo.ttft_p99_ms,
                                slo.tpot_p99_ms, hw.gpus_per_node, hw.node_gbps, hw.fabric, serving),

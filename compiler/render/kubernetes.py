@@ -14,12 +14,15 @@ from dataclasses import dataclass
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import k8s_name, render_template
-from compiler.render.site import (ENDPOINT_PICKER_IMAGE, EPP_PORT, ROUTE_TIMEOUT, SERVER_PORT,
+from compiler.render.site import (EPP_PORT, ROUTE_TIMEOUT, SERVER_PORT,
                                   InferenceService, ServiceRoute, SiteView, TrainingJob)
 
 # The metric each service's HorizontalPodAutoscaler scales on: vLLM's requests in flight per
 # server pod, through the custom metrics API (Pods), which an adapter must serve (RUNBOOK.md).
 HPA_METRIC = "vllm_num_requests_running"
+# A disaggregated service's prefill servers run one prompt at a time (site.PREFILL_BATCH): they
+# scale on the prompts waiting per pod instead.
+PREFILL_HPA_METRIC = "vllm_num_requests_waiting"
 COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY,
           "hpa_metric": HPA_METRIC}
 
@@ -137,8 +140,12 @@ class KubernetesSite:
 
     @property
     def autoscalers(self) -> tuple[Autoscaler, ...]:
-        return tuple(Autoscaler(k8s_name(m.svc.object_name), HPA_METRIC) for m in self.manifests
+        return tuple(Autoscaler(k8s_name(m.svc.object_name), hpa_metric(m.svc)) for m in self.manifests
                      if m.svc is not None)
+
+
+def hpa_metric(svc: InferenceService) -> str:
+    return PREFILL_HPA_METRIC if svc.role == "prefill" else HPA_METRIC
 
 
 def kubernetes_site(site: SiteView) -> KubernetesSite:
@@ -171,9 +178,10 @@ def _render(k: KubernetesSite, m: Manifest) -> str:
     if m.template == "kubernetes/recurring.yaml.j2":
         jobset = render_template("kubernetes/jobset.yaml.j2", site=k.site, job=m.job, **COMMON)
         return render_template(m.template, site=k.site, job=m.job, jobset=jobset, **COMMON)
+    common = {**COMMON, "hpa_metric": hpa_metric(m.svc)} if m.svc is not None else COMMON
     return render_template(m.template, site=k.site, job=m.job, svc=m.svc, route=m.route, nodes=k.nodes,
-                           flavors=k.flavors, epp_image=ENDPOINT_PICKER_IMAGE, epp_port=EPP_PORT,
-                           server_port=SERVER_PORT, route_timeout=ROUTE_TIMEOUT, **COMMON)
+                           flavors=k.flavors, epp_port=EPP_PORT,
+                           server_port=SERVER_PORT, route_timeout=ROUTE_TIMEOUT, **common)
 
 
 def render_site(k: KubernetesSite) -> dict[str, str]:

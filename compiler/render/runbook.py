@@ -31,7 +31,7 @@ from compiler.render.changes import Changes
 from compiler.render.common import POOL_LABEL, PRICING_LABEL
 from compiler.render.domains import TERMS
 from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
-from compiler.render.kubernetes import HPA_METRIC, KubernetesSite
+from compiler.render.kubernetes import HPA_METRIC, PREFILL_HPA_METRIC, KubernetesSite
 from compiler.render.schedule import CRON, ScheduleSite, configmap_name
 from compiler.render.site import SiteView, service_routes, site_view
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, SlurmSite, slurm_site
@@ -41,7 +41,7 @@ from compiler.render.terraform import TerraformSite, TerraformVariable
 WORKFLOW = "ci/schedule.yml"
 # The Prometheus series behind each custom metric the HPAs read (vLLM exports them with a ':'
 # that a custom metrics API name cannot hold; the adapter renames them).
-SERIES = {HPA_METRIC: "vllm:num_requests_running"}
+SERIES = {HPA_METRIC: "vllm:num_requests_running", PREFILL_HPA_METRIC: "vllm:num_requests_waiting"}
 # What a Terraform capacity reservation is priced at unless a discount covers it, and the
 # discount to buy so that it is priced as the plan priced it.
 DISCOUNTS = {"aws": "EC2 Reserved Instances (or a Savings Plan) for the instance type and region",
@@ -189,6 +189,7 @@ class NodeCheck:
 class ServiceCheck:
     name: str
     replicas: int                     # month 0
+    unit: str = ""                    # a disaggregated service's role: what its servers are part of
 
 
 @dataclass(frozen=True)
@@ -473,9 +474,18 @@ def _kubernetes(sf: SiteFiles) -> KubernetesStep | None:
                           managed_crds=gw.gateway_class not in GATEWAY_INSTALL)
     return KubernetesStep(
         files=k.files, namespace=site.namespace, nodes=_node_checks(sf),
-        services=tuple(ServiceCheck(s.object_name, s.initial_replicas) for s in site.inference),
+        services=tuple(ServiceCheck(s.object_name, s.initial_replicas, _unit(s)) for s in site.inference),
         kueue=k.kueue, storage_driver=driver, credentials=credentials,
         routing=routing)
+
+
+def _unit(s) -> str:
+    """'the prefill servers of rag-70b, which runs as 2 units of 4 prefill x tp4 + 1 decode x tp4';
+    "" for a colocated service's Deployment."""
+    if s.pd is None:
+        return ""
+    units = f"{s.pd.units} unit{'s' if s.pd.units != 1 else ''}"
+    return f"the {s.role} servers of {s.name}, which runs as {units} of {s.pd.layout}"
 
 
 def _schedule(sf: SiteFiles) -> ScheduleStep | None:

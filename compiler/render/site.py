@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from compiler import recurrence
 from compiler.catalog.model import Catalog, ServingImage
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.estimate.factors import factor
-from compiler.plan import UNDATED, Calendar, Placement, Plan, SitePlan, SpecInputs
+from compiler.plan import UNDATED, Calendar, DisaggregationPlan, Placement, Plan, SitePlan, SpecInputs
 from compiler.recurrence import Period
 from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
                                     slug, storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
                                      orchestrator_of, placement_pricings, site_domains, spans)
+from compiler.serving_stack import Image, KvTransfer, PickerConfig, ProfileRef, Sidecar, serving_stack
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,41 @@ class ModelVolume:
     models: tuple[str, ...]       # the workloads whose weights it holds (models/<name>/)
 
 
+# Disaggregated serving (compiler/serving_stack.yaml holds the images, the KV-transfer connector
+# and the endpoint picker's configuration, with their sources): a placement's unit of p prefill
+# and d decode servers runs as two Deployments, <service>-prefill and <service>-decode.
+# The estimate sizes a prefill server one prompt at a time (compiler/estimate/disaggregated.py:
+# its memory holds one prompt's KV cache, its queue is M/D/1), so that is its batch.
+PREFILL_BATCH = 1
+# A decode pod's vLLM listens here; the routing sidecar takes the pool's port (SERVER_PORT) in
+# front of it (llm-d-inference-scheduler v0.4.0's P/D deployments: sidecar 8000, vLLM 8200).
+DECODE_SERVER_PORT = 8200
+
+
+@dataclass(frozen=True)
+class PdServer:
+    """One role of a disaggregated service's servers: what its pods are told beyond a colocated
+    server's (the KV-transfer connector; on decode pods, the routing sidecar in front)."""
+
+    role: str                     # prefill | decode
+    unit: DisaggregationPlan      # the placement's replica unit
+    units: int                    # the placement's replicas (units) at peak
+    kv: KvTransfer
+    role_label: str               # the pod label the picker's filters read (llm-d.ai/role)
+    sidecar: Sidecar | None = None   # decode pods only
+
+    @property
+    def layout(self) -> str:
+        """'4 prefill x tp4 + 1 decode x tp4': one unit."""
+        g = self.unit
+        return f"{g.prefill_instances} prefill x tp{g.prefill_tp} + {g.decode_instances} decode x tp{g.decode_tp}"
+
+    @property
+    def instances(self) -> int:
+        """Servers of this role in one unit."""
+        return self.unit.prefill_instances if self.role == "prefill" else self.unit.decode_instances
+
+
 @dataclass(frozen=True)
 class InferenceService:
     name: str                     # the workload's name (the served model)
@@ -226,10 +262,21 @@ class InferenceService:
     # the site (one per candidate: instance, GPUs per replica), then suffixed to keep them apart.
     deployment: str = ""
     choices: ServingChoices = ServingChoices()
+    pd: PdServer | None = None    # one role of a disaggregated unit; None: colocated replicas
 
     @property
     def object_name(self) -> str:
         return self.deployment or self.name
+
+    @property
+    def role(self) -> str:
+        """prefill | decode for a disaggregated service's servers, "" for colocated ones."""
+        return self.pd.role if self.pd is not None else ""
+
+    @property
+    def vllm_port(self) -> int:
+        """Where the server listens: behind the routing sidecar on a decode pod, else the pool's port."""
+        return DECODE_SERVER_PORT if self.pd is not None and self.pd.sidecar is not None else SERVER_PORT
 
     @property
     def monthly_text(self) -> str:
@@ -261,10 +308,11 @@ class InferenceService:
             out.append(f"--quantization={self.quantization}")
         if self.kv_cache_dtype:
             out.append(f"--kv-cache-dtype={self.kv_cache_dtype}")
-        if self.choices.prefix_caching:
+        # disaggregated: prompts are cached where they are prefilled, tokens drafted where decoded
+        if self.choices.prefix_caching and self.role != "decode":
             out.append("--enable-prefix-caching")
         spec = self.choices.speculative
-        if spec is not None:
+        if spec is not None and self.role != "prefill":
             if vllm_version(self.serving) >= VLLM_SPECULATIVE_CONFIG:
                 config = {"method": spec.vllm_method, "model": spec.draft_dir,
                           "num_speculative_tokens": spec.draft_tokens}
@@ -272,7 +320,9 @@ class InferenceService:
             else:
                 # before 0.8 the draft's own config names its kind (a model, or EAGLE/Medusa heads)
                 out += [f"--speculative-model={spec.draft_dir}", f"--num-speculative-tokens={spec.draft_tokens}"]
-        out.append("--port=8000")
+        if self.pd is not None:
+            out.append(f"--kv-transfer-config={self.pd.kv.config}")
+        out.append(f"--port={self.vllm_port}")
         return tuple(out)
 
 
@@ -396,14 +446,6 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             continue
         here = [p for p in w.placements if p.site == site and p.replicas > 0]
         for p in here:
-            if p.disaggregation is not None:
-                # The prefill and decode pools, their KV-transfer flags and the routing that pairs
-                # them are not rendered yet: stop rather than write one server for the whole unit.
-                raise CompileError([Diagnostic(
-                    "E714", f"service {w.name!r} is planned disaggregated at {site} ({p.candidate}), which the "
-                            "Kubernetes render does not write yet",
-                    hint="the plan (plan.json, the report) is complete; state `disaggregation: never` on the "
-                         "service to render its colocated plan (docs/artifacts.md)")])
             per_replica = p.gpus_per_replica or max(1, p.gpus // p.replicas)
             deployment = ""
             if len(here) > 1:
@@ -423,7 +465,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             image = serving_image(catalog, domain.shape.gpu, w.name)
             choices = serving_choices(w.inputs, f"/models/{w.name}")
             _check_speculative(choices, image, domain.shape.gpu, w.name)
-            out.append(InferenceService(
+            svc = InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
                 batch=max(1, p.batch or int(w.estimate.batch or 1)),
@@ -436,8 +478,31 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}", deployment=deployment,
                 serving=image, choices=choices,
-            ))
+            )
+            out += _disaggregated(svc, p.disaggregation) if p.disaggregation is not None else [svc]
     return tuple(out)
+
+
+def _disaggregated(unit: InferenceService, g: DisaggregationPlan) -> list[InferenceService]:
+    """A disaggregated placement's two Deployments, from the service as one unit a replica: each
+    role's servers are the units times its instances a unit, month by month, at its own tensor
+    parallel; the prefill servers at PREFILL_BATCH, the decode servers at the placement's batch."""
+    stack = serving_stack()
+    out = []
+    for role, tp, n in (("prefill", g.prefill_tp, g.prefill_instances), ("decode", g.decode_tp, g.decode_instances)):
+        monthly = tuple(r * n for r in unit.monthly_replicas)
+        first_r = monthly[unit.first_month] if monthly else unit.replicas * n
+        replicas = unit.replicas * n
+        pd = PdServer(role, g, unit.replicas, stack.kv_transfer, stack.role_label,
+                      stack.sidecar if role == "decode" else None)
+        out.append(replace(
+            unit, replicas=replicas, gpus_per_replica=tp, tensor_parallel=tp, pipeline_parallel=1,
+            batch=PREFILL_BATCH if role == "prefill" else unit.batch,
+            monthly_replicas=monthly, initial_replicas=monthly[0] if monthly else replicas,
+            hpa_min=min(2, first_r), hpa_max=max(1, first_r),
+            pdb_max_unavailable=1 if replicas >= 2 else 0, pdb_min_available=0 if replicas >= 2 else 1,
+            deployment=f"{unit.object_name}-{role}", pd=pd))
+    return out
 
 
 # The routing layer in front of each service: the Kubernetes Gateway API with its inference
@@ -465,6 +530,17 @@ ROUTE_TIMEOUT = "300s"
 
 
 @dataclass(frozen=True)
+class PdPicker:
+    """The endpoint picker of a disaggregated service: llm-d's inference scheduler, which picks a
+    decode server and a prefill server for each request (compiler/serving_stack.yaml)."""
+
+    image: Image
+    config: PickerConfig
+    role_label: str
+    layouts: tuple[str, ...]      # each disaggregated placement's unit: '4 prefill x tp4 + 1 decode x tp4'
+
+
+@dataclass(frozen=True)
 class ServiceRoute:
     """A service's routing at a site: its InferencePool (every server pod of the service there,
     whichever placement), endpoint picker and HTTPRoute from the site's Gateway."""
@@ -472,6 +548,29 @@ class ServiceRoute:
     name: str                     # the workload's name (the served model)
     deployments: tuple[str, ...]  # the server Deployments the pool selects
     prefix_aware: bool            # the service caches prefixes: the picker scores them
+    pd: PdPicker | None = None    # disaggregated here: llm-d's scheduler picks prefill and decode
+
+    @property
+    def picker_image(self) -> str:
+        return self.pd.image.ref if self.pd is not None else ENDPOINT_PICKER_IMAGE
+
+    @property
+    def pd_plugins(self) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
+        """The disaggregated picker's plugins (type, parameters), the prefix-cache scorer added
+        where the service caches prefixes."""
+        if self.pd is None:
+            return ()
+        out = tuple((p.type, p.parameters) for p in self.pd.config.plugins)
+        return out + (((self.pd.config.prefix_scorer.plugin, ()),) if self.prefix_aware else ())
+
+    @property
+    def pd_profiles(self) -> tuple[tuple[str, tuple[ProfileRef, ...]], ...]:
+        """Its scheduling profiles; the prefix-cache scorer in the prefill profile, where prompts
+        are cached, when the service caches prefixes."""
+        if self.pd is None:
+            return ()
+        extra = (self.pd.config.prefix_scorer,) if self.prefix_aware else ()
+        return tuple((name, refs + (extra if name == "prefill" else ())) for name, refs in self.pd.config.profiles)
 
     @property
     def pool(self) -> str:
@@ -502,8 +601,18 @@ class Gateway:
 def service_routes(services: tuple[InferenceService, ...]) -> tuple[ServiceRoute, ...]:
     names = sorted({s.name for s in services})
     return tuple(ServiceRoute(n, tuple(s.object_name for s in services if s.name == n),
-                              any(s.choices.prefix_caching for s in services if s.name == n))
+                              any(s.choices.prefix_caching for s in services if s.name == n),
+                              _pd_picker([s for s in services if s.name == n]))
                  for n in names)
+
+
+def _pd_picker(servers: list[InferenceService]) -> PdPicker | None:
+    """llm-d's picker where any of a service's servers at the site are disaggregated."""
+    layouts = tuple(dict.fromkeys(s.pd.layout for s in servers if s.pd is not None))
+    if not layouts:
+        return None
+    stack = serving_stack()
+    return PdPicker(stack.scheduler, stack.picker, stack.role_label, layouts)
 
 
 @dataclass(frozen=True)

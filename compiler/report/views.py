@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass
 
 from compiler.catalog.model import Catalog
-from compiler.plan import (PRICINGS, UNDATED, Alternative, BreakEven, Calendar, IdleOwned, OptionPart, Plan, Pool,
-                           WorkloadPlan, add_into, site_replicas)
+from compiler.plan import (PRICINGS, UNDATED, Alternative, BreakEven, Calendar, DisaggregationPlan, IdleOwned,
+                           OptionPart, Plan, Pool, WorkloadPlan, add_into, site_replicas)
 from compiler.recurrence import Period
 from compiler.render.changes import Changes, changes
 from compiler.report import commitments, operability, replan
@@ -177,10 +177,16 @@ class PlacementRow:
     gpus: int
     replicas: int
     gpus_per_replica: int = 0     # inference
+    disaggregation: DisaggregationPlan | None = None   # a service's prefill and decode unit
 
     @property
     def replicas_text(self) -> str:
-        """The replicas cell: '4 x 8 GPUs' (just '4' when the GPUs per replica are not known)."""
+        """The replicas cell: '4 x 8 GPUs' (just '4' when the GPUs per replica are not known);
+        disaggregated: '2 units of 4 prefill x tp4 + 1 decode x tp4'."""
+        g = self.disaggregation
+        if g is not None:
+            return (f"{self.replicas} unit{'s' if self.replicas != 1 else ''} of {g.prefill_instances} prefill x "
+                    f"tp{g.prefill_tp} + {g.decode_instances} decode x tp{g.decode_tp}")
         if not self.gpus_per_replica:
             return str(self.replicas)
         return f"{self.replicas} x {self.gpus_per_replica} GPU{'s' if self.gpus_per_replica != 1 else ''}"
@@ -861,7 +867,7 @@ def workload_view(w: WorkloadPlan, pools: tuple[Pool, ...] = (), calendar: Calen
         layout=_layout(w), orchestrator=w.orchestrator, start_month=w.start_month,
         cost_usd=w.cost_usd,
         placements=tuple(PlacementRow(p.site, p.instance, p.pricing, p.nodes, p.gpus, p.replicas,
-                                      p.gpus_per_replica) for p in w.placements),
+                                      p.gpus_per_replica, p.disaggregation) for p in w.placements),
         estimate=_estimate_items(w), headline=_headline(w), alternatives=alts, why=_why(w, alts, pools),
         chosen_alone=(_alternative_row(w.chosen_alone, w.chosen_alone.cost_usd, w.kind, _gpus_label(w, pools))
                       if w.chosen_alone is not None else None),
