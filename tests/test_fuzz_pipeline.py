@@ -37,6 +37,7 @@ from bench_pipeline import MAX_SITES, platform_spec  # noqa: E402
 # infeasible (estimate + solve + explain); measured ~30 s on 2 cores.
 DEEP = settings(max_examples=40, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ_NODES = 10
 OUTCOMES: Counter = Counter()     # exit code -> count, read by the last test
 
 
@@ -130,7 +131,8 @@ def compile_outcome(text: str, tmp: Path) -> int:
     path = tmp / "fuzz.yaml"
     path.write_text(text, encoding="utf-8")
     try:
-        result = pipeline.compile_spec(path)
+        # the outcome is checked, not the plan's cost: a node budget keeps a long search short
+        result = pipeline.compile_spec(path, pipeline.CompileOptions(max_nodes=FUZZ_NODES))
     except CompileError as exc:
         assert exc.exit_code in (2, 3), (exc.exit_code, [d.message for d in exc.diagnostics])
         assert exc.diagnostics, "a CompileError must carry at least one diagnostic"

@@ -178,10 +178,7 @@ def test_floors_with_cloud_training_keep_the_optimum_and_bound_it_closely(tmp_pa
     assert plain.status == "optimal"
     floors = month_floors(p)
     assert floors.rows
-    for c in floors.rows:
-        assert sum(a * plain.values[n] for n, a in c.terms) >= c.rhs - 1e-6 * abs(c.rhs)
-    assert HighsModel(with_month_floors(p, floors=floors)).solve(gap=0.0).objective == pytest.approx(
-        plain.objective, rel=1e-6)
+    _satisfies_every_floor(floors.rows, plain.values)      # so the optimum with them is the same
     bound = sum(c.rhs for c in floors.rows)
     assert plain.objective * (1 - 0.02) <= bound <= plain.objective * (1 + 1e-6)
     monkeypatch.setattr(month_floors_module, "_hours_shift", lambda *_args: {})
@@ -205,19 +202,38 @@ def short_problem(tmp_path_factory):
     return formulate(candidates)
 
 
-@pytest.mark.slow
-def test_floors_keep_the_optimum_and_every_optimal_plan_satisfies_them(short_problem):
-    p = short_problem
-    plain = HighsModel(p).solve(gap=0.0)
+@pytest.fixture(scope="module")
+def short_optimum(short_problem):
+    """The oracle: the model without floors solved to its end (HiGHS, gap 0, no node limit),
+    once for the module's tests."""
+    plain = HighsModel(short_problem).solve(gap=0.0)
     assert plain.status == "optimal"
-    q = with_month_floors(p)
+    return plain
+
+
+@pytest.fixture(scope="module")
+def short_floors(short_problem):
+    """The floors of the short problem (each block solved to its end), once for the module."""
+    return month_floors(short_problem)
+
+
+def _satisfies_every_floor(floors, values) -> None:
+    for c in floors:
+        assert sum(a * values[n] for n, a in c.terms) >= c.rhs - 1e-6 * abs(c.rhs), c.name
+
+
+@pytest.mark.slow
+def test_floors_keep_the_optimum_and_every_optimal_plan_satisfies_them(short_problem, short_floors, short_optimum):
+    """The model with floors is the model without them plus rows, under the same objective: its
+    optimum is never below the plain one, and the plain optimum satisfying every floor makes it
+    a plan of the floored model too, so the two optima are equal. Checking the rows is the whole
+    oracle; solving the floored model to its end as well (most of two minutes) would only test
+    HiGHS."""
+    p = short_problem
+    q = with_month_floors(p, floors=short_floors)
     floors = [c for c in q.constraints if c.name.startswith("month_floor[")]
     assert floors, "serving months get floors"
-    for c in floors:    # the oracle's optimum satisfies every cut
-        assert sum(a * plain.values[n] for n, a in c.terms) >= c.rhs - 1e-6 * abs(c.rhs)
-    with_floors = HighsModel(q).solve(gap=0.0)
-    assert with_floors.status == "optimal"
-    assert with_floors.objective == pytest.approx(plain.objective, rel=1e-6)
+    _satisfies_every_floor(floors, short_optimum.values)
     # and the bound is no weaker: the LP with floors is at least the LP without
     assert HighsModel(q).solve(relax=True).objective >= HighsModel(p).solve(relax=True).objective - 1e-6
 
@@ -229,15 +245,15 @@ def test_blocks_cover_the_serving_months(short_problem):
 
 
 @pytest.mark.slow
-def test_month_windows_never_end_dearer_than_their_start(short_problem):
-    q = with_month_floors(short_problem)
+def test_month_windows_never_end_dearer_than_their_start(short_problem, short_floors, short_optimum):
+    q = with_month_floors(short_problem, floors=short_floors)
     model = HighsModel(q)
     start = greedy_start(q)
     assert [w.name for w in month_windows(q)] == ["months 1-2", "months 0-1"]     # the latest months first
     found = month_search(q, start, model, schedules.months(q, enough=0.0))
     before, after = model.solve(fixed=start), model.solve(fixed=found)
     assert after.has_solution and after.objective <= before.objective + 1e-6
-    optimum = HighsModel(q).solve(gap=0.0).objective
+    optimum = short_optimum.objective        # the floored model's too (the test above)
     assert after.objective >= optimum - 1e-6 * optimum          # a plan, never below the optimum
 
 
@@ -282,14 +298,15 @@ def test_fewer_nodes_rounds_let_go_a_bought_node_the_windows_keep(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_problem):
-    floors = month_floors(short_problem)
+def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_problem, short_floors,
+                                                                           short_optimum):
+    floors = short_floors
     q = with_month_floors(short_problem, floors=floors)
     model = HighsModel(q)
     plan = stitched(q, floors.block_plans, model)
     assert plan is not None
     priced = model.solve(fixed=plan)
-    optimum = HighsModel(short_problem).solve(gap=0.0).objective
+    optimum = short_optimum.objective
     # a real plan (every row of the whole model holds), so never below the optimum, and the
     # floors' sum is a bound below both
     assert priced.status == "optimal" and priced.objective >= optimum - 1e-6 * optimum
