@@ -32,6 +32,14 @@ def pytest_configure(config):
         config.option.testrunuid = uuid.uuid4().hex
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # before the test's fixtures: a module fixture that compiles a heavy example is refused too
+    import examples_cache
+
+    examples_cache.IN_FAST_TEST[0] = item.get_closest_marker("slow") is None
+
+
 def pytest_sessionfinish(session):
     # The controller of an xdist run removes the folder its workers shared the examples'
     # compiles in (examples_cache.example), named by the run's id it chose in pytest_configure.

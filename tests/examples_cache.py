@@ -17,6 +17,18 @@ from types import MappingProxyType
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = tuple(sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
+# The examples whose compile is not a toy's (more than a minute on 2 cores): only slow tests
+# compile them, so the fast tier stays an edit-test loop. example() refuses them in a test not
+# marked slow (conftest tells it which test runs).
+HEAVY = ("hybrid-llm-platform", "multi-region-inference")
+IN_FAST_TEST = [False]
+
+
+def example_params(names=EXAMPLES) -> list:
+    """names for @pytest.mark.parametrize, the heavy examples marked slow."""
+    import pytest
+
+    return [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in names]
 
 
 @contextmanager
@@ -40,8 +52,17 @@ def estimates_seen():
         pipeline.estimate_candidates = inner
 
 
-@lru_cache(maxsize=None)
 def example(name: str):
+    """(Candidates, Result) of examples/<name>.yaml (_example), refused for a heavy example in a
+    test not marked slow."""
+    if name in HEAVY and IN_FAST_TEST[0]:
+        raise AssertionError(f"{name} takes minutes to compile: mark the test that asks for it slow "
+                             "(examples_cache.example_params for a parametrized one)")
+    return _example(name)
+
+
+@lru_cache(maxsize=None)
+def _example(name: str):
     """(Candidates, Result) of examples/<name>.yaml: the whole compile (audited plan and
     artifacts) exactly as `infra-compile` runs it, and the candidates its estimate stage gave
     the optimizer.

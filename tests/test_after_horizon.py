@@ -19,7 +19,7 @@ import pytest
 from compiler.catalog import load_catalog
 from compiler.pipeline import CompileOptions, compile_spec
 from compiler.plan import to_dict
-from examples_cache import EXAMPLES, example
+from examples_cache import EXAMPLES, example, example_params
 
 TERM = {"reserved_1y": 12, "reserved_3y": 36}
 HOURS = 730
@@ -116,7 +116,7 @@ def _full_commitments(plan: dict, catalog, spec_sites: dict, full: bool = True) 
     return cloud, capex, after
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_every_commitment_of_the_examples_is_priced_by_the_default_rule(name):
     """The examples set no rule: `continues` charges the months inside the horizon, and of the
     months after it what the last month's credited load leaves idle: the total is the prorated

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from examples_cache import EXAMPLES, ROOT
+from examples_cache import EXAMPLES, ROOT, example_params
 
 HOURS = 730.0                  # hours in a month, as the spec reference states
 RACK_UNITS = 42                # a standard rack
@@ -72,7 +72,7 @@ workloads:
     window: {start_month: 1}
 """
 
-CASES = (*EXAMPLES, "owned-and-pinned")
+CASES = (*example_params(), "owned-and-pinned")
 
 
 # --- the compiled cases ---------------------------------------------------------------------

@@ -90,6 +90,7 @@ def test_a_holding_with_more_nodes_than_its_pool():
     _flagged(cands, bad, codes.HOLDING_OVER_POOL, text=f"holds {have + 2} nodes in month {m}, the pool has {have}")
 
 
+@pytest.mark.slow
 def test_owned_nodes_beyond_the_spec():
     cands, plan = F.compiled(HYBRID)
     p = F.pool(plan, "fra-dc1", "dgx-h100", "owned")
@@ -97,6 +98,7 @@ def test_owned_nodes_beyond_the_spec():
     _flagged(cands, bad, codes.OWNED_EXCEEDED, text="pool fra-dc1/dgx-h100 owned: month 4 uses 9 nodes, the site owns 8")
 
 
+@pytest.mark.slow
 def test_a_service_one_replica_short_in_a_month():
     cands, plan = F.compiled(HYBRID)
     w = workload(plan, "chat-70b")
@@ -157,6 +159,7 @@ def test_a_total_that_is_not_its_lines_and_an_objective_that_is_not_the_total():
              codes.OBJECTIVE)
 
 
+@pytest.mark.slow
 def test_the_power_budget_exceeded():
     cands, plan = F.compiled(HYBRID)
     site = cands.spec.site("fra-dc1")

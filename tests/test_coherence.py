@@ -20,7 +20,7 @@ import yaml
 
 from coherence import check, expand_hostlist, parse_sbatch, parse_slurm_conf
 from coherence_specs import FIXTURE_SPEC, compile_into, compile_seed
-from examples_cache import EXAMPLES, example
+from examples_cache import EXAMPLES, example, example_params
 
 # 0-39, and seeds that once found a bug: 8, 97 (the audit rejected the plan: a job pinned to
 # a reserved term displaced a service the holdings did not move), 54, 90, 106 (a service with no
@@ -446,7 +446,7 @@ def test_broken_outputs_are_caught(case, good, tmp_path):
 
 # --- what the servers and launchers are told, against the spec itself ----------------------------
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_plan_records_what_the_spec_sized(name):
     """plan.json carries each service's quantization and context length as the spec gives them,
     and every training layout's degrees multiply to its GPUs (read from the spec's YAML, not
@@ -470,6 +470,7 @@ def test_plan_records_what_the_spec_sized(name):
             assert got["placements"][0]["layout"] == lay
 
 
+@pytest.mark.slow
 def test_multi_region_serving_sites_have_their_claim():
     """Where no storage was planned (all three sites of multi-region-inference), the services
     still mount a claim that a manifest there creates."""

@@ -305,7 +305,7 @@ def owned_option(spec, plan, cands, w: dict, site: str, inst: str, owned: int):
     return best
 
 
-CASES = ("undeclared", "declared", "pinned-away", "too-big", "pinned-purchase", "example:hybrid-llm-platform",
+CASES = ("undeclared", "declared", "pinned-away", "too-big", "pinned-purchase", pytest.param("example:hybrid-llm-platform", marks=pytest.mark.slow),
          "example:onprem-vision")
 
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import slurm_harness
-from examples_cache import EXAMPLES, ROOT
+from examples_cache import EXAMPLES, ROOT, example_params
 from plans import write
 
 
@@ -34,11 +34,19 @@ def _stable(artifacts: dict[str, str]) -> dict[str, str]:
     return {**artifacts, "plan.json": stable}
 
 
+class _Compiled:
+    """name -> the example's artifacts, compiled when a test first asks (examples_cache.example):
+    a fast test asks only for the light examples."""
+
+    def __getitem__(self, name: str):
+        from examples_cache import example
+
+        return example(name)[1].artifacts
+
+
 @pytest.fixture(scope="module")
 def compiled():
-    from examples_cache import example
-
-    return {name: example(name)[1].artifacts for name in EXAMPLES}
+    return _Compiled()
 
 
 def _tool(name: str) -> str:
@@ -48,7 +56,7 @@ def _tool(name: str) -> str:
     return found
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_example_matches_golden_tree(name, compiled, golden):
     golden(f"examples/{name}", _stable(compiled[name]))
 
@@ -61,7 +69,7 @@ def test_example_matches_golden_tree(name, compiled, golden):
 STOPS_SHORT_OF_A_PROOF = {"multi-region-inference": (0.025, 1_618_451)}
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_example_plan_is_valid_and_complete(name, compiled):
     from compiler.resources import schema
 
@@ -90,7 +98,7 @@ def test_example_plan_is_valid_and_complete(name, compiled):
     assert {"report.md", "report.html"} <= set(compiled[name])
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_example_terraform_parses(name, compiled):
     tf = {p: t for p, t in compiled[name].items() if p.endswith(".tf")}
     for path, text in tf.items():
@@ -133,6 +141,7 @@ def test_example_kubernetes_objects_pass_the_api_schemas(name, compiled, tmp_pat
     assert out.returncode == 0 and not bad, out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_example_kueue_and_jobset_objects_match_published_schemas(compiled):
     """kubernetes-validate has no schema for CRDs: every example's Kueue, JobSet and routing
     objects are checked against the vendored excerpts of their published CRD schemas
@@ -195,7 +204,7 @@ def test_examples_cover_terraform_for_every_cloud():
     assert AWS_SITES
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params())
 def test_example_job_scripts_pass_shellcheck(name, compiled, tmp_path):
     jobs = {p: t for p, t in compiled[name].items() if p.endswith((".sbatch", ".sh"))}
     if not jobs:

@@ -252,6 +252,7 @@ def _policy(spec, **changes):
     return replace(spec, policy=replace(spec.policy, **changes))
 
 
+@pytest.mark.slow
 def test_the_audit_flags_too_many_instance_types():
     cands, plan = F.compiled(MRI)
     # the plan runs two instance types at each of its sites
@@ -260,6 +261,7 @@ def test_the_audit_flags_too_many_instance_types():
     assert F.codes_of(F.run_audit(cands, plan, _policy(cands.spec, max_instance_types_per_site=5))) == set()
 
 
+@pytest.mark.slow
 def test_the_audit_flags_a_mix_changed_too_soon():
     cands, plan = F.compiled(MRI)
     findings = F.run_audit(cands, plan, _policy(cands.spec, min_months_per_mix=3))

@@ -34,7 +34,9 @@ needs_cases = pytest.mark.skipif(not CASES.is_dir(), reason=f"{CASES} is absent:
 HYBRID_PINNED = 168_721   # chat-70b and eu-assistant-8b pinned to fra-dc1/dgx-h100, optimal
 # (example, the most its plan may cost in USD: the multi-region figure as README.md of the cases
 # gives it; the hybrid one is its pinned twin's cost under the current estimates)
-EXAMPLE_CEILINGS = [("hybrid-llm-platform", HYBRID_PINNED), ("multi-region-inference", 1_818_250)]
+# both compile for minutes: slow
+EXAMPLE_CEILINGS = [pytest.param("hybrid-llm-platform", HYBRID_PINNED, marks=pytest.mark.slow),
+                    pytest.param("multi-region-inference", 1_818_250, marks=pytest.mark.slow)]
 TOKENS_SCALE = 0.85
 
 

@@ -15,7 +15,7 @@ from compiler import pipeline
 from compiler.catalog import load_catalog
 from compiler.plan import BindingConstraint, IdleOwned, Plan
 from compiler.report import render_report
-from examples_cache import example
+from examples_cache import example, example_params
 from plans import aws_plan, training
 
 # one hybrid spec with an on-prem site (owned DGX), one spread over three clouds (its services
@@ -63,7 +63,7 @@ def _site_bills(plan: dict) -> dict[str, float]:
     return bills
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", example_params(EXAMPLES))
 def test_peak_gpus_and_cost_by_site_are_recomputed_from_plan_json(name):
     artifacts = example(name)[1].artifacts
     plan = json.loads(artifacts["plan.json"])
@@ -98,6 +98,7 @@ def test_peak_gpus_and_cost_by_site_are_recomputed_from_plan_json(name):
         assert float(rows[site][1].rstrip("%")) == pytest.approx(100 * usd / plan["total_cost_usd"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_a_service_over_several_sites_is_charged_where_it_is_billed():
     """The three-cloud example: its services hold GPUs at every site, at different prices, so a
     split of their cost by GPUs held gives each site a figure none of them bills."""
@@ -190,7 +191,7 @@ def test_owned_nodes_idle_for_availability_name_the_rule_not_a_constraint(n_plus
     _agree(md)
 
 
-@pytest.mark.parametrize("name", ("hybrid-llm-platform", "onprem-vision"))
+@pytest.mark.parametrize("name", example_params(("hybrid-llm-platform", "onprem-vision")))
 def test_shipped_examples_idle_rows_agree_with_the_binding_section(name):
     md = example(name)[1].artifacts["report.md"]
     assert _idle_lines(md), "the example leaves owned nodes idle: the check has rows to read"

@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 import yaml
 
-from examples_cache import ROOT, example
+from examples_cache import ROOT, example, example_params
 
 HOURS_PER_MONTH = 730             # docs/spec-reference.md: a month of the horizon is 730 hours
 PERFORMANCE = ROOT / "compiler" / "catalog" / "data" / "performance.yaml"
@@ -97,7 +97,7 @@ def _rows(o: dict) -> list[str]:
     return rows
 
 
-@pytest.mark.parametrize("name", ["llm-pretrain-aws", "hybrid-llm-platform", "onprem-vision"])
+@pytest.mark.parametrize("name", example_params(["llm-pretrain-aws", "hybrid-llm-platform", "onprem-vision"]))
 def test_risk_section_states_what_the_oracle_recomputes(name):
     artifacts = example(name)[1].artifacts
     plan = json.loads(artifacts["plan.json"])
@@ -140,6 +140,7 @@ def test_llm_pretrain_aws_shows_its_thin_slack_and_its_flagged_spot_fleet():
     assert f"source: {source['title']} ({source['url']}, as of {source['as_of']})" in section
 
 
+@pytest.mark.slow
 def test_hybrid_lists_services_served_from_one_site():
     section = _section(example("hybrid-llm-platform")[1].artifacts["report.md"])
     assert "- chat-70b: only at fra-dc1; an outage of that site stops it." in section
