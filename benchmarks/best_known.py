@@ -107,8 +107,12 @@ def problem_fingerprint(candidates) -> dict[str, str]:
     used = {w.model.name for w in candidates.spec.workloads if hasattr(getattr(w, "model", None), "name")}
     plans = any(p.startswith("savings_plan_") for s in candidates.spec.sites for p in getattr(s, "pricing", ()))
     blocks = any(p == "capacity_block" for s in candidates.spec.sites for p in getattr(s, "pricing", ()))
+    from compiler.estimate.models import resolve_model
+    serves_images = any(w.kind == "inference" and getattr(resolve_model(w.model, candidates.catalog), "family", "")
+                        == "vision" for w in candidates.spec.workloads)
     return {"fingerprint": candidates_fingerprint(candidates),
-            "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks)}
+            "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks,
+                                           vision_serving=serves_images)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -134,7 +138,7 @@ RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator
 
 
 def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
-                        capacity_blocks: bool = True) -> str:
+                        capacity_blocks: bool = True, vision_serving: bool = True) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
@@ -143,7 +147,9 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     `models`: only these of the catalog's models count (those the spec names; a model added to
     the catalog changes no other spec's problem). `savings_plans`: whether the Savings Plan shares
     count (a spec none of whose sites lists a Savings Plan never prices one); `capacity_blocks`:
-    whether the Capacity Block rates and rules count (likewise, for capacity_block)."""
+    whether the Capacity Block rates and rules count (likewise, for capacity_block);
+    `vision_serving`: whether the vision serving factors count (a spec serving no vision model
+    never reads them)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -164,6 +170,8 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
                               if not k.startswith("savings_plan_estimated_share.")}
     if not capacity_blocks and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("capacity_block_")}
+    if not vision_serving and isinstance(figures.get("factors"), dict):
+        figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("vision_inference_")}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
 
 
