@@ -110,9 +110,10 @@ def problem_fingerprint(candidates) -> dict[str, str]:
     from compiler.estimate.models import resolve_model
     serves_images = any(w.kind == "inference" and getattr(resolve_model(w.model, candidates.catalog), "family", "")
                         == "vision" for w in candidates.spec.workloads)
+    edge = any(getattr(s, "edge", None) is not None for s in candidates.spec.sites)   # edge locations
     return {"fingerprint": candidates_fingerprint(candidates),
             "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks,
-                                           vision_serving=serves_images)}
+                                           vision_serving=serves_images, edge_sites=edge)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -138,7 +139,7 @@ RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator
 
 
 def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
-                        capacity_blocks: bool = True, vision_serving: bool = True) -> str:
+                        capacity_blocks: bool = True, vision_serving: bool = True, edge_sites: bool = True) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
@@ -149,7 +150,8 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     count (a spec none of whose sites lists a Savings Plan never prices one); `capacity_blocks`:
     whether the Capacity Block rates and rules count (likewise, for capacity_block);
     `vision_serving`: whether the vision serving factors count (a spec serving no vision model
-    never reads them)."""
+    never reads them); `edge_sites`: whether the edge boxes and the fabrics only they carry count
+    (only an edge site's locations buy them)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -172,6 +174,15 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("capacity_block_")}
     if not vision_serving and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("vision_inference_")}
+    if not edge_sites:
+        nodes = catalog.onprem_nodes
+        boxes = {k for k, n in nodes.items() if getattr(n, "edge", False)}
+        others = {f for k, n in nodes.items() if k not in boxes for f in getattr(n, "fabrics", ())}
+        only_boxes = {f for k in boxes for f in getattr(nodes[k], "fabrics", ())} - others
+        # and the flag itself, which a spec without edge sites never reads (the node is no box)
+        figures["onprem_nodes"] = {k: {f: x for f, x in v.items() if f != "edge"}
+                                   for k, v in figures["onprem_nodes"].items() if k not in boxes}
+        figures["fabrics"] = {k: v for k, v in figures["fabrics"].items() if k not in only_boxes}
     return hashlib.sha256(json.dumps(figures, sort_keys=True).encode()).hexdigest()[:16]
 
 
