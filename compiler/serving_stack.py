@@ -17,16 +17,9 @@ from typing import Any
 
 import yaml
 
+from compiler.catalog.model import SourceRef
+
 DATA_FILE = "serving_stack.yaml"
-
-
-@dataclass(frozen=True)
-class StackSource:
-    key: str
-    title: str
-    url: str
-    as_of: str
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,14 +75,14 @@ class PickerConfig:
 
 @dataclass(frozen=True)
 class ServingStack:
-    sources: tuple[StackSource, ...]
+    sources: tuple[SourceRef, ...]
     scheduler: Image
     sidecar: Sidecar
     kv_transfer: KvTransfer
     role_label: str
     picker: PickerConfig
 
-    def source(self, key: str) -> StackSource:
+    def source(self, key: str) -> SourceRef:
         return next(s for s in self.sources if s.key == key)
 
 
@@ -109,7 +102,7 @@ def _ref(d: dict[str, Any]) -> ProfileRef:
 def from_data(data: dict[str, Any]) -> ServingStack:
     """The stack of a parsed data file; StackDataError naming what is wrong."""
     try:
-        sources = tuple(StackSource(k, str(v["title"]), str(v["url"]), str(v["as_of"]), str(v.get("note", "")))
+        sources = tuple(SourceRef(k, str(v["title"]), str(v["url"]), str(v["as_of"]), str(v.get("note", "")))
                         for k, v in data["sources"].items())
         side = data["sidecar"]
         kv = data["kv_transfer"]

@@ -2311,10 +2311,8 @@ def check_serving(ctx: Context) -> list[str]:
                 if flags.get("kv-cache-dtype", "auto") != want_kv:
                     out.append(f"{where}: --kv-cache-dtype={flags.get('kv-cache-dtype', 'auto')}, the plan sized a "
                                f"{kv:g}-byte KV cache ({want_kv})")
-            model = flags.get("model", "")
-            mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
-            if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
-                out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
+            mounts = _mounts(c)
+            out += _check_model_mounted(where, flags, mounts)
             out += _check_choices(where, flags, w.inputs.document if w.inputs is not None else {}, mounts)
             out += _check_hpa_target(where, ctx, site, name, batch)
     return out
@@ -2366,10 +2364,8 @@ def _check_pd_server(where: str, ctx: "Context", site: str, name: str, w: Any, p
         if not any(_as_int(f.get("vllm-port")) == port for f in told):
             out.append(f"{where}: no routing sidecar sends to the decode server's port {port} "
                        f"(sidecars' --vllm-port: {[f.get('vllm-port') for f in told]})")
-    model = flags.get("model", "")
-    mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or ()]
-    if not any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
-        out.append(f"{where}: the server loads --model={model}, which no volume mount provides")
+    mounts = _mounts(c)
+    out += _check_model_mounted(where, flags, mounts)
     inputs = dict(w.inputs.document) if w.inputs is not None and isinstance(w.inputs.document, dict) else {}
     if role == "decode":
         inputs["traffic"] = {k: v for k, v in (inputs.get("traffic") or {}).items() if k != "prefix_cache_hit"}
@@ -2383,6 +2379,18 @@ def _check_pd_server(where: str, ctx: "Context", site: str, name: str, w: Any, p
 # vLLM's speculative methods by the spec's kind: a draft model, or heads on the model
 SPEC_METHODS = {"draft": {"draft_model", None}, "heads": {"eagle", "eagle3", "medusa", "mlp_speculator", "mtp",
                                                           "deepseek_mtp"}}
+
+
+def _mounts(container: dict) -> list[str]:
+    return [m.get("mountPath", "") for m in container.get("volumeMounts") or ()]
+
+
+def _check_model_mounted(where: str, flags: dict, mounts: list[str]) -> list[str]:
+    """The server's --model is a path some volume mount provides."""
+    model = flags.get("model", "")
+    if any(model == m or model.startswith(m.rstrip("/") + "/") for m in mounts):
+        return []
+    return [f"{where}: the server loads --model={model}, which no volume mount provides"]
 
 
 def _check_choices(where: str, flags: dict[str, str], inputs: dict, mounts: list[str]) -> list[str]:
