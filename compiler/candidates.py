@@ -59,14 +59,27 @@ class Disaggregation:
 @dataclass(frozen=True)
 class InferenceEstimate:
     memory_gb_per_gpu: float
-    tokens_per_s: float           # sustained output tokens/s of ONE replica at the SLO
-    ttft_ms: float
-    tpot_ms: float
-    batch: int                    # concurrent sequences per replica
+    # What ONE replica sustains at the SLO, in the service's demand unit (the figure the demand rows
+    # read): output tokens/s for an LLM; images/s for a vision model's service (images_per_s)
+    tokens_per_s: float
+    ttft_ms: float | None         # LLM (None for a vision service)
+    tpot_ms: float | None
+    batch: int                    # concurrent sequences per replica (vision: images a batch)
     notes: tuple[str, ...] = ()
     weights_gb: float = 0.0       # the model's weights at the quantized width (all of a replica's GPUs)
     # prefill and decode as separate pools (a replica is then one unit of both); None: colocated
     disaggregation: Disaggregation | None = None
+    # a vision service's batch latency at that batch, o + B t (what slo.latency_p99_ms bounds); None: an LLM's
+    latency_ms: float | None = None
+
+    @property
+    def vision(self) -> bool:
+        return self.latency_ms is not None
+
+    @property
+    def images_per_s(self) -> float | None:
+        """A vision replica's capacity, images/s (None for an LLM replica)."""
+        return self.tokens_per_s if self.vision else None
 
 
 @dataclass(frozen=True)

@@ -229,8 +229,9 @@ class Figure:
 class EstimateFigures:
     """What the estimate sized a workload at (plan.json's workloads[].estimate): training:
     memory, duration, MFU, tokens/s (LLM) or samples/s (vision), where the time goes; inference:
-    memory, capacity (tokens/s of all replicas at the SLO), TTFT, TPOT, batch, weights. None: a
-    figure the plan does not state (the other kind's, or an older plan.json's): no key written."""
+    memory, capacity (tokens/s of all replicas at the SLO), TTFT, TPOT, batch, weights; a vision
+    model's service: capacity in images/s, the batch's latency, batch, weights. None: a figure the
+    plan does not state (the other kind's, or an older plan.json's): no key written."""
     memory_gb_per_gpu: float | None = None
     duration_hours: float | None = None       # training: wall clock, lost time included
     mfu: float | None = None                  # training
@@ -241,6 +242,8 @@ class EstimateFigures:
     tpot_ms: float | None = None              # inference
     batch: int | None = None                  # inference: concurrent sequences per replica
     weights_gb: float | None = None           # inference: the weights at the quantized width
+    images_per_s: float | None = None         # a vision service: capacity, images/s of all replicas
+    latency_ms: float | None = None           # a vision service: a batch's latency at its batch (p99 bound)
     notes: tuple[str, ...] = ()               # estimator remarks
 
     @property
@@ -316,8 +319,8 @@ class WorkloadPlan:
     alternatives: tuple[Alternative, ...] = ()
     replicas: int = 0             # inference: the most replicas running at once (training: 0)
     chosen_alone: Alternative | None = None   # the chosen design priced as its alternatives are
-    quantization: str = ""        # inference: weights and KV cache width sized (bf16|fp8|fp4|int8|int4)
-    max_model_len: int = 0        # inference: tokens per sequence the KV cache was sized for
+    quantization: str = ""        # inference (LLM): weights and KV cache width sized (bf16|fp8|fp4|int8|int4)
+    max_model_len: int = 0        # inference (LLM): tokens per sequence the KV cache was sized for
     # training: the spec's deadline in days from its start month (None: none, it may run to the
     # end of the horizon); inference: None
     deadline_days: float | None = None

@@ -13,7 +13,9 @@ leaves the rest to the schema's own diagnostics.
   E207 window outside the planning horizon
   E208 training amount does not fit the model (tokens for LLMs, samples + epochs for vision)
   E209 unknown catalog model
-  E210 inference workload with a non-LLM model
+  E210 inference keys that do not fit the model: an LLM's (tokens, TTFT/TPOT, speculative decoding,
+       disaggregation, a quantization) on a vision model's service, a vision service's
+       latency_p99_ms on an LLM's, or what the model's service needs missing
   E211 unknown GPU (policy.allowed_gpus, quotas, pin.gpu)
   E212 owned hardware that is not a catalog on-prem node model
   E213 placement with no site of the type it needs
@@ -53,6 +55,10 @@ from compiler.source import Document
 from compiler.spec import TERM_MONTHS
 
 DAYS_PER_MONTH = 30.4167  # 365 / 12
+# An LLM service's keys, which a vision model's service does not take (E210).
+LLM_TRAFFIC_KEYS = ("input_tokens", "output_tokens", "prefix_cache_hit")
+LLM_SLO_KEYS = ("ttft_p99_ms", "tpot_p99_ms")
+LLM_SERVING_KEYS = ("speculative", "disaggregation")
 CLOUD_PRICING = ("on_demand", "spot", "reserved_1y", "reserved_3y")
 ONPREM_PRICING = ("owned", "purchase")
 
@@ -65,6 +71,21 @@ def check(doc: Document, data: Any, catalog: Catalog, *,
     if not isinstance(data, dict):
         return []
     return list(_Checker(doc, data, catalog, allow_unpriced_regions).run())
+
+
+def asks_llm_keys_of_vision(d: Diagnostic, data: Any, catalog: Catalog) -> bool:
+    """A schema diagnostic (E104) asking a vision model's service for an LLM's tokens or TTFT/TPOT
+    bounds: the schema asks them of any service that bounds no slo.latency_p99_ms, since it cannot
+    tell the model's family. E210 says what the vision service needs instead, so validation drops it."""
+    path = d.path
+    if d.code != "E104" or len(path) != 3 or path[0] != "workloads" or path[2] not in ("traffic", "slo"):
+        return False
+    if "peak_rps" in d.message:       # the traffic's own required key, whatever the model
+        return False
+    workloads = _list(_dict(data).get("workloads"))
+    w = _dict(workloads[path[1]]) if isinstance(path[1], int) and path[1] < len(workloads) else {}
+    model = catalog.models.get(w["model"]) if isinstance(w.get("model"), str) else None
+    return model is not None and model.family == "vision"
 
 
 @functools.cache
@@ -372,9 +393,8 @@ class _Checker:
         family = yield from self.model_checks(path, w)
         if kind == "training":
             yield from self.training_amounts(path, w, family)
-        elif kind == "inference" and family == "vision":
-            yield self.diag("E210", path + ("model",),
-                            f"inference needs an LLM; '{w['model']}' is a vision model")
+        elif kind == "inference":
+            yield from self.serving_keys(path, w, family)
         yield from self.window_checks(path, w)
         if isinstance(w.get("pin"), dict):
             yield from self.pin_checks(path, w, w["pin"])
@@ -492,6 +512,50 @@ class _Checker:
             if "tokens" not in w:
                 yield self.diag("E208", path + ("model",), "LLM training needs 'tokens'",
                                 "the number of training tokens, e.g. tokens: 2.0e12", key=True)
+
+    def serving_keys(self, path: Path, w: dict, family: str | None) -> Iterator[Diagnostic]:
+        """E210: a service states what its model is served by. An LLM's request is tokens in and out,
+        bounded by TTFT and TPOT; a vision model's is one image, bounded by its p99 latency
+        (slo.latency_p99_ms), at peak_rps images/s. The schema requires an LLM's keys of a service
+        that states no latency_p99_ms; which family the model is is the catalog's, so here."""
+        if family is None:
+            return
+        traffic, slo = _dict(w.get("traffic")), _dict(w.get("slo"))
+        if family == "vision":
+            model = w["model"]
+            groups = ((("traffic",), traffic, LLM_TRAFFIC_KEYS,
+                       "a vision service's traffic is peak_rps, in images per second (a request is one image)"),
+                      (("slo",), slo, LLM_SLO_KEYS,
+                       "bound one image's latency instead: slo.latency_p99_ms (each replica batches images within it)"),
+                      ((), w, LLM_SERVING_KEYS, "remove it: the vision serving model batches images on one GPU"))
+            for where, mapping, keys, hint in groups:
+                stated = [k for k in keys if k in mapping]
+                if stated:
+                    names = " and ".join(f"'{k}'" for k in stated)
+                    yield self.diag("E210", path + where + (stated[0],),
+                                    f"{names} {'is' if len(stated) == 1 else 'are'} for LLM services; "
+                                    f"'{model}' is a vision model", hint, key=True)
+            if w.get("quantization") not in (None, "bf16"):
+                yield self.diag("E210", path + ("quantization",),
+                                f"quantization {w['quantization']} is for LLM services; '{model}' is a vision model, "
+                                "served at 16 bits (TensorRT FP16)", "remove it", key=True)
+            # (one that states TTFT/TPOT bounds is told to bound the latency instead, above)
+            if isinstance(w.get("slo"), dict) and "latency_p99_ms" not in slo and not set(LLM_SLO_KEYS) & set(slo):
+                yield self.diag("E210", path + ("slo",), "a vision service needs slo.latency_p99_ms",
+                                "one image's p99 latency in ms, e.g. latency_p99_ms: 50", key=True)
+            return
+        if "latency_p99_ms" in slo:
+            model = w["model"] if isinstance(w["model"], str) else "this inline model"
+            yield self.diag("E210", path + ("slo", "latency_p99_ms"),
+                            f"'latency_p99_ms' is for vision services; {_quote(model)} is an LLM",
+                            "bound ttft_p99_ms and tpot_p99_ms instead", key=True)
+            # the schema required an LLM's keys only of a service without latency_p99_ms
+            for where, mapping, keys in ((("traffic",), traffic, ("input_tokens", "output_tokens")),
+                                         (("slo",), slo, ("ttft_p99_ms", "tpot_p99_ms"))):
+                missing = [k for k in keys if k not in mapping]
+                if missing and isinstance(w.get(where[0]), dict):
+                    yield self.diag("E210", path + where,
+                                    f"LLM inference needs {' and '.join(repr(k) for k in missing)}", key=True)
 
     def window_checks(self, path: Path, w: dict) -> Iterator[Diagnostic]:
         horizon = _int(self.data.get("horizon_months"))

@@ -272,6 +272,21 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class ImageTraffic:
+    """A vision service's traffic: `peak_rps` images per second at peak (a request is one image),
+    growing by `growth_per_month`."""
+    peak_rps: float
+    growth_per_month: float = 0.0
+
+    @property
+    def output_tokens(self) -> int:
+        """What one request asks of a replica in the unit the replicas' capacity is stated in: the
+        demand formulas (estimate/inference.demand_series, audit/rules.demand) multiply the peak by
+        it. An LLM's unit is output tokens; a vision replica's capacity is in images/s, one a request."""
+        return 1
+
+
+@dataclass(frozen=True)
 class Speculative:
     """Speculative decoding: a draft model (`draft`) or draft heads on the model (`heads`, Medusa,
     EAGLE, DeepSeek's MTP) propose `draft_tokens` tokens a step, each accepted with `acceptance`."""
@@ -287,9 +302,10 @@ SURVIVES_SITE_LOSS = 0.999
 
 @dataclass(frozen=True)
 class Slo:
-    ttft_p99_ms: float
-    tpot_p99_ms: float
+    ttft_p99_ms: float | None       # an LLM service's bounds (None for a vision service)
+    tpot_p99_ms: float | None
     availability: float = 0.99
+    latency_p99_ms: float | None = None   # a vision service's: one image's latency (None for an LLM's)
 
     @property
     def survives_site_loss(self) -> bool:
@@ -326,7 +342,7 @@ class TrainingWorkload:
 class InferenceWorkload:
     name: str
     model: str | InlineModel
-    traffic: Traffic
+    traffic: Traffic | ImageTraffic   # ImageTraffic: a vision model's service (images/s)
     slo: Slo
     window: InferenceWindow = InferenceWindow()
     quantization: str = "bf16"
@@ -346,6 +362,12 @@ class InferenceWorkload:
     @property
     def model_name(self) -> str:
         return self.model if isinstance(self.model, str) else self.model.name
+
+    @property
+    def vision(self) -> bool:
+        """A vision model's service: images/s at a p99 latency bound (validation has checked that
+        the model is a vision model exactly where the spec bounds slo.latency_p99_ms)."""
+        return isinstance(self.traffic, ImageTraffic)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
 from compiler.resources import schema as load_schema
 from compiler.source import Document
-from compiler.spec import (Checkpoint, CloudSite, Data, HeldReservation, InferenceWindow, InferenceWorkload,
-                           InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Speculative, Traffic,
-                           TrainingWindow, TrainingWorkload)
+from compiler.spec import (Checkpoint, CloudSite, Data, HeldReservation, ImageTraffic, InferenceWindow,
+                           InferenceWorkload, InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Speculative,
+                           Traffic, TrainingWindow, TrainingWorkload)
 
 SCHEMA_NAME = "spec.schema.json"
 
@@ -69,7 +69,7 @@ def check(doc: Document, catalog: Catalog, *, allow_unpriced_regions: bool = Fal
     region the catalog prices nothing in) into a warning. Raises CompileError (exit 2) when any
     diagnostic is an error; the warnings are then listed among the errors."""
     data = _normalise_numbers(doc.data)
-    diagnostics = schema_diagnostics(doc, data)
+    diagnostics = [d for d in schema_diagnostics(doc, data) if not semantic.asks_llm_keys_of_vision(d, data, catalog)]
     diagnostics += semantic.check(doc, data, catalog, allow_unpriced_regions=allow_unpriced_regions)
     diagnostics += edge.check(doc, data, catalog)
     diagnostics = _dedupe(diagnostics)
@@ -364,15 +364,18 @@ def _workload(w: dict, path: str):
             checkpoint=Checkpoint(_interval(ckpt.get("interval_min")), int(ckpt.get("keep", 3))),
             orchestrator=w.get("orchestrator", "slurm"))
     traffic, slo = w["traffic"], w["slo"]
+    if "latency_p99_ms" in slo:     # a vision model's service (semantic.py's E210 has checked the model)
+        stated = ImageTraffic(float(traffic["peak_rps"]), float(traffic.get("growth_per_month", 0.0)))
+        bounds = Slo(None, None, float(slo.get("availability", 0.99)), float(slo["latency_p99_ms"]))
+    else:
+        stated = Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]), int(traffic["output_tokens"]),
+                         float(traffic.get("growth_per_month", 0.0)),
+                         None if traffic.get("prefix_cache_hit") is None else float(traffic["prefix_cache_hit"]))
+        bounds = Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]), float(slo.get("availability", 0.99)))
     return InferenceWorkload(
         **common,
-        traffic=Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]),
-                        int(traffic["output_tokens"]),
-                        float(traffic.get("growth_per_month", 0.0)),
-                        None if traffic.get("prefix_cache_hit") is None
-                        else float(traffic["prefix_cache_hit"])),
-        slo=Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]),
-                float(slo.get("availability", 0.99))),
+        traffic=stated,
+        slo=bounds,
         window=InferenceWindow(int(window.get("start_month", 0))),
         quantization=w.get("quantization", "bf16"),
         orchestrator=w.get("orchestrator", "kubernetes"),

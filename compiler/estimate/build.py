@@ -13,7 +13,7 @@ from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb, weight_bytes
 from compiler.estimate.models import resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
-from compiler.estimate.vision import vision_rate
+from compiler.estimate.vision import serving_point, vision_rate
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
 
 
@@ -382,8 +382,12 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
     model = resolve_model(w.model, catalog)
     if model is None:
         return [], [Rejection(w.name, "", "", "", f"unknown model {w.model_name!r}")]
-    if model.family != "llm":
-        return [], [Rejection(w.name, "", "", "", f"{model.name} is not an LLM; inference is modelled for LLMs")]
+    if model.family == "vision" and w.vision:
+        return vision_candidates(spec, w, model, catalog, memo or Memo())
+    if model.family != "llm" or w.vision:
+        what = "a vision model" if model.family == "vision" else "an LLM"
+        return [], [Rejection(w.name, "", "", "", f"{model.name} is {what}; the service's traffic and SLO are "
+                                                  f"{'a vision' if w.vision else 'an LLM'} service's")]
     cands: list[Candidate] = []
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
@@ -426,6 +430,43 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                 site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
                 gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0, layout=Layout(tp=t), fabric=hw.fabric,
                 spot=False, estimate=est, start_month=w.window.start_month, usage=()))
+    return cands, rejs
+
+
+def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: Catalog,
+                      memo: Memo) -> tuple[list[Candidate], list[Rejection]]:
+    """A vision model's service (docs/performance-model.md, "Vision serving"): one replica is one
+    GPU batching images (Triton's dynamic batcher), at the largest batch whose latency meets
+    slo.latency_p99_ms; its capacity, images/s, is InferenceEstimate.tokens_per_s, the figure
+    the demand rows read (the service's demand is images/s: spec.ImageTraffic). A GPU on which
+    one image misses the bound is rejected with why."""
+    cands: list[Candidate] = []
+    rejs: list[Rejection] = []
+    options = hardware_options(spec, w, catalog)
+    if not options:
+        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
+                              "GPU and pin filters"))
+    bound = w.slo.latency_p99_ms or 0.0
+    weights_gb = round(model.params_b * 1e9 * 2 / 1e9, 3)      # 16-bit weights (TensorRT FP16)
+    for hw in options:
+        if w.pin and w.pin.gpus and w.pin.gpus != 1:
+            rejs.append(_rejected(w, hw, f"pin.gpus={w.pin.gpus}: a vision replica is one GPU", gpus=w.pin.gpus))
+            continue
+        pt, why = memo.get((model, hw.gpu, catalog), ("vision-serving", bound),
+                           lambda: serving_point(model, hw.gpu, bound, catalog))
+        if pt is None:
+            rejs.append(_rejected(w, hw, why, gpus=1))
+            continue
+        notes = (f"batch {pt.batch}: {pt.latency_ms:.1f} ms a batch ({pt.per_image_ms:.3f} ms an image), "
+                 f"{pt.images_per_s:,.0f} images/s a GPU",)
+        est = InferenceEstimate(memory_gb_per_gpu=weights_gb, tokens_per_s=round(pt.images_per_s, 3),
+                                ttft_ms=None, tpot_ms=None, batch=pt.batch, notes=notes, weights_gb=weights_gb,
+                                latency_ms=round(pt.latency_ms, 3))
+        cands.append(Candidate(
+            id=f"{w.name}/{hw.site}/{hw.label}/tp1", workload=w.name, kind="inference",
+            site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
+            gpus_per_node=hw.gpus_per_node, gpus=1, nodes=0, layout=Layout(tp=1), fabric=hw.fabric,
+            spot=False, estimate=est, start_month=w.window.start_month, usage=()))
     return cands, rejs
 
 

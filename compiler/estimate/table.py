@@ -41,7 +41,12 @@ def _row(c: Candidate, hw: Hardware | None) -> dict[str, Any]:
         "memory_gb_per_gpu": e.memory_gb_per_gpu, "notes": list(e.notes),
     }
     cost = indicative_cost(c, hw)
-    if isinstance(e, InferenceEstimate):
+    if isinstance(e, InferenceEstimate) and e.vision:
+        # a vision service: images/s a replica (one GPU) at the batch whose latency meets the bound
+        row.update(images_per_s=e.tokens_per_s, latency_ms=e.latency_ms, batch=e.batch,
+                   usd_per_replica_hour=None if cost is None else round(cost, 4),
+                   usd_per_million_images=None if cost is None else round(cost / (e.tokens_per_s * 3600) * 1e6, 4))
+    elif isinstance(e, InferenceEstimate):
         row.update(tokens_per_s=e.tokens_per_s, ttft_ms=e.ttft_ms, tpot_ms=e.tpot_ms, batch=e.batch,
                    usd_per_replica_hour=None if cost is None else round(cost, 4),
                    usd_per_million_tokens=None if cost is None else round(cost / (e.tokens_per_s * 3600) * 1e6, 4))
@@ -86,6 +91,7 @@ def render_table(candidates: Candidates, console) -> None:
     data = to_json(candidates)
     for w in data["workloads"]:
         training = w["kind"] == "training"
+        vision = not training and any("images_per_s" in r for r in w["candidates"])
         t = Table(title=f"{w['name']} ({w['kind']}): {len(w['candidates'])} candidates, "
                         f"{len(w['rejected'])} rejected", title_justify="left")
         for col in ("site", "instance", "GPU", "GPUs", "layout", "mem GB/GPU"):
@@ -93,6 +99,9 @@ def render_table(candidates: Candidates, console) -> None:
         if training:
             for col in ("pricing", "duration", "MFU", "tokens|samples/s", "cost (indicative)"):
                 t.add_column(col, justify="left" if col == "pricing" else "right")
+        elif vision:
+            for col in ("batch", "img/s/replica", "latency ms", "$/replica-h", "$/M images"):
+                t.add_column(col, justify="right")
         else:
             for col in ("batch", "tok/s/replica", "TTFT p99 ms", "TPOT p99 ms", "$/replica-h", "$/Mtok"):
                 t.add_column(col, justify="right")
@@ -102,6 +111,10 @@ def render_table(candidates: Candidates, console) -> None:
                 rate = r["tokens_per_s"] if r["tokens_per_s"] is not None else r["samples_per_s"]
                 t.add_row(*head, "spot" if r["spot"] else "on-demand", _duration(r["duration_hours"]),
                           f"{r['mfu']:.1%}", f"{rate:,.0f}", _money(r["usd_indicative"]))
+            elif vision:
+                t.add_row(*head, str(r["batch"]), f"{r['images_per_s']:,.0f}", f"{r['latency_ms']:.1f}",
+                          _money(r["usd_per_replica_hour"]),
+                          "-" if r["usd_per_million_images"] is None else f"${r['usd_per_million_images']:.2f}")
             else:
                 t.add_row(*head, str(r["batch"]), f"{r['tokens_per_s']:,.0f}", f"{r['ttft_ms']:,.0f}",
                           f"{r['tpot_ms']:.1f}", _money(r["usd_per_replica_hour"]),

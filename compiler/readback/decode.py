@@ -544,8 +544,12 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
     main = max(rows, key=lambda r: (max(r[1]), r[0].id))[0] if rows else problem.chosen_from[w.name][0]
     e = main.estimate
     capacity = sum(c.estimate.tokens_per_s * reps[peak_m] for c, reps in rows)
-    est = EstimateFigures(memory_gb_per_gpu=e.memory_gb_per_gpu, tokens_per_s=capacity, ttft_ms=e.ttft_ms,
-                          tpot_ms=e.tpot_ms, batch=e.batch, weights_gb=e.weights_gb)
+    if w.vision:      # images/s at a batch latency; no tokens, no KV cache, served at 16 bits
+        est = EstimateFigures(memory_gb_per_gpu=e.memory_gb_per_gpu, images_per_s=capacity, latency_ms=e.latency_ms,
+                              batch=e.batch, weights_gb=e.weights_gb)
+    else:
+        est = EstimateFigures(memory_gb_per_gpu=e.memory_gb_per_gpu, tokens_per_s=capacity, ttft_ms=e.ttft_ms,
+                              tpot_ms=e.tpot_ms, batch=e.batch, weights_gb=e.weights_gb)
     peak_gpus = max((sum(c.gpus * reps[m] for c, reps in rows) for m in range(len(demand))), default=0)
     peak_replicas = max((sum(reps[m] for _, reps in rows) for m in range(len(demand))), default=0)
     return WorkloadPlan(w.name, "inference", main.gpu, peak_gpus, _layout(main),
@@ -553,8 +557,8 @@ def _workload_plan(problem, w, train, infer, workload_cost, held: _Held) -> Work
                                                                 p.candidate))), est,
                         _r(workload_cost.get(w.name, 0.0)), w.orchestrator, w.window.start_month,
                         replicas=peak_replicas,
-                        quantization=w.quantization,
-                        max_model_len=w.traffic.input_tokens + w.traffic.output_tokens,
+                        quantization="" if w.vision else w.quantization,
+                        max_model_len=0 if w.vision else w.traffic.input_tokens + w.traffic.output_tokens,
                         availability=w.slo.availability, inputs=SpecInputs.of(inputs_of(w)))
 
 

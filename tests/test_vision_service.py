@@ -1,0 +1,157 @@
+"""A vision model's service: traffic in images/s (`traffic.peak_rps`) at a p99 latency bound
+(`slo.latency_p99_ms`), each replica one GPU at the batch vision.serving_point sizes
+(docs/performance-model.md, "Vision serving"), planned as LLM replicas are (capacity x replicas >=
+demand), rendered as a Triton Inference Server Deployment.
+
+The keys that do not fit the model are E210's (compiler/semantic.py): tokens, TTFT/TPOT, speculative
+decoding, disaggregation and a quantization on a vision model's service, latency_p99_ms on an LLM's."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from compiler import pipeline
+from compiler.catalog import load_catalog
+from compiler.diagnostics import CompileError
+from compiler.estimate import estimate, vision
+from compiler.estimate.inference import demand_series
+from compiler.source import parse
+from compiler.spec import ImageTraffic, Traffic
+from compiler.validate import validate
+
+CATALOG = load_catalog()
+
+SPEC = """\
+apiVersion: infra-compile/v1
+name: vision-small
+horizon_months: 12
+sites:
+  - name: dc
+    type: on_prem
+    power_kw: 100
+    electricity_usd_per_kwh: 0.1
+    pue: 1.3
+    max_racks: 4
+workloads:
+  - name: shelf-scan
+    kind: inference
+    model: resnet-50
+    traffic: {peak_rps: 3000, growth_per_month: 0.02}
+    slo: {latency_p99_ms: 50}
+"""
+
+
+def spec_of(text: str):
+    return validate(parse(text, "spec.yaml"), CATALOG)
+
+
+def errors_of(text: str) -> list[tuple[str, str, str]]:
+    """(code, line:column, message) of each diagnostic."""
+    with pytest.raises(CompileError) as info:
+        spec_of(text)
+    return [(d.code, f"{d.position.line}:{d.position.column}" if d.position else "", d.message)
+            for d in info.value.diagnostics]
+
+
+# ----------------------------------------------------------------------------- the spec
+
+def test_a_vision_service_states_images_per_second_and_a_latency_bound():
+    w = spec_of(SPEC).workload("shelf-scan")
+    assert w.vision and isinstance(w.traffic, ImageTraffic)
+    assert (w.traffic.peak_rps, w.traffic.growth_per_month) == (3000.0, 0.02)
+    assert (w.slo.latency_p99_ms, w.slo.ttft_p99_ms, w.slo.tpot_p99_ms) == (50.0, None, None)
+    # its demand is images/s: the peak, growing from its start month
+    assert demand_series(w, 3) == pytest.approx((3000.0, 3060.0, 3121.2))
+
+
+def test_an_llm_service_is_unchanged():
+    w = spec_of(SPEC.replace("model: resnet-50", "model: llama-3.1-8b").replace(
+        "traffic: {peak_rps: 3000, growth_per_month: 0.02}", "traffic: {peak_rps: 3, input_tokens: 400, output_tokens: 150}")
+        .replace("slo: {latency_p99_ms: 50}", "slo: {ttft_p99_ms: 1500, tpot_p99_ms: 80}")).workload("shelf-scan")
+    assert not w.vision and isinstance(w.traffic, Traffic) and w.slo.latency_p99_ms is None
+    assert demand_series(w, 1) == (450.0,)
+
+
+def test_token_keys_on_a_vision_service_are_refused_at_the_key():
+    errs = errors_of(SPEC.replace("traffic: {peak_rps: 3000, growth_per_month: 0.02}",
+                                  "traffic: {peak_rps: 3000, input_tokens: 1, output_tokens: 1}"))
+    assert errs == [("E210", "15:31", "'input_tokens' and 'output_tokens' are for LLM services; 'resnet-50' is "
+                                      "a vision model")]
+    errs = errors_of(SPEC.replace("slo: {latency_p99_ms: 50}", "slo: {latency_p99_ms: 50, tpot_p99_ms: 20}"))
+    assert errs == [("E210", "16:31", "'tpot_p99_ms' is for LLM services; 'resnet-50' is a vision model")]
+    errs = errors_of(SPEC + "    speculative: {method: heads, acceptance: 0.7, draft_tokens: 3}\n"
+                     "    quantization: fp8\n")
+    assert [e[:2] for e in errs] == [("E210", "17:5"), ("E210", "18:5")]
+    assert errs[1][2].startswith("quantization fp8 is for LLM services; 'resnet-50' is a vision model")
+
+
+def test_a_vision_service_without_a_latency_bound_is_told_to_state_one():
+    errs = errors_of(SPEC.replace("slo: {latency_p99_ms: 50}", "slo: {ttft_p99_ms: 100, tpot_p99_ms: 10}"))
+    assert errs == [("E210", "16:11", "'ttft_p99_ms' and 'tpot_p99_ms' are for LLM services; 'resnet-50' is a "
+                                      "vision model")]
+    # the schema asks an LLM's bounds of any service that bounds no latency, not knowing the model's
+    # family; validation keeps only what the vision service needs
+    errs = errors_of(SPEC.replace("slo: {latency_p99_ms: 50}", "slo: {availability: 0.99}"))
+    assert errs == [("E210", "16:5", "a vision service needs slo.latency_p99_ms")]
+
+
+def test_a_latency_bound_on_an_llm_service_is_refused_and_its_own_keys_asked_for():
+    errs = errors_of(SPEC.replace("model: resnet-50", "model: llama-3.1-8b"))
+    assert errs == [("E210", "15:5", "LLM inference needs 'input_tokens' and 'output_tokens'"),
+                    ("E210", "16:5", "LLM inference needs 'ttft_p99_ms' and 'tpot_p99_ms'"),
+                    ("E210", "16:11", "'latency_p99_ms' is for vision services; 'llama-3.1-8b' is an LLM")]
+
+
+def test_an_llm_service_missing_a_bound_keeps_the_schemas_error():
+    errs = errors_of(SPEC.replace("model: resnet-50", "model: llama-3.1-8b").replace(
+        "traffic: {peak_rps: 3000, growth_per_month: 0.02}", "traffic: {peak_rps: 3, input_tokens: 400, output_tokens: 150}")
+        .replace("slo: {latency_p99_ms: 50}", "slo: {ttft_p99_ms: 1500}"))
+    assert errs == [("E104", "16:5", "missing required key 'tpot_p99_ms'")]
+
+
+# ----------------------------------------------------------------------------- the estimate
+
+def test_each_gpu_replica_is_sized_at_the_bound_by_serving_point():
+    spec = spec_of(SPEC)
+    cands = estimate(spec, CATALOG)
+    got = cands.by_workload["shelf-scan"]
+    assert got and all(c.gpus == 1 and c.layout.tp == 1 for c in got)
+    for c in got:
+        pt, _ = vision.serving_point(CATALOG.models["resnet-50"], CATALOG.gpus[c.gpu], 50.0, CATALOG)
+        assert c.estimate.images_per_s == pytest.approx(pt.images_per_s, rel=1e-6)
+        assert c.estimate.tokens_per_s == c.estimate.images_per_s      # the figure the demand rows read
+        assert c.estimate.batch == pt.batch and c.estimate.latency_ms == pytest.approx(pt.latency_ms, abs=1e-3)
+        assert c.estimate.latency_ms <= 50.0 and c.estimate.ttft_ms is None
+    # L40S (362 TFLOPS fp16, the default efficiency 0.075): t = 4.1e9 / (362.05e12 x 0.075) = 0.151 ms,
+    # so the server's largest batch, 128, meets 50 ms: 2.4 + 128 x 0.151 = 21.7 ms, 5,891 images/s
+    l40s = next(c for c in got if c.gpu == "L40S")
+    assert l40s.estimate.batch == 128 and l40s.estimate.images_per_s == pytest.approx(5891.3, abs=0.5)
+
+
+def test_a_gpu_that_misses_the_bound_at_batch_one_is_rejected_with_why():
+    spec = spec_of(SPEC.replace("latency_p99_ms: 50", "latency_p99_ms: 2.5"))
+    cands = estimate(spec, CATALOG)
+    kept = {c.gpu for c in cands.by_workload["shelf-scan"]}
+    rejected = {r.gpu: r.reason for r in cands.rejected["shelf-scan"]}
+    # L40S: 2.4 + 0.151 = 2.55 ms at batch 1 misses 2.5 ms; H100 (2.4 + 0.055) meets it at batch 1
+    assert "L40S" in rejected and rejected["L40S"].startswith("misses the latency bound at batch 1: 2.6 ms")
+    assert "H100" in kept
+    h100 = next(c for c in cands.by_workload["shelf-scan"] if c.gpu == "H100")
+    assert h100.estimate.batch == 1
+
+
+def test_the_plan_carries_images_per_second_and_replicas_cover_the_demand(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    result = pipeline.compile_spec(path)
+    w = result.plan.workloads[0]
+    e = w.estimate
+    assert e.tokens_per_s is None and e.ttft_ms is None and e.images_per_s is not None
+    assert w.quantization == "" and w.max_model_len == 0
+    peak = 3000 * 1.02 ** 11
+    [p] = w.placements
+    per_replica = e.images_per_s / p.replicas
+    assert p.replicas == math.ceil(peak / per_replica - 1e-9)
+    assert p.batch == e.batch
