@@ -126,10 +126,11 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
                 "eu-south-2", "eu-west-1", "eu-west-2", "me-central-1", "ap-northeast-1", "ap-northeast-2",
                 "ap-south-1", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3"},
         "gcp": {"us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2", "us-west3",
-                "us-west4", "europe-north1", "europe-west1", "europe-west3", "europe-west4", "europe-west9",
-                "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3", "asia-south1", "asia-south2",
-                "asia-southeast1", "australia-southeast1"},
-        "azure": {"centralus", "eastus", "eastus2", "southcentralus", "westus", "westus2", "westus3", "westeurope"}}
+                "us-west4", "northamerica-northeast2", "europe-north1", "europe-west1", "europe-west2", "europe-west3",
+                "europe-west4", "europe-west9", "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3",
+                "asia-south1", "asia-south2", "asia-southeast1", "australia-southeast1"},
+        "azure": {"centralus", "eastus", "eastus2", "southcentralus", "westus", "westus2", "westus3", "westeurope",
+                  "swedencentral"}}
 
 
 def test_regional_prices_are_the_sourced_figures(cat):

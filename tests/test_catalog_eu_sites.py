@@ -1,9 +1,9 @@
 """A European platform finds H100 or H200 machines at each of its sites in the bundled catalog.
 
 Validate and estimate only (no solve): each site must carry at least one candidate of the serving
-workload on an H100 or H200 instance priced in the site's region. London on GCP (europe-west2) and
-Sweden Central on Azure have no such machine priced from a source yet; they are strict expected
-failures, so adding their rows (with a source) turns them into passes that must be unmarked.
+workload on an H100 or H200 instance priced in the site's region. London on GCP sells A3 Edge
+(a3-edgegpu-8g) and no A3 High; Sweden Central on Azure ND H100 v5 and ND H200 v5 (priced as
+estimates, named so in their source).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from compiler import pipeline
 
 SITES = [("aws-lon", "aws", "eu-west-2"), ("aws-sto", "aws", "eu-north-1"), ("gcp-lon", "gcp", "europe-west2"),
          ("gcp-ams", "gcp", "europe-west4"), ("az-swe", "azure", "swedencentral"), ("az-weu", "azure", "westeurope")]
-UNSOURCED = {"gcp-lon": "no sourced price for a3-edgegpu-8g (or any H100/H200 machine) in europe-west2",
-             "az-swe": "no sourced price for ND H100 v5 in swedencentral"}
 
 SPEC = """\
 apiVersion: infra-compile/v1
@@ -46,8 +44,12 @@ def candidates(tmp_path_factory):
     return found
 
 
-@pytest.mark.parametrize("site", [pytest.param(n, marks=pytest.mark.xfail(reason=UNSOURCED[n], strict=True))
-                                  if n in UNSOURCED else n for n, _p, _r in SITES])
+@pytest.mark.parametrize("site", [n for n, _p, _r in SITES])
 def test_each_eu_site_has_h100_or_h200_candidates(candidates, site):
     gpus = {candidates.catalog.instances[c.instance].gpu for c in candidates.by_workload["chat-70b"] if c.site == site}
     assert gpus & {"H100", "H200"}, f"{site}: no H100/H200 candidate"
+
+
+def test_london_on_gcp_is_served_by_a3_edge(candidates):
+    names = {c.instance for c in candidates.by_workload["chat-70b"] if c.site == "gcp-lon"}
+    assert names == {"a3-edgegpu-8g"}

@@ -101,3 +101,24 @@ def test_every_region_the_source_prices_a_type_in_is_in_the_catalog():
 def test_p5e_is_not_priced_where_it_is_not_sold():
     cat = load_catalog()
     assert cat.instances["p5e.48xlarge"].price_row("us-east-1") is None
+
+
+def test_a3_edge_is_the_a3_high_list_at_its_regional_machine_ratio():
+    """GCP A3 Edge where A3 High is not sold: the A3 High us-central1 list times the region's
+    a3-edgegpu-8g machine price over its us-central1 one, as SkyPilot's GCP file records them
+    (its vCPU and memory price, the same for A3 Edge and A3 High in us-central1)."""
+    cat = load_catalog()
+    machine: dict[tuple[str, str], set[float]] = {}
+    with open(FIXTURES / "gcp-v9-2c3d7ea.csv", newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            machine.setdefault((row["InstanceType"], row["Region"]), set()).add(float(row["Price"]))
+    base = machine[("a3-edgegpu-8g", "us-central1")]
+    assert base == machine[("a3-highgpu-8g", "us-central1")] and len(base) == 1
+    [base_price] = base
+    high, edge = cat.instances["a3-highgpu-8g"], cat.instances["a3-edgegpu-8g"]
+    listed = high.price("us-central1", "on_demand")
+    assert edge.regions and not set(edge.regions) & set(high.regions)
+    for row in edge.prices:
+        [price] = machine[("a3-edgegpu-8g", row.region)]
+        assert row.source == "gcp-a3-edge-prices-regional" and row.estimated == ("spot", "reserved_1y", "reserved_3y")
+        assert row.on_demand == pytest.approx(round(listed * price / base_price, 4), abs=1e-9), row.region

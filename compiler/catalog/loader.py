@@ -348,6 +348,13 @@ def _check(merged: _Merged, keys: Iterable[Key], problems: _Problems, *, latest:
             if isinstance(gpu, str) and gpu not in gpus:
                 problems.add(doc, "C005", f"unknown GPU '{gpu}'", path + ("gpu",),
                              hint=did_you_mean(gpu, gpus) or "add it under `gpus:`")
+        if section == "instances":
+            domain, own = record.get("nvlink_domain_gpus"), record.get("gpus")
+            if isinstance(domain, int) and isinstance(own, int) and own > 0 and (domain <= own or domain % own):
+                problems.add(doc, "C002", f"nvlink_domain_gpus {domain} is not a whole number (above one) of the "
+                             f"instance's {own} GPUs", path + ("nvlink_domain_gpus",),
+                             hint="give the GPUs the rack-scale NVLink domain joins (GB200 NVL72: 72), or leave "
+                                  "it out where the domain is the instance's own GPUs")
         if section == "onprem_nodes":
             for i, fab in enumerate(record.get("fabrics") or ()):
                 if fab not in fabrics:
@@ -407,7 +414,8 @@ def _build(merged: _Merged) -> Catalog:
                                      accelerator=(Accelerator(r["accelerator"]["type"], r["accelerator"]["source"])
                                                   if r.get("accelerator") else None),
                                      nccl_topology=(NcclTopology(r["nccl_topology"]["file"], r["nccl_topology"]["source"])
-                                                    if r.get("nccl_topology") else None))
+                                                    if r.get("nccl_topology") else None),
+                                     nvlink_domain_gpus=_opt_int(r.get("nvlink_domain_gpus")))
     nodes = {}
     for n, r in s["onprem_nodes"].items():
         extra = {"fabrics": tuple(r["fabrics"])} if "fabrics" in r else {}

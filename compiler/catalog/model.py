@@ -116,6 +116,14 @@ class CloudInstance:
     local_nvme_tb: float = 0.0
     accelerator: Accelerator | None = None   # GCP: the guest accelerator type its API takes
     nccl_topology: NcclTopology | None = None   # Azure ND-series: the image's NCCL topology file
+    nvlink_domain_gpus: int | None = None   # GPUs one NVLink domain joins where more than the
+    # instance's own (GB200 NVL72: 72, across 18 four-GPU instances); None: the instance's GPUs
+
+    @property
+    def nvlink_domain(self) -> int:
+        """GPUs one NVLink domain joins: the rack-scale domain where the catalog gives one, else
+        the instance's own GPUs."""
+        return self.nvlink_domain_gpus or self.gpus
 
     @property
     def accelerator_type(self) -> str:

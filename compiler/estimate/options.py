@@ -29,6 +29,9 @@ class Hardware:
     node_gbps: float
     on_demand_usd_h: float | None   # per node-hour; on-prem: amortized capex + support
     spot_usd_h: float | None        # None: no spot at this site for this instance
+    nvlink_domain: int = 0          # GPUs one NVLink domain joins where more than a node's (GB200
+    # NVL72: 72 over 18 four-GPU instances; catalog nvlink_domain_gpus); 0: the node's own GPUs.
+    # training.Fabric takes it (its `nvlink_domain`), so collectives within the domain run over NVLink
 
     @property
     def label(self) -> str:
@@ -86,7 +89,8 @@ def hardware_options(spec: Spec, workload, catalog: Catalog) -> list[Hardware]:
                     continue
                 spot = inst.price(site.region, "spot") if "spot" in site.pricing else None
                 out.append(Hardware(site.name, "cloud", site.provider, inst.name, catalog.gpus[inst.gpu],
-                                    inst.gpus, inst.vcpus, inst.fabric, inst.network_gbps, od, spot))
+                                    inst.gpus, inst.vcpus, inst.fabric, inst.network_gbps, od, spot,
+                                    inst.nvlink_domain_gpus or 0))
         elif isinstance(site, OnPremSite):
             for node in catalog.onprem_nodes.values():
                 if node.gpu not in catalog.gpus or not site.offers(node):

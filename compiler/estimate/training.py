@@ -98,10 +98,19 @@ def compute_mfu(model: Model, gpu: Gpu, seq_len: int, precision: str, catalog: C
 
 @dataclass(frozen=True)
 class Fabric:
-    """What the step model needs to know about the network a candidate runs on."""
+    """What the step model needs to know about the network a candidate runs on. `nvlink_domain`:
+    the GPUs one NVLink domain joins where more than a node's (a GB200 NVL72 rack: 72 GPUs over
+    18 four-GPU nodes); 0 where it is the node. Within the domain the step model's collectives run
+    over NVLink, as within a node; each GPU's share of the scale-out network is its own node's."""
     name: str
     node_gbps: float
     gpus_per_node: int
+    nvlink_domain: int = 0
+
+    @property
+    def domain(self) -> int:
+        """GPUs that reach each other over NVLink: the rack-scale domain, or the node."""
+        return max(self.nvlink_domain, self.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -149,7 +158,7 @@ class LayoutSearch:
         self.seq_len, self.precision, self.optimizer = seq_len, precision, optimizer
         self.peak = peak_flops(gpu, precision)
         self.cap = usable_training_gb(gpu.memory_gb, catalog)
-        self.gpn = fabric.gpus_per_node
+        self.gpn = fabric.domain     # GPUs joined by NVLink: the step model's "node"
         self.cp_min = int(factor(catalog, "context_parallel_min_seq"))
         self.z3_multiplier = factor(catalog, "zero3_comm_multiplier")
         self.buffer_gb = factor(catalog, "training_memory_buffer_gb")
@@ -170,7 +179,7 @@ class LayoutSearch:
         self.expert_s_per_token = expert_s_per_token(model, gpu, precision, catalog)
         self.copies_s_per_token = moe.copies_s_per_token(model, gpu.memory_bandwidth_gb_s, precision, catalog)
         self.nvl = comms.scaleup_bw(gpu, catalog)
-        self.net = (comms.scaleout_bw(fabric.node_gbps, self.gpn, fabric.name, catalog)
+        self.net = (comms.scaleout_bw(fabric.node_gbps, fabric.gpus_per_node, fabric.name, catalog)
                     if fabric.node_gbps > 0 else self.nvl)
         self.overlap = {kind: factor(catalog, f"{kind}_overlap") for kind in ("tp", "ep", "dp")}
         self.attn_s_per_token = attention_s_per_token(model, gpu, seq_len, precision, catalog)
