@@ -9,7 +9,7 @@ list's own format:
   p5.48xlarge on demand, a region the catalog has no p5 row for. The spot feed prices p5e and
   p4de.24xlarge in us-east-1, neither sold there on demand.
 - Azure: ND H100 v5 pay-as-you-go in eastus with savings plan rates beside it and no
-  Reservation meter; in swedencentral (no catalog row) with a 1-year reservation; ND A100 v4 in
+  Reservation meter; in norwayeast (no catalog row) with a 1-year reservation; ND A100 v4 in
   westus only as Spot and as another region's (non-primary) meter.
 """
 
@@ -142,10 +142,10 @@ def test_a_type_the_catalog_knows_gains_a_region_the_list_offers_it_in(stub, tmp
 
 def test_azure_adds_a_region_with_its_reservation(stub, tmp_path):
     overlay, summary, _ = refresh(tmp_path, "azure")
-    row = prices(overlay, "Standard_ND96isr_H100_v5")["swedencentral"]
+    row = prices(overlay, "Standard_ND96isr_H100_v5")["norwayeast"]
     # 104.04 pay-as-you-go; 596030.4 / 8760 h = 68.04 a year; no 3-year meter and no catalog row: null
     assert (row["on_demand"], row["reserved_1y"], row["reserved_3y"], row["estimated"]) == (104.04, 68.04, None, [])
-    assert "Standard_ND96isr_H100_v5 in swedencentral" in summary
+    assert "Standard_ND96isr_H100_v5 in norwayeast" in summary
 
 
 # ---------------------------------------------------------------- nothing written on a failure
