@@ -108,7 +108,7 @@ def _digest(artifacts: dict[str, str]) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
-def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path, monkeypatch):
+def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path):
     """HiGHS's (and CBC's) random seed changes the search's path, as another machine's floating
     point does; wherever two seeds end at the same cost with the same proof (status and bound),
     every rendered byte is the same. Before
@@ -116,7 +116,6 @@ def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path, monkeypatch)
     2 at one cost (replicas split otherwise over reserved nodes with room); it takes most of this
     test's minutes (a compile of about 100 s per seed)."""
     from compiler import pipeline
-    from compiler.optimize import solve
 
     from examples_cache import EXAMPLES, example
 
@@ -125,8 +124,8 @@ def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path, monkeypatch)
         if seed == DEFAULT.seed and path.parent == ROOT / "examples" and path.stem in EXAMPLES:
             result = example(path.stem)[1]      # the session's compile of it (the other tests' too)
         else:
-            monkeypatch.setattr(solve, "DEFAULT", dataclasses.replace(DEFAULT, seed=seed))
-            result = pipeline.compile_spec(path)
+            settings = dataclasses.replace(DEFAULT, seed=seed)
+            result = pipeline.compile_spec(path, pipeline.CompileOptions(settings=settings))
         # the same plan and the same proof: the bound a search proves is its path's own (under
         # `continues` long-window's one plan is proven optimal under one seed, within 0.95% under
         # another), and plan.json and the report print it
@@ -134,3 +133,31 @@ def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path, monkeypatch)
         by_proof.setdefault(proof, set()).add(_digest(result.artifacts))
     split = {proof: len(d) for proof, d in by_proof.items() if len(d) > 1}
     assert not split, f"{path.name}: seeds of equal cost and bound rendered different bytes: {split}"
+
+
+# --- the settings' seed is the one every solver runs under -------------------------------
+
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
+    """Settings.seed reaches each solve (HiGHS models, pulp's CBC and HiGHS, canonical's groups),
+    not only the module's DEFAULT: every seed a solver is handed is the one asked for."""
+    import highspy
+    from compiler.optimize import SolveOptions, optimize, solve
+
+    seen: list[int] = []
+    real_set = highspy.Highs.setOptionValue
+
+    def spy(self, key, value):
+        if key == "random_seed":
+            seen.append(int(value))
+        return real_set(self, key, value)
+
+    real_cbc = solve._cbc
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    monkeypatch.setattr(solve, "_cbc", lambda log, tmp, seed, *a, **k: seen.append(seed) or real_cbc(log, tmp, seed, *a, **k))
+    problem_spec = _shared_slack().spec
+    cands = _shared_slack().candidates
+    settings = dataclasses.replace(DEFAULT, seed=7)
+    plan = optimize(cands, SolveOptions(solver=solver, settings=settings))
+    assert plan.solver.status == "optimal" and problem_spec.horizon_months == 2
+    assert seen and set(seen) == {7}, f"seeds handed to the solvers: {sorted(set(seen))}"

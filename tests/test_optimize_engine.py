@@ -452,7 +452,7 @@ def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypat
     pulp_solves = []
     real_solve = steps.solve
     monkeypatch.setattr(steps, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
-    monkeypatch.setattr(steps, "pulp_price", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
+    monkeypatch.setattr(steps, "pulp_price", lambda _s: lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
     plan = optimize(candidates, SolveOptions(solver="cbc", settings=s))
     assert pulp_solves == [] and plan.solver.name == "cbc"
     assert "no branch-and-bound search" in plan.solver.gap_note

@@ -61,7 +61,7 @@ def _kept_start(problem, options: SolveOptions):
     from compiler.optimize.moves import kept_plan
     from compiler.optimize.solve import HighsModel
 
-    model, where = HighsModel(problem), kept_plan(problem, options.kept)
+    model, where = HighsModel(problem, options.settings.seed), kept_plan(problem, options.kept)
     names = {v.name for v in problem.variables}
     exact = {**where, **{n: x for n, x in options.kept.values.items() if n in names}}
     for fixed in (exact, _untouched(problem, exact), where):

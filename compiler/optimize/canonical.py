@@ -29,7 +29,8 @@ a row (services that share a pool, a quota, a site's indicators) on its own. For
   4. the rest of the group (nodes, mixes, indicators) at its cheapest with those replicas held.
 
 Each level is solved to its end (integer objectives, gap 0), so its optimum does not depend on
-the solver's path. A group whose level does not end within the node budget keeps its values.
+the solver's path, nor on which solver proves it: the groups run on HiGHS under `--solver cbc`
+too (small models built once each, which pulp's CBC would write to files and parse back). A group whose level does not end within the node budget keeps its values.
 The whole plan is then priced with its integers held (the LP polish uses) and taken only where
 it is no dearer than the plan it replaces: this step never makes a plan dearer, and can make it
 cheaper where step 1 finds a month the search left above its cheapest.
@@ -166,7 +167,7 @@ def _group(w: _Within, group: list[str], s: Settings, clock: Callable[[], float 
     var = w.var
     ints = [n for n in group if var[n].kind != "continuous"]
     start = {n: w.values[n] for n in ints}
-    first = HighsModel(w.restricted(group))
+    first = HighsModel(w.restricted(group), s.seed)
     cheapest = first.solve(start=start, gap=0.0, max_nodes=s.canonical_nodes, time_limit=clock())
     if cheapest.status != "optimal":
         return {}
@@ -175,7 +176,7 @@ def _group(w: _Within, group: list[str], s: Settings, clock: Callable[[], float 
     within = Constraint("canonical[cost]", "canonical", cost, "<=", limit, family="canonical")
     replicas = sorted((n for n in group if var[n].family == "y"), key=lambda n: (var[n].candidate, n), reverse=True)
     gpus = {n: float(w.gpus.get(var[n].candidate, 1)) for n in replicas}
-    model = HighsModel(w.restricted(group, (within,)))
+    model = HighsModel(w.restricted(group, (within,)), s.seed)
     fewest = model.solve(start=_ints(cheapest, ints), objective=gpus, gap=0.0, max_nodes=s.canonical_nodes,
                          time_limit=clock())
     if fewest.status != "optimal":
@@ -183,7 +184,7 @@ def _group(w: _Within, group: list[str], s: Settings, clock: Callable[[], float 
     held_gpus = sum(gpus[n] * round(fewest.values[n]) for n in replicas)
     at_most = Constraint("canonical[gpus]", "canonical", tuple(gpus.items()), "<=", held_gpus + 0.5,
                          family="canonical")
-    model = HighsModel(w.restricted(group, (within, at_most)))
+    model = HighsModel(w.restricted(group, (within, at_most)), s.seed)
     current, fixed = fewest, {}
     for n in replicas:        # least preferred first: each as few as the earlier ones allow
         if round(current.values[n]) > 0:

@@ -197,7 +197,7 @@ def month_floors(problem: Problem, size: int | None = None, max_nodes: int | Non
                 for n in names}
         sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                       constraints=tuple(rs))
-        sol = HighsModel(sub).solve(max_nodes=max_nodes, gap=settings.block_gap, time_limit=left())
+        sol = HighsModel(sub, settings.seed).solve(max_nodes=max_nodes, gap=settings.block_gap, time_limit=left())
         bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
         if bound is None or not bound > 0:
             continue

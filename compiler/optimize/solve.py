@@ -34,17 +34,17 @@ def relative_gap(objective: float, bound: float) -> float:
 def solve(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
           gap: float | None = None, elastic: Mapping[str, float] | None = None,
           start: Mapping[str, float] | None = None, max_nodes: int | None = None,
-          fixed: Mapping[str, float] | None = None) -> Solution:
+          fixed: Mapping[str, float] | None = None, seed: int = DEFAULT.seed) -> Solution:
     """`start`: values of integer variables for a MIP start (start.py): CBC's -mips, HiGHS's
     setSolution. `max_nodes` stops the branch-and-bound search after that many nodes: unlike a
     time limit, where it stops is the same on every machine, so the plan is too. `fixed` holds
-    variables at the given values (improve.py)."""
+    variables at the given values (improve.py); `seed`: the solvers' random seed (Settings.seed)."""
     # HiGHS sees value / Variable.scale (its reduced-cost fixing is what the scale is for); CBC
     # the values themselves: its solution file has too few digits to scale back to 1e-6 exactly.
     scale = {v.name: v.scale for v in problem.variables if v.scale != 1.0} if solver == "highs" else {}
     lp, pv, slacks = _pulp_model(problem, scale, elastic, fixed)
     t0 = time.perf_counter()
-    status, bound, mip_gap = _run(lp, pv, scale, solver, time_limit, gap, max_nodes, start, elastic)
+    status, bound, mip_gap = _run(lp, pv, scale, solver, time_limit, gap, max_nodes, start, elastic, seed)
     seconds = time.perf_counter() - t0
     if status not in ("optimal", "feasible"):
         return Solution(solver, status, float("nan"), float("nan"), float("nan"), seconds)
@@ -108,11 +108,11 @@ def _bend(lp: pulp.LpProblem, k: int, row: str, sense: str, expr: pulp.LpAffineE
 
 def _run(lp: pulp.LpProblem, pv: Mapping[str, pulp.LpVariable], scale: Mapping[str, float], solver: str,
          time_limit, gap, max_nodes: int | None, start: Mapping[str, float] | None,
-         elastic: Mapping[str, float] | None) -> tuple[str, float | None, float | None]:
+         elastic: Mapping[str, float] | None, seed: int) -> tuple[str, float | None, float | None]:
     """The chosen solver's status, bound and gap, given the MIP start (none for an elastic model)."""
     if solver == "highs":
         begin = {pv[n]: v / scale.get(n, 1.0) for n, v in (start or {}).items() if n in pv} if not elastic else {}
-        return _run_highs(lp, time_limit, gap, max_nodes, begin)
+        return _run_highs(lp, time_limit, gap, max_nodes, begin, seed)
     if solver == "cbc":
         warm = False
         if start and not elastic:
@@ -120,7 +120,7 @@ def _run(lp: pulp.LpProblem, pv: Mapping[str, pulp.LpVariable], scale: Mapping[s
                 if name in pv:
                     pv[name].setInitialValue(value / scale.get(name, 1.0))
             warm = True
-        return _run_cbc(lp, time_limit, gap, warm, max_nodes)
+        return _run_cbc(lp, time_limit, gap, warm, max_nodes, seed)
     raise ValueError(f"unknown solver {solver!r}: use cbc or highs")
 
 
@@ -166,12 +166,12 @@ def _slack(slacks: Mapping[tuple[str, int], pulp.LpVariable]) -> dict[str, float
 CBC_HEURISTICS = ("rins on", "dins on", "rens on", "vnd on")
 
 
-def _cbc(log: str, tmp: str, options: tuple[str, ...] = (), **kwargs) -> pulp.COIN_CMD:
+def _cbc(log: str, tmp: str, seed: int, options: tuple[str, ...] = (), **kwargs) -> pulp.COIN_CMD:
     """COIN_CMD on the CBC binary bundled with pulp (PULP_CBC_CMD is deprecated in pulp 3.3), on
     one thread with fixed seeds, its files in `tmp` (pulp leaves its .mps/.mst behind when CBC
     fails); `options` come after the seeds."""
     cmd = pulp.COIN_CMD(path=pulp.PULP_CBC_CMD.pulp_cbc_path, msg=False, threads=1, logPath=log,
-                        options=[f"randomSeed {DEFAULT.seed}", f"randomCbcSeed {DEFAULT.seed}", *options], **kwargs)
+                        options=[f"randomSeed {seed}", f"randomCbcSeed {seed}", *options], **kwargs)
     cmd.tmpDir = tmp
     if not cmd.available():
         raise pulp.PulpSolverError(f"cannot execute the CBC binary {cmd.path}")
@@ -179,7 +179,7 @@ def _cbc(log: str, tmp: str, options: tuple[str, ...] = (), **kwargs) -> pulp.CO
 
 
 def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
-             max_nodes: int | None = None) -> tuple[str, float | None, float | None]:
+             max_nodes: int | None = None, seed: int = DEFAULT.seed) -> tuple[str, float | None, float | None]:
     """CBC's status, bound and gap; with `warm`, the variables' initial values are its MIP start.
 
     With a MIP start, a run ends in the start or a cheaper plan, or in "no_solution" (exit 5) if
@@ -212,7 +212,7 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
     start = {v: v.varValue for v in lp.variables() if v.cat == pulp.LpInteger} if warm else {}
     with tempfile.TemporaryDirectory(prefix="cbc-") as tmp:
         log = os.path.join(tmp, "cbc.log")
-        cmd = _cbc(log, tmp, timeLimit=time_limit, gapRel=gap, warmStart=warm,
+        cmd = _cbc(log, tmp, seed, timeLimit=time_limit, gapRel=gap, warmStart=warm,
                    options=(*CBC_HEURISTICS, *([f"maxNodes {max_nodes}"] if max_nodes else [])))
         t0 = time.perf_counter()
         try:
@@ -229,7 +229,7 @@ def _run_cbc(lp: pulp.LpProblem, time_limit, gap, warm: bool = False,
             # CBC's own plan, if it has one, and what it costs
             ours = {v: v.varValue for v in lp.variables()} if status == "feasible" else {}
             cost = _cost(lp) if ours else None
-            if _complete(lp, start, tmp) and (cost is None or _cost(lp) < cost - 1e-9 * abs(cost)):
+            if _complete(lp, start, tmp, seed) and (cost is None or _cost(lp) < cost - 1e-9 * abs(cost)):
                 # the last bound CBC logged (a crashed run logs no result: its last progress line)
                 if status == "infeasible":
                     bound = None
@@ -263,14 +263,14 @@ def _cbc_status(lp: pulp.LpProblem, text: str) -> str:
     return "no_solution"
 
 
-def _complete(lp: pulp.LpProblem, start: Mapping[pulp.LpVariable, float | None], tmp: str) -> bool:
+def _complete(lp: pulp.LpProblem, start: Mapping[pulp.LpVariable, float | None], tmp: str, seed: int) -> bool:
     """Solve `lp` with every integer variable held at its MIP start value (as CBC's MIP start
     does: a value not given is 0); True if that is a plan, its values then in the variables."""
     saved = {v: (v.lowBound, v.upBound) for v in start}
     try:
         for v, value in start.items():
             v.lowBound = v.upBound = float(round(value or 0.0))
-        lp.solve(_cbc(os.path.join(tmp, "start.log"), tmp))
+        lp.solve(_cbc(os.path.join(tmp, "start.log"), tmp, seed))
     except pulp.PulpSolverError:
         return False
     finally:
@@ -322,7 +322,8 @@ def _set_start(highs, pairs: list[tuple[int, float]]) -> None:
 
 
 def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None,
-               start: Mapping[pulp.LpVariable, float] | None = None) -> tuple[str, float | None, float | None]:
+               start: Mapping[pulp.LpVariable, float] | None = None,
+               seed: int = DEFAULT.seed) -> tuple[str, float | None, float | None]:
     """HiGHS's status, bound and gap, read from highspy itself, not from pulp.
 
     pulp 3.3's HiGHS.findSolutionValues maps HiGHS's model status through a table that lacks
@@ -339,7 +340,7 @@ def _run_highs(lp: pulp.LpProblem, time_limit, gap, max_nodes: int | None = None
     import highspy
 
     limits = {"mip_max_nodes": max_nodes} if max_nodes else {}
-    cmd = _HiGHSFrom(start or {}, msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=DEFAULT.seed,
+    cmd = _HiGHSFrom(start or {}, msg=False, timeLimit=time_limit, gapRel=gap, threads=1, random_seed=seed,
                      **limits)
     try:
         lp.solve(cmd)
@@ -381,11 +382,11 @@ class HighsModel:
     a fixed seed, values scaled by Variable.scale for HiGHS and back. Each solve starts from a
     cleared solver (no state carried between rounds), so a sequence of rounds is deterministic."""
 
-    def __init__(self, problem: Problem) -> None:
+    def __init__(self, problem: Problem, seed: int = DEFAULT.seed) -> None:
         import highspy
         import numpy as np
 
-        self._np, self._highspy = np, highspy
+        self._np, self._highspy, self.seed = np, highspy, seed
         self.names = [v.name for v in problem.variables]
         self.index = {n: k for k, n in enumerate(self.names)}
         n = len(self.names)
@@ -486,7 +487,7 @@ class HighsModel:
                 cost[k] = w * self.scale[k]
             h.changeColsCost(n, self._all, cost)
             self._secondary = objective is not None
-        options = {"threads": 1, "random_seed": DEFAULT.seed, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
+        options = {"threads": 1, "random_seed": self.seed, "mip_max_nodes": int(max_nodes) if max_nodes else 2**31 - 1,
                    "mip_rel_gap": 1e-4 if gap is None else float(gap),
                    "time_limit": math.inf if time_limit is None else max(0.0, float(time_limit)),
                    "mip_allow_restart": bool(restart), "mip_pool_soft_limit": int(cut_pool),

@@ -5,6 +5,7 @@ among plans of equal cost."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Callable, Mapping
 
@@ -22,19 +23,23 @@ from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
 
 Plan = Mapping[str, float]        # an integer plan: variable name -> value
-pulp_price = solve                # polish's LPs through pulp, where no HiGHS model was built
+
+
+def pulp_price(s: Settings) -> Callable:
+    """Polish's LPs through pulp, where no HiGHS model was built: price(problem, solver=, fixed=)."""
+    return functools.partial(solve, seed=s.seed)
 
 
 class Models:
     """The HiGHS models of one problem, built when first needed: `models(k)` is the k-th (the
     rounds solve settings.workers at once, each on its own)."""
 
-    def __init__(self, problem: Problem) -> None:
-        self.problem, self.built = problem, []
+    def __init__(self, problem: Problem, seed: int) -> None:
+        self.problem, self.built, self.seed = problem, [], seed
 
     def __call__(self, k: int = 0) -> HighsModel:
         while len(self.built) <= k:
-            self.built.append(HighsModel(self.problem))
+            self.built.append(HighsModel(self.problem, self.seed))
         return self.built[k]
 
 
@@ -94,9 +99,9 @@ def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None
 
 
 def pulp_search(problem: Problem, start: Plan | None, solver: str, nodes: int | None, gap: float | None,
-                time_limit: float | None) -> Solution:
+                time_limit: float | None, s: Settings) -> Solution:
     """Branch-and-bound through pulp (CBC, or HiGHS where no model of its own was built)."""
-    return solve(problem, solver=solver, time_limit=time_limit, gap=gap, start=start, max_nodes=nodes)
+    return solve(problem, solver=solver, time_limit=time_limit, gap=gap, start=start, max_nodes=nodes, seed=s.seed)
 
 
 def _lifted(sol: Solution, bound: float, s: Settings) -> bool:

@@ -94,7 +94,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     polished solution; the path as it ran, for plan.json: the plain search where there was no
     start, no branch-and-bound where the plan was taken without one)."""
     s, say, time_limit = options.settings, options.progress or (lambda _m: None), options.time_limit
-    models = steps.Models(problem)
+    models = steps.Models(problem, s.seed)
     start, origin = steps.first_plan(problem, options.start, models)
     if start is None and strategy.path != "search":
         strategy = replace(strategy, path="search", nodes=options.max_nodes, settle=False,
@@ -104,7 +104,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         # with a time limit this takes at most half of it, the floors at most a quarter
         half = time_left(None if time_limit is None else time_limit / 2)
         problem, block_plans = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
-        models = steps.Models(problem)
+        models = steps.Models(problem, s.seed)
         start, bound = steps.month_windows(problem, start, block_plans, models, options, half, say)
     else:
         if strategy.path != "search":
@@ -128,8 +128,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         sol = steps.highs_search(models(), start, bound, nodes, strategy.settle, options.gap, time_limit, s)
         price = steps.priced_on(models())
     else:
-        sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit)
-        price = steps.pulp_price
+        sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit, s)
+        price = steps.pulp_price(s)
     if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
         sol = steps.with_bound(sol, bound)      # the LP's bound, where it is the stronger
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
