@@ -1,6 +1,8 @@
-"""The disaggregated serving stack as data: compiler/serving_stack.yaml (the llm-d inference
-scheduler and routing sidecar images, vLLM's KV-transfer connector, the endpoint picker's
-configuration, each with its source and the day it was read) as frozen records for the render.
+"""The serving stacks as data: compiler/serving_stack.yaml (for disaggregated LLM serving, the llm-d
+inference scheduler and routing sidecar images, vLLM's KV-transfer connector, the endpoint picker's
+configuration; for a vision model's service, Triton Inference Server's images by GPU architecture,
+its model configuration and ports; each with its source and the day it was read) as frozen records
+for the estimate and the render.
 
 The file ships with the package; a missing key, a source key that does not resolve or an as_of
 that is not a date stops with the file's name (a packaging error, not a user's).
@@ -17,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from compiler.catalog.model import SourceRef
+from compiler.catalog.model import Gpu, ServingImage, SourceRef
 
 DATA_FILE = "serving_stack.yaml"
 
@@ -74,6 +76,36 @@ class PickerConfig:
 
 
 @dataclass(frozen=True)
+class TritonImage:
+    image: ServingImage           # the container (vllm: (): it runs no vLLM)
+    architectures: tuple[str, ...]   # the catalog's gpus.<GPU>.architecture names it runs on
+
+
+@dataclass(frozen=True)
+class Triton:
+    """Triton Inference Server as a vision model's service runs it: the image for the GPU, the
+    model's platform and accelerator (config.pbtxt), the server's ports, its health paths and the
+    metric its autoscaler reads."""
+
+    images: tuple[TritonImage, ...]   # newest first
+    platform: str                 # config.pbtxt platform: onnxruntime_onnx
+    accelerator: str              # ONNX Runtime's GPU execution accelerator: tensorrt
+    precision_mode: str           # its precision: FP16
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    ready_path: str
+    live_path: str
+    hpa_metric: str
+    config_source: str
+    metric_source: str
+
+    def image_for(self, gpu: Gpu) -> ServingImage | None:
+        """The newest listed release that runs on the GPU's architecture; None: none does."""
+        return next((i.image for i in self.images if gpu.architecture in i.architectures), None)
+
+
+@dataclass(frozen=True)
 class ServingStack:
     sources: tuple[SourceRef, ...]
     scheduler: Image
@@ -81,6 +113,7 @@ class ServingStack:
     kv_transfer: KvTransfer
     role_label: str
     picker: PickerConfig
+    triton: Triton
 
     def source(self, key: str) -> SourceRef:
         return next(s for s in self.sources if s.key == key)
@@ -117,11 +150,14 @@ def from_data(data: dict[str, Any]) -> ServingStack:
                 plugins=tuple(PickerPlugin(str(p["type"]), tuple(sorted((p.get("parameters") or {}).items())))
                               for p in picker["plugins"]),
                 profiles=tuple((str(name), tuple(_ref(r) for r in refs)) for name, refs in picker["profiles"].items()),
-                prefix_scorer=_ref(picker["prefix_scorer"])))
+                prefix_scorer=_ref(picker["prefix_scorer"])),
+            triton=_triton(data["triton"]))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StackDataError(f"{DATA_FILE}: {type(exc).__name__}: {exc}") from None
     keys = {s.key for s in stack.sources}
-    for used in (stack.scheduler.source, stack.sidecar.image.source, stack.kv_transfer.source):
+    triton = stack.triton
+    for used in (stack.scheduler.source, stack.sidecar.image.source, stack.kv_transfer.source, triton.config_source,
+                 triton.metric_source, *(i.image.source for i in triton.images)):
         if used not in keys:
             raise StackDataError(f"{DATA_FILE}: source {used!r} is not under sources")
     for s in stack.sources:
@@ -135,6 +171,18 @@ def from_data(data: dict[str, Any]) -> ServingStack:
         if missing:
             raise StackDataError(f"{DATA_FILE}: profile {name} names plugins not listed: {sorted(missing)}")
     return stack
+
+
+def _triton(d: dict[str, Any]) -> Triton:
+    ports, accel = d["ports"], d["accelerator"]
+    images = tuple(TritonImage(ServingImage(str(i["image"]), str(i["version"]), str(i["runtime"]), str(i["driver"]),
+                                            str(i["source"])), tuple(str(a) for a in i["architectures"]))
+                   for i in d["images"])
+    if not images:
+        raise ValueError("triton.images is empty")
+    return Triton(images, str(d["platform"]), str(accel["name"]), str(accel["precision_mode"]), int(ports["http"]),
+                  int(ports["grpc"]), int(ports["metrics"]), str(d["ready_path"]), str(d["live_path"]),
+                  str(d["hpa_metric"]), str(d["config_source"]), str(d["metric_source"]))
 
 
 @lru_cache(maxsize=1)

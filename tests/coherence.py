@@ -16,9 +16,12 @@ Every line starts with the check that found it -- `slurm`, `capacity`, `schedule
 vLLM server and the training launcher are told (their command-line flags) against the plan's
 layouts, batch, context length and quantization, and the serving choices its spec states
 (plan.json's `inputs`: a prefix cache, speculative decoding), and the autoscaler's target
-against the batch; `routing` asks that each service has an InferencePool holding its servers,
-an endpoint picker behind it and an HTTPRoute from a Gateway to it; `references` asks that
-every object a manifest names is created beside it.
+against the batch; a vision model's Triton server is read for its model repository, the
+config.pbtxt a ConfigMap gives it (max_batch_size against the plan's batch, dynamic batching
+within the latency bound, the GPU) and its readiness probe; `routing` asks that each service has
+an InferencePool holding its servers, an endpoint picker behind it and an HTTPRoute from a
+Gateway to it (a vision service: an HTTPRoute to Services of its Triton servers); `references`
+asks that every object a manifest names is created beside it.
 
 The model of the contract, computed from plan.json alone (a *block* is one pool: site,
 instance, pricing; its *domain* is the instance slugged):
@@ -110,6 +113,7 @@ RESUME_PROGRAM = "/etc/slurm/resume.sh"
 SUSPEND_PROGRAM = "/etc/slurm/suspend.sh"
 SCHEDULE_COLUMNS = ["site", "month_first", "month_last", "kind", "orchestrator", "domain", "pricing",
                     "object", "count", "nodes"]
+DATED_SCHEDULE_COLUMNS = ["calendar_first", "calendar_last"]
 MONEY_TOL = 1.0          # USD: BOM figures are written in cents; fractions of switches round
 
 
@@ -633,9 +637,11 @@ class Context:
             if text is None:
                 return None
             reader = csv.DictReader(io.StringIO(text))
-            if reader.fieldnames != SCHEDULE_COLUMNS:
+            # a dated plan (a spec with `start`) adds the spans' calendar months after them
+            want = SCHEDULE_COLUMNS + (DATED_SCHEDULE_COLUMNS if getattr(self.plan, "start", None) else [])
+            if reader.fieldnames != want:
                 self.problems.append(f"schedule: {site}: schedule/{site}.csv has columns {reader.fieldnames}, "
-                                     f"the contract's are {SCHEDULE_COLUMNS}")
+                                     f"the contract's are {want}")
             return list(reader)
         return self._cached(("schedule", site), make)
 
@@ -2273,6 +2279,9 @@ def check_serving(ctx: Context) -> list[str]:
             if role is not None:
                 out += _check_pd_server(where, ctx, site, name, w, p, role, pod)
                 continue
+            if _vision(w):
+                out += _check_triton_server(where, ctx, site, name, w, p, pod)
+                continue
             servers = [c for c in pod.get("containers") or () if _pod_gpus({"containers": [c]})]
             if len(servers) != 1:
                 out.append(f"{where}: {len(servers)} containers ask for GPUs, expected the one server")
@@ -2372,6 +2381,114 @@ def _check_pd_server(where: str, ctx: "Context", site: str, name: str, w: Any, p
     else:
         inputs.pop("speculative", None)
     out += _check_choices(where, flags, inputs, mounts)
+    out += _check_hpa_target(where, ctx, site, name, batch)
+    return out
+
+
+# A vision model's service (docs/artifacts.md, "Vision services"): Triton Inference Server, its
+# model repository's config.pbtxt read from a ConfigMap.
+TRITON_READY = "/v2/health/ready"
+TRITON_CONFIG = "config.pbtxt"
+
+
+def _vision(w: Any) -> bool:
+    """A vision model's service: plan.json states its capacity in images/s."""
+    return getattr(w.estimate, "images_per_s", None) is not None
+
+
+def _pbtxt(text: str) -> dict[str, Any]:
+    """The figures of a Triton model configuration (protobuf text) the contract names: the model's
+    name, its max_batch_size, whether it batches dynamically and how long the batcher waits, and
+    whether its instances run on the GPU."""
+    def num(key: str) -> int | None:
+        m = re.search(rf"(?m)^\s*{key}\s*:\s*(-?\d+)\s*$", text)
+        return int(m.group(1)) if m else None
+    name = re.search(r'(?m)^name\s*:\s*"([^"]*)"', text)      # the top level's, not an accelerator's
+    return {"name": name.group(1) if name else None, "max_batch_size": num("max_batch_size"),
+            "dynamic_batching": re.search(r"(?m)^\s*dynamic_batching\s*\{", text) is not None,
+            "max_queue_delay_microseconds": num("max_queue_delay_microseconds"),
+            "gpu": re.search(r"kind\s*:\s*KIND_GPU", text) is not None}
+
+
+def _config_maps(ctx: "Context", site: str) -> dict[str, dict]:
+    return {(d.get("metadata") or {}).get("name"): d for _f, d in ctx.k8s_kind(site, "ConfigMap")}
+
+
+def _mounted_files(pod: dict, container: dict, maps: dict[str, dict]) -> dict[str, str]:
+    """Path in the container -> text, of every ConfigMap key the container mounts (a whole map as
+    a folder of its keys, or one key by subPath)."""
+    volumes = {v.get("name"): (v.get("configMap") or {}).get("name") for v in pod.get("volumes") or ()
+               if v.get("configMap")}
+    out: dict[str, str] = {}
+    for m in container.get("volumeMounts") or ():
+        cm = maps.get(volumes.get(m.get("name")))
+        if cm is None:
+            continue
+        data = cm.get("data") or {}
+        path = str(m.get("mountPath", "")).rstrip("/")
+        if m.get("subPath"):
+            if m["subPath"] in data:
+                out[path] = str(data[m["subPath"]])
+        else:
+            out.update({f"{path}/{k}": str(v) for k, v in data.items()})
+    return out
+
+
+def _check_triton_server(where: str, ctx: "Context", site: str, name: str, w: Any, p: Any, pod: dict) -> list[str]:
+    """A vision placement's server: Triton on one GPU a replica, reading a model repository from
+    mounts, the model's config.pbtxt (from a ConfigMap) naming its folder, batching dynamically up
+    to the placement's batch on the GPU, its batcher's wait within the latency bound, ready on
+    /v2/health/ready, its autoscaler below the batch."""
+    out: list[str] = []
+    servers = [c for c in pod.get("containers") or () if _pod_gpus({"containers": [c]})]
+    if len(servers) != 1:
+        return [f"{where}: {len(servers)} containers ask for GPUs, expected the one Triton server"]
+    c = servers[0]
+    tokens = [str(a) for a in list(c.get("command") or ()) + list(c.get("args") or ())]
+    if not tokens or not tokens[0].endswith("tritonserver"):
+        out.append(f"{where}: the server runs {tokens[:1]}, a vision service's server is tritonserver")
+    flags = _flags(tokens)
+    if _pod_gpus(pod) != 1 or (p.gpus_per_replica or 1) != 1:
+        out.append(f"{where}: a vision replica is one GPU; the pod asks {_pod_gpus(pod)}, the plan sized "
+                   f"{p.gpus_per_replica}")
+    repo = flags.get("model-repository", "").rstrip("/")
+    mounts = _mounts(c)
+    files = _mounted_files(pod, c, _config_maps(ctx, site))
+    configs = {path: text for path, text in files.items()
+               if repo and path.startswith(repo + "/") and path.endswith("/" + TRITON_CONFIG)
+               and path.count("/") == repo.count("/") + 2}
+    batch = getattr(p, "batch", 0) or w.estimate.batch
+    if not repo:
+        out.append(f"{where}: the server is told no --model-repository")
+    elif not configs:
+        out.append(f"{where}: no ConfigMap gives a {TRITON_CONFIG} in a model folder of its repository {repo}")
+    for path, text in sorted(configs.items()):
+        folder = path[len(repo) + 1:].split("/")[0]
+        cfg = _pbtxt(text)
+        if cfg["name"] not in (None, folder):
+            out.append(f"{where}: {path} names the model {cfg['name']!r}, its folder is {folder!r}")
+        if cfg["max_batch_size"] != batch:
+            out.append(f"{where}: {path}: max_batch_size {cfg['max_batch_size']}, the plan sized batch {batch}")
+        if not cfg["dynamic_batching"]:
+            out.append(f"{where}: {path} does not batch dynamically: each request would run alone")
+        if not cfg["gpu"]:
+            out.append(f"{where}: {path} runs no instance on the GPU (instance_group kind KIND_GPU)")
+        bound = ((w.inputs.document or {}).get("slo") or {}).get("latency_p99_ms") if w.inputs is not None else None
+        delay = cfg["max_queue_delay_microseconds"] or 0
+        latency = getattr(w.estimate, "latency_ms", None)
+        if isinstance(bound, (int, float)) and latency is not None and batch == w.estimate.batch \
+                and delay / 1000 + latency > bound + 1e-3:
+            out.append(f"{where}: {path}: the batcher waits up to {delay} us for a batch that takes {latency} ms, "
+                       f"past the {bound} ms latency bound")
+        version = f"{repo}/{folder}/1"
+        if not any(version == m.rstrip("/") or version.startswith(m.rstrip("/") + "/") for m in mounts):
+            out.append(f"{where}: the model's version folder {version} is on no volume mount")
+    ports = {pt.get("name"): pt.get("containerPort") for pt in c.get("ports") or ()}
+    probe = (c.get("readinessProbe") or {}).get("httpGet") or {}
+    if probe.get("path") != TRITON_READY or (probe.get("port") not in ports
+                                             and probe.get("port") not in ports.values()):
+        out.append(f"{where}: the readiness probe asks {probe.get('path')} on port {probe.get('port')}; Triton is "
+                   f"ready on {TRITON_READY} of a port it listens on ({sorted(ports)})")
     out += _check_hpa_target(where, ctx, site, name, batch)
     return out
 
@@ -2481,6 +2598,9 @@ def check_routing(ctx: Context) -> list[str]:
                 if sel and pod_labels and all(all(lab.get(k) == v for k, v in sel.items()) for lab in pod_labels):
                     mine.append(pname)
             where = f"routing: {site}: service {wname}"
+            if any(_vision(w) for w, _p in ctx.placements(site, "kubernetes", "inference") if w.name == wname):
+                out += _check_triton_routing(where, ctx, site, servers, routes, k8s_services, gateways)
+                continue
             if len(mine) != 1:
                 out.append(f"{where}: {len(mine)} InferencePools select all of its server pods, expected one")
                 continue
@@ -2521,6 +2641,37 @@ def check_routing(ctx: Context) -> list[str]:
                 if not any(k == "Gateway" and n in gateways for k, n in parents):
                     out.append(f"{where}: HTTPRoute {(r.get('metadata') or {}).get('name')} hangs from "
                                f"{sorted(n for _k, n in parents)}, no Gateway kubernetes/{site}/ creates")
+    return out
+
+
+def _check_triton_routing(where: str, ctx: Context, site: str, servers: list, routes: list, k8s_services: dict,
+                          gateways: set) -> list[str]:
+    """A vision service's Triton servers are routed without an InferencePool: every server
+    Deployment is reached by an HTTPRoute from a Gateway the folder creates, through a Service that
+    selects its pods, on a port that Service has."""
+    out: list[str] = []
+    backends = [(r, b) for r in routes for rule in (r.get("spec") or {}).get("rules") or ()
+                for b in rule.get("backendRefs") or () if b.get("kind", "Service") == "Service"]
+    for f, d in servers:
+        labels = _pod_labels(d)
+        reached = []
+        for r, b in backends:
+            svc = k8s_services.get(b.get("name"))
+            if svc is None:
+                continue
+            sel = (svc.get("spec") or {}).get("selector") or {}
+            ports = {pt.get("port") for pt in (svc.get("spec") or {}).get("ports") or ()}
+            if sel and all(labels.get(k) == v for k, v in sel.items()) and b.get("port") in ports:
+                reached.append(r)
+        name = (d.get("metadata") or {}).get("name")
+        if not reached:
+            out.append(f"{where}: no HTTPRoute sends requests to a Service of {f}'s Triton servers ({name}) on a port "
+                       "the Service has")
+        for r in reached:
+            parents = {(pt.get("kind", "Gateway"), pt.get("name")) for pt in (r.get("spec") or {}).get("parentRefs") or ()}
+            if not any(k == "Gateway" and n in gateways for k, n in parents):
+                out.append(f"{where}: HTTPRoute {(r.get('metadata') or {}).get('name')} hangs from "
+                           f"{sorted(n for _k, n in parents)}, no Gateway kubernetes/{site}/ creates")
     return out
 
 

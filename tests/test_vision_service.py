@@ -8,20 +8,30 @@ decoding, disaggregation and a quantization on a vision model's service, latency
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 
 from compiler import pipeline
 from compiler.catalog import load_catalog
 from compiler.diagnostics import CompileError
 from compiler.estimate import estimate, vision
 from compiler.estimate.inference import demand_series
+from compiler.output import write
 from compiler.source import parse
 from compiler.spec import ImageTraffic, Traffic
 from compiler.validate import validate
+from coherence import check
 
 CATALOG = load_catalog()
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
 
 SPEC = """\
 apiVersion: infra-compile/v1
@@ -142,10 +152,27 @@ def test_a_gpu_that_misses_the_bound_at_batch_one_is_rejected_with_why():
     assert h100.estimate.batch == 1
 
 
-def test_the_plan_carries_images_per_second_and_replicas_cover_the_demand(tmp_path):
-    path = tmp_path / "spec.yaml"
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vision")
+    path = root / "spec.yaml"
     path.write_text(SPEC)
     result = pipeline.compile_spec(path)
+    write(result.artifacts, root / "out")
+    return result, root / "out"
+
+
+def test_a_gpu_no_triton_image_runs_on_gets_no_vision_candidate():
+    # an AMD GPU: compiler/serving_stack.yaml lists NVIDIA's CUDA builds of Triton only
+    spec = spec_of(SPEC.replace("sites:\n", "sites:\n  - {name: azure-east, type: cloud, provider: azure, region: eastus}\n"))
+    cands = estimate(spec, CATALOG)
+    assert all(c.gpu != "MI300X" for c in cands.by_workload["shelf-scan"])
+    [why] = [r.reason for r in cands.rejected["shelf-scan"] if r.gpu == "MI300X"]
+    assert why.startswith("no Triton Inference Server image runs on MI300X (cdna3)")
+
+
+def test_the_plan_carries_images_per_second_and_replicas_cover_the_demand(compiled):
+    result, _out = compiled
     w = result.plan.workloads[0]
     e = w.estimate
     assert e.tokens_per_s is None and e.ttft_ms is None and e.images_per_s is not None
@@ -155,3 +182,140 @@ def test_the_plan_carries_images_per_second_and_replicas_cover_the_demand(tmp_pa
     per_replica = e.images_per_s / p.replicas
     assert p.replicas == math.ceil(peak / per_replica - 1e-9)
     assert p.batch == e.batch
+
+
+# ----------------------------------------------------------------------------- the render
+
+SERVE = "kubernetes/dc/30-serve-shelf-scan.yaml"
+ROUTE = "kubernetes/dc/31-route-shelf-scan.yaml"
+
+
+def _docs(out: Path, rel: str) -> dict[str, dict]:
+    return {d["kind"]: d for d in yaml.safe_load_all((out / rel).read_text()) if d}
+
+
+def test_a_vision_service_runs_triton_at_the_plans_batch(compiled):
+    result, out = compiled
+    placement = result.plan.workloads[0].placements[0]
+    docs = _docs(out, SERVE)
+    assert set(docs) == {"ConfigMap", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    [server] = pod["containers"]
+    # a pinned release of NVIDIA's container (compiler/serving_stack.yaml), never a moving tag
+    assert server["image"] == "nvcr.io/nvidia/tritonserver:25.01-py3"
+    assert server["command"] == ["tritonserver"] and "--model-repository=/model-repository" in server["args"]
+    assert {p["name"]: p["containerPort"] for p in server["ports"]} == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    assert server["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert server["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
+    mounts = {m["mountPath"]: m for m in server["volumeMounts"]}
+    assert mounts["/model-repository/shelf-scan/config.pbtxt"]["subPath"] == "config.pbtxt"
+    assert mounts["/model-repository/shelf-scan/1"]["subPath"] == "models/shelf-scan"
+    config = docs["ConfigMap"]["data"]["config.pbtxt"]
+    assert f"max_batch_size: {placement.batch}\n" in config and placement.batch == 128
+    assert 'name: "shelf-scan"' in config and 'platform: "onnxruntime_onnx"' in config
+    # the batcher waits at most the bound's slack: 50 ms less the 21.727 ms a batch of 128 takes on L40S
+    assert "max_queue_delay_microseconds: 28272\n" in config or "max_queue_delay_microseconds: 28273\n" in config
+    hpa = docs["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["pods"]
+    assert hpa["metric"]["name"] == "nv_inference_pending_request_count" and hpa["target"]["averageValue"] == "102"
+    route = _docs(out, ROUTE)
+    assert set(route) == {"HTTPRoute"}
+    assert route["HTTPRoute"]["spec"]["rules"][0]["backendRefs"] == [
+        {"group": "", "kind": "Service", "name": "shelf-scan", "port": 8000}]
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or str(Path(sys.executable).with_name(name))
+    if not Path(found).exists():
+        pytest.skip(f"{name} is not installed")
+    return found
+
+
+def test_the_manifests_pass_kubernetes_validate_yamllint_and_the_route_schema(compiled, tmp_path):
+    _result, out = compiled
+    files = []
+    for i, d in enumerate(d for f in sorted(out.glob("kubernetes/*/*.yaml")) for d in yaml.safe_load_all(f.read_text())
+                          if d):
+        if d["kind"] == "HTTPRoute":
+            schema = json.loads((SCHEMAS / "httproute-v1.json").read_text())
+            assert not list(jsonschema.Draft7Validator(schema).iter_errors(d))
+            continue
+        if d["kind"] == "Gateway":
+            continue
+        f = tmp_path / f"{i:03d}-{d['kind']}.yaml"
+        f.write_text(yaml.safe_dump(d, sort_keys=True))
+        files.append(str(f))
+    run = subprocess.run([_tool("kubernetes-validate"), "-k", "1.30.0", "--strict", *files],
+                         capture_output=True, text=True, timeout=120)
+    bad = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith(("ERROR", "WARN"))]
+    assert run.returncode == 0 and not bad, run.stdout + run.stderr
+    config = "{extends: default, rules: {line-length: {max: 160}, document-start: disable}}"
+    run = subprocess.run([_tool("yamllint"), "-s", "-d", config, str(out / "kubernetes")],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout
+
+
+def test_the_coherence_oracle_passes_the_files(compiled):
+    assert check(compiled[1]) == []
+
+
+def _edit(out: Path, rel: str, mutate) -> None:
+    path = out / rel
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for d in docs:
+        mutate(d)
+    path.write_text(yaml.safe_dump_all([d for d in docs if d.get("kind") != "drop"], sort_keys=False))
+
+
+def _batch_64(d):
+    if d["kind"] == "ConfigMap":
+        d["data"]["config.pbtxt"] = d["data"]["config.pbtxt"].replace("max_batch_size: 128", "max_batch_size: 64")
+
+
+def _two_replicas(d):
+    if d["kind"] == "Deployment":
+        d["spec"]["replicas"] = 2
+
+
+def _no_dynamic_batching(d):
+    if d["kind"] == "ConfigMap":
+        text = d["data"]["config.pbtxt"]
+        d["data"]["config.pbtxt"] = text.replace("dynamic_batching {", "sequence_batching {")
+
+
+def _config_not_mounted(d):
+    if d["kind"] == "Deployment":
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        c["volumeMounts"] = [m for m in c["volumeMounts"] if m["name"] != "model-config"]
+
+
+def _probe_elsewhere(d):
+    if d["kind"] == "Deployment":
+        d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] = "/health"
+
+
+def _long_wait(d):
+    if d["kind"] == "ConfigMap":
+        text = d["data"]["config.pbtxt"]
+        d["data"]["config.pbtxt"] = text.replace("max_queue_delay_microseconds: 2827", "max_queue_delay_microseconds: 4827")
+
+
+def _route_elsewhere(d):
+    if d["kind"] == "HTTPRoute":
+        d["spec"]["rules"][0]["backendRefs"][0]["name"] = "nobody"
+
+
+@pytest.mark.parametrize("rel, mutate, finding", [
+    (SERVE, _batch_64, "max_batch_size 64, the plan sized batch 128"),
+    (SERVE, _two_replicas, "replicas 2, the plan runs 1 in month 0"),
+    (SERVE, _no_dynamic_batching, "does not batch dynamically"),
+    (SERVE, _config_not_mounted, "no ConfigMap gives a config.pbtxt"),
+    (SERVE, _probe_elsewhere, "the readiness probe asks /health"),
+    (SERVE, _long_wait, "past the 50 ms latency bound"),
+    (ROUTE, _route_elsewhere, "no HTTPRoute sends requests to a Service of"),
+])
+def test_the_oracle_names_a_broken_triton_server(compiled, tmp_path, rel, mutate, finding):
+    out = tmp_path / "out"
+    shutil.copytree(compiled[1], out)
+    _edit(out, rel, mutate)
+    found = check(out)
+    assert any(finding in line for line in found), found

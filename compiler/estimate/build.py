@@ -439,7 +439,11 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
     GPU batching images (Triton's dynamic batcher), at the largest batch whose latency meets
     slo.latency_p99_ms; its capacity, images/s, is InferenceEstimate.tokens_per_s, the figure
     the demand rows read (the service's demand is images/s: spec.ImageTraffic). A GPU on which
-    one image misses the bound is rejected with why."""
+    one image misses the bound, or for which compiler/serving_stack.yaml lists no Triton image
+    (the server the render writes), is rejected with why."""
+    from compiler.serving_stack import serving_stack
+
+    triton = serving_stack().triton
     cands: list[Candidate] = []
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
@@ -451,6 +455,11 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
     for hw in options:
         if w.pin and w.pin.gpus and w.pin.gpus != 1:
             rejs.append(_rejected(w, hw, f"pin.gpus={w.pin.gpus}: a vision replica is one GPU", gpus=w.pin.gpus))
+            continue
+        if triton.image_for(hw.gpu) is None:
+            rejs.append(_rejected(w, hw, f"no Triton Inference Server image runs on {hw.gpu.name} "
+                                         f"({hw.gpu.architecture or 'no architecture named'}): the vision server is "
+                                         "NVIDIA's CUDA build (compiler/serving_stack.yaml)", gpus=1))
             continue
         pt, why = memo.get((model, hw.gpu, catalog), ("vision-serving", bound),
                            lambda: serving_point(model, hw.gpu, bound, catalog))

@@ -82,6 +82,14 @@ def per_image_s(model: Model, gpu: Gpu, catalog: Catalog) -> float | None:
     return model.gflops_per_sample * 1e9 / (peak * 1e12 * eff)
 
 
+def batch_latency_ms(model: Model, gpu: Gpu, batch: int, catalog: Catalog) -> float | None:
+    """o + B t in ms: a batch of `batch` images on `gpu` (None where t is not known)."""
+    t = per_image_s(model, gpu, catalog)
+    if t is None:
+        return None
+    return (factor(catalog, "vision_inference_overhead_ms") * 1e-3 + batch * t) * 1e3
+
+
 def serving_point(model: Model, gpu: Gpu, latency_p99_ms: float,
                   catalog: Catalog) -> tuple[VisionServing | None, str]:
     """The largest batch whose latency o + B t meets the bound (capped at the server's largest

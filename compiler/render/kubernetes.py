@@ -1,6 +1,8 @@
 """Kubernetes per site: kubernetes/<site>/*.yaml (namespace, nodes, Kueue, training, inference,
 and the routing in front of the services: a Gateway, and per service an InferencePool, its
-endpoint picker and an HTTPRoute).
+endpoint picker and an HTTPRoute). A vision model's service runs Triton Inference Server
+(kubernetes/triton.yaml.j2: its model's config.pbtxt in a ConfigMap), routed by an HTTPRoute to
+its Services.
 
 Workloads select their scheduling domain (`infra-compile.io/pool: <instance>`); Kueue has one
 ResourceFlavor per pricing block that training uses, all in one ClusterQueue; on-prem sites
@@ -145,6 +147,8 @@ class KubernetesSite:
 
 
 def hpa_metric(svc: InferenceService) -> str:
+    if svc.triton is not None:        # Triton's requests waiting to run (compiler/serving_stack.yaml)
+        return svc.triton.stack.hpa_metric
     return PREFILL_HPA_METRIC if svc.role == "prefill" else HPA_METRIC
 
 
@@ -166,7 +170,8 @@ def kubernetes_site(site: SiteView) -> KubernetesSite:
             for job in site.training_kubernetes]
     if site.inference:
         out.append(Manifest(f"{base}/29-gateway.yaml", "kubernetes/gateway.yaml.j2"))
-    out += [Manifest(f"{base}/30-serve-{svc.object_name}.yaml", "kubernetes/inference.yaml.j2", svc=svc)
+    out += [Manifest(f"{base}/30-serve-{svc.object_name}.yaml",
+                     "kubernetes/triton.yaml.j2" if svc.triton is not None else "kubernetes/inference.yaml.j2", svc=svc)
             for svc in site.inference]
     out += [Manifest(f"{base}/31-route-{route.name}.yaml", "kubernetes/route.yaml.j2", route=route)
             for route in site.routes]

@@ -14,13 +14,14 @@ from compiler import recurrence
 from compiler.catalog.model import Catalog, ServingImage
 from compiler.diagnostics import CompileError, Diagnostic
 from compiler.estimate.factors import factor
+from compiler.estimate.vision import batch_latency_ms
 from compiler.plan import UNDATED, Calendar, DisaggregationPlan, Placement, Plan, SitePlan, SpecInputs
 from compiler.recurrence import Period
 from compiler.render.common import (GIB, NcclProfile, StorageView, nccl_profile, shared_mount,
                                     slug, storage_view)
 from compiler.render.domains import (PRICING_TAGS, Domain, ScheduleRow, block_rows, domain_of,
                                      orchestrator_of, placement_pricings, site_domains, spans)
-from compiler.serving_stack import Image, KvTransfer, PickerConfig, ProfileRef, Sidecar, serving_stack
+from compiler.serving_stack import Image, KvTransfer, PickerConfig, ProfileRef, Sidecar, Triton, serving_stack
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,53 @@ class PdServer:
         return self.unit.prefill_instances if self.role == "prefill" else self.unit.decode_instances
 
 
+# A vision model's server (compiler/serving_stack.yaml, `triton`): Triton Inference Server reads its
+# model repository here, assembled from two mounts: the model's config.pbtxt from a ConfigMap the
+# render writes (<repository>/<model>/config.pbtxt) and the model file ops copy to the claim
+# (models/<service>/ there is the model's version folder <repository>/<model>/1/, holding model.onnx).
+TRITON_REPOSITORY = "/model-repository"
+TRITON_MODEL_VERSION = "1"
+TRITON_MODEL_FILE = "model.onnx"
+
+
+@dataclass(frozen=True)
+class TritonServer:
+    """What a vision model's Triton server is told: the plan's batch as the model's max_batch_size
+    (the dynamic batcher forms batches up to it), how long the batcher may wait for one to fill
+    (the slack between the latency bound and the batch's latency as the estimate sized it), the
+    platform and accelerator of the published tables the rate is fitted on, and its ports."""
+
+    stack: Triton
+    model: str                    # the model's name in the repository: the workload's
+    catalog_model: str            # the catalog's model it serves (resnet-50)
+    max_batch_size: int           # the placement's batch
+    latency_bound_ms: float       # the spec's slo.latency_p99_ms (0: not in the plan)
+    batch_latency_ms: float       # o + B t on the placement's GPU (0: not known)
+    config_map: str               # the ConfigMap holding config.pbtxt
+
+    @property
+    def max_queue_delay_us(self) -> int:
+        """The batcher's wait for a fuller batch: the bound's slack over the batch's latency, in
+        whole microseconds (0 where either is not known: a batch of what is queued)."""
+        if self.latency_bound_ms <= 0 or self.batch_latency_ms <= 0:
+            return 0
+        return max(0, math.floor((self.latency_bound_ms - self.batch_latency_ms) * 1000 + 1e-6))
+
+    @property
+    def model_dir(self) -> str:
+        return f"{TRITON_REPOSITORY}/{self.model}"
+
+    @property
+    def version_dir(self) -> str:
+        return f"{self.model_dir}/{TRITON_MODEL_VERSION}"
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        s = self.stack
+        return (f"--model-repository={TRITON_REPOSITORY}", f"--http-port={s.http_port}", f"--grpc-port={s.grpc_port}",
+                f"--metrics-port={s.metrics_port}")
+
+
 @dataclass(frozen=True)
 class InferenceService:
     name: str                     # the workload's name (the served model)
@@ -263,6 +311,7 @@ class InferenceService:
     deployment: str = ""
     choices: ServingChoices = ServingChoices()
     pd: PdServer | None = None    # one role of a disaggregated unit; None: colocated replicas
+    triton: TritonServer | None = None   # a vision model's server; None: vLLM
 
     @property
     def object_name(self) -> str:
@@ -438,6 +487,31 @@ def _check_speculative(choices: ServingChoices, image: ServingImage, gpu: str, s
                  "whose vLLM release runs draft models (docs/catalog.md)")])
 
 
+def triton_image(catalog: Catalog, gpu: str, service: str) -> ServingImage:
+    """The Triton image for a vision service's GPU (compiler/serving_stack.yaml); a GPU none runs on
+    stops the render (the estimate gives such a GPU no vision candidate)."""
+    rec = catalog.gpus.get(gpu)
+    image = serving_stack().triton.image_for(rec) if rec is not None else None
+    if image is None:
+        raise CompileError([Diagnostic(
+            "E711", f"vision service {service!r} runs on {gpu}, for which compiler/serving_stack.yaml lists no "
+                    "Triton Inference Server image",
+            hint="a Triton release whose architectures hold the GPU's (triton.images there)")])
+    return image
+
+
+def _triton(w, gpu: str, batch: int, object_name: str, catalog: Catalog) -> TritonServer:
+    """A vision placement's Triton server: its batch, and the latency that batch takes on the GPU
+    as the estimate sizes it (compiler/estimate/vision.py)."""
+    bound = w.inputs.value("slo.latency_p99_ms") if w.inputs is not None else None
+    name = w.inputs.value("model") if w.inputs is not None else None
+    model = catalog.models.get(name) if isinstance(name, str) else None
+    latency = batch_latency_ms(model, catalog.gpus[gpu], batch, catalog) if model is not None else None
+    return TritonServer(serving_stack().triton, w.name, name if isinstance(name, str) else "", batch,
+                        float(bound) if isinstance(bound, (int, float)) and not isinstance(bound, bool) else 0.0,
+                        latency or 0.0, f"{object_name}-model-config")
+
+
 def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catalog: Catalog,
                        claim: str = SHARED_CLAIM) -> tuple[InferenceService, ...]:
     out = []
@@ -462,13 +536,19 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
             weights = float(w.estimate.weights_gb or 0.0)
             domain = domain_of(domains, p)
-            image = serving_image(catalog, domain.shape.gpu, w.name)
-            choices = serving_choices(w.inputs, f"/models/{w.name}")
-            _check_speculative(choices, image, domain.shape.gpu, w.name)
+            vision = w.estimate.images_per_s is not None       # a vision model's service: Triton
+            batch = max(1, p.batch or int(w.estimate.batch or 1))
+            if vision:
+                image, choices = triton_image(catalog, domain.shape.gpu, w.name), ServingChoices()
+                triton = _triton(w, domain.shape.gpu, batch, deployment or w.name, catalog)
+            else:
+                image, triton = serving_image(catalog, domain.shape.gpu, w.name), None
+                choices = serving_choices(w.inputs, f"/models/{w.name}")
+                _check_speculative(choices, image, domain.shape.gpu, w.name)
             svc = InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
-                batch=max(1, p.batch or int(w.estimate.batch or 1)),
+                batch=batch,
                 max_model_len=w.max_model_len,
                 quantization=VLLM_QUANTIZATION.get(w.quantization, ""),
                 kv_cache_dtype=_kv_cache_dtype(w.quantization, catalog),
@@ -477,7 +557,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}", deployment=deployment,
-                serving=image, choices=choices,
+                serving=image, choices=choices, triton=triton,
             )
             out += _disaggregated(svc, p.disaggregation) if p.disaggregation is not None else [svc]
     return tuple(out)
@@ -549,6 +629,9 @@ class ServiceRoute:
     deployments: tuple[str, ...]  # the server Deployments the pool selects
     prefix_aware: bool            # the service caches prefixes: the picker scores them
     pd: PdPicker | None = None    # disaggregated here: llm-d's scheduler picks prefill and decode
+    # a vision model's Triton servers: no InferencePool (its picker reads vLLM's metrics and
+    # OpenAI-style requests); the HTTPRoute sends to each Deployment's Service on this port
+    triton_port: int = 0
 
     @property
     def picker_image(self) -> str:
@@ -602,7 +685,8 @@ def service_routes(services: tuple[InferenceService, ...]) -> tuple[ServiceRoute
     names = sorted({s.name for s in services})
     return tuple(ServiceRoute(n, tuple(s.object_name for s in services if s.name == n),
                               any(s.choices.prefix_caching for s in services if s.name == n),
-                              _pd_picker([s for s in services if s.name == n]))
+                              _pd_picker([s for s in services if s.name == n]),
+                              next((s.triton.stack.http_port for s in services if s.name == n and s.triton), 0))
                  for n in names)
 
 

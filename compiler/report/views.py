@@ -16,7 +16,7 @@ from compiler.plan import (PRICINGS, UNDATED, Alternative, BreakEven, Calendar, 
                            OptionPart, Plan, Pool, WorkloadPlan, add_into, site_replicas)
 from compiler.recurrence import Period
 from compiler.render.changes import Changes, changes
-from compiler.report import commitments, operability, replan
+from compiler.report import commitments, edge, operability, replan
 from compiler.report.operability import OperabilityView
 from compiler.spec import HOURS_PER_MONTH
 
@@ -476,6 +476,7 @@ class ReportView:
     capacity_blocks: commitments.CapacityBlocksView | None = None   # Capacity Blocks bought (None: none)
     calendar: Calendar = UNDATED  # how months are named (the spec's start)
     changes: Changes | None = None   # a re-plan: what changes against the baseline (None: no baseline)
+    edge: tuple[edge.EdgeFleetView, ...] = ()   # edge sites: boxes, demand and per-box capacity by location
 
     @property
     def period(self) -> str:
@@ -690,6 +691,11 @@ def _estimate_items(w: WorkloadPlan) -> tuple[EstimateItem, ...]:
         take(e.tokens_per_s, "Throughput", lambda v: f"{_number(v)} tokens/s")
         take(e.samples_per_s, "Throughput", lambda v: f"{_number(v, 1)} samples/s")
         take(e.mfu, "MFU", lambda v: f"{v * 100:.1f}%")
+    elif e.images_per_s is not None:          # a vision model's service
+        take(e.images_per_s, "Capacity at the latency bound", lambda v: f"{_number(v)} images/s")
+        take(e.latency_ms, "Latency of a full batch", lambda v: f"{_number(v, 1)} ms")
+        take(e.batch, "Batch per replica", lambda v: f"{int(v)} images")
+        take(e.weights_gb, "Weights", lambda v: f"{_number(v, 2)} GB at 16 bits")
     else:
         take(e.tokens_per_s, "Capacity at the SLO", lambda v: f"{_number(v)} output tokens/s")
         take(e.ttft_ms, "TTFT", lambda v: f"{_number(v, 1)} ms")
@@ -715,6 +721,8 @@ def _headline(w: WorkloadPlan) -> str:
         return f"{e.duration_hours / 24:,.1f} days"
     if w.kind == "inference" and e.tokens_per_s is not None:
         return f"{_number(e.tokens_per_s)} tok/s"
+    if w.kind == "inference" and e.images_per_s is not None:
+        return f"{_number(e.images_per_s)} img/s"
     return "-"
 
 
@@ -1142,4 +1150,5 @@ def build(plan: Plan, catalog: Catalog | None = None, baseline: Plan | None = No
         by_workload_rule=WORKLOAD_RULE,
         calendar=plan.calendar,
         changes=delta,
+        edge=edge.build(plan, catalog),
     )
