@@ -111,9 +111,10 @@ def problem_fingerprint(candidates) -> dict[str, str]:
     serves_images = any(w.kind == "inference" and getattr(resolve_model(w.model, candidates.catalog), "family", "")
                         == "vision" for w in candidates.spec.workloads)
     edge = any(getattr(s, "edge", None) is not None for s in candidates.spec.sites)   # edge locations
+    regions = {(s.provider, s.region) for s in candidates.spec.sites if getattr(s, "type", "") == "cloud"}
     return {"fingerprint": candidates_fingerprint(candidates),
             "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks,
-                                           vision_serving=serves_images, edge_sites=edge)}
+                                           vision_serving=serves_images, edge_sites=edge, regions=regions)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -139,7 +140,8 @@ RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator
 
 
 def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
-                        capacity_blocks: bool = True, vision_serving: bool = True, edge_sites: bool = True) -> str:
+                        capacity_blocks: bool = True, vision_serving: bool = True, edge_sites: bool = True,
+                        regions: set[tuple[str, str]] | None = None) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
@@ -151,7 +153,10 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     whether the Capacity Block rates and rules count (likewise, for capacity_block);
     `vision_serving`: whether the vision serving factors count (a spec serving no vision model
     never reads them); `edge_sites`: whether the edge boxes and the fabrics only they carry count
-    (only an edge site's locations buy them)."""
+    (only an edge site's locations buy them); `regions`: the (provider, region) of the spec's cloud
+    sites, where given: only instances' price rows there count, and instances with none there are
+    left out (no candidate is priced anywhere else). An instance's optional nvlink_domain_gpus
+    counts where it is set (an instance without one is as it was before the field existed)."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -165,6 +170,17 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
         return x
 
     figures = {f.name: plain(getattr(catalog, f.name)) for f in fields(catalog) if f.name not in ("version", "sources")}
+    if isinstance(figures.get("instances"), dict):
+        kept = {}
+        for name, inst in figures["instances"].items():
+            if isinstance(inst, dict) and inst.get("nvlink_domain_gpus") is None:
+                inst.pop("nvlink_domain_gpus", None)
+            if regions is not None and isinstance(inst, dict):
+                inst["prices"] = [p for p in inst.get("prices", ()) if (inst.get("provider"), p.get("region")) in regions]
+                if not inst["prices"]:
+                    continue
+            kept[name] = inst
+        figures["instances"] = kept
     if models is not None and isinstance(figures.get("models"), dict):
         figures["models"] = {k: v for k, v in figures["models"].items() if k in models}
     if not savings_plans and isinstance(figures.get("factors"), dict):

@@ -129,6 +129,41 @@ def test_a_catalog_figure_no_candidate_carries_makes_the_records_stale():
     assert best_known.other_problem({"fingerprint": "c0ffee"}, {"fingerprint": "c0ffee", "catalog": "other"}) is None
 
 
+def test_a_price_row_in_a_region_no_site_uses_leaves_the_records_of_a_spec_standing():
+    """With the spec's cloud regions given, only price rows there count: a row or an instance
+    added elsewhere (a new region for the catalog) is no figure of the spec's problem, while a
+    figure changed in one of its regions is; an instance's unset nvlink_domain_gpus counts as the
+    field's absence, so adding the optional field changed no record."""
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    import best_known
+
+    from compiler.pipeline import load_catalog
+
+    catalog = load_catalog()
+    regions = {("aws", "us-east-1"), ("gcp", "us-central1")}
+    fp = best_known.catalog_fingerprint(catalog, regions=regions)
+    p5 = catalog.instances["p5.48xlarge"]
+    row = p5.price_row("us-east-1")
+
+    def with_p5(prices):
+        return replace(catalog, instances=MappingProxyType({**catalog.instances, "p5.48xlarge": replace(p5, prices=prices)}))
+
+    elsewhere = with_p5(p5.prices + (replace(row, region="sa-east-1"),))
+    assert best_known.catalog_fingerprint(elsewhere, regions=regions) == fp
+    assert best_known.catalog_fingerprint(elsewhere) != best_known.catalog_fingerprint(catalog)
+    dearer = with_p5(tuple(replace(r, on_demand=r.on_demand + 1) if r.region == "us-east-1" else r for r in p5.prices))
+    assert best_known.catalog_fingerprint(dearer, regions=regions) != fp
+    only_elsewhere = replace(catalog, instances=MappingProxyType({**catalog.instances, "x.big": replace(
+        p5, name="x.big", prices=(replace(row, region="sa-east-1"),))}))
+    assert best_known.catalog_fingerprint(only_elsewhere, regions=regions) == fp
+    assert p5.nvlink_domain_gpus is None
+    racked = with_p5(p5.prices)
+    racked = replace(racked, instances=MappingProxyType({**catalog.instances, "p5.48xlarge": replace(p5, nvlink_domain_gpus=16)}))
+    assert best_known.catalog_fingerprint(racked, regions=regions) != fp
+
+
 def test_a_record_keeps_the_cheapest_plan_of_its_own_problem(tmp_path, monkeypatch):
     """best_known.keep: a run replaces the record where it is cheaper or of another problem; a
     record without the catalog's fingerprint gives way to a run as cheap that has it, and lends it
