@@ -83,6 +83,10 @@ class InferenceFigure:
     ttft_ms: float = 1e9
     slo_p99: bool = False     # tpot_ms is already a p99 bound (MLPerf Server); else a published mean
                               # inter-token latency, asked as the p99 TPOT times tpot_p99_multiplier
+    ep: bool = False          # attention data parallel over the tp GPUs, experts expert parallel
+    max_batch: int = 0        # the engine's limit on sequences in flight on the replica (0: none stated)
+    output_cv: float = 0.0    # spread of the run's output lengths (std / mean; 0: all one length)
+    kv_cache: str = ""        # the KV cache's precision where the run's is not the catalog's pairing
 
 
 L3 = "Llama Team, The Llama 3 Herd of Models (arXiv 2407.21783)"
@@ -102,6 +106,13 @@ ORCA_IN = 222      # llama2-70b: 24,576 OpenOrca prompts, mean 222.3, median 152
 L405_IN = 9429     # llama3.1-405b: 8,313 prompts, mean 9,428.6, median 10,112, max 19,988
 MIX_IN = 427       # mixtral-8x7b: 15,000 prompts (OpenOrca, GSM8K, MBXP), mean 427.4
 DSR1_IN = 804      # deepseek-r1: 4,388 prompts, mean 803.8, max 3,140
+# The spread of each dataset's reference outputs (standard deviation over mean, output_length of the
+# same summaries), taken as the spread of a result's own outputs, whose mean its log gives: it weights
+# the batch's mean context (inference.context_tokens).
+ORCA_CV = 0.787    # llama2-70b: mean 218.9, sd 172.3
+L405_CV = 0.381    # llama3.1-405b: mean 684.7, sd 260.8
+MIX_CV = 0.778     # mixtral-8x7b: mean 144.8, sd 112.7
+DSR1_CV = 1.253    # deepseek-r1: mean 4,043.4, sd 5,064.8, max 32,768
 
 TRAINING: tuple[TrainingFigure, ...] = (
     # ---- fit half ----
@@ -269,7 +280,28 @@ MOE_TRAINING: tuple[TrainingFigure, ...] = (
 
 TRT17 = ("TensorRT-LLM perf-overview, v0.17 data, 'Total Output Throughput' at maximum load, FP8 "
          "(NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md @ 258c754)")
+TRT_DSR1 = ("TensorRT-LLM, 'How to get best performance on DeepSeek-R1 in TensorRT LLM' (NVIDIA/TensorRT-LLM "
+            "docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md @ 01c4ece, read 2026-11-29), "
+            "max-throughput runs at TensorRT-LLM commit b626186: trtllm-bench throughput, synthetic 1,024 in / "
+            "2,048 out (stdev 0), --tp 8 --ep 8 with enable_attention_dp: attention data parallel on 8 GPUs, "
+            "experts expert parallel over them; 'Total Output Throughput'")
 MOE_INFERENCE: tuple[InferenceFigure, ...] = (
+    # Attention data parallel with expert parallelism (inference.expert_parallel_step_s): the two B200
+    # runs fit ep_copy_bytes_per_hidden, the H200 run is held out.
+    InferenceFigure("trt-deepseek-r1-b200-fp4-dp8ep8-fp8kv", FIT, f"{TRT_DSR1}, B200 max-throughput for "
+                    "R1-0528 with FP8 KV cache: nvidia/DeepSeek-R1-0528-FP4 (NVFP4 experts, fp8 KV cache), "
+                    "max_batch_size 896 per rank (7,168 on the 8 GPUs), concurrency 7,168, 114,688 requests: "
+                    "43,146.2 tokens/s", "deepseek-r1", "B200", 8, "fp4", 1024, 2048, "tokens_per_s", 43146.2,
+                    ep=True, max_batch=7168),
+    InferenceFigure("trt-deepseek-r1-b200-fp4-dp8ep8-bf16kv", FIT, f"{TRT_DSR1}, B200 max-throughput for R1 "
+                    "with FP16 KV cache: nvidia/DeepSeek-R1-FP4 with a 16-bit KV cache and attention, "
+                    "max_batch_size 384 per rank (3,072), concurrency 3,072, 49,152 requests: 36,384.1 tokens/s",
+                    "deepseek-r1", "B200", 8, "fp4", 1024, 2048, "tokens_per_s", 36384.1, ep=True, max_batch=3072,
+                    kv_cache="bf16"),
+    InferenceFigure("trt-deepseek-r1-h200-fp8-dp8ep8", HOLDOUT, f"{TRT_DSR1}, H200 max-throughput: "
+                    "deepseek-ai/DeepSeek-R1 (fp8 weights, the checkpoint's 16-bit KV cache), max_batch_size 128 per "
+                    "rank (1,024), concurrency 1,024, 5,120 requests: 11,489.3 tokens/s", "deepseek-r1", "H200", 8,
+                    "fp8", 1024, 2048, "tokens_per_s", 11489.3, ep=True, max_batch=1024, kv_cache="bf16"),
     InferenceFigure("trt-mixtral-8x7b-h100-tp2-1000-1000", HOLDOUT, f"{TRT17}: Mixtral 8x7B, H100 TP2, 1000/1000: "
                     "15,770.89", "mixtral-8x7b", "H100", 2, "fp8", 1000, 1000, "tokens_per_s", 15770.89),
     InferenceFigure("trt-mixtral-8x7b-h200-tp2-1000-1000", HOLDOUT, f"{TRT17}: Mixtral 8x7B, H200 TP2, 1000/1000: "
@@ -333,16 +365,23 @@ INFERENCE: tuple[InferenceFigure, ...] = (
     InferenceFigure("mlperf-v4.1-llama2-70b-h100", HOLDOUT, f"{MLPERF_I}, NVIDIA DGX-H100_H100-SXM-80GBx8_TRT: "
                     "24,524.9 tokens/s on 8 GPUs (per TP2 replica: / 4). Output 290 tokens per sample (tokens/s "
                     f"/ samples/s); input the OpenOrca set's mean prompt, 222 tokens ({LENGTHS})",
-                    "llama-2-70b", "H100", 2, "fp8", ORCA_IN, 290, "tokens_per_s", 24524.9 / 4),
+                    "llama-2-70b", "H100", 2, "fp8", ORCA_IN, 290, "tokens_per_s", 24524.9 / 4, output_cv=ORCA_CV),
     InferenceFigure("mlperf-v4.1-llama2-70b-h200", HOLDOUT, f"{MLPERF_I}, Dell XE9680_H200_SXM_141GBx8_TRT (air "
                     "cooled, not NVIDIA's 1,000 W CTS system): 32,124.3 tokens/s on 8 GPUs (per TP1 replica: / 8); "
-                    "lengths as above", "llama-2-70b", "H200", 1, "fp8", ORCA_IN, 290, "tokens_per_s", 32124.3 / 8),
+                    "lengths as above", "llama-2-70b", "H200", 1, "fp8", ORCA_IN, 290, "tokens_per_s", 32124.3 / 8, output_cv=ORCA_CV),
 )
 
 
-MI300X_TP1_GAP = ("Outside the tolerance: one replica per GPU (TP1) under AMD's MLPerf vLLM scheduler, where the "
-                  "MI300X serving efficiencies are fitted on TP8 runs and also carry their all-reduces on Infinity "
-                  "Fabric, so a TP1 replica reads pessimistic")
+AZURE_MI300X = ("Azure AI benchmarking guide, ND MI300X v5 results, End-to-End Inference Workloads - vLLM "
+                "(Azure_Results/ND_MI300X_v5_results.md, published 2025-02-04 at de9baec, unchanged through "
+                "bf209ab of 2025-03-27; read in samuel-bohman/AI-benchmarking-guide @ 2b25b69, a fork of "
+                "Azure/AI-benchmarking-guide): Llama 3.1 8B, FP8 weights and KV cache "
+                "(amd/Meta-Llama-3.1-8B-Instruct-FP8-KV), TP1 on one MI300X, vLLM benchmark_throughput.py in "
+                "rocm/vllm-dev:20241121-tuned, 1,000 prompts at once, max-num-seqs 3,000 "
+                "(Benchmarks/AMD/LLMBenchmark.py and config.json at de9baec; the table's figure is the 7th field "
+                "of vLLM's 'Throughput:' line, output tokens/s)")
+MI300X_TP1 = ("One replica per GPU (TP1): the MI300X one-GPU efficiencies (*.MI300X.tp1, fitted on Azure's "
+              "Llama 3.1 8B runs), not the TP8 ones, which carry the all-reduces over Infinity Fabric")
 AMD_VLLM = ("AMD, 'Performance results with AMD ROCm software', AI Inference, vLLM throughput at maximum load (a "
             "local client fed at an infinite rate, all prompts at once), container "
             "rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605 (released June 18, 2025), 8x MI300X (192 GB HBM3, 750 W), "
@@ -352,6 +391,20 @@ AMD_VLLM = ("AMD, 'Performance results with AMD ROCm software', AI Inference, vL
             "differ 1.9x between 128/2048 and 2048/2048 where a compute-bound server's total rate is flat; "
             "output alone, they are within 6%")
 MI300X_INFERENCE: tuple[InferenceFigure, ...] = (
+    # ---- one GPU (TP1): Azure's Llama 3.1 8B rows, every other row fitted (the tp1 efficiencies),
+    # the rest held out ----
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-128-128", FIT, f"{AZURE_MI300X}: 128/128: 18,149",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 128, 128, "tokens_per_s", 18149, max_batch=1000),
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-128-1024", HOLDOUT, f"{AZURE_MI300X}: 128/1024: 19,579",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 128, 1024, "tokens_per_s", 19579, max_batch=1000),
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-128-2048", FIT, f"{AZURE_MI300X}: 128/2048: 16,394",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 128, 2048, "tokens_per_s", 16394, max_batch=1000),
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-500-2000", HOLDOUT, f"{AZURE_MI300X}: 500/2000: 13,559",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 500, 2000, "tokens_per_s", 13559, max_batch=1000),
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-1024-1024", FIT, f"{AZURE_MI300X}: 1024/1024: 10,995",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 1024, 1024, "tokens_per_s", 10995, max_batch=1000),
+    InferenceFigure("azure-vllm-llama31-8b-mi300x-tp1-2048-2048", HOLDOUT, f"{AZURE_MI300X}: 2048/2048: 7,356",
+                    "llama-3.1-8b", "MI300X", 1, "fp8", 2048, 2048, "tokens_per_s", 7356, max_batch=1000),
     # ---- fit half: the 70B runs whose lengths separate the three MI300X efficiencies (long
     # contexts: the KV reads; long prompts: prefill; the rest: the GEMMs) ----
     InferenceFigure("amd-vllm-llama31-70b-mi300x-tp8-128-4096", FIT, f"{AMD_VLLM.format('70B')}: Llama 3.1 70B, "
@@ -387,12 +440,12 @@ MI300X_INFERENCE: tuple[InferenceFigure, ...] = (
                     "later, 24% below the June container's 16,581.5 (13,212.5 to 13,818.7 in the September to "
                     "November 2025 containers)", "llama-3.1-70b", "MI300X", 8, "fp8", 128, 2048, "tokens_per_s",
                     12638.9),
-    InferenceFigure("mlperf-v4.1-llama2-70b-mi300x", GAP, "MLPerf Inference v4.1, closed, llama2-70b-99.9 "
+    InferenceFigure("mlperf-v4.1-llama2-70b-mi300x", HOLDOUT, "MLPerf Inference v4.1, closed, llama2-70b-99.9 "
                     "Offline, AMD 1xMI300X_2xEPYC-9374F (mlcommons/inference_results_v4.1 closed/AMD/results/"
                     "1xMI300X_2xEPYC-9374F/llama2-70b-99.9/Offline/performance/run_1/mlperf_log_summary.txt): "
                     "3,062.72 tokens/s on one GPU (vLLM, FP8). Output 293 tokens per sample (tokens/s / samples/s "
-                    f"10.4445); input the OpenOrca mean, 222 tokens ({LENGTHS}). {MI300X_TP1_GAP}",
-                    "llama-2-70b", "MI300X", 1, "fp8", ORCA_IN, 293, "tokens_per_s", 3062.72),
+                    f"10.4445); input the OpenOrca mean, 222 tokens ({LENGTHS}). {MI300X_TP1}",
+                    "llama-2-70b", "MI300X", 1, "fp8", ORCA_IN, 293, "tokens_per_s", 3062.72, output_cv=ORCA_CV),
 )
 
 
@@ -445,7 +498,9 @@ def inference_value(f: InferenceFigure, catalog: Catalog) -> float:
         pt = inference.serving_point(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, 1, rep, catalog)
         return pt.prefill_ms + pt.decode_ms
     tpot = f.tpot_ms * catalog.factor("tpot_p99_multiplier") if f.tpot_ms < 1e9 and not f.slo_p99 else f.tpot_ms
-    pt, why = inference.best_batch(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, f.ttft_ms, tpot, catalog)
+    serving = inference.Serving(output_cv=f.output_cv, kv_cache=f.kv_cache)
+    pt, why = inference.best_batch(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, f.ttft_ms, tpot, catalog,
+                                   serving, ep=f.ep, max_batch=f.max_batch)
     assert pt is not None, why
     return pt.tokens_per_s
 
@@ -502,6 +557,17 @@ GROUPS: tuple[tuple[dict[str, tuple[float, ...]], dict[str, str], tuple[str, ...
      ("mbridge-deepseek-v3-h100-1024", "mbridge-qwen3-235b-h100-256", "nemo-mixtral-8x7b-b200-64")),
     ({"moe_copy_bytes_per_hidden.bf16": _grid(0, 250, 50), "ep_overlap": _grid(0.5, 0.9, 0.1)}, {},
      ("mz-qwen3-235b-h100-bf16", "mz-qwen3-235b-16k")),
+    # MI300X at TP1: a one-GPU replica's own shares (no all-reduce over Infinity Fabric to carry), on
+    # every other row of Azure's Llama 3.1 8B table; MLPerf's one-GPU MI300X results are held out.
+    ({"decode_compute_efficiency.MI300X.tp1": _grid(0.20, 0.60, 0.02),
+      "decode_bandwidth_efficiency.MI300X.tp1": _grid(0.20, 0.90, 0.05),
+      "prefill_efficiency.MI300X.tp1": _grid(0.10, 0.60, 0.02)}, {},
+     ("azure-vllm-llama31-8b-mi300x-tp1-128-128", "azure-vllm-llama31-8b-mi300x-tp1-128-2048",
+      "azure-vllm-llama31-8b-mi300x-tp1-1024-1024")),
+    # Expert-parallel decode: the HBM traffic of each routed copy beyond its GEMMs and all-to-all, on
+    # TensorRT-LLM's two DeepSeek-R1 attention-DP + EP8 runs on B200 (fp8 and 16-bit KV caches).
+    ({"ep_copy_bytes_per_hidden": _grid(0, 400, 10)}, {},
+     ("trt-deepseek-r1-b200-fp4-dp8ep8-fp8kv", "trt-deepseek-r1-b200-fp4-dp8ep8-bf16kv")),
     # MI300X serving (vLLM on ROCm): its own shares of the GEMM peak, of HBM bandwidth and of the
     # prefill peak, on three 70B runs whose lengths separate them; the 405B runs are held out.
     ({"decode_compute_efficiency.MI300X": _grid(0.20, 0.60, 0.02),
@@ -534,19 +600,19 @@ MLPERF_INFERENCE: tuple[InferenceFigure, ...] = (
                     "Nebius", "H200-SXM-141GBx8_TRT", "llama3.1-405b", "Offline") + ": 552.749 tokens/s on 8 "
                     "GPUs, one TP4 x PP2 replica (closed/Nebius/configs/H200-SXM-141GBx8/Offline/llama3_1-405b.py), "
                     "modelled as TP8; output 646.4 tokens per sample; input the dataset's mean prompt, 9,429 tokens "
-                    f"({LENGTHS})", "llama-3.1-405b", "H200", 8, "fp8", L405_IN, 646, "tokens_per_s", 552.749),
+                    f"({LENGTHS})", "llama-3.1-405b", "H200", 8, "fp8", L405_IN, 646, "tokens_per_s", 552.749, output_cv=L405_CV),
     InferenceFigure("mlperf-v5.1-llama31-405b-b200-fp4-offline", HOLDOUT, I51.format(
                     "llama3.1-405b Offline", "NVIDIA", "B200-SXM-180GBx8_TRT", "ID 5.1-0069", "NVFP4 weights, fp8 KV "
                     "cache", "NVIDIA", "B200-SXM-180GBx8_TRT", "llama3.1-405b", "Offline") + ": 1,624.11 tokens/s "
                     "on 8 GPUs, two TP2 x PP2 replicas (closed/NVIDIA/configs/B200-SXM-180GBx8/Offline/"
                     "llama3_1-405b.py), per replica modelled as TP4: / 2; output 651.5; input as above",
-                    "llama-3.1-405b", "B200", 4, "fp4", L405_IN, 652, "tokens_per_s", 1624.11 / 2),
+                    "llama-3.1-405b", "B200", 4, "fp4", L405_IN, 652, "tokens_per_s", 1624.11 / 2, output_cv=L405_CV),
     InferenceFigure("mlperf-v5.1-llama31-405b-h100-offline", HOLDOUT, I51.format(
                     "llama3.1-405b Offline", "Cisco", "HGX-H100_H100-SXM-80GBx16_TRT", "ID 5.1-0015", "FP8",
                     "Cisco", "HGX-H100_H100-SXM-80GBx16_TRT", "llama3_1-405b", "Offline") + ": 783.131 tokens/s "
                     "on 16 GPUs in 2 nodes; the layout is not in the results tree: one TP8 replica per 8-GPU node "
                     "(406 GB of fp8 weights fit 8 x 80 GB only whole): / 2; output 643.0; input as above",
-                    "llama-3.1-405b", "H100", 8, "fp8", L405_IN, 643, "tokens_per_s", 783.131 / 2),
+                    "llama-3.1-405b", "H100", 8, "fp8", L405_IN, 643, "tokens_per_s", 783.131 / 2, output_cv=L405_CV),
     # ---- Mixtral 8x7B (MoE) ----
     InferenceFigure("mlperf-v5.1-mixtral-8x7b-h200-offline", HOLDOUT, I51.format(
                     "mixtral-8x7b Offline", "HPE", "HPE Cray XD670 (8x H200-SXM-141GB)", "ID 5.1-0049", "FP8",
@@ -554,50 +620,51 @@ MLPERF_INFERENCE: tuple[InferenceFigure, ...] = (
                     "on 8 GPUs, one TP1 replica per GPU (closed/HPE/configs/HPE_Cray_XD670_H200_SXM_141GBx8/Offline/"
                     "mixtral-8x7b.py): / 8; output 146 tokens per sample (62,108.4 / 425.547 samples/s); input the "
                     f"dataset's mean prompt, 427 tokens ({LENGTHS})",
-                    "mixtral-8x7b", "H200", 1, "fp8", MIX_IN, 146, "tokens_per_s", 62108.4 / 8),
+                    "mixtral-8x7b", "H200", 1, "fp8", MIX_IN, 146, "tokens_per_s", 62108.4 / 8, output_cv=MIX_CV),
     InferenceFigure("mlperf-v5.1-mixtral-8x7b-h200-server", HOLDOUT, I51.format(
                     "mixtral-8x7b Server", "HPE", "HPE Cray XD670 (8x H200-SXM-141GB)", "ID 5.1-0049", "FP8",
                     "HPE", "HPE_Cray_XD670_H200_SXM_141GBx8_TRT", "mixtral-8x7b", "Server") + ": 60,955.11 tokens/s "
                     f"on 8 TP1 replicas (/ 8) under {SERVER_SLO.format(2, 200)}; output 147 tokens per sample "
                     "(60,955.11 / 414.81 samples/s); input as above", "mixtral-8x7b", "H200", 1, "fp8", MIX_IN, 147,
-                    "tokens_per_s", 60955.11 / 8, tpot_ms=200, ttft_ms=2000, slo_p99=True),
+                    "tokens_per_s", 60955.11 / 8, tpot_ms=200, ttft_ms=2000, slo_p99=True, output_cv=MIX_CV),
     InferenceFigure("mlperf-v5.0-mixtral-8x7b-h100-offline", HOLDOUT, I50.format(
                     "mixtral-8x7b Offline", "Cisco", "UCS C885A M8 (8x H100-SXM-80GB)", "ID 5.0-0010", "FP8") +
                     ": 52,724.4 tokens/s on 8 GPUs; one TP1 replica per GPU, the layout of NVIDIA's v5.0 Hopper "
                     "Mixtral configuration (47 GB of fp8 weights fit one 80 GB GPU): / 8; output 146 tokens per "
                     "sample as the v5.1 runs log; input as above", "mixtral-8x7b", "H100", 1, "fp8", MIX_IN, 146,
-                    "tokens_per_s", 52724.4 / 8),
+                    "tokens_per_s", 52724.4 / 8, output_cv=MIX_CV),
+    # ---- MI300X, one replica per GPU (vLLM) ----
+    InferenceFigure("mlperf-v5.1-llama2-70b-mi300x-offline", HOLDOUT, I51.format(
+                    "llama2-70b-99 Offline", "AMD", "Supermicro AS-8125GS-TNMR2 (8x MI300X)", "ID 5.1-0001", "FP8, "
+                    "vLLM 0.9.0.2 on ROCm 6.4.1", "AMD", "8xMI300X_2xEPYC_9575F", "llama2-70b-99", "Offline") +
+                    ": 27,803.9 tokens/s on 8 TP1 replicas (closed/AMD/code/llama2-70b-99/harness_llm/models/"
+                    "llama2-70b/offline_mi300x.yaml): / 8; output 301.1 tokens per sample; input the OpenOrca "
+                    f"mean. {MI300X_TP1}", "llama-2-70b", "MI300X", 1, "fp8", ORCA_IN, 301, "tokens_per_s",
+                    27803.9 / 8, output_cv=ORCA_CV),
+    InferenceFigure("mlperf-v5.1-mixtral-8x7b-mi300x-offline", HOLDOUT, I51.format(
+                    "mixtral-8x7b Offline", "AMD", "Supermicro AS-8125GS-TNMR2 (8x MI300X)", "ID 5.1-0001", "FP8, "
+                    "vLLM", "AMD", "8xMI300X_2xEPYC_9575F", "mixtral-8x7b", "Offline") + ": 53,017.3 tokens/s on 8 "
+                    "TP1 replicas (closed/AMD/code/mixtral-8x7b/harness_llm/models/mixtral-8x7b/offline_mi300x.yaml): "
+                    f"/ 8; output 143.7 tokens per sample; input the dataset's mean. {MI300X_TP1}",
+                    "mixtral-8x7b", "MI300X", 1, "fp8", MIX_IN, 144, "tokens_per_s", 53017.3 / 8, output_cv=MIX_CV),
     # ---- gaps: held out and outside the tolerance, each with why ----
     InferenceFigure("mlperf-v5.0-llama2-70b-h100-offline", GAP, I50.format(
                     "llama2-70b-99 Offline", "NVIDIA", "DGX H100 (8x H100-SXM-80GB)", "ID 5.0-0057", "FP8") +
                     ": 31,306.8 tokens/s on 8 GPUs, four PP2 replicas of 2 GPUs (mlcommons/inference_results_v5.0 "
                     "closed/NVIDIA/configs/llama2-70b/Offline/__init__.py, H100_SXM_80GB_PP2x4), per replica modelled "
                     "as TP2: / 4; output 290 tokens per sample; input the OpenOrca mean, 222 tokens. "
-                    f"{DENSE_BATCH_GAP}", "llama-2-70b", "H100", 2, "fp8", ORCA_IN, 290, "tokens_per_s", 31306.8 / 4),
+                    f"{DENSE_BATCH_GAP}", "llama-2-70b", "H100", 2, "fp8", ORCA_IN, 290, "tokens_per_s", 31306.8 / 4, output_cv=ORCA_CV),
     InferenceFigure("mlperf-v5.1-llama2-70b-h200-offline", GAP, I51.format(
                     "llama2-70b-99 Offline", "HPE", "HPE Cray XD670 (8x H200-SXM-141GB)", "ID 5.1-0049", "FP8",
                     "HPE", "HPE_Cray_XD670_H200_SXM_141GBx8_TRT", "llama2-70b-99", "Offline") + ": 34,964.6 "
                     "tokens/s on 8 TP1 replicas: / 8; output 291.7 tokens per sample; input the OpenOrca mean. "
-                    f"{DENSE_BATCH_GAP}", "llama-2-70b", "H200", 1, "fp8", ORCA_IN, 292, "tokens_per_s", 34964.6 / 8),
+                    f"{DENSE_BATCH_GAP}", "llama-2-70b", "H200", 1, "fp8", ORCA_IN, 292, "tokens_per_s", 34964.6 / 8, output_cv=ORCA_CV),
     InferenceFigure("mlperf-v5.1-llama2-70b-b200-fp4-offline", GAP, I51.format(
                     "llama2-70b-99 Offline", "NVIDIA", "B200-SXM-180GBx8_TRT", "ID 5.1-0069", "NVFP4 weights, fp8 "
                     "KV cache", "NVIDIA", "B200-SXM-180GBx8_TRT", "llama2-70b-99", "Offline") + ": 101,527 tokens/s "
                     "on 8 TP1 replicas of batch 2,048 (closed/NVIDIA/configs/B200-SXM-180GBx8/Offline/llama2-70b.py): "
                     f"/ 8; output 273.4 tokens per sample; input the OpenOrca mean. {DENSE_BATCH_GAP}",
-                    "llama-2-70b", "B200", 1, "fp4", ORCA_IN, 273, "tokens_per_s", 101527 / 8),
-    InferenceFigure("mlperf-v5.1-llama2-70b-mi300x-offline", GAP, I51.format(
-                    "llama2-70b-99 Offline", "AMD", "Supermicro AS-8125GS-TNMR2 (8x MI300X)", "ID 5.1-0001", "FP8, "
-                    "vLLM 0.9.0.2 on ROCm 6.4.1", "AMD", "8xMI300X_2xEPYC_9575F", "llama2-70b-99", "Offline") +
-                    ": 27,803.9 tokens/s on 8 TP1 replicas (closed/AMD/code/llama2-70b-99/harness_llm/models/"
-                    "llama2-70b/offline_mi300x.yaml): / 8; output 301.1 tokens per sample; input the OpenOrca "
-                    f"mean. {MI300X_TP1_GAP}", "llama-2-70b", "MI300X", 1, "fp8", ORCA_IN, 301, "tokens_per_s",
-                    27803.9 / 8),
-    InferenceFigure("mlperf-v5.1-mixtral-8x7b-mi300x-offline", GAP, I51.format(
-                    "mixtral-8x7b Offline", "AMD", "Supermicro AS-8125GS-TNMR2 (8x MI300X)", "ID 5.1-0001", "FP8, "
-                    "vLLM", "AMD", "8xMI300X_2xEPYC_9575F", "mixtral-8x7b", "Offline") + ": 53,017.3 tokens/s on 8 "
-                    "TP1 replicas (closed/AMD/code/mixtral-8x7b/harness_llm/models/mixtral-8x7b/offline_mi300x.yaml): "
-                    f"/ 8; output 143.7 tokens per sample; input the dataset's mean. {MI300X_TP1_GAP}",
-                    "mixtral-8x7b", "MI300X", 1, "fp8", MIX_IN, 144, "tokens_per_s", 53017.3 / 8),
+                    "llama-2-70b", "B200", 1, "fp4", ORCA_IN, 273, "tokens_per_s", 101527 / 8, output_cv=ORCA_CV),
     InferenceFigure("mlperf-v5.1-llama31-405b-b200-fp4-server", GAP, I51.format(
                     "llama3.1-405b Server", "NVIDIA", "B200-SXM-180GBx8_TRT", "ID 5.1-0069", "NVFP4 weights, fp8 "
                     "KV cache", "NVIDIA", "B200-SXM-180GBx8_TRT", "llama3.1-405b", "Server") + ": 1,240.42 tokens/s "
@@ -606,16 +673,16 @@ MLPERF_INFERENCE: tuple[InferenceFigure, ...] = (
                     "tolerance: MLPerf's TTFT p99 is set by the longest prompts (up to 19,988 tokens, 2.1x the mean), "
                     "the model's TTFT by the mean prompt, so it keeps a batch the 6 s bound does not allow",
                     "llama-3.1-405b", "B200", 4, "fp4", L405_IN, 654, "tokens_per_s", 1240.42 / 2, tpot_ms=175,
-                    ttft_ms=6000, slo_p99=True),
-    InferenceFigure("mlperf-v5.1-deepseek-r1-b200-fp4-offline", GAP, I51.format(
+                    ttft_ms=6000, slo_p99=True, output_cv=L405_CV),
+    InferenceFigure("mlperf-v5.1-deepseek-r1-b200-fp4-offline", HOLDOUT, I51.format(
                     "deepseek-r1 Offline", "NVIDIA", "B200-SXM-180GBx8_TRT", "ID 5.1-0069", "NVFP4 weights, fp8 "
                     "KV cache", "NVIDIA", "B200-SXM-180GBx8_TRT", "deepseek-r1", "Offline") + ": 33,379 tokens/s on "
-                    "8 GPUs, one replica (closed/NVIDIA/configs/B200-SXM-180GBx8/Offline/deepseek-r1.py: TP8, "
-                    "attention data parallel, 8-way expert parallel WIDEEP); output 3,758.8 tokens per sample; input "
-                    f"the dataset's mean prompt, 804 tokens ({LENGTHS}). Outside the tolerance: the model serves an "
-                    "MoE by tensor parallelism, which holds every sequence's MLA latent on all 8 GPUs and caps the "
-                    "batch at 1,185 sequences; under attention data parallelism each GPU caches only its own",
-                    "deepseek-r1", "B200", 8, "fp4", DSR1_IN, 3759, "tokens_per_s", 33379.0),
+                    "8 GPUs, one replica (closed/NVIDIA/configs/B200-SXM-180GBx8/Offline/deepseek-r1.py: attention "
+                    "data parallel (enable_attention_dp), 8-way expert parallel (moe_expert_parallelism 8, WIDEEP), "
+                    "gpu_batch_size 512 per attention rank: 4,096 sequences on the replica); output 3,758.8 tokens "
+                    f"per sample; input the dataset's mean prompt, 804 tokens, output spread {DSR1_CV} ({LENGTHS})",
+                    "deepseek-r1", "B200", 8, "fp4", DSR1_IN, 3759, "tokens_per_s", 33379.0, ep=True, max_batch=4096,
+                    output_cv=DSR1_CV),
 )
 
 T60 = ("MLPerf Training v6.0, closed, gpt_oss_20b (gpt-oss-20b trained from scratch on C4 with the Llama 3.1 "

@@ -67,16 +67,17 @@ def test_reference_figures_are_computed_but_not_checked():
 def test_mlperf_results_are_held_out_and_span_the_gpus():
     # MLPerf is a held-out set: no factor group looks at an MLPerf figure, none is a reference row,
     # and at least six MLPerf Inference v5.0/v5.1 results are checked in the tolerance, on H100,
-    # H200 and B200 (MI300X's are gaps, each with why), with an MoE and an NVFP4 result among them;
-    # MLPerf Training's MoE runs on B200 are checked too.
+    # H200, B200 and MI300X, dense and MoE, with an MLA model and an NVFP4 result among them (the
+    # DeepSeek-R1 result is both); MLPerf Training's MoE runs on B200 are checked too.
     mlperf = [f for f in C.FIGURES.values() if f.key.startswith("mlperf-")]
     assert not {f.key for f in mlperf} & {k for _, _, keys in C.GROUPS for k in keys}
     assert all(f.half in (C.HOLDOUT, C.GAP) for f in mlperf)
     v5 = [f for f in mlperf if isinstance(f, C.InferenceFigure) and f.key.startswith(("mlperf-v5.0", "mlperf-v5.1"))]
     checked = [f for f in v5 if f.half == C.HOLDOUT]
-    assert len(checked) >= 6 and {f.gpu for f in checked} >= {"H100", "H200", "B200"}
-    assert any(CAT.models[f.model].arch == "moe" for f in checked) and any(f.quant == "fp4" for f in checked)
-    assert {f.gpu for f in v5} >= {"H100", "H200", "B200", "MI300X"}
+    assert len(checked) >= 6 and {f.gpu for f in checked} >= {"H100", "H200", "B200", "MI300X"}
+    assert {CAT.models[f.model].arch for f in checked} >= {"dense", "moe"}
+    assert any(CAT.models[f.model].is_mla and f.quant == "fp4" for f in checked)
+    assert max(abs(C.error(f, CAT)) for f in checked) <= C.INFERENCE_TOLERANCE
     moe_b200 = [f for f in mlperf if isinstance(f, C.TrainingFigure) and f.half == C.HOLDOUT
                 and CAT.models[f.model].arch == "moe" and CAT.onprem_nodes[f.node].gpu == "B200"]
     assert len(moe_b200) >= 2

@@ -85,9 +85,10 @@ def kv_transfer_s(model: Model, quant: str, input_tokens: int, tp: int, gpus_per
 def _token_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float, catalog: Catalog,
              serving: inference.Serving) -> float:
     """A decode step's time per token of each sequence (speculation as inference.serving_point)."""
-    d = inference.decode_step_s(model, gpu, t, quant, batch, context, catalog)
+    kv = inference.kv_quantization(quant, serving)
+    d = inference.decode_step_s(model, gpu, t, quant, batch, context, catalog, kv=kv)
     if serving.speculative is not None:
-        spec = inference.decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative)
+        spec = inference.decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative, kv=kv)
         d = min(d, spec / inference.accepted_tokens(serving.speculative))
     return d
 
@@ -103,7 +104,7 @@ def decode_pool(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, o
     rep = inference.replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving)
     if rep.max_batch < 1:
         return None, f"decode at tp{t} does not fit: {rep.weights_gb / t:.0f} GB/GPU of weights and one sequence"
-    context = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
+    context = inference.context_tokens(input_tokens, output_tokens, catalog, serving)
     mult = factor(catalog, "tpot_p99_multiplier")
 
     def step(b: int) -> float:
@@ -144,7 +145,8 @@ def prefill_pool(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, 
     if inference.compute_peak(gpu, quant) is None:
         return None, f"no {quant} tensor cores on {gpu.name}"
     rep = inference.replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving)
-    kv_prompt = inference.replica_kv_bytes_per_token(model, t, quant, catalog) * input_tokens / 1e9
+    kv_prompt = (inference.replica_kv_bytes_per_token(model, t, inference.kv_quantization(quant, serving), catalog)
+                 * input_tokens / 1e9)
     if rep.free_gb < kv_prompt:
         return None, f"prefill at tp{t} does not fit: weights and one prompt's KV cache"
     p = rep.prefill_s
@@ -187,7 +189,8 @@ def unit(model: Model, gpu: Gpu, prefill_tp: int, decode_tp: int, quant: str, in
          catalog: Catalog, serving: inference.Serving = inference.PLAIN) -> tuple[Unit | None, str]:
     """The replica unit of prefill instances at tp `prefill_tp` and decode instances at `decode_tp`,
     or None and why not."""
-    transfer = kv_transfer_s(model, quant, input_tokens, prefill_tp, gpus_per_node, node_gbps, fabric, catalog)
+    transfer = kv_transfer_s(model, inference.kv_quantization(quant, serving), input_tokens, prefill_tp, gpus_per_node,
+                             node_gbps, fabric, catalog)
     if transfer is None:
         return None, "no scale-out fabric to move the KV cache from prefill to decode"
     if inference.compute_peak(gpu, quant) is None:

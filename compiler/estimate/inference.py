@@ -20,6 +20,11 @@ B/out prefills on average (the prefill time share):
 The batch per replica is the one with the most tokens/s whose p99 TPOT and TTFT meet the SLO
 (of batches with the same rate, the smallest), found by bisection (best_batch says why that is
 exact).
+An MoE replica may instead run attention data parallel with its experts expert parallel
+(ep=True, engines' DP attention + EP: vLLM's --data-parallel-size t --enable-expert-parallel,
+TensorRT-LLM's enable_attention_dp with moe_expert_parallel_size t): each of the t GPUs holds the
+dense weights whole, E/t experts and its own B/t sequences' KV cache, once; a step adds the
+dispatch and combine all-to-alls of the routed copies (expert_parallel_step_s).
 """
 
 from __future__ import annotations
@@ -59,9 +64,14 @@ TIE = 1e-9  # relative: rates closer than this are the same rate
 @dataclass(frozen=True)
 class Serving:
     """How a service is served beyond its model and lengths: the share of prompt tokens a prefix
-    cache serves, and speculative decoding (None: off). The defaults are plain serving."""
+    cache serves, speculative decoding (None: off), the spread of output lengths (their standard
+    deviation over their mean; 0: every output as long as the mean) and the KV cache's precision
+    where it is not the weights' own ("": kv_bytes.<quantization>, the catalog's pairing). The
+    defaults are plain serving."""
     prefix_cache_hit: float = 0.0
     speculative: Speculative | None = None
+    output_cv: float = 0.0
+    kv_cache: str = ""
 
     @staticmethod
     def of(w: InferenceWorkload) -> "Serving":
@@ -83,6 +93,25 @@ def accepted_tokens(spec: Speculative | None) -> float:
     return (1 - a ** (k + 1)) / (1 - a)
 
 
+def context_tokens(input_tokens: float, output_tokens: float, catalog: Catalog, serving: Serving = None) -> float:
+    """Tokens of KV cache a sequence of the batch holds and attends over, on average over the steps.
+
+    A sequence that decodes o tokens holds input + x where x runs from 0 to o, on average
+    `kv_context_fraction_of_output` (a half) of o. Under continuous batching at a steady batch a
+    sequence sits in the batch for a share of the steps proportional to its o, so where outputs
+    differ in length the batch's mean is weighted by o: E[o x] / E[o] = f E[o^2] / E[o] =
+    f o_mean (1 + cv^2), cv = serving.output_cv (their standard deviation over their mean). All
+    outputs of one length (cv 0) give input + f o_mean."""
+    cv = serving.output_cv if serving is not None else 0.0
+    return input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens * (1 + cv * cv)
+
+
+def kv_quantization(quant: str, serving: Serving = None) -> str:
+    """The KV cache's precision: the service's own where it states one, else the weights' (whose
+    kv_bytes.<quant> pairs each weight format with its cache: NVFP4 with fp8)."""
+    return (serving.kv_cache if serving is not None and serving.kv_cache else "") or quant
+
+
 @dataclass(frozen=True)
 class ServingPoint:
     batch: int
@@ -97,54 +126,96 @@ class ServingPoint:
 @dataclass(frozen=True)
 class Replica:
     """Fixed quantities of one replica: memory, per-request prefill and the most sequences whose
-    KV cache fits beside the weights."""
+    KV cache fits beside the weights. prefill_s is the replica's prefill work per request (its
+    share of every step under continuous batching), prefill_latency_s one request's prefill as it
+    waits for it (the same unless attention runs data parallel: then its attention and dense
+    layers run on its own GPU)."""
     weights_gb: float
     kv_per_seq_gb: float
     max_batch: int
     prefill_s: float
     free_gb: float
+    prefill_latency_s: float = -1.0
+
+    @property
+    def ttft_prefill_s(self) -> float:
+        return self.prefill_s if self.prefill_latency_s < 0 else self.prefill_latency_s
 
 
-def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-            catalog: Catalog, serving: Serving = PLAIN) -> Replica:
+def held_weights_gb(model: Model, t: int, quant: str, catalog: Catalog, serving: Serving = PLAIN,
+                    ep: bool = False) -> float:
+    """Weights a replica of t GPUs holds, all GPUs together: the model's once under tensor
+    parallelism; under attention data parallelism with expert parallelism (ep) every GPU holds the
+    dense part (attention, shared experts, embeddings) whole and E/t of the experts, so the dense
+    part t times. A speculative draft sits beside them."""
     weights = weight_bytes(model.params_b * 1e9, quant, catalog) / 1e9
+    if ep:
+        dense = weight_bytes(model.params_b * 1e9 - expert_params(model), quant, catalog) / 1e9
+        weights += (t - 1) * dense
     if serving.speculative is not None:
         # A draft model (or draft heads) lives beside the target's weights.
         weights *= 1 + factor(catalog, f"speculative_draft_weights_share.{serving.speculative.method}")
+    return weights
+
+
+def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
+            catalog: Catalog, serving: Serving = PLAIN, ep: bool = False) -> Replica:
+    weights = held_weights_gb(model, t, quant, catalog, serving, ep)
     # Paged KV cache (Kwon et al., vLLM): a sequence holds blocks for its input and the output so
-    # far, on average `kv_context_fraction_of_output` of it over its decode. Blocks a sequence
-    # shares with the prefix cache are still counted for it: what sharing frees holds the cache's
-    # other prefixes, so a prefix cache changes the work, not the memory plan.
-    held = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
-    kv_seq = replica_kv_bytes_per_token(model, t, quant, catalog) * held / 1e9
+    # far, on average `kv_context_fraction_of_output` of it over its decode (context_tokens).
+    # Blocks a sequence shares with the prefix cache are still counted for it: what sharing frees
+    # holds the cache's other prefixes, so a prefix cache changes the work, not the memory plan.
+    held = context_tokens(input_tokens, output_tokens, catalog, serving)
+    kv_seq = replica_kv_bytes_per_token(model, t, kv_quantization(quant, serving), catalog, ep) * held / 1e9
     free = (t * gpu.memory_gb * factor(catalog, "inference_memory_utilization")
             - t * factor(catalog, "inference_runtime_overhead_gb") - weights)
-    max_b = int(max(0.0, free) // kv_seq) if kv_seq > 0 else 0
+    if kv_seq <= 0:
+        max_b = 0
+    elif ep:
+        # Each GPU caches its own sequences: as many on each as its share of the memory holds.
+        max_b = t * int(max(0.0, free / t) // kv_seq)
+    else:
+        max_b = int(max(0.0, free) // kv_seq)
     peak = compute_peak(gpu, quant)
     h = model.mha_attention_width
     # Prefill computes the prompt tokens the prefix cache does not serve; each attends over the
     # whole prompt, cached part included: causal attention over positions c..in costs
     # 2 L h (in^2 - c^2), c the cached tokens (the whole prompt's 2 L h in^2 at c = 0).
     cached = serving.prefix_cache_hit * input_tokens
-    prefill_flops = (2 * model.active_b * 1e9 * (input_tokens - cached)
-                     + 2 * model.layers * h * (input_tokens ** 2 - cached ** 2))
-    efficiency = serving_efficiency(catalog, "prefill_efficiency", gpu, quant)
-    return Replica(weights, kv_seq, max_b, prefill_flops / (t * peak * efficiency), free)
+    routed = active_expert_params(model) if ep else 0.0
+    linear = 2 * (model.active_b * 1e9 - routed) * (input_tokens - cached)
+    attention = 2 * model.layers * h * (input_tokens ** 2 - cached ** 2)
+    experts = 2 * routed * (input_tokens - cached)
+    rate = peak * serving_efficiency(catalog, "prefill_efficiency", gpu, quant, 1 if ep else t)
+    # The replica's prefill work per request, all t GPUs at work (under ep each GPU prefills its own
+    # requests, their experts spread over all). A request waits, under ep, for its dense layers and
+    # attention on its own GPU and its experts on all t.
+    work = (linear + attention + experts) / (t * rate)
+    latency = (linear + attention) / rate + experts / (t * rate) if ep else -1.0
+    return Replica(weights, kv_seq, max_b, work, free, latency)
 
 
-def serving_efficiency(catalog: Catalog, family: str, gpu: Gpu, quant: str) -> float:
-    """A serving efficiency: <family>.<gpu>.<quant>, <family>.<gpu>, <family>.<quant>, <family>,
-    the first the catalog has. The plain and per-precision values are fitted on TensorRT-LLM runs
-    on NVIDIA GPUs; a GPU whose serving engine reaches a different share of its peaks (MI300X under
-    vLLM on ROCm) has its own, fitted on that GPU's published runs."""
-    return factor(catalog, f"{family}.{gpu.name}.{quant}", f"{family}.{gpu.name}", f"{family}.{quant}", family)
+def serving_efficiency(catalog: Catalog, family: str, gpu: Gpu, quant: str, t: int = 0) -> float:
+    """A serving efficiency: <family>.<gpu>.tp<t>, <family>.<gpu>.<quant>, <family>.<gpu>,
+    <family>.<quant>, <family>, the first the catalog has. The plain and per-precision values are
+    fitted on TensorRT-LLM runs on NVIDIA GPUs; a GPU whose serving engine reaches a different share
+    of its peaks (MI300X under vLLM on ROCm) has its own, fitted on that GPU's published runs, and
+    where that GPU's published runs show the share differs with the tensor-parallel degree (MI300X:
+    the TP8 values carry the all-reduces over Infinity Fabric, a one-GPU replica has none), one per
+    degree (t = 0: none asked)."""
+    names = ((f"{family}.{gpu.name}.tp{t}",) if t else ()) + (
+        f"{family}.{gpu.name}.{quant}", f"{family}.{gpu.name}", f"{family}.{quant}", family)
+    return factor(catalog, *names)
 
 
-def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalog) -> float:
+def replica_kv_bytes_per_token(model: Model, t: int, quant: str, catalog: Catalog, ep: bool = False) -> float:
     """KV cache bytes per token across a replica of t GPUs: tensor parallelism splits the KV heads,
     and where t exceeds them (Qwen3's 4 at tp 8) each GPU still holds a whole head, so the cache
     is t / kv_heads times the model's. MLA's latent is one head every query head reads: each GPU of
-    a tensor-parallel replica holds all of it (t times the model's)."""
+    a tensor-parallel replica holds all of it (t times the model's). Under attention data
+    parallelism (ep) a sequence lives on one GPU, its cache once (quant is the cache's precision)."""
+    if ep:
+        return kv_bytes_per_token(model, quant, catalog)
     kv_heads = 1 if model.is_mla else (model.kv_heads or model.heads or 1)
     return kv_bytes_per_token(model, quant, catalog) * max(1.0, t / kv_heads)
 
@@ -166,30 +237,34 @@ def decode_attention_flops(model: Model) -> float:
 
 def attention_peak(gpu: Gpu, quant: str) -> tuple[float, str]:
     """The tensor-core peak decode attention runs at, and the quantization whose efficiency it
-    reaches: the weights' own, except NVFP4, whose checkpoints keep an fp8 KV cache (kv_bytes.fp4),
-    so attention's products run at the fp8 peak."""
+    reaches, for a KV cache of precision `quant`: its own, except NVFP4, whose checkpoints keep an
+    fp8 KV cache (kv_bytes.fp4), so attention's products run at the fp8 peak."""
     kv_quant = "fp8" if quant == "fp4" and compute_peak(gpu, "fp8") else quant
     return compute_peak(gpu, kv_quant), kv_quant
 
 
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                  catalog: Catalog, spec: Speculative | None = None) -> float:
-    """One decode step of a batch. Under speculative decoding the target verifies k + 1 tokens
-    per sequence in one step (the weights and KV cache read once, the FLOPs k + 1 times over), and
-    the draft proposes k tokens first, each costing `speculative_draft_cost.<method>` of a plain
-    target step (Leviathan et al.'s c)."""
-    step = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1 + (spec.draft_tokens if spec else 0))
+                  catalog: Catalog, spec: Speculative | None = None, kv: str = "", ep: bool = False) -> float:
+    """One decode step of a batch (kv: the KV cache's precision, "" for the weights'; ep: attention
+    data parallel, experts expert parallel). Under speculative decoding the target verifies k + 1
+    tokens per sequence in one step (the weights and KV cache read once, the FLOPs k + 1 times
+    over), and the draft proposes k tokens first, each costing `speculative_draft_cost.<method>` of
+    a plain target step (Leviathan et al.'s c)."""
+    width = 1 + (spec.draft_tokens if spec else 0)
+    step = _decode_step_s(model, gpu, t, quant, batch, context, catalog, width, kv or quant, ep)
     if spec is None:
         return step
-    plain = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1)
+    plain = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1, kv or quant, ep)
     return step + spec.draft_tokens * factor(catalog, f"speculative_draft_cost.{spec.method}") * plain
 
 
 def _decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                   catalog: Catalog, width: int) -> float:
+                   catalog: Catalog, width: int, kv: str, ep: bool = False) -> float:
     """A decode step in which each of `batch` sequences runs `width` query tokens (1: plain decode)."""
-    bw = t * gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant)
-    c = t * compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant)
+    if ep:
+        return expert_parallel_step_s(model, gpu, t, quant, batch, context, catalog, width, kv)
+    bw = t * gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant, t)
+    c = t * compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant, t)
     rows = batch * width
     # Weight GEMMs: the weights are read once per step and used by every sequence of the batch.
     if is_moe(model):
@@ -198,10 +273,10 @@ def _decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, conte
         gemm = max(weight_bytes(model.params_b * 1e9, quant, catalog) / bw, rows * 2 * model.active_b * 1e9 / c)
     # Attention: each sequence reads its own KV cache (a few FLOPs per byte under GQA: memory-bound;
     # MLA's absorbed decode does ~500 FLOPs per cached byte, so it can be compute-bound).
-    peak, kv_quant = attention_peak(gpu, quant)
-    c_attention = t * peak * serving_efficiency(catalog, "decode_compute_efficiency", gpu, kv_quant)
-    kv = batch * replica_kv_bytes_per_token(model, t, quant, catalog) * context
-    attention = max(kv / bw, rows * decode_attention_flops(model) * context / c_attention)
+    peak, kv_quant = attention_peak(gpu, kv)
+    c_attention = t * peak * serving_efficiency(catalog, "decode_compute_efficiency", gpu, kv_quant, t)
+    cache = batch * replica_kv_bytes_per_token(model, t, kv, catalog) * context
+    attention = max(cache / bw, rows * decode_attention_flops(model) * context / c_attention)
     comm = 0.0
     if t > 1:  # two all-reduces per layer of the batch's hidden states
         latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
@@ -211,6 +286,64 @@ def _decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, conte
     # which no more GPUs shorten: a replica of t GPUs pays it once per sequence.
     host = batch * factor(catalog, "decode_per_sequence_us") * 1e-6
     return gemm + attention + comm + host
+
+
+# Quantizations whose activations are cast to the weights' width before the expert GEMMs: the
+# dispatch all-to-all sends them at that width (fp8; NVFP4's 4 bits with a scale per 16 values,
+# TensorRT-LLM's FP4 all-gather); the others send 16-bit activations.
+LOW_PRECISION_DISPATCH = ("fp8", "int8", "fp4")
+
+
+def expert_parallel_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
+                           catalog: Catalog, width: int = 1, kv: str = "") -> float:
+    """A decode step of an MoE replica of t GPUs that runs attention data parallel and its experts
+    expert parallel (vLLM's --data-parallel-size t --enable-expert-parallel; TensorRT-LLM's
+    attention DP with EP t). Each GPU runs its own b = B / t sequences (engines balance them) and
+    takes as long as the others, so the step is one GPU's:
+
+      dense    max(dense weights / bw, b x 2 N_dense / c)   every GPU holds attention, shared
+               experts and embeddings whole and reads them each step
+      experts  moe_imbalance x (hit experts' weights / t / bw + B x 2 k e / t / c): E/t experts on
+               each GPU, the experts the batch hits spread over them; the busiest GPU's share of the
+               routed copies over the mean is moe_imbalance (dropless routing)
+      copies   L x b k h x ep_copy_bytes_per_hidden / bw: each of the GPU's routed copies is
+               routed, permuted into the all-to-all's send buffer, regrouped by expert on arrival
+               and summed back by its weight (HBM traffic beyond the GEMMs)
+      all2all  L x (2 x tp_allreduce_latency_us + b k h (d + 2) (t - 1) / t / NVLink): the dispatch
+               at the GEMMs' input width d and the combine in 16 bits, over NVLink
+      attention  max(b x KV per token x context / bw, b x A x context / c): each sequence's cache
+               once, on its GPU (no copy per tensor-parallel rank: MLA's latent is not replicated)
+      host     b x decode_per_sequence_us: each GPU's engine schedules its own sequences
+
+    with bw, c one GPU's bandwidth and peak at the one-GPU serving efficiencies, h the hidden
+    size, k experts per token, e the parameters of one expert. No tensor-parallel all-reduce.
+    Every term is a maximum of affine functions of B with non-negative intercepts, or concave and 0
+    at 0 (the experts hit), so D(B)/B never rises: best_batch's bisection stays exact."""
+    bw = gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant, 1)
+    c = compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant, 1)
+    rows = batch * width
+    b = rows / t
+    experts = expert_params(model)
+    routed = active_expert_params(model)
+    dense = max(weight_bytes(model.params_b * 1e9 - experts, quant, catalog) / bw,
+                b * 2 * (model.active_b * 1e9 - routed) / c)
+    hit = experts_hit(model, rows) / (model.experts or 1)
+    expert_s = factor(catalog, "moe_imbalance") * (weight_bytes(experts * hit, quant, catalog) / t / bw
+                                                   + rows * 2 * routed / t / c)
+    k, h = model.experts_per_token or 1, model.hidden
+    copies = model.layers * b * k * h * factor(catalog, "ep_copy_bytes_per_hidden") / bw
+    dispatch = factor(catalog, f"bytes_per_param.{quant if quant in LOW_PRECISION_DISPATCH else 'bf16'}")
+    combine = factor(catalog, "bytes_per_param.bf16")
+    link = comms.scaleup_bw(gpu, catalog)
+    latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
+    all_to_all = model.layers * (2 * latency + comms.all_to_all_s(b * k * h * dispatch, t, link)
+                                 + comms.all_to_all_s(b * k * h * combine, t, link))
+    peak, kv_quant = attention_peak(gpu, kv or quant)
+    c_attention = peak * serving_efficiency(catalog, "decode_compute_efficiency", gpu, kv_quant, 1)
+    cache = (batch / t) * replica_kv_bytes_per_token(model, t, kv or quant, catalog, ep=True) * context
+    attention = max(cache / bw, b * decode_attention_flops(model) * context / c_attention)
+    host = (batch / t) * factor(catalog, "decode_per_sequence_us") * 1e-6
+    return dense + expert_s + copies + all_to_all + attention + host
 
 
 def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalog: Catalog) -> float:
@@ -229,31 +362,38 @@ def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalo
 
 
 def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-                  batch: int, rep: Replica, catalog: Catalog, serving: Serving = PLAIN) -> ServingPoint:
-    context = input_tokens + factor(catalog, "kv_context_fraction_of_output") * output_tokens
-    d = decode_step_s(model, gpu, t, quant, batch, context, catalog)
+                  batch: int, rep: Replica, catalog: Catalog, serving: Serving = PLAIN,
+                  ep: bool = False) -> ServingPoint:
+    context = context_tokens(input_tokens, output_tokens, catalog, serving)
+    kv = kv_quantization(quant, serving)
+    d = decode_step_s(model, gpu, t, quant, batch, context, catalog, kv=kv, ep=ep)
     if serving.speculative is not None:
         # A step advances each sequence by E tokens: the time per token is the step's over E. At
         # large batches the verification's k + 1 tokens a sequence make the step compute-bound and
         # speculation stops paying; engines then switch it off (vLLM's disable_by_batch_size), so
         # a token costs the cheaper of the two. Both are D(B)/B non-increasing, so is their minimum.
-        spec = decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative)
+        spec = decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative, kv=kv, ep=ep)
         d = min(d, spec / accepted_tokens(serving.speculative))
     p = rep.prefill_s
     # The prefills each output token carries stay B P / out.
     tpot = d + batch * p / max(1, output_tokens)
     rho = min(0.999, batch / max(1, output_tokens) * p / tpot)
-    wait = rho * p / (2 * (1 - rho))
-    ttft = d + p + factor(catalog, "ttft_p99_queue_multiplier") * wait
+    # A request waits for the prefills ahead of it on its server (M/D/1), then its own.
+    own = rep.ttft_prefill_s
+    wait = rho * own / (2 * (1 - rho))
+    ttft = d + own + factor(catalog, "ttft_p99_queue_multiplier") * wait
     mem = (rep.weights_gb + batch * rep.kv_per_seq_gb) / t + factor(catalog, "inference_runtime_overhead_gb")
     return ServingPoint(batch, tpot * factor(catalog, "tpot_p99_multiplier") * 1e3, ttft * 1e3,
-                        batch / tpot, mem, d * 1e3, p * 1e3)
+                        batch / tpot, mem, d * 1e3, own * 1e3)
 
 
 def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
                ttft_ms: float, tpot_ms: float, catalog: Catalog,
-               serving: Serving = PLAIN) -> tuple[ServingPoint | None, str]:
-    """The SLO-meeting batch with the most output tokens/s, or None and why not.
+               serving: Serving = PLAIN, ep: bool = False,
+               max_batch: int = 0) -> tuple[ServingPoint | None, str]:
+    """The SLO-meeting batch with the most output tokens/s, or None and why not. ep: attention
+    data parallel over the t GPUs with the experts expert parallel (MoE models only); max_batch:
+    an engine's limit on the sequences in flight (0: memory and the SLO limit the batch).
 
     Exact by bisection: D(B) is a sum of maxima of affine functions of B with non-negative
     intercepts, so D(B)/B never rises with B. Then tokens/s = 1 / (D(B)/B + P/out) never falls,
@@ -264,14 +404,17 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
     tests/test_estimate_inference.py checks the bisection against a scan of every batch."""
     if compute_peak(gpu, quant) is None:
         return None, f"no {quant} tensor cores on {gpu.name}"
-    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving)
+    if ep and not is_moe(model):
+        return None, f"{model.name} has no experts to run expert parallel"
+    layout = f"dp{t} ep{t}" if ep else f"tp{t}"
+    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving, ep)
     if rep.max_batch < 1:
         need = rep.weights_gb / t + factor(catalog, "inference_runtime_overhead_gb") + rep.kv_per_seq_gb / t
         return None, (f"does not fit: needs {need:.0f} GB/GPU for {quant} weights and one sequence at "
-                      f"tp{t}, has {gpu.memory_gb:.0f}")
+                      f"{layout}, has {gpu.memory_gb:.0f}")
 
     def point(b: int) -> ServingPoint:
-        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog, serving)
+        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog, serving, ep)
 
     def meets(pt: ServingPoint) -> bool:
         return pt.tpot_ms <= tpot_ms and pt.ttft_ms <= ttft_ms
@@ -279,8 +422,9 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
     first = point(1)
     if not meets(first):
         return None, (f"misses the SLO at batch 1: TTFT p99 {first.ttft_ms:.0f} ms (SLO {ttft_ms:.0f}), "
-                      f"TPOT p99 {first.tpot_ms:.1f} ms (SLO {tpot_ms:.1f}) at tp{t}")
-    lo, hi = 1, rep.max_batch          # meets(point(lo)); the largest that meets is in [lo, hi]
+                      f"TPOT p99 {first.tpot_ms:.1f} ms (SLO {tpot_ms:.1f}) at {layout}")
+    lo, hi = 1, min(rep.max_batch, max_batch) if max_batch > 0 else rep.max_batch
+    # meets(point(lo)); the largest that meets is in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if meets(point(mid)):
