@@ -113,8 +113,9 @@ class Holding:
 @dataclass(frozen=True)
 class LayoutPlan:
     """Every parallel degree the estimate sized: tp x pp x cp x dp = GPUs (training) or GPUs per
-    replica (inference, dp = 1); experts are folded over the tensor-, context- and data-parallel ranks
-    (whole experts per rank), so ep divides tp x cp x dp."""
+    replica (inference: dp = 1, or dp = ep > 1 where the replica runs attention data parallel with
+    its experts expert parallel); experts are folded over the tensor-, context- and data-parallel
+    ranks (whole experts per rank), so ep divides tp x cp x dp."""
     tp: int = 1
     pp: int = 1
     dp: int = 1

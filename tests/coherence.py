@@ -2251,8 +2251,9 @@ def check_references(ctx: Context) -> list[str]:
 
 
 def check_serving(ctx: Context) -> list[str]:
-    """Each Deployment's server runs what its placement sized: tensor x pipeline parallel = the
-    GPUs a pod gets, each degree the placement's, its batch, the plan's context length and
+    """Each Deployment's server runs what its placement sized: tensor x pipeline x data parallel =
+    the GPUs a pod gets, each degree the placement's (expert parallel where its layout's ep is), its
+    batch (over its data-parallel engines), the plan's context length and
     quantization (weights and KV cache), with the model read from a mounted volume."""
     out: list[str] = []
     for site in ctx.sites:
@@ -2290,18 +2291,30 @@ def check_serving(ctx: Context) -> list[str]:
             flags = _flags(list(c.get("command") or ()) + list(c.get("args") or ()))
             tp = _as_int(flags.get("tensor-parallel-size", "1"))
             pp = _as_int(flags.get("pipeline-parallel-size", "1"))
-            if tp is None or pp is None or tp * pp != gpus:
+            dp = _as_int(flags.get("data-parallel-size", "1"))
+            if tp is None or pp is None or dp is None or tp * pp * dp != gpus:
                 out.append(f"{where}: the server runs tensor {flags.get('tensor-parallel-size', 1)} x pipeline "
-                           f"{flags.get('pipeline-parallel-size', 1)} on the {gpus} GPUs a pod gets")
+                           f"{flags.get('pipeline-parallel-size', 1)} x data {flags.get('data-parallel-size', 1)} "
+                           f"on the {gpus} GPUs a pod gets")
             layout = getattr(p, "layout", None)
             want_tp = layout.tp if layout is not None else p.gpus_per_replica
             want_pp = layout.pp if layout is not None else 1
-            if (tp, pp) != (want_tp, want_pp):
-                out.append(f"{where}: tensor {tp} x pipeline {pp}, the plan sized tensor {want_tp} x pipeline "
-                           f"{want_pp} ({p.candidate})")
+            # attention data parallel with expert parallel MoE layers: the layout's dp = ep > 1
+            expert = layout is not None and getattr(layout, "ep", 1) > 1
+            want_dp = layout.dp if expert else 1
+            if (tp, pp, dp) != (want_tp, want_pp, want_dp):
+                out.append(f"{where}: tensor {tp} x pipeline {pp} x data {dp}, the plan sized tensor {want_tp} x "
+                           f"pipeline {want_pp} x data {want_dp} ({p.candidate})")
+            if expert != ("enable-expert-parallel" in flags):
+                out.append(f"{where}: " + (f"the plan runs the experts expert parallel over {layout.ep} GPUs "
+                                            "(layout ep), the server is not told --enable-expert-parallel" if expert
+                                            else "--enable-expert-parallel, where the plan sized no expert parallelism"))
             batch = getattr(p, "batch", 0) or w.estimate.batch
-            if _as_int(flags.get("max-num-seqs")) != batch:
-                out.append(f"{where}: --max-num-seqs={flags.get('max-num-seqs')}, the plan sized batch {batch}")
+            # each data-parallel rank is its own engine: the replica's batch over them, rounded up
+            engine = -(-batch // max(1, want_dp))
+            if _as_int(flags.get("max-num-seqs")) != engine:
+                out.append(f"{where}: --max-num-seqs={flags.get('max-num-seqs')}, the plan sized batch {batch}"
+                           + (f" over {want_dp} data-parallel engines ({engine} each)" if want_dp > 1 else ""))
             max_len = getattr(w, "max_model_len", 0)
             if not max_len:
                 out.append(f"{where}: plan.json gives {w.name} no max_model_len")

@@ -11,7 +11,7 @@ from compiler.estimate import disaggregated, floors, inference, training
 from compiler.estimate.factors import factor, per
 from compiler.estimate.layout import describe, inference_tps
 from compiler.estimate.memory import model_state_bytes, usable_training_gb, weight_bytes
-from compiler.estimate.models import resolve_model
+from compiler.estimate.models import is_moe, resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import serving_point, vision_rate
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
@@ -409,26 +409,28 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
             cands += _disaggregated(w, model, hw, serving, catalog, memo, rejs)
         if w.disaggregation == "required":
             continue
-        for t in tps:
+        for t, ep in ((t, ep) for t in tps for ep in serving_layouts(model, hw, t)):
             pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
-                                                          slo.ttft_p99_ms, slo.tpot_p99_ms, serving),
+                                                          slo.ttft_p99_ms, slo.tpot_p99_ms, serving, ep),
                                lambda: inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens,
                                                             tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
-                                                            catalog, serving))
+                                                            catalog, serving, ep=ep))
             if pt is None:
                 rejs.append(_rejected(w, hw, why, gpus=t))
                 continue
-            notes = (f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
-                     f"per request",)
+            notes = ((f"attention data parallel x {t}, experts expert parallel over the {t} GPUs; " if ep else "")
+                     + f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
+                       f"per request",)
             est = InferenceEstimate(memory_gb_per_gpu=round(pt.memory_gb_per_gpu, 3),
                                     tokens_per_s=round(pt.tokens_per_s, 3), ttft_ms=round(pt.ttft_ms, 3),
                                     tpot_ms=round(pt.tpot_ms, 3), batch=pt.batch, notes=notes,
                                     weights_gb=round(weight_bytes(model.params_b * 1e9, w.quantization,
                                                                   catalog) / 1e9, 3))
             cands.append(Candidate(
-                id=f"{w.name}/{hw.site}/{hw.label}/tp{t}", workload=w.name, kind="inference",
-                site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
-                gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0, layout=Layout(tp=t), fabric=hw.fabric,
+                id=f"{w.name}/{hw.site}/{hw.label}/" + (f"dp{t}-ep{t}" if ep else f"tp{t}"), workload=w.name,
+                kind="inference", site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
+                gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0,
+                layout=Layout(tp=1, dp=t, ep=t) if ep else Layout(tp=t), fabric=hw.fabric,
                 spot=False, estimate=est, start_month=w.window.start_month, usage=()))
     return cands, rejs
 
@@ -477,6 +479,22 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
             gpus_per_node=hw.gpus_per_node, gpus=1, nodes=0, layout=Layout(tp=1), fabric=hw.fabric,
             spot=False, estimate=est, start_month=w.window.start_month, usage=()))
     return cands, rejs
+
+
+# The first vLLM release whose server runs attention data parallel with expert parallel MoE layers
+# as the render asks (--data-parallel-size t --enable-expert-parallel: vLLM v0.10.1.1's "Expert
+# Parallel Deployment" and "Data Parallel Deployment" guides), on its CUDA builds.
+VLLM_EXPERT_PARALLEL = (0, 10)
+
+
+def serving_layouts(model: Model, hw: Hardware, t: int) -> tuple[bool, ...]:
+    """The layouts a replica of t GPUs is sized at: tensor parallel (False) always; for an MoE model
+    on t > 1 GPUs whose serving image runs vLLM 0.10+ on CUDA, also attention data parallel with the
+    experts expert parallel (True; inference.expert_parallel_step_s). The solver takes the cheaper."""
+    image = hw.gpu.serving
+    eligible = (t > 1 and is_moe(model) and image is not None and image.runtime.startswith("CUDA")
+                and image.vllm[:2] >= VLLM_EXPERT_PARALLEL)
+    return (False, True) if eligible else (False,)
 
 
 # The first vLLM release the render gives a disaggregated service (its NixlConnector, the

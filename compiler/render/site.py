@@ -290,7 +290,7 @@ class InferenceService:
     replicas: int                 # peak over the horizon
     gpus_per_replica: int
     tensor_parallel: int
-    pipeline_parallel: int        # tensor x pipeline = gpus_per_replica
+    pipeline_parallel: int        # tensor x pipeline x data = gpus_per_replica
     batch: int
     max_model_len: int            # tokens per sequence the KV cache was sized for (0: not in the plan)
     quantization: str             # vLLM's --quantization ("" for 16-bit weights)
@@ -311,6 +311,9 @@ class InferenceService:
     deployment: str = ""
     choices: ServingChoices = ServingChoices()
     pd: PdServer | None = None    # one role of a disaggregated unit; None: colocated replicas
+    # attention data parallel over this many GPUs of the replica, the MoE layers expert parallel over
+    # them (the placement's layout dp = ep > 1; compiler/estimate/inference.py expert_parallel_step_s)
+    data_parallel: int = 1
     triton: TritonServer | None = None   # a vision model's server; None: vLLM
 
     @property
@@ -337,6 +340,17 @@ class InferenceService:
         return f"models/{self.name}/{DRAFT_FOLDER}/"
 
     @property
+    def expert_parallel(self) -> bool:
+        return self.data_parallel > 1
+
+    @property
+    def engine_batch(self) -> int:
+        """--max-num-seqs: the sequences one engine schedules. Under data parallelism each of the
+        data_parallel ranks is its own engine (vLLM's data parallel deployment: one engine core a
+        rank), so the replica's batch is split over them, rounded up."""
+        return -(-self.batch // self.data_parallel)
+
+    @property
     def hpa_target(self) -> int:
         """Requests in flight per replica the autoscaler holds: AUTOSCALER_TARGET_SHARE of the
         batch at the SLO (at least one)."""
@@ -350,7 +364,10 @@ class InferenceService:
                f"--tensor-parallel-size={self.tensor_parallel}"]
         if self.pipeline_parallel > 1:
             out.append(f"--pipeline-parallel-size={self.pipeline_parallel}")
-        out.append(f"--max-num-seqs={self.batch}")
+        if self.expert_parallel:
+            # vLLM v0.10.1.1: one engine a data-parallel rank, the MoE layers expert parallel over them
+            out += [f"--data-parallel-size={self.data_parallel}", "--enable-expert-parallel"]
+        out.append(f"--max-num-seqs={self.engine_batch}")
         if self.max_model_len:
             out.append(f"--max-model-len={self.max_model_len}")
         if self.quantization:
@@ -487,6 +504,23 @@ def _check_speculative(choices: ServingChoices, image: ServingImage, gpu: str, s
                  "whose vLLM release runs draft models (docs/catalog.md)")])
 
 
+# The first vLLM release that runs --data-parallel-size with --enable-expert-parallel (its
+# "Expert Parallel Deployment" guide, v0.10.1.1); compiler/estimate/build.py sizes such replicas
+# only on images that do.
+VLLM_EXPERT_PARALLEL = (0, 10)
+
+
+def _check_expert_parallel(dp: int, image: ServingImage, gpu: str, service: str) -> None:
+    """An expert-parallel placement on a serving image whose vLLM cannot run one stops the render (an
+    overlay that swapped the GPU's image after the plan was made): the server would not start."""
+    if dp > 1 and (not image.runtime.startswith("CUDA") or vllm_version(image)[:2] < VLLM_EXPERT_PARALLEL):
+        raise CompileError([Diagnostic(
+            "E715", f"service {service!r} runs attention data parallel x {dp} with expert parallel MoE layers "
+                    f"on {gpu}, whose serving image {image.ref} does not (vLLM 0.10 or later on CUDA does)",
+            hint="give the GPU a serving image that runs vLLM 0.10 or later on CUDA (docs/catalog.md), or "
+                 "re-plan on the catalog the render reads")])
+
+
 def triton_image(catalog: Catalog, gpu: str, service: str) -> ServingImage:
     """The Triton image for a vision service's GPU (compiler/serving_stack.yaml); a GPU none runs on
     stops the render (the estimate gives such a GPU no vision candidate)."""
@@ -533,7 +567,9 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
             # the workload's layout is only its largest placement's.
             # A placement without a layout (a plan built by hand) runs its GPUs as one tensor group.
             pp = max(1, p.layout.pp)
-            tp = p.layout.tp if p.layout.tp * pp == per_replica else per_replica // pp
+            # attention data parallel with expert parallel MoE layers: the layout's dp = ep GPUs
+            dp = p.layout.dp if p.layout.ep > 1 and p.layout.tp * pp * p.layout.dp == per_replica else 1
+            tp = p.layout.tp if p.layout.tp * pp * dp == per_replica else per_replica // pp
             weights = float(w.estimate.weights_gb or 0.0)
             domain = domain_of(domains, p)
             vision = w.estimate.images_per_s is not None       # a vision model's service: Triton
@@ -545,10 +581,11 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 image, triton = serving_image(catalog, domain.shape.gpu, w.name), None
                 choices = serving_choices(w.inputs, f"/models/{w.name}")
                 _check_speculative(choices, image, domain.shape.gpu, w.name)
+                _check_expert_parallel(dp, image, domain.shape.gpu, w.name)
             svc = InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
-                batch=batch,
+                data_parallel=dp, batch=batch,
                 max_model_len=w.max_model_len,
                 quantization=VLLM_QUANTIZATION.get(w.quantization, ""),
                 kv_cache_dtype=_kv_cache_dtype(w.quantization, catalog),
