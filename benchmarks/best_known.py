@@ -40,6 +40,7 @@ import argparse
 import datetime as dt
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,9 +113,16 @@ def problem_fingerprint(candidates) -> dict[str, str]:
                         == "vision" for w in candidates.spec.workloads)
     edge = any(getattr(s, "edge", None) is not None for s in candidates.spec.sites)   # edge locations
     regions = {(s.provider, s.region) for s in candidates.spec.sites if getattr(s, "type", "") == "cloud"}
+    from compiler.estimate.models import is_moe
+    serves_moe = any(w.kind == "inference" and (m := resolve_model(w.model, candidates.catalog)) is not None
+                     and is_moe(m) for w in candidates.spec.workloads)
+    serving_gpus = ({c.gpu for cs in candidates.by_workload.values() for c in cs if c.kind == "inference"}
+                    | {r.gpu for w in candidates.spec.workloads if w.kind == "inference"
+                       for r in candidates.rejected.get(w.name, ()) if getattr(r, "gpu", "")})
     return {"fingerprint": candidates_fingerprint(candidates),
             "catalog": catalog_fingerprint(candidates.catalog, used, savings_plans=plans, capacity_blocks=blocks,
-                                           vision_serving=serves_images, edge_sites=edge, regions=regions)}
+                                           vision_serving=serves_images, edge_sites=edge, regions=regions,
+                                           moe_serving=serves_moe, serving_gpus=serving_gpus)}
 
 
 def candidates_fingerprint(candidates) -> str:
@@ -141,7 +149,8 @@ RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator
 
 def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
                         capacity_blocks: bool = True, vision_serving: bool = True, edge_sites: bool = True,
-                        regions: set[tuple[str, str]] | None = None) -> str:
+                        regions: set[tuple[str, str]] | None = None, moe_serving: bool = True,
+                        serving_gpus: set[str] | None = None) -> str:
     """sha256 of every figure of the catalog (GPUs, instances and prices, on-prem nodes, fabrics,
     storage tiers, egress, models, factors), without its version and provenance (sources, notes)
     and the facts only the rendered files read (RENDER_ONLY: serving images, accelerator names):
@@ -156,7 +165,11 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     (only an edge site's locations buy them); `regions`: the (provider, region) of the spec's cloud
     sites, where given: only instances' price rows there count, and instances with none there are
     left out (no candidate is priced anywhere else). An instance's optional nvlink_domain_gpus
-    counts where it is set (an instance without one is as it was before the field existed)."""
+    counts where it is set (an instance without one is as it was before the field existed).
+    `moe_serving`: whether the expert-parallel serving factor counts (a spec serving no MoE model
+    never reads it); `serving_gpus`: where given, the GPUs the spec's services are sized on (its
+    inference candidates' and rejections'): a serving efficiency of another GPU by tensor-parallel
+    degree (<factor>.<gpu>.tp<t>) is no figure of its problem."""
     from dataclasses import fields, is_dataclass
 
     def plain(x):
@@ -190,6 +203,11 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("capacity_block_")}
     if not vision_serving and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("vision_inference_")}
+    if not moe_serving and isinstance(figures.get("factors"), dict):
+        figures["factors"] = {k: v for k, v in figures["factors"].items() if k != "ep_copy_bytes_per_hidden"}
+    if serving_gpus is not None and isinstance(figures.get("factors"), dict):
+        figures["factors"] = {k: v for k, v in figures["factors"].items()
+                              if not (re.fullmatch(r"[^.]+\.[^.]+\.tp\d+", k) and k.split(".")[1] not in serving_gpus)}
     if not edge_sites:
         nodes = catalog.onprem_nodes
         boxes = {k for k, n in nodes.items() if getattr(n, "edge", False)}

@@ -164,6 +164,30 @@ def test_a_price_row_in_a_region_no_site_uses_leaves_the_records_of_a_spec_stand
     assert best_known.catalog_fingerprint(racked, regions=regions) != fp
 
 
+def test_a_serving_factor_a_spec_never_reads_leaves_its_records_standing():
+    """A spec serving no MoE model never reads the expert-parallel factor, and a spec whose services
+    are sized on no MI300X never reads MI300X's one-GPU serving efficiencies: changing them leaves
+    its records standing, while a spec that reads them (moe_serving, serving_gpus naming MI300X)
+    sees a new problem, as it does for a factor every service reads."""
+    import best_known
+
+    from compiler.pipeline import load_catalog
+
+    from calibration import with_factors
+
+    catalog = load_catalog()
+    fp = best_known.catalog_fingerprint(catalog, moe_serving=False, serving_gpus={"H100"})
+    moved = with_factors(catalog, ep_copy_bytes_per_hidden=catalog.factor("ep_copy_bytes_per_hidden") + 10,
+                         **{"prefill_efficiency.MI300X.tp1": catalog.factor("prefill_efficiency.MI300X.tp1") + 0.1})
+    assert best_known.catalog_fingerprint(moved, moe_serving=False, serving_gpus={"H100"}) == fp
+    assert best_known.catalog_fingerprint(moved, moe_serving=True, serving_gpus={"H100"}) != \
+        best_known.catalog_fingerprint(catalog, moe_serving=True, serving_gpus={"H100"})
+    assert best_known.catalog_fingerprint(moved, moe_serving=False, serving_gpus={"MI300X"}) != \
+        best_known.catalog_fingerprint(catalog, moe_serving=False, serving_gpus={"MI300X"})
+    plain = with_factors(catalog, prefill_efficiency=catalog.factor("prefill_efficiency") + 0.1)
+    assert best_known.catalog_fingerprint(plain, moe_serving=False, serving_gpus={"H100"}) != fp
+
+
 def test_a_record_keeps_the_cheapest_plan_of_its_own_problem(tmp_path, monkeypatch):
     """best_known.keep: a run replaces the record where it is cheaper or of another problem; a
     record without the catalog's fingerprint gives way to a run as cheap that has it, and lends it

@@ -16,9 +16,10 @@ totals are within 6%.
 The inference efficiencies the catalog fits on NVIDIA TensorRT-LLM runs (decode_compute_efficiency,
 decode_bandwidth_efficiency, prefill_efficiency) put the 70B 128/2048 figure about 33% optimistic:
 vLLM on ROCm reaches a smaller share of the MI300X's peaks. inference.serving_efficiency reads a
-per-GPU key first (<factor>.<gpu>.<quant>, <factor>.<gpu>, then the precision's and the plain one),
-and the MI300X keys are fitted (tests/calibration.py, the last group of GROUPS) on three of the 70B
-rows only: 128/4096, 500/2000 and 2048/2048. The fourth 70B row and the four 405B rows (another
+per-GPU key first (<factor>.<gpu>.tp<t>, <factor>.<gpu>.<quant>, <factor>.<gpu>, then the precision's
+and the plain one), and the MI300X keys are fitted (tests/calibration.py, the last group of GROUPS) on
+three of the 70B rows only: 128/4096, 500/2000 and 2048/2048; they serve TP2 to TP8, and a one-GPU
+replica reads its own .tp1 keys (fitted on Azure's Llama 3.1 8B runs; tests/test_estimate_expert_parallel.py). The fourth 70B row and the four 405B rows (another
 model: 126 layers, twice the hidden size, a larger share of all-reduce) are held out and must be
 within the serving tolerance; the comparison goes through inference.best_batch with the published
 model, GPU, tensor-parallel size, quantization and lengths and no latency SLO, as
