@@ -165,9 +165,9 @@ def test_an_image_that_cannot_run_expert_parallel_stops_the_render():
     old = ServingImage("vllm/vllm-openai", "v0.6.3", "CUDA 12.4", "NVIDIA driver 550", "vllm-v0-6-3", (0, 6, 3))
     rocm = ServingImage("rocm/vllm", "rocm6.4.1_vllm_0.10.0", "ROCm 6.4.1", "amdgpu", "rocm", (0, 10, 0))
     new = ServingImage("vllm/vllm-openai", "v0.10.1.1", "CUDA 12.8", "NVIDIA driver 570", "v", (0, 10, 1, 1))
-    for image in (old, rocm):
+    for image, gpu, vendor in ((old, "H100", "nvidia"), (rocm, "MI300X", "amd")):
         with pytest.raises(CompileError) as err:
-            _check_expert_parallel(8, image, "H100", "reasoner")
+            _check_expert_parallel(8, image, gpu, vendor, "reasoner")
         assert err.value.diagnostics[0].code == "E715"
-    _check_expert_parallel(8, new, "B200", "reasoner")
-    _check_expert_parallel(1, old, "H100", "reasoner")          # no data parallelism: nothing to check
+    _check_expert_parallel(8, new, "B200", "nvidia", "reasoner")
+    _check_expert_parallel(1, old, "H100", "nvidia", "reasoner")   # no data parallelism: nothing to check

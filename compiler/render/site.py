@@ -510,10 +510,11 @@ def _check_speculative(choices: ServingChoices, image: ServingImage, gpu: str, s
 VLLM_EXPERT_PARALLEL = (0, 10)
 
 
-def _check_expert_parallel(dp: int, image: ServingImage, gpu: str, service: str) -> None:
-    """An expert-parallel placement on a serving image whose vLLM cannot run one stops the render (an
-    overlay that swapped the GPU's image after the plan was made): the server would not start."""
-    if dp > 1 and (not image.runtime.startswith("CUDA") or vllm_version(image)[:2] < VLLM_EXPERT_PARALLEL):
+def _check_expert_parallel(dp: int, image: ServingImage, gpu: str, vendor: str, service: str) -> None:
+    """An expert-parallel placement on a serving image whose vLLM cannot run one (before 0.10, or not
+    a CUDA build: an AMD GPU's) stops the render (an overlay that swapped the GPU's image after the
+    plan was made): the server would not start."""
+    if dp > 1 and (vendor != "nvidia" or vllm_version(image)[:2] < VLLM_EXPERT_PARALLEL):
         raise CompileError([Diagnostic(
             "E715", f"service {service!r} runs attention data parallel x {dp} with expert parallel MoE layers "
                     f"on {gpu}, whose serving image {image.ref} does not (vLLM 0.10 or later on CUDA does)",
@@ -581,7 +582,8 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 image, triton = serving_image(catalog, domain.shape.gpu, w.name), None
                 choices = serving_choices(w.inputs, f"/models/{w.name}")
                 _check_speculative(choices, image, domain.shape.gpu, w.name)
-                _check_expert_parallel(dp, image, domain.shape.gpu, w.name)
+                gpu_rec = catalog.gpus.get(domain.shape.gpu)
+                _check_expert_parallel(dp, image, domain.shape.gpu, gpu_rec.vendor if gpu_rec else "", w.name)
             svc = InferenceService(
                 name=w.name, site=site, domain=domain, replicas=p.replicas,
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
