@@ -102,3 +102,87 @@ def test_the_training_step_model_runs_collectives_within_the_domain_over_nvlink(
     beyond, _ = best_step(model, 144, gpu, racked, 4096, "bf16", "adamw", CAT)
     node, _ = best_step(model, 144, gpu, Fabric("gpudirect-rdma", 1600.0 * 18, 72), 4096, "bf16", "adamw", CAT)
     assert beyond.seconds == pytest.approx(node.seconds)
+
+
+TRAIN_405B = """\
+apiVersion: infra-compile/v1
+name: gb200-405b
+horizon_months: 3
+sites:
+  - {name: gcp-use1, type: cloud, provider: gcp, region: us-east1, pricing: [on_demand]}
+workloads:
+  - name: pretrain-405b
+    kind: training
+    model: llama-3.1-405b
+    tokens: 1.0e9
+    window: {start_month: 0, deadline_days: 60}
+    pin: {gpu: GB200, gpus: 48}
+"""
+
+
+def test_the_estimate_stage_gives_the_training_model_the_instances_nvlink_domain(tmp_path):
+    """build._search passes Hardware.nvlink_domain to training.Fabric (and keys its memo by it):
+    Llama 3.1 405B on 48 GB200s (twelve A4X instances of one NVL72 rack) is estimated with
+    tensor parallelism 8, each group over two instances joined by NVLink (the step model's
+    tp degrees are those dividing the domain, 72, not the instance's 4), where the same instance
+    without the domain has to pipeline with full recompute. The two searches share one memo and
+    neither reads the other's answer; the memory bound of the count scan
+    (training.fewest_gpus_to_fit) reads the domain too."""
+    from dataclasses import replace
+
+    from compiler.estimate import build
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.options import hardware_options
+    from compiler.estimate.training import fewest_gpus_to_fit
+
+    path = tmp_path / "gb200.yaml"
+    path.write_text(TRAIN_405B, encoding="utf-8")
+    spec, cat, _ = pipeline.validate(path)
+    job = spec.workloads[0]
+    model = resolve_model(job.model, cat)
+    [racked] = [hw for hw in hardware_options(spec, job, cat) if hw.gpu.name == "GB200"]
+    assert (racked.instance, racked.gpus_per_node, racked.nvlink_domain) == ("a4x-highgpu-4g", 4, 72)
+    alone = replace(racked, nvlink_domain=0)
+    memo = build.Memo()
+    est, layout, why = build.llm_training_estimate(job, model, racked, 48, False, cat, memo)
+    est0, layout0, _ = build.llm_training_estimate(job, model, alone, 48, False, cat, memo)
+    assert why == "" and layout.tp == 8 and layout.tp > racked.gpus_per_node
+    assert layout.recompute == "selective" and layout.pp == 1
+    assert layout0.tp <= 4 and layout0.recompute == "full"
+    assert est.duration_hours < est0.duration_hours
+    # The memo kept them apart: each is what a fresh estimate gives.
+    assert build.llm_training_estimate(job, model, alone, 48, False, cat)[0] == est0
+    assert build.llm_training_estimate(job, model, racked, 48, False, cat)[0] == est
+    # The candidate the estimate stage builds carries the domain's layout.
+    cands, _rejs = build.training_candidates(spec, job, cat)
+    [cand] = [c for c in cands if c.gpus == 48]
+    assert cand.layout == layout and cand.estimate == est
+    # A count below the domain-wide bound fits no layout on the rack either (a bound, not a guess).
+    fewest = fewest_gpus_to_fit(model, 72, racked.gpu, job.seq_len, job.precision, job.optimizer, cat)
+    assert fewest <= fewest_gpus_to_fit(model, 4, racked.gpu, job.seq_len, job.precision, job.optimizer, cat)
+    for gpus in range(4, int(fewest) + 1, 4):
+        assert build.llm_training_estimate(job, model, racked, gpus, False, cat, memo)[0] is None, gpus
+
+
+def test_an_instance_without_a_rack_domain_is_estimated_as_before(tmp_path):
+    """Every non-GB200 instance has no nvlink_domain_gpus: its Hardware carries 0, its fabric's
+    domain is the node, and the estimate stage's layout and step are those of the three-argument
+    Fabric the stage built before it passed the domain (so no other estimate moves)."""
+    from compiler.estimate import build
+    from compiler.estimate.options import hardware_options
+
+    assert all(i.nvlink_domain_gpus is None for i in CAT.instances.values() if i.gpu != "GB200")
+    path = tmp_path / "h100.yaml"
+    path.write_text(TRAIN_405B.replace("gcp-use1", "aws-use1").replace("provider: gcp", "provider: aws")
+                    .replace("us-east1", "us-east-1").replace("{gpu: GB200, gpus: 48}", "{instance: p5.48xlarge}"),
+                    encoding="utf-8")
+    spec, cat, _ = pipeline.validate(path)
+    job = spec.workloads[0]
+    [hw] = hardware_options(spec, job, cat)
+    assert hw.nvlink_domain == 0
+    model = cat.models["llama-3.1-405b"]
+    for gpus in (128, 256):
+        est, layout, _ = build.llm_training_estimate(job, model, hw, gpus, False, cat)
+        step, _ = best_step(model, gpus, hw.gpu, Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node), job.seq_len,
+                            job.precision, job.optimizer, cat)
+        assert layout == step.layout and est.mfu == round(step.mfu, 4)

@@ -106,13 +106,17 @@ def node_hours_floor(w: TrainingWorkload, model: Model, hw: Hardware, nodes: int
 def _search(model: Model, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo) -> training.LayoutSearch:
     """One training.LayoutSearch per (model, GPU, fabric, sequence length, precision, optimizer):
     node_hours_floor's ceilings and the estimate's best steps on every count share it, and it
-    keeps each count's answer."""
+    keeps each count's answer. The fabric carries the instance's NVLink domain (GB200 NVL72: 72
+    GPUs over 18 four-GPU instances), within which the step model's collectives and parallel
+    groups run over NVLink; it is part of the key, so a racked and an unracked instance of the
+    same GPU, fabric and node size never share a search."""
     def new() -> training.LayoutSearch:
-        fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node)
+        fabric = training.Fabric(hw.fabric, hw.node_gbps, hw.gpus_per_node, hw.nvlink_domain)
         return training.LayoutSearch(model, hw.gpu, fabric, w.seq_len, w.precision, w.optimizer, catalog)
 
     return memo.get((model, hw.gpu, catalog),
-                    ("search", hw.fabric, hw.node_gbps, hw.gpus_per_node, w.seq_len, w.precision, w.optimizer), new)
+                    ("search", hw.fabric, hw.node_gbps, hw.gpus_per_node, hw.nvlink_domain, w.seq_len, w.precision,
+                     w.optimizer), new)
 
 
 def _vision_rate(model: Model, gpus: int, hw: Hardware, w: TrainingWorkload, catalog: Catalog, memo: Memo):
@@ -294,10 +298,13 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
         blocks = isinstance(site, CloudSite) and unit_costs.capacity_block_rate(catalog, site, hw.instance) is not None
         visible = spec.horizon_months - w.window.start_month   # months of the run the plan prices
         # Counts below `fit` fit no layout (training.fewest_gpus_to_fit): their rejection reason
-        # is only worked out if it is the one reported.
+        # is only worked out if it is the one reported. Its shapes are the layout search's, whose
+        # "node" is the NVLink domain (training.Fabric.domain): a GB200 job's tensor parallelism may
+        # span its rack's instances, so the bound reads the domain, not the instance's GPUs.
+        domain = max(hw.nvlink_domain, hw.gpus_per_node)
         fit = 0.0 if model.family == "vision" else memo.get(
-            (model, hw.gpu, catalog), ("fit", hw.gpus_per_node, w.seq_len, w.precision, w.optimizer),
-            lambda: training.fewest_gpus_to_fit(model, hw.gpus_per_node, hw.gpu, w.seq_len, w.precision,
+            (model, hw.gpu, catalog), ("fit", domain, w.seq_len, w.precision, w.optimizer),
+            lambda: training.fewest_gpus_to_fit(model, domain, hw.gpu, w.seq_len, w.precision,
                                                 w.optimizer, catalog))
         away = floors.egress(spec, w, hw.site, catalog)
         for spot in variants:
