@@ -416,8 +416,8 @@ BROKEN = {
         claim_nobody_creates, r"^references: \S+: \S+: Deployment \S+ uses PersistentVolumeClaim no-such-claim, which "
                               r"no manifest", None),
     "server told another tensor degree": (
-        server_tensor_degree, r"^serving: \S+: \S+: Deployment \S+: the server runs tensor (\d+) x pipeline 1 on the "
-                              r"(\d+) GPUs a pod gets", lambda m: int(m[1]) != int(m[2])),
+        server_tensor_degree, r"^serving: \S+: \S+: Deployment \S+: the server runs tensor (\d+) x pipeline 1 x data 1 "
+                              r"on the (\d+) GPUs a pod gets", lambda m: int(m[1]) != int(m[2])),
     "server without the quantization sized": (
         server_quantization_dropped, r"^serving: \S+: \S+: Deployment \S+: --quantization=None, the plan sized fp8 "
                                      r"weights", None),
