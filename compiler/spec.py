@@ -300,16 +300,44 @@ class Speculative:
 SURVIVES_SITE_LOSS = 0.999
 
 
+# slo.headroom where a spec states none: the share of each latency bound a service's replicas are
+# sized to leave free (docs/spec-reference.md, "Headroom"). A team's choice, not a fitted figure: a
+# tenth, the Kubernetes autoscaler's own tolerance (its metric runs 10% past its target before it
+# acts), so a replica at the plan's batch still meets the bound while a traffic rise waits for the
+# autoscaler and a new replica's start.
+DEFAULT_SLO_HEADROOM = 0.1
+
+
 @dataclass(frozen=True)
 class Slo:
     ttft_p99_ms: float | None       # an LLM service's bounds (None for a vision service)
     tpot_p99_ms: float | None
     availability: float = 0.99
     latency_p99_ms: float | None = None   # a vision service's: one image's latency (None for an LLM's)
+    # The share of each latency bound left free: replicas are sized to the bounds x (1 - headroom).
+    # A spec that states none gets DEFAULT_SLO_HEADROOM (validate.py); a Slo built in code states
+    # its own, none (sized at the bounds themselves) where it does not.
+    headroom: float = 0.0
 
     @property
     def survives_site_loss(self) -> bool:
         return self.availability >= SURVIVES_SITE_LOSS
+
+    def sized(self, bound_ms: float | None) -> float | None:
+        """The latency a replica is sized to for `bound_ms`: the bound less the headroom."""
+        return None if bound_ms is None else bound_ms * (1 - self.headroom)
+
+    @property
+    def ttft_sized_ms(self) -> float | None:
+        return self.sized(self.ttft_p99_ms)
+
+    @property
+    def tpot_sized_ms(self) -> float | None:
+        return self.sized(self.tpot_p99_ms)
+
+    @property
+    def latency_sized_ms(self) -> float | None:
+        return self.sized(self.latency_p99_ms)
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from compiler.diagnostics import CompileError, Diagnostic, Path, did_you_mean
 from compiler.plan import MONTH_PATTERN, month_number
 from compiler.resources import schema as load_schema
 from compiler.source import Document
-from compiler.spec import (Checkpoint, CloudSite, Data, HeldReservation, ImageTraffic, InferenceWindow,
-                           InferenceWorkload, InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo, Spec, Speculative,
-                           Traffic, TrainingWindow, TrainingWorkload)
+from compiler.spec import (DEFAULT_SLO_HEADROOM, Checkpoint, CloudSite, Data, HeldReservation, ImageTraffic,
+                           InferenceWindow, InferenceWorkload, InlineModel, OnPremSite, OwnedNodes, Pin, Policy, Slo,
+                           Spec, Speculative, Traffic, TrainingWindow, TrainingWorkload)
 
 SCHEMA_NAME = "spec.schema.json"
 
@@ -366,12 +366,14 @@ def _workload(w: dict, path: str):
     traffic, slo = w["traffic"], w["slo"]
     if "latency_p99_ms" in slo:     # a vision model's service (semantic.py's E210 has checked the model)
         stated = ImageTraffic(float(traffic["peak_rps"]), float(traffic.get("growth_per_month", 0.0)))
-        bounds = Slo(None, None, float(slo.get("availability", 0.99)), float(slo["latency_p99_ms"]))
+        bounds = Slo(None, None, float(slo.get("availability", 0.99)), float(slo["latency_p99_ms"]),
+                     headroom=float(slo.get("headroom", DEFAULT_SLO_HEADROOM)))
     else:
         stated = Traffic(float(traffic["peak_rps"]), int(traffic["input_tokens"]), int(traffic["output_tokens"]),
                          float(traffic.get("growth_per_month", 0.0)),
                          None if traffic.get("prefix_cache_hit") is None else float(traffic["prefix_cache_hit"]))
-        bounds = Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]), float(slo.get("availability", 0.99)))
+        bounds = Slo(float(slo["ttft_p99_ms"]), float(slo["tpot_p99_ms"]), float(slo.get("availability", 0.99)),
+                     headroom=float(slo.get("headroom", DEFAULT_SLO_HEADROOM)))
     return InferenceWorkload(
         **common,
         traffic=stated,

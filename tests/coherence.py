@@ -2336,7 +2336,7 @@ def check_serving(ctx: Context) -> list[str]:
             mounts = _mounts(c)
             out += _check_model_mounted(where, flags, mounts)
             out += _check_choices(where, flags, w.inputs.document if w.inputs is not None else {}, mounts)
-            out += _check_hpa_target(where, ctx, site, name, batch)
+            out += _check_hpa_target(where, ctx, site, name, batch, w)
     return out
 
 
@@ -2394,7 +2394,7 @@ def _check_pd_server(where: str, ctx: "Context", site: str, name: str, w: Any, p
     else:
         inputs.pop("speculative", None)
     out += _check_choices(where, flags, inputs, mounts)
-    out += _check_hpa_target(where, ctx, site, name, batch)
+    out += _check_hpa_target(where, ctx, site, name, batch, w if role == "decode" else None)
     return out
 
 
@@ -2486,13 +2486,14 @@ def _check_triton_server(where: str, ctx: "Context", site: str, name: str, w: An
             out.append(f"{where}: {path} does not batch dynamically: each request would run alone")
         if not cfg["gpu"]:
             out.append(f"{where}: {path} runs no instance on the GPU (instance_group kind KIND_GPU)")
-        bound = ((w.inputs.document or {}).get("slo") or {}).get("latency_p99_ms") if w.inputs is not None else None
+        stated = ((w.inputs.document or {}).get("slo") or {}).get("latency_p99_ms") if w.inputs is not None else None
+        bound = _sized_bounds(w).get("latency_p99_ms")      # the bound less the service's headroom
         delay = cfg["max_queue_delay_microseconds"] or 0
         latency = getattr(w.estimate, "latency_ms", None)
-        if isinstance(bound, (int, float)) and latency is not None and batch == w.estimate.batch \
+        if bound is not None and latency is not None and batch == w.estimate.batch \
                 and delay / 1000 + latency > bound + 1e-3:
             out.append(f"{where}: {path}: the batcher waits up to {delay} us for a batch that takes {latency} ms, "
-                       f"past the {bound} ms latency bound")
+                       f"past the {stated} ms latency bound less the service's headroom ({bound:g} ms)")
         version = f"{repo}/{folder}/1"
         if not any(version == m.rstrip("/") or version.startswith(m.rstrip("/") + "/") for m in mounts):
             out.append(f"{where}: the model's version folder {version} is on no volume mount")
@@ -2502,7 +2503,7 @@ def _check_triton_server(where: str, ctx: "Context", site: str, name: str, w: An
                                              and probe.get("port") not in ports.values()):
         out.append(f"{where}: the readiness probe asks {probe.get('path')} on port {probe.get('port')}; Triton is "
                    f"ready on {TRITON_READY} of a port it listens on ({sorted(ports)})")
-    out += _check_hpa_target(where, ctx, site, name, batch)
+    out += _check_hpa_target(where, ctx, site, name, batch, w)
     return out
 
 
@@ -2561,9 +2562,25 @@ def _check_choices(where: str, flags: dict[str, str], inputs: dict, mounts: list
     return out
 
 
-def _check_hpa_target(where: str, ctx: "Context", site: str, name: str, batch: Any) -> list[str]:
-    """The autoscaler holds requests in flight per replica below the batch the SLO was sized at
-    (headroom for its tolerance and a new replica's start), and at least 1."""
+# The latency bounds a service states (slo), each of which its replicas are sized within less the
+# service's headroom (slo.headroom: the share of the bound kept free; 0 where plan.json records none).
+SLO_BOUNDS = {"ttft_p99_ms": "ttft_ms", "tpot_p99_ms": "tpot_ms", "latency_p99_ms": "latency_ms"}
+
+
+def _sized_bounds(w: Any) -> dict[str, float]:
+    """Each latency bound of the service's slo as plan.json records it, x (1 - slo.headroom)."""
+    slo = ((w.inputs.document or {}).get("slo") or {}) if w.inputs is not None else {}
+    h = slo.get("headroom", 0)
+    h = float(h) if isinstance(h, (int, float)) and not isinstance(h, bool) and 0 <= h < 1 else 0.0
+    return {k: float(v) * (1 - h) for k, v in slo.items()
+            if k in SLO_BOUNDS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _check_hpa_target(where: str, ctx: "Context", site: str, name: str, batch: Any, w: Any = None) -> list[str]:
+    """The autoscaler holds requests in flight per replica below the batch the plan sized (room
+    for its tolerance and a new replica's start), and at least 1; and that batch, where `w`'s
+    figures are its own (the workload's main placement), meets each latency bound less the
+    service's headroom, so the target sits below the batch at the bounds by the headroom too."""
     hpa = next((d for _f, d in ctx.k8s_kind(site, "HorizontalPodAutoscaler")
                 if ((d.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name), None)
     b = _as_int(batch)
@@ -2577,6 +2594,12 @@ def _check_hpa_target(where: str, ctx: "Context", site: str, name: str, batch: A
         if v is None or v < 1 or (v >= b if b > 1 else v != 1):
             out.append(f"{where}: the HPA targets {t} requests in flight per replica, the plan sized batch {b} "
                        "at the SLO (the target must be below it, at least 1)")
+    if w is not None and targets and b == _as_int(getattr(w.estimate, "batch", None)):
+        for key, bound in sorted(_sized_bounds(w).items()):
+            figure = getattr(w.estimate, SLO_BOUNDS[key], None)
+            if isinstance(figure, (int, float)) and figure > bound + 1e-3:
+                out.append(f"{where}: the HPA's target is below batch {b}, which the plan sized at "
+                           f"{SLO_BOUNDS[key]} {figure:g}, past slo.{key} less the service's headroom ({bound:g})")
     return out
 
 

@@ -38,7 +38,8 @@ def inference(name, index=0, rps=10.0, out=100, growth=0.0, availability=0.99, s
     return InferenceWorkload(name=name, model="llama-3-8b",
                              traffic=Traffic(peak_rps=rps, input_tokens=500, output_tokens=out,
                                              growth_per_month=growth),
-                             slo=Slo(ttft_p99_ms=1000, tpot_p99_ms=60, availability=availability),
+                             # no headroom: the candidates are made by hand (benchmarks/generate.py's too)
+                             slo=Slo(ttft_p99_ms=1000, tpot_p99_ms=60, availability=availability, headroom=0.0),
                              window=InferenceWindow(start), path=f"$.workloads[{index}]")
 
 

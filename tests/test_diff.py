@@ -363,10 +363,11 @@ def test_a_workloads_spec_as_plan_json_records_it():
                           slo=Slo(1000.0, 60.5), window=InferenceWindow(2), sites=("a", "b"),
                           pin=Pin(gpu="H100"), path="$.workloads[3]")
     doc = inputs_of(w)
-    # no name, kind or path (the entry's own, and where in the file); no nulls; as written
+    # no name, kind or path (the entry's own, and where in the file); no nulls; as written; the
+    # headroom the service was sized with (a Slo built in code keeps none unless it says so)
     assert doc == {"model": "llama-3-70b", "orchestrator": "kubernetes", "pin": {"gpu": "H100"},
                    "quantization": "bf16", "sites": ["a", "b"],
-                   "slo": {"availability": 0.99, "tpot_p99_ms": 60.5, "ttft_p99_ms": 1000},
+                   "slo": {"availability": 0.99, "headroom": 0, "tpot_p99_ms": 60.5, "ttft_p99_ms": 1000},
                    "traffic": {"growth_per_month": 0.03, "input_tokens": 1000, "output_tokens": 250,
                                "peak_rps": 20},
                    "window": {"start_month": 2}}

@@ -172,19 +172,19 @@ def boxes(result) -> dict[str, dict[str, int]]:
 @pytest.mark.slow
 def test_the_20_location_spec_compiles_to_a_box_count_per_location_a_hand_check_confirms(compiled):
     """Worked by hand from the estimate of one replica on the L4 (the plan's own figures, checked
-    here): a tp1 replica (1 GPU) carries 1,230 output tokens/s at the SLO, a tp2 replica (2 GPUs,
-    one box) 2,779. A box holds 2 GPUs, so it carries at most max(2 x 1,230, 2,779) = 2,779 tokens/s,
-    and a location needs at least ceil(demand / 2,779) boxes; the cheapest plan buys no more
-    (capex is most of a box's cost).
-      nyc-01: 40 req/s x 150 tokens = 6,000 tokens/s; 2 boxes carry 5,558 < 6,000, 3 carry 8,337:
+    here): sized to the SLO less the default 10% headroom (TPOT 80 x 0.9 = 72 ms), a tp1 replica
+    (1 GPU) carries 1,135 output tokens/s, a tp2 replica (2 GPUs, one box) 2,768. A box holds 2
+    GPUs, so it carries at most max(2 x 1,135, 2,768) = 2,768 tokens/s, and a location needs at
+    least ceil(demand / 2,768) boxes; the cheapest plan buys no more (capex is most of a box's cost).
+      nyc-01: 40 req/s x 150 tokens = 6,000 tokens/s; 2 boxes carry 5,536 < 6,000, 3 carry 8,303:
               3 boxes, 1 already owned, so 2 to buy.
-      bos-01: 12 x 150 = 1,800 <= 2,779: 1 box.
-      sfo-01: 28 x 150 = 4,200: 2 boxes (5,558), whose 2 x 0.55 kW fit its 1.2 kW circuit.
+      bos-01: 12 x 150 = 1,800 <= 2,768: 1 box.
+      sfo-01: 28 x 150 = 4,200: 2 boxes (5,536), whose 2 x 0.55 kW fit its 1.2 kW circuit.
       atl-01: 22 x 150 = 3,300: 2 boxes."""
     plan = compiled.plan
     assert plan.solver.status == "optimal"
     rates = {c.gpus: c.estimate.tokens_per_s for c in compiled.candidates.by_workload["store-assistant-nyc-01"]}
-    assert rates[1] == pytest.approx(1230, abs=1) and rates[2] == pytest.approx(2779, abs=1)
+    assert rates[1] == pytest.approx(1135, abs=1) and rates[2] == pytest.approx(2768, abs=1)
     got = boxes(compiled)
     assert len(got) == 20
     assert got["stores-nyc-01"] == {"owned": 1, "purchase": 2}

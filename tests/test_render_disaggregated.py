@@ -21,7 +21,8 @@ from coherence_specs import compile_into
 from test_render_kubernetes import CRD_KINDS, K8S_VERSION, _crd_validator, _tool
 
 # At 60 requests/s the plan takes two unit shapes (docs/artifacts.md): units of 6 prefill x tp2 +
-# 1 decode x tp4 and of 4 prefill x tp1 + 1 decode x tp1; a prefix cache share is stated.
+# 1 decode x tp4 and of 5 prefill x tp1 + 1 decode x tp2, sized to the SLO's bounds less the default
+# 10% headroom (TTFT 2,700 ms, TPOT 18 ms); a prefix cache share is stated.
 SPEC = """\
 apiVersion: infra-compile/v1
 name: pd-render
@@ -251,7 +252,7 @@ def _no_kv_transfer(d):
 
 
 def _decode_batch(d):
-    _server_args(lambda a: [x.replace("--max-num-seqs=147", "--max-num-seqs=300") for x in a])(d)
+    _server_args(lambda a: [x.replace("--max-num-seqs=124", "--max-num-seqs=300") for x in a])(d)
 
 
 def _no_role(d):
@@ -276,7 +277,7 @@ def _sidecar_port(d):
     ("30-serve-rag-70b-tp16-decode.yaml", _one_decode_replica_more, "replicas 3, the plan runs 2 in month 0"),
     ("30-serve-rag-70b-tp16-decode.yaml", _no_kv_transfer, "needs vLLM's NixlConnector"),
     ("30-serve-rag-70b-tp16-decode.yaml", _decode_batch,
-     "--max-num-seqs=300, the plan sized the decode servers at batch 147"),
+     "--max-num-seqs=300, the plan sized the decode servers at batch 124"),
     ("30-serve-rag-70b-tp16-prefill.yaml", _no_role, "matches no service placement of the plan"),
     ("30-serve-rag-70b-tp16-prefill.yaml", _no_role, "has no Deployment of its prefill servers"),
     ("31-route-rag-70b.yaml", _colocated_picker, "runs no prefill and decode profiles"),

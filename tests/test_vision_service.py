@@ -141,12 +141,15 @@ def test_each_gpu_replica_is_sized_at_the_bound_by_serving_point():
 
 
 def test_a_gpu_that_misses_the_bound_at_batch_one_is_rejected_with_why():
-    spec = spec_of(SPEC.replace("latency_p99_ms: 50", "latency_p99_ms: 2.5"))
+    spec = spec_of(SPEC.replace("latency_p99_ms: 50", "latency_p99_ms: 2.75"))
     cands = estimate(spec, CATALOG)
     kept = {c.gpu for c in cands.by_workload["shelf-scan"]}
     rejected = {r.gpu: r.reason for r in cands.rejected["shelf-scan"]}
-    # L40S: 2.4 + 0.151 = 2.55 ms at batch 1 misses 2.5 ms; H100 (2.4 + 0.055) meets it at batch 1
-    assert "L40S" in rejected and rejected["L40S"].startswith("misses the latency bound at batch 1: 2.6 ms")
+    # sized within 2.75 x (1 - 0.1) = 2.475 ms (the default 10% headroom): L40S, 2.4 + 0.151 = 2.55 ms
+    # at batch 1, misses it; H100 (2.4 + 0.055 = 2.455 ms) meets it at batch 1
+    assert "L40S" in rejected and rejected["L40S"] == (
+        "misses the latency bound at batch 1: 2.6 ms (p99 bound 2.475 ms) "
+        "(the SLO's bounds less its 10% headroom: slo.headroom)")
     assert "H100" in kept
     h100 = next(c for c in cands.by_workload["shelf-scan"] if c.gpu == "H100")
     assert h100.estimate.batch == 1
@@ -213,8 +216,9 @@ def test_a_vision_service_runs_triton_at_the_plans_batch(compiled):
     config = docs["ConfigMap"]["data"]["config.pbtxt"]
     assert f"max_batch_size: {placement.batch}\n" in config and placement.batch == 128
     assert 'name: "shelf-scan"' in config and 'platform: "onnxruntime_onnx"' in config
-    # the batcher waits at most the bound's slack: 50 ms less the 21.727 ms a batch of 128 takes on L40S
-    assert "max_queue_delay_microseconds: 28272\n" in config or "max_queue_delay_microseconds: 28273\n" in config
+    # the batcher waits at most the sized bound's slack: 50 x (1 - 0.1) = 45 ms (the default 10% headroom)
+    # less the 21.727 ms a batch of 128 takes on L40S
+    assert "max_queue_delay_microseconds: 23272\n" in config or "max_queue_delay_microseconds: 23273\n" in config
     hpa = docs["HorizontalPodAutoscaler"]["spec"]["metrics"][0]["pods"]
     assert hpa["metric"]["name"] == "nv_inference_pending_request_count" and hpa["target"]["averageValue"] == "102"
     route = _docs(out, ROUTE)
@@ -296,7 +300,7 @@ def _probe_elsewhere(d):
 def _long_wait(d):
     if d["kind"] == "ConfigMap":
         text = d["data"]["config.pbtxt"]
-        d["data"]["config.pbtxt"] = text.replace("max_queue_delay_microseconds: 2827", "max_queue_delay_microseconds: 4827")
+        d["data"]["config.pbtxt"] = text.replace("max_queue_delay_microseconds: 2327", "max_queue_delay_microseconds: 2527")
 
 
 def _route_elsewhere(d):
@@ -310,7 +314,7 @@ def _route_elsewhere(d):
     (SERVE, _no_dynamic_batching, "does not batch dynamically"),
     (SERVE, _config_not_mounted, "no ConfigMap gives a config.pbtxt"),
     (SERVE, _probe_elsewhere, "the readiness probe asks /health"),
-    (SERVE, _long_wait, "past the 50 ms latency bound"),
+    (SERVE, _long_wait, "past the 50 ms latency bound less the service's headroom (45 ms)"),
     (ROUTE, _route_elsewhere, "no HTTPRoute sends requests to a Service of"),
 ])
 def test_the_oracle_names_a_broken_triton_server(compiled, tmp_path, rel, mutate, finding):

@@ -14,7 +14,7 @@ from compiler.estimate.memory import model_state_bytes, usable_training_gb, weig
 from compiler.estimate.models import is_moe, resolve_model
 from compiler.estimate.options import Hardware, hardware_options, reserved_sold
 from compiler.estimate.vision import serving_point, vision_rate
-from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Spec, TrainingWorkload
+from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite, Slo, Spec, TrainingWorkload
 
 
 
@@ -385,6 +385,14 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
     return cands, rejs
 
 
+def headroom_note(slo: Slo) -> str:
+    """What a rejection against the sized bounds adds where the service keeps headroom: the SLO it
+    names is the spec's bound x (1 - headroom), not the bound as stated."""
+    if not slo.headroom:
+        return ""
+    return f" (the SLO's bounds less its {slo.headroom * 100:g}% headroom: slo.headroom)"
+
+
 def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, memo: Memo | None = None):
     model = resolve_model(w.model, catalog)
     if model is None:
@@ -402,6 +410,9 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
     tr, slo = w.traffic, w.slo
+    # Replicas are sized to the bounds less the service's headroom (Slo.headroom): its batch is the
+    # largest that meets bound x (1 - headroom) on both, so the bounds themselves keep that share free.
+    ttft, tpot = slo.ttft_sized_ms, slo.tpot_sized_ms
     serving = inference.Serving.of(w)
     memo = memo or Memo()
     for hw in options:
@@ -418,12 +429,11 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
             continue
         for t, ep in ((t, ep) for t in tps for ep in serving_layouts(model, hw, t)):
             pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
-                                                          slo.ttft_p99_ms, slo.tpot_p99_ms, serving, ep),
+                                                          ttft, tpot, serving, ep),
                                lambda: inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens,
-                                                            tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
-                                                            catalog, serving, ep=ep))
+                                                            tr.output_tokens, ttft, tpot, catalog, serving, ep=ep))
             if pt is None:
-                rejs.append(_rejected(w, hw, why, gpus=t))
+                rejs.append(_rejected(w, hw, why + headroom_note(slo), gpus=t))
                 continue
             notes = ((f"attention data parallel x {t}, experts expert parallel over the {t} GPUs; " if ep else "")
                      + f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
@@ -459,7 +469,7 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
     if not options:
         rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
                               "GPU and pin filters"))
-    bound = w.slo.latency_p99_ms or 0.0
+    bound = w.slo.latency_sized_ms or 0.0       # the latency bound less the service's headroom
     weights_gb = round(model.params_b * 1e9 * 2 / 1e9, 3)      # 16-bit weights (TensorRT FP16)
     for hw in options:
         if w.pin and w.pin.gpus and w.pin.gpus != 1:
@@ -473,7 +483,7 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
         pt, why = memo.get((model, hw.gpu, catalog), ("vision-serving", bound),
                            lambda: serving_point(model, hw.gpu, bound, catalog))
         if pt is None:
-            rejs.append(_rejected(w, hw, why, gpus=1))
+            rejs.append(_rejected(w, hw, why + headroom_note(w.slo), gpus=1))
             continue
         notes = (f"batch {pt.batch}: {pt.latency_ms:.1f} ms a batch ({pt.per_image_ms:.3f} ms an image), "
                  f"{pt.images_per_s:,.0f} images/s a GPU",)
@@ -525,6 +535,7 @@ def _disaggregated(w: InferenceWorkload, model: Model, hw: Hardware, serving: in
     if w.pin and w.pin.gpus:
         return []
     tr, slo = w.traffic, w.slo
+    ttft, tpot = slo.ttft_sized_ms, slo.tpot_sized_ms      # the bounds less the headroom, as colocated
     out: list[Candidate] = []
     tps = inference_tps(hw.gpus_per_node)
     for a in tps:
@@ -535,13 +546,14 @@ def _disaggregated(w: InferenceWorkload, model: Model, hw: Hardware, serving: in
                                       gpus=a + b))
                 continue
             u, why = memo.get((model, hw.gpu, catalog),
-                              ("pd", a, b, w.quantization, tr.input_tokens, tr.output_tokens, slo.ttft_p99_ms,
-                               slo.tpot_p99_ms, hw.gpus_per_node, hw.node_gbps, hw.fabric, serving),
+                              ("pd", a, b, w.quantization, tr.input_tokens, tr.output_tokens, ttft, tpot,
+                               hw.gpus_per_node, hw.node_gbps, hw.fabric, serving),
                               lambda: disaggregated.unit(model, hw.gpu, a, b, w.quantization, tr.input_tokens,
-                                                         tr.output_tokens, slo.ttft_p99_ms, slo.tpot_p99_ms,
-                                                         hw.gpus_per_node, hw.node_gbps, hw.fabric, catalog, serving))
+                                                         tr.output_tokens, ttft, tpot, hw.gpus_per_node,
+                                                         hw.node_gbps, hw.fabric, catalog, serving))
             if u is None:
-                rejs.append(_rejected(w, hw, f"disaggregated prefill tp{a}, decode tp{b}: {why}", gpus=a + b))
+                rejs.append(_rejected(w, hw, f"disaggregated prefill tp{a}, decode tp{b}: {why}{headroom_note(slo)}",
+                                      gpus=a + b))
                 continue
             pd = Disaggregation(a, u.prefill_instances, b, u.decode_instances, round(u.prefill.prefill_ms, 3),
                                 round(u.prefill.transfer_ms, 3))

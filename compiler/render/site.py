@@ -258,14 +258,21 @@ class TritonServer:
     latency_bound_ms: float       # the spec's slo.latency_p99_ms (0: not in the plan)
     batch_latency_ms: float       # o + B t on the placement's GPU (0: not known)
     config_map: str               # the ConfigMap holding config.pbtxt
+    headroom: float = 0.0         # the spec's slo.headroom: the bound's share the batch was sized to leave
+
+    @property
+    def sized_bound_ms(self) -> float:
+        """The latency the batch was sized within: the bound less the headroom."""
+        return self.latency_bound_ms * (1 - self.headroom)
 
     @property
     def max_queue_delay_us(self) -> int:
-        """The batcher's wait for a fuller batch: the bound's slack over the batch's latency, in
-        whole microseconds (0 where either is not known: a batch of what is queued)."""
+        """The batcher's wait for a fuller batch: the sized bound's slack over the batch's latency,
+        in whole microseconds (0 where either is not known: a batch of what is queued). The wait
+        keeps within the bound less the headroom, so the headroom stays free as the estimate left it."""
         if self.latency_bound_ms <= 0 or self.batch_latency_ms <= 0:
             return 0
-        return max(0, math.floor((self.latency_bound_ms - self.batch_latency_ms) * 1000 + 1e-6))
+        return max(0, math.floor((self.sized_bound_ms - self.batch_latency_ms) * 1000 + 1e-6))
 
     @property
     def model_dir(self) -> str:
@@ -315,6 +322,7 @@ class InferenceService:
     # them (the placement's layout dp = ep > 1; compiler/estimate/inference.py expert_parallel_step_s)
     data_parallel: int = 1
     triton: TritonServer | None = None   # a vision model's server; None: vLLM
+    headroom: float = 0.0         # the spec's slo.headroom: the batch was sized at its bounds x (1 - headroom)
 
     @property
     def object_name(self) -> str:
@@ -353,7 +361,8 @@ class InferenceService:
     @property
     def hpa_target(self) -> int:
         """Requests in flight per replica the autoscaler holds: AUTOSCALER_TARGET_SHARE of the
-        batch at the SLO (at least one)."""
+        batch the plan sized (at least one). That batch meets the SLO's bounds less the service's
+        headroom, so the target sits below the batch at the bounds by both."""
         return max(1, math.floor(self.batch * AUTOSCALER_TARGET_SHARE))
 
     @property
@@ -535,6 +544,13 @@ def triton_image(catalog: Catalog, gpu: str, service: str) -> ServingImage:
     return image
 
 
+def slo_headroom(w) -> float:
+    """The share of each latency bound the plan sized the service's replicas to leave free (the
+    spec's slo.headroom, as plan.json records it); 0 for a plan that records none."""
+    h = w.inputs.value("slo.headroom") if w.inputs is not None else None
+    return float(h) if isinstance(h, (int, float)) and not isinstance(h, bool) and 0 <= h < 1 else 0.0
+
+
 def _triton(w, gpu: str, batch: int, object_name: str, catalog: Catalog) -> TritonServer:
     """A vision placement's Triton server: its batch, and the latency that batch takes on the GPU
     as the estimate sizes it (compiler/estimate/vision.py)."""
@@ -544,7 +560,7 @@ def _triton(w, gpu: str, batch: int, object_name: str, catalog: Catalog) -> Trit
     latency = batch_latency_ms(model, catalog.gpus[gpu], batch, catalog) if model is not None else None
     return TritonServer(serving_stack().triton, w.name, name if isinstance(name, str) else "", batch,
                         float(bound) if isinstance(bound, (int, float)) and not isinstance(bound, bool) else 0.0,
-                        latency or 0.0, f"{object_name}-model-config")
+                        latency or 0.0, f"{object_name}-model-config", slo_headroom(w))
 
 
 def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catalog: Catalog,
@@ -596,7 +612,7 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 hpa_min=min(2, first_r), hpa_max=max(1, first_r), first_month=first,
                 pdb_max_unavailable=1 if spare else 0, pdb_min_available=0 if spare else 1,
                 model_dir=f"/models/{w.name}", deployment=deployment,
-                serving=image, choices=choices, triton=triton,
+                serving=image, choices=choices, triton=triton, headroom=slo_headroom(w),
             )
             out += _disaggregated(svc, p.disaggregation) if p.disaggregation is not None else [svc]
     return tuple(out)

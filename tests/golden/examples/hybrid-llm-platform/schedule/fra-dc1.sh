@@ -78,49 +78,85 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 35 ]; then
   exit 2
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 1 ]; then
-  replicas chat-70b 0
+  replicas chat-70b-tp2 0
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 0
   node dgx-h100-own07 slurm
   true
 fi
 if [ "${month}" -ge 2 ] && [ "${month}" -le 2 ]; then
-  replicas chat-70b 3
+  replicas chat-70b-tp2 3
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 0
   node dgx-h100-own07 idle
   true
 fi
 if [ "${month}" -ge 3 ] && [ "${month}" -le 3 ]; then
-  replicas chat-70b 3
+  replicas chat-70b-tp2 3
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 0
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 4 ] && [ "${month}" -le 8 ]; then
-  replicas chat-70b 3
+if [ "${month}" -ge 4 ] && [ "${month}" -le 6 ]; then
+  replicas chat-70b-tp2 3
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 2
   node dgx-h100-own07 idle
   true
 fi
-if [ "${month}" -ge 9 ] && [ "${month}" -le 17 ]; then
-  replicas chat-70b 4
+if [ "${month}" -ge 7 ] && [ "${month}" -le 15 ]; then
+  replicas chat-70b-tp2 4
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 18 ] && [ "${month}" -le 25 ]; then
-  replicas chat-70b 5
+if [ "${month}" -ge 16 ] && [ "${month}" -le 16 ]; then
+  replicas chat-70b-tp2 2
+  replicas chat-70b-tp4 1
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 26 ] && [ "${month}" -le 31 ]; then
-  replicas chat-70b 6
+if [ "${month}" -ge 17 ] && [ "${month}" -le 23 ]; then
+  replicas chat-70b-tp2 5
+  replicas chat-70b-tp4 0
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true
 fi
-if [ "${month}" -ge 32 ] && [ "${month}" -le 35 ]; then
-  replicas chat-70b 7
+if [ "${month}" -ge 24 ] && [ "${month}" -le 24 ]; then
+  replicas chat-70b-tp2 1
+  replicas chat-70b-tp4 2
+  replicas eu-assistant-8b 2
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 25 ] && [ "${month}" -le 29 ]; then
+  replicas chat-70b-tp2 6
+  replicas chat-70b-tp4 0
+  replicas eu-assistant-8b 2
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 30 ] && [ "${month}" -le 30 ]; then
+  replicas chat-70b-tp2 2
+  replicas chat-70b-tp4 2
+  replicas eu-assistant-8b 2
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 31 ] && [ "${month}" -le 34 ]; then
+  replicas chat-70b-tp2 7
+  replicas chat-70b-tp4 0
+  replicas eu-assistant-8b 2
+  node dgx-h100-own07 kubernetes
+  true
+fi
+if [ "${month}" -ge 35 ] && [ "${month}" -le 35 ]; then
+  replicas chat-70b-tp2 5
+  replicas chat-70b-tp4 1
   replicas eu-assistant-8b 2
   node dgx-h100-own07 kubernetes
   true

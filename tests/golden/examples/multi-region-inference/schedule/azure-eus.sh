@@ -95,42 +95,86 @@ if [ "${month}" -lt 0 ] || [ "${month}" -gt 11 ]; then
 fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 0
-  replicas chat-70b-tp4 2
-  replicas chat-70b-tp1 0
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 1
+  replicas chat-70b-tp8 1
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 2 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 5 ]; then
   terraform_month months/001.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 2
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp1 5
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 2
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 1
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
   true
 fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 6 ]; then
-  terraform_month months/001.tfvars
-  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 2
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp1 6
-  true
-fi
-if [ "${month}" -ge 7 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/007.tfvars
+if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
+  terraform_month months/006.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 2
   replicas assistant-8b-tp1-standard-nc96ads-a100-v4 4
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 1
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp1 7
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
   true
 fi
-if [ "${month}" -ge 10 ] && [ "${month}" -le 11 ]; then
-  terraform_month months/010.tfvars
+if [ "${month}" -ge 7 ] && [ "${month}" -le 8 ]; then
+  terraform_month months/007.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 7
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  true
+fi
+if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
+  terraform_month months/007.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nc96ads-a100-v4 8
-  replicas assistant-8b-tp1-standard-nd96isr-h200-v5 0
-  replicas chat-70b-tp4 0
-  replicas chat-70b-tp1 8
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  true
+fi
+if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
+  terraform_month months/010.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 2
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 6
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 1
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
+  true
+fi
+if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
+  terraform_month months/011.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 8
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 2
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 0
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 2
   true
 fi
 exit "${failed}"

@@ -5,13 +5,17 @@
 
 # Nodes each capacity reservation holds (0: none exists).
 reserved_nodes = {
+  "standard_nc24ads_a100_v4_reserved_1y" = 0
   "standard_nc96ads_a100_v4_reserved_1y" = 0
-  "standard_nd96isr_h200_v5_reserved_1y" = 0
+  "standard_nd96isr_h100_v5_reserved_1y" = 0
 }
 
 # Nodes of each fixed instance set and node group (a node group with 0 does not exist).
 nodes = {
+  "standard_nc24ads_a100_v4_reserved_1y_kubernetes" = 0
+  "standard_nc24ads_a100_v4_on_demand_kubernetes"   = 0
   "standard_nc96ads_a100_v4_reserved_1y_kubernetes" = 0
-  "standard_nc96ads_a100_v4_on_demand_kubernetes"   = 2
-  "standard_nd96isr_h200_v5_reserved_1y_kubernetes" = 0
+  "standard_nc96ads_a100_v4_on_demand_kubernetes"   = 1
+  "standard_nd96amsr_a100_v4_on_demand_kubernetes"  = 1
+  "standard_nd96isr_h100_v5_reserved_1y_kubernetes" = 0
 }
