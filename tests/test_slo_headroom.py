@@ -86,6 +86,28 @@ def test_a_service_that_states_no_headroom_keeps_the_default_tenth():
     assert spec_of(_stated(VISION, "0.25")).workloads[0].slo.headroom == 0.25
 
 
+def test_the_schema_documents_the_default_the_compiler_applies():
+    """The schema's `default` is what editors and docs show; validate.py applies DEFAULT_SLO_HEADROOM:
+    one figure in two places, held equal here."""
+    from pathlib import Path
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "spec.schema.json").read_text())
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict) and "headroom" in node["properties"]:
+                found.append(node["properties"]["headroom"].get("default"))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    assert found and set(found) == {DEFAULT_SLO_HEADROOM}, found
+
+
 @pytest.mark.parametrize("headroom", ["1", "1.5", "-0.1"])
 def test_a_headroom_outside_0_to_1_is_refused(headroom):
     with pytest.raises(CompileError) as info:
