@@ -40,6 +40,11 @@ def _rejected(w, hw: Hardware, reason: str, gpus: int = 0) -> Rejection:
                      fabric=hw.fabric if hw.site_type != "cloud" else "")
 
 
+def _no_options(w) -> Rejection:
+    """Why `w` has no candidate at all: every site and instance was filtered out before sizing."""
+    return Rejection(w.name, "", "", "", "no site and instance pass the placement, site, GPU and pin filters")
+
+
 def usage(start_month: int, hours: float) -> tuple[tuple[int, float], ...]:
     """Hours run in each month from start_month, 730 hours to a month."""
     out, m, left = [], start_month, hours
@@ -255,8 +260,7 @@ def training_candidates(spec: Spec, w: TrainingWorkload, catalog: Catalog, memo:
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
     if not options:
-        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
-                              "GPU and pin filters"))
+        rejs.append(_no_options(w))
     pin = w.pin
     period, starts = recurrence.of(w.window, spec.horizon_months) or (None, ())
     if period is not None:      # a recurring job: each run within its own window
@@ -407,8 +411,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
     if not options:
-        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
-                              "GPU and pin filters"))
+        rejs.append(_no_options(w))
     tr, slo = w.traffic, w.slo
     # Replicas are sized to the bounds less the service's headroom (Slo.headroom): its batch is the
     # largest that meets bound x (1 - headroom) on both, so the bounds themselves keep that share free.
@@ -467,8 +470,7 @@ def vision_candidates(spec: Spec, w: InferenceWorkload, model: Model, catalog: C
     rejs: list[Rejection] = []
     options = hardware_options(spec, w, catalog)
     if not options:
-        rejs.append(Rejection(w.name, "", "", "", "no site and instance pass the placement, site, "
-                              "GPU and pin filters"))
+        rejs.append(_no_options(w))
     bound = w.slo.latency_sized_ms or 0.0       # the latency bound less the service's headroom
     weights_gb = round(model.params_b * 1e9 * 2 / 1e9, 3)      # 16-bit weights (TensorRT FP16)
     for hw in options:
