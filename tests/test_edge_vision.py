@@ -29,9 +29,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -44,6 +42,7 @@ from compiler.output import write
 from compiler.source import parse
 from compiler.validate import validate
 from coherence import check
+from test_render_kubernetes import K8S_VERSION, _tool
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "edge-vision-20-locations.yaml"
@@ -129,13 +128,6 @@ def test_the_output_tree_is_coherent(compiled):
     assert check(compiled[1]) == []
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name) or str(Path(sys.executable).with_name(name))
-    if not Path(found).exists():
-        pytest.skip(f"{name} is not installed")
-    return found
-
-
 @pytest.mark.slow
 def test_the_manifests_pass_kubernetes_validate_strict(compiled, tmp_path):
     files = []
@@ -146,7 +138,7 @@ def test_the_manifests_pass_kubernetes_validate_strict(compiled, tmp_path):
         f = tmp_path / f"{i:04d}-{d['kind']}.yaml"
         f.write_text(yaml.safe_dump(d, sort_keys=True))
         files.append(str(f))
-    run = subprocess.run([_tool("kubernetes-validate"), "-k", "1.30.0", "--strict", *files],
+    run = subprocess.run([_tool("kubernetes-validate"), "-k", K8S_VERSION, "--strict", *files],
                          capture_output=True, text=True, timeout=300)
     bad = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith(("ERROR", "WARN"))]
     assert run.returncode == 0 and not bad, "\n".join(bad[:20])

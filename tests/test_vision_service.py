@@ -12,7 +12,6 @@ import json
 import math
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -29,6 +28,7 @@ from compiler.source import parse
 from compiler.spec import ImageTraffic, Traffic
 from compiler.validate import validate
 from coherence import check
+from test_render_kubernetes import K8S_VERSION, _tool
 
 CATALOG = load_catalog()
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
@@ -227,13 +227,6 @@ def test_a_vision_service_runs_triton_at_the_plans_batch(compiled):
         {"group": "", "kind": "Service", "name": "shelf-scan", "port": 8000}]
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name) or str(Path(sys.executable).with_name(name))
-    if not Path(found).exists():
-        pytest.skip(f"{name} is not installed")
-    return found
-
-
 def test_the_manifests_pass_kubernetes_validate_yamllint_and_the_route_schema(compiled, tmp_path):
     _result, out = compiled
     files = []
@@ -248,7 +241,7 @@ def test_the_manifests_pass_kubernetes_validate_yamllint_and_the_route_schema(co
         f = tmp_path / f"{i:03d}-{d['kind']}.yaml"
         f.write_text(yaml.safe_dump(d, sort_keys=True))
         files.append(str(f))
-    run = subprocess.run([_tool("kubernetes-validate"), "-k", "1.30.0", "--strict", *files],
+    run = subprocess.run([_tool("kubernetes-validate"), "-k", K8S_VERSION, "--strict", *files],
                          capture_output=True, text=True, timeout=120)
     bad = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith(("ERROR", "WARN"))]
     assert run.returncode == 0 and not bad, run.stdout + run.stderr
