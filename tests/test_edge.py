@@ -69,7 +69,7 @@ def spec_of(text: str):
 
 
 def errors_of(text: str) -> list[tuple[str, str, str]]:
-    """(code, path, message) of each diagnostic, with its position as line:column."""
+    """(code, line:column, message) of each diagnostic."""
     with pytest.raises(CompileError) as info:
         spec_of(text)
     return [(d.code, f"{d.position.line}:{d.position.column}" if d.position else "", d.message)

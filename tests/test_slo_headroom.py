@@ -17,15 +17,14 @@ import pytest
 
 from coherence import check
 from coherence_specs import compile_into
+from test_edge import spec_of
 from compiler.catalog import load_catalog
 from compiler.diagnostics import CompileError
 from compiler.estimate import estimate
 from compiler.estimate.factors import factor
 from compiler.estimate.inference import context_tokens, decode_step_s, replica
 from compiler.estimate.vision import per_image_s
-from compiler.source import parse
 from compiler.spec import DEFAULT_SLO_HEADROOM
-from compiler.validate import validate
 
 CAT = load_catalog()
 
@@ -60,10 +59,6 @@ workloads:
     slo: {latency_p99_ms: 50}
     pin: {instance: g6e.xlarge}
 """
-
-
-def spec_of(text: str):
-    return validate(parse(text, "spec.yaml"), CAT)
 
 
 def _stated(text: str, headroom: str) -> str:

@@ -20,14 +20,12 @@ import yaml
 
 from compiler import pipeline
 from compiler.catalog import load_catalog
-from compiler.diagnostics import CompileError
 from compiler.estimate import estimate, vision
 from compiler.estimate.inference import demand_series
 from compiler.output import write
-from compiler.source import parse
 from compiler.spec import ImageTraffic, Traffic
-from compiler.validate import validate
 from coherence import check
+from test_edge import errors_of, spec_of
 from test_render_kubernetes import K8S_VERSION, _tool
 
 CATALOG = load_catalog()
@@ -51,18 +49,6 @@ workloads:
     traffic: {peak_rps: 3000, growth_per_month: 0.02}
     slo: {latency_p99_ms: 50}
 """
-
-
-def spec_of(text: str):
-    return validate(parse(text, "spec.yaml"), CATALOG)
-
-
-def errors_of(text: str) -> list[tuple[str, str, str]]:
-    """(code, line:column, message) of each diagnostic."""
-    with pytest.raises(CompileError) as info:
-        spec_of(text)
-    return [(d.code, f"{d.position.line}:{d.position.column}" if d.position else "", d.message)
-            for d in info.value.diagnostics]
 
 
 # ----------------------------------------------------------------------------- the spec
