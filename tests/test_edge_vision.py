@@ -42,6 +42,7 @@ from compiler.output import write
 from compiler.source import parse
 from compiler.validate import validate
 from coherence import check
+from test_edge import boxes
 from test_render_kubernetes import K8S_VERSION, _tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,14 +66,6 @@ def compiled(tmp_path_factory):
     result = pipeline.compile_spec(FIXTURE)
     out = write(result.artifacts, tmp_path_factory.mktemp("edge-vision") / "out")
     return result, out
-
-
-def boxes(result) -> dict[str, dict[str, int]]:
-    """Location site -> pricing -> boxes, from the plan's pools."""
-    out: dict[str, dict[str, int]] = {}
-    for p in result.plan.pools:
-        out.setdefault(p.site, {})[p.pricing] = out.get(p.site, {}).get(p.pricing, 0) + p.nodes
-    return out
 
 
 @pytest.mark.slow
