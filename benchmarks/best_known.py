@@ -288,7 +288,7 @@ def rounds(point: Point, cycles: int, time_limit: float, workers: int) -> None:
         fp = fingerprint(spec)
         t0 = time.perf_counter()
         problem = formulate(estimate(spec)[0])
-    model = Models(problem)
+    model = Models(problem, DEFAULT.seed)
     plan, bound = search(problem, greedy_start(problem), model,
                          schedules.rounds(problem, cycles=cycles, workers=workers), seconds=time_limit,
                          say=lambda m: print(f"{time.perf_counter() - t0:7.1f} s  {m}", flush=True))
