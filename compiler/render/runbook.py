@@ -33,7 +33,7 @@ from compiler.render.domains import TERMS
 from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
 from compiler.render.kubernetes import HPA_METRIC, PREFILL_HPA_METRIC, KubernetesSite
 from compiler.render.schedule import CRON, ScheduleSite, configmap_name
-from compiler.render.site import SiteView, service_routes, site_view
+from compiler.render.site import LWS_MANIFESTS, SiteView, service_routes, site_view
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, SlurmSite, slurm_site
 from compiler.render.terraform import FILES as TERRAFORM_FILES
 from compiler.render.terraform import TerraformSite, TerraformVariable
@@ -190,6 +190,8 @@ class ServiceCheck:
     name: str
     replicas: int                     # month 0
     unit: str = ""                    # a disaggregated service's role: what its servers are part of
+    kind: str = "deployment"          # the object kubectl gets: leaderworkerset for a replica over nodes
+    nodes: int = 1                    # the nodes (pods) a replica spans
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ class KubernetesStep:
     storage_driver: str               # what provides the claims' storage class ("" : none)
     credentials: str                  # the command that points kubectl at the cluster ("" on-prem)
     routing: Routing | None = None    # the site routes to its services: what to install first
+    lws: bool = False                 # LeaderWorkerSet must be installed first (a replica over nodes)
+    lws_manifests: str = LWS_MANIFESTS
 
 
 @dataclass(frozen=True)
@@ -474,9 +478,10 @@ def _kubernetes(sf: SiteFiles) -> KubernetesStep | None:
                           managed_crds=gw.gateway_class not in GATEWAY_INSTALL)
     return KubernetesStep(
         files=k.files, namespace=site.namespace, nodes=_node_checks(sf),
-        services=tuple(ServiceCheck(s.object_name, s.initial_replicas, _unit(s)) for s in site.inference),
+        services=tuple(ServiceCheck(s.object_name, s.initial_replicas, _unit(s), s.kind.lower(), s.nodes_per_replica)
+                       for s in site.inference),
         kueue=k.kueue, storage_driver=driver, credentials=credentials,
-        routing=routing)
+        routing=routing, lws=k.lws)
 
 
 def _unit(s) -> str:
