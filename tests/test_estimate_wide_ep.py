@@ -188,3 +188,27 @@ def test_wide_ep_pays_most_per_gpu_at_tight_latency_on_an_nvl72_rack():
     gain = {tpot: per_gpu(32, tpot) / per_gpu(8, tpot) for tpot in (20, 30, 50)}
     assert gain[20] > gain[30] > gain[50] > 1.0
     assert gain[50] < 1.8
+
+
+def test_an_image_that_overlaps_the_all_to_alls_makes_wide_ep_pay_over_infiniband():
+    # The catalog's Hopper images (vLLM 0.6.3) run no expert parallelism, so no wide candidate; an
+    # overlay naming a vLLM 0.11 image (dual-batch overlap, --enable-dbo) gets EP16-EP72 on Azure's H200
+    # nodes over InfiniBand, each step hiding its all-to-alls behind the other micro-batch: DeepSeek-R1
+    # in fp8 at a 50 ms TPOT carries more a GPU at EP16 than the memory-starved EP8 of one node, and
+    # more with the overlap than without (vLLM reports 2.2k tokens/s a H200 with wide EP and DBO, its
+    # blog of 2025-12-17, where it read ~1.5k before).
+    h200 = _hw("Standard_ND96isr_H200_v5")
+    assert wide_ep_degrees(DSR1, h200) == ()
+    newer = dataclasses.replace(CAT.gpus["B200"].serving, version="v0.11.0", vllm=(0, 11, 0))
+    hw = dataclasses.replace(h200, gpu=dataclasses.replace(h200.gpu, serving=newer))
+    assert wide_ep_degrees(DSR1, hw) == (16, 32, 64, 72)
+    fabric = wide_ep_fabric(hw, CAT)
+    assert fabric.dual_batch and fabric.domain == 8 and fabric.bw == pytest.approx(45e9)
+
+    def per_gpu(t: int, f) -> float:
+        pt, why = inference.best_batch(DSR1, hw.gpu, t, "fp8", 1000, 1000, 5000, 50, CAT, ep=True, fabric=f)
+        assert pt is not None, why
+        return pt.tokens_per_s / t
+
+    ep8 = per_gpu(8, None)
+    assert per_gpu(16, fabric) > per_gpu(16, dataclasses.replace(fabric, dual_batch=False)) > ep8
