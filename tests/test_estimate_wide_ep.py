@@ -212,3 +212,28 @@ def test_an_image_that_overlaps_the_all_to_alls_makes_wide_ep_pay_over_infiniban
 
     ep8 = per_gpu(8, None)
     assert per_gpu(16, fabric) > per_gpu(16, dataclasses.replace(fabric, dual_batch=False)) > ep8
+
+
+def test_a_kimi_k2_class_model_needs_the_width_to_fit():
+    # Kimi K2 (Moonshot AI's README: 1T total, 32B active, 384 experts top-8, MLA): in fp8 its 1 TB of
+    # weights fill no four-GPU GB200 tray (250 GB a GPU); expert parallel over the rack each GPU holds the
+    # dense part, 1000 - 968 / 376 x 384 = 11.40B, and ceil(384 / t) experts of 2.5745B: 26.85 GB at EP72
+    # (6 experts: 384 over 72 leaves 48 redundant slots), 73.19 GB at EP16 (24).
+    k2 = CAT.models["kimi-k2"]
+    per_expert = (1000 - 32) / (384 - 8)
+    dense = 1000 - per_expert * 384
+    assert dense == pytest.approx(11.40, abs=0.01)
+    assert inference.held_weights_gb(k2, 72, "fp8", CAT, ep=True) / 72 == pytest.approx(dense + 6 * per_expert)
+    assert inference.held_weights_gb(k2, 72, "fp8", CAT, ep=True) / 72 == pytest.approx(26.85, abs=0.01)
+    assert inference.held_weights_gb(k2, 16, "fp8", CAT, ep=True) / 16 == pytest.approx(73.19, abs=0.01)
+    gb200 = _hw("Standard_ND128isr_NDR_GB200_v6")
+    assert wide_ep_degrees(k2, gb200) == (8, 16, 32, 64, 72)
+    g, rack = CAT.gpus["GB200"], wide_ep_fabric(gb200, CAT)
+    four, why = inference.best_batch(k2, g, 4, "fp8", 1000, 1000, 5000, 100, CAT, ep=True)
+    assert four is None and why.startswith("does not fit")
+    rates = []
+    for t in (8, 16, 72):
+        pt, why = inference.best_batch(k2, g, t, "fp8", 1000, 1000, 5000, 100, CAT, ep=True, fabric=rack)
+        assert pt is not None, why
+        rates.append(pt.tokens_per_s / t)
+    assert rates == sorted(rates)
