@@ -288,3 +288,35 @@ def _backend(d: dict) -> None:
 def test_the_oracle_names_each_break_of_the_layout(out, tmp_path, change, says):
     found = _edit(out, tmp_path, change)
     assert any(says in f and "reasoner" in f for f in found), found
+
+
+def test_a_replan_deletes_the_leader_worker_set_it_replaces(out):
+    # The baseline runs `reasoner` as a LeaderWorkerSet; a plan that serves it on one tray instead
+    # (tp4, a Deployment of the same name) leaves the baseline's LeaderWorkerSet running unless the
+    # runbook deletes it: by its name and kind, and nothing else of that name (the Service, HPA and
+    # PDB named `reasoner` are the new plan's).
+    from dataclasses import replace
+
+    from compiler import pipeline
+    from compiler.candidates import Layout
+    from compiler.render import render
+
+    # (the plan as the compile holds it: plan.json's schema does not list fp4 among the quantizations,
+    # so a plan serving NVFP4 cannot be read back as a baseline today)
+    result = pipeline.compile_spec(out.parent / "spec.yaml", pipeline.CompileOptions(solver="cbc"))
+    base, catalog = result.plan, result.candidates.catalog
+    (w,) = [w for w in base.workloads if w.name == "reasoner"]
+    p = w.placements[0]
+    tray = replace(p, gpus_per_replica=4, gpus=4 * p.replicas * 16, replicas=p.replicas * 16,
+                   monthly_replicas=tuple(r * 16 for r in p.monthly_replicas), layout=Layout(tp=4),
+                   candidate=p.candidate.replace("dp64-ep64", "tp4"), batch=max(1, p.batch // 16))
+    head = replace(base, workloads=tuple(replace(x, placements=(tray,)) if x.name == "reasoner" else x
+                                         for x in base.workloads))
+    files = render(head, catalog, base)
+    kinds = [d["kind"] for d in yaml.safe_load_all(files[FILE]) if d]
+    assert "Deployment" in kinds and "LeaderWorkerSet" not in kinds
+    runbook = files["RUNBOOK.md"]
+    deletes = [line for line in runbook.splitlines() if line.startswith("kubectl ") and " delete " in line
+               and "reasoner" in line]
+    assert deletes == ["kubectl -n wide-ep delete leaderworkerset reasoner --ignore-not-found"], deletes
+    assert "delete LeaderWorkerSet reasoner (a serving layout this plan dropped)" in runbook
