@@ -147,6 +147,10 @@ def candidates_fingerprint(candidates) -> str:
 RENDER_ONLY = ("architecture", "serving", "training", "gke_driver", "accelerator", "nccl_topology")
 
 
+# The factors only an MoE service's expert-parallel candidates read (compiler/estimate/inference.py).
+MOE_SERVING_FACTORS = ("ep_copy_bytes_per_hidden", "ep_decode_overlap")
+
+
 def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: bool = True,
                         capacity_blocks: bool = True, vision_serving: bool = True, edge_sites: bool = True,
                         regions: set[tuple[str, str]] | None = None, moe_serving: bool = True,
@@ -166,8 +170,8 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     sites, where given: only instances' price rows there count, and instances with none there are
     left out (no candidate is priced anywhere else). An instance's optional nvlink_domain_gpus
     counts where it is set (an instance without one is as it was before the field existed).
-    `moe_serving`: whether the expert-parallel serving factor counts (a spec serving no MoE model
-    never reads it); `serving_gpus`: where given, the GPUs the spec's services are sized on (its
+    `moe_serving`: whether the expert-parallel serving factors count (MOE_SERVING_FACTORS: a spec
+    serving no MoE model never reads them); `serving_gpus`: where given, the GPUs the spec's services are sized on (its
     inference candidates' and rejections'): a serving efficiency of another GPU by tensor-parallel
     degree (<factor>.<gpu>.tp<t>) is no figure of its problem."""
     from dataclasses import fields, is_dataclass
@@ -204,7 +208,7 @@ def catalog_fingerprint(catalog, models: set[str] | None = None, savings_plans: 
     if not vision_serving and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items() if not k.startswith("vision_inference_")}
     if not moe_serving and isinstance(figures.get("factors"), dict):
-        figures["factors"] = {k: v for k, v in figures["factors"].items() if k != "ep_copy_bytes_per_hidden"}
+        figures["factors"] = {k: v for k, v in figures["factors"].items() if k not in MOE_SERVING_FACTORS}
     if serving_gpus is not None and isinstance(figures.get("factors"), dict):
         figures["factors"] = {k: v for k, v in figures["factors"].items()
                               if not (re.fullmatch(r"[^.]+\.[^.]+\.tp\d+", k) and k.split(".")[1] not in serving_gpus)}

@@ -87,6 +87,16 @@ class InferenceFigure:
     max_batch: int = 0        # the engine's limit on sequences in flight on the replica (0: none stated)
     output_cv: float = 0.0    # spread of the run's output lengths (std / mean; 0: all one length)
     kv_cache: str = ""        # the KV cache's precision where the run's is not the catalog's pairing
+    # Wide expert parallelism (tp GPUs wider than one NVLink domain): the scale-out fabric between the
+    # domains (node_gbps 0: none, the replica within one domain), the GPUs per node and per NVLink
+    # domain (0: the node), and whether the engine overlaps the all-to-alls with a second micro-batch
+    node_gbps: float = 0.0
+    fabric: str = "infiniband"
+    gpus_per_node: int = 8
+    nvlink_domain: int = 0
+    dual_batch: bool = False
+    gpu_overrides: tuple[tuple[str, float], ...] = ()   # the run's variant of the catalog GPU (H800: an
+                              # H100 with its NVLink cut to 400 GB/s)
 
 
 L3 = "Llama Team, The Llama 3 Herd of Models (arXiv 2407.21783)"
@@ -334,6 +344,46 @@ MOE_INFERENCE: tuple[InferenceFigure, ...] = (
                     "1000/1000: 5,209", "llama-3-405b", "B200", 4, "fp4", 1000, 1000, "tokens_per_s", 5209),
 )
 
+SGL_EP = ("SGLang Team, 'Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 "
+          "GPUs' (LMSYS blog, 2025-05-05; lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md @ 2db4e40)")
+DS_PROFILE = ("DeepSeek-AI profile-data (github.com/deepseek-ai/profile-data, 2025-02-27): decode at EP128 on H800, "
+              "128 sequences a GPU, 4K prompts, two micro-batches overlapping the all-to-alls; its rate as "
+              f"{SGL_EP} derives it, decode table 'DeepSeek Profile': 18,598 tokens/s a node")
+H800 = (("nvlink_gb_s", 400.0),)   # H800 SXM: H100's HBM and tensor cores, NVLink cut to 400 GB/s
+WIDE_EP_INFERENCE: tuple[InferenceFigure, ...] = (
+    # Wide expert parallelism across nodes (inference.ScaleOut): decode pools, prefill elsewhere. No
+    # factor is fitted on them: the fabric terms are the catalog's (network_efficiency, nvlink_efficiency,
+    # tp_allreduce_latency_us; DeepEP's kernel table checks the all-to-all, test_estimate_wide_ep.py),
+    # the overlap of two micro-batches is DeepSeek's design (ep_decode_overlap 1).
+    InferenceFigure("sglang-dsv3-h100-ep72-decode", HOLDOUT, f"{SGL_EP}, decode table 'SGLang (Default)': "
+                    "DeepSeek-V3 (fp8 weights, 16-bit KV cache) on 9 nodes of 8 H100 over InfiniBand (400 Gb/s a "
+                    "GPU), DP72 attention, EP72 (256 + 32 redundant experts, EPLB), DeepEP low-latency kernels, "
+                    "two-batch overlap, 256 sequences a GPU, KV length 2,000 (2,000-token prompts, 100 out): "
+                    "22,282 tokens/s a node, / 8", "deepseek-v3", "H100", 72, "fp8", 2000, 100,
+                    "decode_tokens_per_gpu_s", 22282 / 8, ep=True, max_batch=256 * 72, kv_cache="bf16",
+                    node_gbps=3200, dual_batch=True),
+    InferenceFigure("deepseek-profile-h800-ep128-decode", HOLDOUT, f"{DS_PROFILE}, / 8. H800 modelled as H100 with "
+                    "400 GB/s NVLink; 16-bit KV cache, 400 Gb/s InfiniBand a GPU", "deepseek-v3", "H100", 128, "fp8",
+                    4096, 0, "decode_tokens_per_gpu_s", 18598 / 8, ep=True, max_batch=128 * 128, kv_cache="bf16",
+                    node_gbps=3200, dual_batch=True, gpu_overrides=H800),
+    InferenceFigure("deepseek-day6-h800-ep144-decode", REFERENCE, "DeepSeek-AI, 'Day 6: One More Thing, DeepSeek-V3/R1 "
+                    "Inference System Overview' (github.com/deepseek-ai/open-infra-index, 2025-03-01): decode on "
+                    "18-node units of 8 H800, EP144 (2 routed + 1 redundant expert a GPU), 14.8k output tokens/s "
+                    "a node over a day of production traffic, mean KV length 4,989 a token; the batch, 128 a GPU, "
+                    f"is the reading of {SGL_EP}, and production runs MTP, which the row does not model: a reference",
+                    "deepseek-v3", "H100", 144, "fp8", 4989, 0, "decode_tokens_per_gpu_s", 14800 / 8, ep=True,
+                    max_batch=128 * 144, kv_cache="bf16", node_gbps=3200, dual_batch=True, gpu_overrides=H800),
+    InferenceFigure("sglang-dsv3-gb200-ep48-decode", REFERENCE, "SGLang Team, 'Deploying DeepSeek on GB200 NVL72 with PD "
+                    "and Large Scale EP (Part I): 2.7x Higher Decoding Throughput' (LMSYS blog, 2025-06-16; "
+                    "lm-sys/lm-sys.github.io blog/2025-06-16-gb200-part-1.md): DeepSeek (fp8) decode on 12 four-GPU "
+                    "trays of one NVL72 rack (EP48 over NVLink alone, no two-batch overlap), 2,000-token prompts, "
+                    "100 out: 7,583 tokens/s a GPU. The batch is not published (the decode nodes run saturated); "
+                    "modelled at 768 a GPU: a reference", "deepseek-v3", "GB200", 48, "fp8", 2000, 100,
+                    "decode_tokens_per_gpu_s", 7583, ep=True, max_batch=768 * 48, kv_cache="bf16",
+                    node_gbps=1600, gpus_per_node=4, nvlink_domain=72),
+)
+
+
 INFERENCE: tuple[InferenceFigure, ...] = (
     # ---- fit half ----
     InferenceFigure("trt-llama33-70b-h100-tp2-1000-1000", FIT, f"{TRT}: Llama 3.3 70B, H100 TP2, 1000/1000: 4,205",
@@ -491,7 +541,21 @@ def training_value(f: TrainingFigure, catalog: Catalog) -> float:
 
 
 def inference_value(f: InferenceFigure, catalog: Catalog) -> float:
-    m, g = catalog.models[f.model], catalog.gpus[f.gpu]
+    m, g = catalog.models[f.model], dataclasses.replace(catalog.gpus[f.gpu], **dict(f.gpu_overrides))
+    fabric = (inference.ScaleOut.of(f.node_gbps, f.gpus_per_node, f.fabric, f.nvlink_domain, catalog, f.dual_batch)
+              if f.node_gbps > 0 or f.nvlink_domain else None)
+    if f.metric == "decode_tokens_per_gpu_s":
+        # A decode pool's own rate (prefill on other nodes, as the run disaggregates): the published
+        # batch per GPU (max_batch / tp), every sequence at the run's KV length, one step D(B):
+        # B / D(B) / GPUs. The batch must fit the GPUs' memory as the model sizes it.
+        serving = inference.Serving(output_cv=f.output_cv, kv_cache=f.kv_cache)
+        rep = inference.replica(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, catalog, serving, ep=f.ep,
+                                fabric=fabric)
+        assert rep.max_batch >= f.max_batch, f"{f.key}: {f.max_batch} sequences do not fit ({rep.max_batch})"
+        context = inference.context_tokens(f.input_tokens, f.output_tokens, catalog, serving)
+        step = inference.decode_step_s(m, g, f.tp, f.quant, f.max_batch, context, catalog,
+                                       kv=inference.kv_quantization(f.quant, serving), ep=f.ep, fabric=fabric)
+        return f.max_batch / step / f.tp
     if f.metric == "ttft_ms":
         # At concurrency 1 there is no queue and no batch: one prefill plus one decode step.
         rep = inference.replica(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, catalog)
@@ -500,7 +564,7 @@ def inference_value(f: InferenceFigure, catalog: Catalog) -> float:
     tpot = f.tpot_ms * catalog.factor("tpot_p99_multiplier") if f.tpot_ms < 1e9 and not f.slo_p99 else f.tpot_ms
     serving = inference.Serving(output_cv=f.output_cv, kv_cache=f.kv_cache)
     pt, why = inference.best_batch(m, g, f.tp, f.quant, f.input_tokens, f.output_tokens, f.ttft_ms, tpot, catalog,
-                                   serving, ep=f.ep, max_batch=f.max_batch)
+                                   serving, ep=f.ep, max_batch=f.max_batch, fabric=fabric)
     assert pt is not None, why
     return pt.tokens_per_s
 
@@ -706,6 +770,7 @@ MLPERF_MOE_TRAINING: tuple[TrainingFigure, ...] = (
 )
 
 FIGURES = {f.key: f for f in (*TRAINING, *MOE_TRAINING, *MLPERF_MOE_TRAINING, *INFERENCE, *MOE_INFERENCE,
+                              *WIDE_EP_INFERENCE,
                               *MI300X_INFERENCE, *MLPERF_INFERENCE)}
 
 

@@ -52,8 +52,12 @@ Readings of the contract where it leaves room (what a demanding ops engineer exp
   max >= max k; the Terraform check asks the exact figures.
 - The HPA's bounds are the first month with replicas: maxReplicas = that month's replicas,
   minReplicas = min(2, that); the Deployment's replicas are month 0's.
+- A replica over several nodes (wide expert parallelism) is one group of a LeaderWorkerSet: its
+  pods (size) x GPUs a pod are the placement's GPUs a replica, its leader serves the API and the
+  InferencePool selects the leaders only; it is read as a Deployment of its leaders otherwise.
 - Deployments of a domain must fit, month by month, into the nodes Kubernetes holds there (the
-  sum of k[m] over the domain's blocks), packed first-fit decreasing by GPUs. Kubernetes
+  sum of k[m] over the domain's blocks), packed first-fit decreasing by GPUs (a LeaderWorkerSet
+  replica: its pods, each packed alone). Kubernetes
   training is not subtracted: the plan lets a job and services take turns on nodes within a
   month (node-hours), which whole-month figures cannot show.
 - The ClusterQueue's GPU quota of a flavor is exactly the most GPUs Kubernetes training holds
@@ -1336,6 +1340,62 @@ def _pod_gpus(pod: dict) -> int:
     return total
 
 
+# A LeaderWorkerSet (kubernetes-sigs/lws v0.7.0) runs a service whose replica spans several nodes
+# (wide expert parallelism): a replica is a group of `size` pods, one a node, its leader the API
+# server. The checks below read it as a Deployment of its leader pods whose replica holds `size`
+# pods' GPUs.
+LWS_KIND = "LeaderWorkerSet"
+LWS_API = "leaderworkerset.x-k8s.io/v1"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+NAME_LABEL = "app.kubernetes.io/name"
+
+
+def _as_server(doc: dict) -> dict:
+    """A Deployment as it is; a LeaderWorkerSet as a Deployment of its leader pods (template: the
+    leader's), with `_size` (pods a replica), `_worker` (the workers' pod template) and `_kind`."""
+    if doc.get("kind") != LWS_KIND:
+        return doc
+    spec = doc.get("spec") or {}
+    lwt = spec.get("leaderWorkerTemplate") or {}
+    name = (doc.get("metadata") or {}).get("name", "")
+    return {"kind": LWS_KIND, "metadata": doc.get("metadata") or {},
+            "spec": {"replicas": spec.get("replicas", 1), "selector": {"matchLabels": {NAME_LABEL: name}},
+                     "template": lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}},
+            "_size": _as_int(lwt.get("size", 1)) or 0, "_worker": lwt.get("workerTemplate") or {},
+            "_kind": LWS_KIND, "_leader": "leaderTemplate" in lwt}
+
+
+def _server_docs(ctx: "Context", site: str) -> list[tuple[str, dict]]:
+    """The site's server objects: Deployments, and LeaderWorkerSets read as _as_server does."""
+    return ([(f, d) for f, d in ctx.k8s_kind(site, "Deployment")]
+            + [(f, _as_server(d)) for f, d in ctx.k8s_kind(site, LWS_KIND)])
+
+
+def _pods_a_replica(doc: dict) -> int:
+    return doc.get("_size", 1) if doc.get("_kind") == LWS_KIND else 1
+
+
+def _check_group(where: str, d: dict, pod: dict, gpus: int) -> list[str]:
+    """A LeaderWorkerSet's group: a leader template, at least two pods, and its workers on the
+    leader's pool with the leader's GPUs (one node each), none of them carrying the label the
+    service's InferencePool selects by (a headless worker serves no requests)."""
+    out: list[str] = []
+    if not d.get("_leader"):
+        out.append(f"{where}: no leaderTemplate: the workers' template would serve as leader")
+    if d.get("_size", 0) < 2:
+        out.append(f"{where}: a group of {d.get('_size')} pod(s): a LeaderWorkerSet replica spans several nodes")
+    worker = (d.get("_worker") or {}).get("spec") or {}
+    wsel = (worker.get("nodeSelector") or {}).get(POOL_LABEL)
+    if wsel != (pod.get("nodeSelector") or {}).get(POOL_LABEL):
+        out.append(f"{where}: its workers select pool {wsel}, its leader {(pod.get('nodeSelector') or {}).get(POOL_LABEL)}")
+    if _pod_gpus(worker) != gpus:
+        out.append(f"{where}: a worker pod asks {_pod_gpus(worker)} GPUs, the leader {gpus}")
+    if "infra-compile.io/workload" in (((d.get("_worker") or {}).get("metadata") or {}).get("labels") or {}):
+        out.append(f"{where}: its worker pods carry infra-compile.io/workload, which the InferencePool selects "
+                   "by: requests would reach headless workers")
+    return out
+
+
 def _ffd(items: list[int], capacity: int) -> int:
     """Bins of `capacity` first-fit decreasing needs for `items`."""
     bins: list[int] = []
@@ -1430,14 +1490,18 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
             for _f, d in ctx.k8s_kind(site, "HorizontalPodAutoscaler")}
     k8s_services = {(d.get("metadata") or {}).get("name") for _f, d in ctx.k8s_kind(site, "Service")}
     pdbs = [d for _f, d in ctx.k8s_kind(site, "PodDisruptionBudget")]
-    per_domain: dict[str, list[tuple[str, int, list[int]]]] = {}
-    for f, d in ctx.k8s_kind(site, "Deployment"):
+    per_domain: dict[str, list[tuple[str, int, list[int], int]]] = {}
+    for f, d in _server_docs(ctx, site):
         meta = d.get("metadata") or {}
         name = meta.get("name", "")
         pod = _pod_spec(d)
         pool = (pod.get("nodeSelector") or {}).get(POOL_LABEL)
         gpus = _pod_gpus(pod)
-        where = f"kubernetes: {site}: {f}: Deployment {name}"
+        size = _pods_a_replica(d)         # pods a replica (a LeaderWorkerSet group's; else 1)
+        replica_gpus = gpus * size
+        where = f"kubernetes: {site}: {f}: {d.get('_kind', 'Deployment')} {name}"
+        if d.get("_kind") == LWS_KIND:
+            out += _check_group(where, d, pod, gpus)
         if pool is None:
             if gpus:
                 out.append(f"{where} asks {gpus} GPUs per pod but selects no {POOL_LABEL}")
@@ -1456,8 +1520,8 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
             peak = max(monthly or [replicas or 0])
             if gpus > gpn:
                 out.append(f"{where}: a pod asks {gpus} GPUs, the nodes of pool {pool} have {gpn}")
-            if peak * gpus > room:
-                out.append(f"{where}: {peak} replicas x {gpus} GPUs exceed pool {pool}'s {room} GPUs "
+            if peak * replica_gpus > room:
+                out.append(f"{where}: {peak} replicas x {replica_gpus} GPUs exceed pool {pool}'s {room} GPUs "
                            f"({sum(g[1] for g in groups)} nodes at most)")
         # which placement
         wname = _match_workload(name, {**_labels(d), **(((d.get("spec") or {}).get("template") or {})
@@ -1473,7 +1537,7 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
         else:
             cands = [(w, p) for w, p in unmatched if w.name == wname and slug(p.instance) == pool
                      and getattr(p, "disaggregation", None) is None
-                     and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == gpus]
+                     and (p.gpus_per_replica or max(1, p.gpus // max(1, p.replicas))) == replica_gpus]
             per_unit = {id(p): 1 for _w, p in cands}
 
         def series(p):
@@ -1481,8 +1545,8 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
             return [r * per_unit[id(p)] for r in base]
         if not cands:
             what = f"{ROLE_LABEL}={role}, " if role is not None else ""
-            out.append(f"{where} ({what}pool {pool}, {gpus} GPUs per pod) matches no service placement of the plan "
-                       f"at {site}")
+            out.append(f"{where} ({what}pool {pool}, {gpus} GPUs per pod{f' x {size} pods' if size > 1 else ''}) "
+                       f"matches no service placement of the plan at {site}")
             continue
         pick = next(((w, p) for w, p in cands if monthly and series(p) == monthly), cands[0])
         w, p = pick
@@ -1494,7 +1558,7 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
                 unmatched.remove(pick)
         plan_monthly = series(p)
         per_domain.setdefault(pool, []).append((name, gpus, monthly if monthly and len(monthly) == ctx.months
-                                                else plan_monthly))
+                                                else plan_monthly, size))
         if replicas != plan_monthly[0]:
             out.append(f"{where}: replicas {replicas}, the plan runs {plan_monthly[0]} in month 0")
         if monthly is None:
@@ -1508,6 +1572,12 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
             out.append(f"{where} has no HorizontalPodAutoscaler")
         elif first is not None:
             spec = hpa.get("spec") or {}
+            ref = spec.get("scaleTargetRef") or {}
+            kind = d.get("_kind", "Deployment")
+            api = LWS_API if kind == LWS_KIND else "apps/v1"
+            if (ref.get("kind"), ref.get("apiVersion")) != (kind, api):
+                out.append(f"{where}: its HPA scales a {ref.get('kind')} ({ref.get('apiVersion')}), the servers are a "
+                           f"{kind} ({api})")
             hi, lo = spec.get("maxReplicas"), spec.get("minReplicas", 1)
             want_hi = plan_monthly[first]
             if not isinstance(hi, int) or hi < 1 or hi != want_hi:
@@ -1540,13 +1610,13 @@ def _check_deployments(ctx, site, services, trainings, backing, smap) -> list[st
             continue
         gpn = blocks[0].gpus_per_node
         for m in range(ctx.months):
-            items = [g for _n, g, monthly in deps for _ in range(monthly[m])]
+            items = [g for _n, g, monthly, size in deps for _ in range(monthly[m] * size)]
             if not items:
                 continue
             nodes = sum(b.k[m] for b in blocks)
             need = _ffd(items, gpn)
             if need > nodes:
-                names = ", ".join(f"{n} {monthly[m]}x{g}" for n, g, monthly in deps if monthly[m])
+                names = ", ".join(f"{n} {monthly[m] * size}x{g}" for n, g, monthly, size in deps if monthly[m])
                 out.append(f"kubernetes: {site}: month {m}: the services of domain {pool} ({names} GPUs) need {need} "
                            f"nodes of {gpn} GPUs packed first-fit decreasing, Kubernetes holds {nodes} nodes there "
                            f"(k[{m}] = {' + '.join(f'{b.k[m]} {b.pricing}' for b in blocks)})")
@@ -2209,8 +2279,8 @@ def _jobset_pods(doc: dict) -> list[dict]:
 
 def check_references(ctx: Context) -> list[str]:
     """Every object a manifest names is created in the same site's folder and namespace: the
-    claims, config maps, secrets and service accounts its pods use, the Deployment an HPA
-    scales, the LocalQueue a JobSet is queued in and the ClusterQueue and flavors behind it."""
+    claims, config maps, secrets and service accounts its pods use (a LeaderWorkerSet's leaders'
+    and workers'), the Deployment or LeaderWorkerSet an HPA scales, the LocalQueue a JobSet is queued in and the ClusterQueue and flavors behind it."""
     out: list[str] = []
     for site in ctx.sites:
         docs = ctx.k8s_docs(site)
@@ -2220,7 +2290,10 @@ def check_references(ctx: Context) -> list[str]:
         for f, d in docs:
             kind, meta = d.get("kind"), d.get("metadata") or {}
             ns, name = meta.get("namespace"), meta.get("name")
-            pods = [_pod_spec(d)] if kind == "Deployment" else _jobset_pods(d) if kind == "JobSet" else []
+            lwt = (d.get("spec") or {}).get("leaderWorkerTemplate") or {}
+            pods = ([_pod_spec(d)] if kind == "Deployment" else _jobset_pods(d) if kind == "JobSet"
+                    else [(lwt.get(t) or {}).get("spec") or {} for t in ("leaderTemplate", "workerTemplate")]
+                    if kind == LWS_KIND else [])
             for pod in pods:
                 for rkind, rname in _pod_references(pod):
                     if (rkind, ns, rname) not in created:
@@ -2252,17 +2325,19 @@ def check_references(ctx: Context) -> list[str]:
 
 def check_serving(ctx: Context) -> list[str]:
     """Each Deployment's server runs what its placement sized: tensor x pipeline x data parallel =
-    the GPUs a pod gets, each degree the placement's (expert parallel where its layout's ep is), its
+    the GPUs a pod gets (a LeaderWorkerSet group's pods together, each told its share and the group's
+    leader: _check_multi_node), each degree the placement's (expert parallel where its layout's ep is), its
     batch (over its data-parallel engines), the plan's context length and
     quantization (weights and KV cache), with the model read from a mounted volume."""
     out: list[str] = []
     for site in ctx.sites:
         services = [(w, p) for w, p in ctx.placements(site, "kubernetes", "inference") if p.replicas > 0]
         names = {w.name for w, _p in services}
-        for f, d in ctx.k8s_kind(site, "Deployment"):
+        for f, d in _server_docs(ctx, site):
             name = (d.get("metadata") or {}).get("name", "")
             pod = _pod_spec(d)
-            gpus = _pod_gpus(pod)
+            per_pod = _pod_gpus(pod)
+            gpus = per_pod * _pods_a_replica(d)     # the replica's: a LeaderWorkerSet group's pods all
             pool = (pod.get("nodeSelector") or {}).get(POOL_LABEL)
             wname = _match_workload(name, _labels(d), names)
             role = _pod_labels(d).get(ROLE_LABEL)
@@ -2276,7 +2351,7 @@ def check_serving(ctx: Context) -> list[str]:
             if not cands:
                 continue            # check_kubernetes names a Deployment no placement matches
             w, p = cands[0]
-            where = f"serving: {site}: {f}: Deployment {name}"
+            where = f"serving: {site}: {f}: {d.get('_kind', 'Deployment')} {name}"
             if role is not None:
                 out += _check_pd_server(where, ctx, site, name, w, p, role, pod)
                 continue
@@ -2305,6 +2380,8 @@ def check_serving(ctx: Context) -> list[str]:
             if (tp, pp, dp) != (want_tp, want_pp, want_dp):
                 out.append(f"{where}: tensor {tp} x pipeline {pp} x data {dp}, the plan sized tensor {want_tp} x "
                            f"pipeline {want_pp} x data {want_dp} ({p.candidate})")
+            if d.get("_kind") == LWS_KIND or flags.get("data-parallel-size-local") is not None:
+                out += _check_multi_node(where, d, c, flags, per_pod)
             if expert != ("enable-expert-parallel" in flags):
                 out.append(f"{where}: " + (f"the plan runs the experts expert parallel over {layout.ep} GPUs "
                                             "(layout ep), the server is not told --enable-expert-parallel" if expert
@@ -2337,6 +2414,67 @@ def check_serving(ctx: Context) -> list[str]:
             out += _check_model_mounted(where, flags, mounts)
             out += _check_choices(where, flags, w.inputs.document if w.inputs is not None else {}, mounts)
             out += _check_hpa_target(where, ctx, site, name, batch, w)
+    return out
+
+
+WIDE_EP_BACKEND = ("VLLM_ALL2ALL_BACKEND", "deepep_low_latency")
+START_RANK = re.compile(r"--data-parallel-start-rank[= ]\$\(\(\s*\$?\{?LWS_WORKER_INDEX\}?\s*\*\s*(\d+)\s*\)\)")
+
+
+def _env(container: dict) -> dict:
+    return {e.get("name"): e.get("value") for e in container.get("env") or () if isinstance(e, dict)}
+
+
+def _check_multi_node(where: str, d: dict, leader: dict, flags: dict, per_pod: int) -> list[str]:
+    """A replica over several nodes (vLLM's multi-node data parallel deployment, one LeaderWorkerSet
+    group): every pod holds --data-parallel-size-local = its GPUs of the --data-parallel-size ranks and
+    reaches the group's leader (--data-parallel-address $(LWS_LEADER_ADDRESS), an RPC port); the leader
+    serves the API, each worker runs --headless from rank LWS_WORKER_INDEX x its GPUs, with the same
+    flags otherwise; all run DeepEP's low-latency all-to-all (the kernels the estimate's all-to-all is
+    checked against). Such flags outside a LeaderWorkerSet have no group to join."""
+    out: list[str] = []
+    if d.get("_kind") != LWS_KIND:
+        return [f"{where}: told --data-parallel-size-local={flags.get('data-parallel-size-local')}, a multi-node "
+                "data-parallel rank set, but its pods are no LeaderWorkerSet group"]
+    size = d.get("_size", 1)
+    local = _as_int(flags.get("data-parallel-size-local"))
+    if local != per_pod:
+        out.append(f"{where}: --data-parallel-size-local={flags.get('data-parallel-size-local')}, a pod has {per_pod} "
+                   f"GPUs ({size} pods a replica)")
+    if flags.get("data-parallel-address") != "$(LWS_LEADER_ADDRESS)":
+        out.append(f"{where}: --data-parallel-address={flags.get('data-parallel-address')}, not the group's leader "
+                   "($(LWS_LEADER_ADDRESS))")
+    if _as_int(flags.get("data-parallel-rpc-port")) is None:
+        out.append(f"{where}: no --data-parallel-rpc-port for the group's ranks to meet on")
+    if "headless" in flags:
+        out.append(f"{where}: the leader runs --headless: no API server would take the group's requests")
+    if _env(leader).get(WIDE_EP_BACKEND[0]) != WIDE_EP_BACKEND[1]:
+        out.append(f"{where}: the leader runs {WIDE_EP_BACKEND[0]}={_env(leader).get(WIDE_EP_BACKEND[0])}, "
+                   f"not {WIDE_EP_BACKEND[1]}")
+    workers = [c for c in ((d.get("_worker") or {}).get("spec") or {}).get("containers") or ()
+               if _pod_gpus({"containers": [c]})]
+    if len(workers) != 1:
+        return out + [f"{where}: {len(workers)} worker containers ask for GPUs, expected the one server"]
+    wc = workers[0]
+    command = [str(x) for x in wc.get("command") or ()]
+    wflags = _flags(command + list(wc.get("args") or ()))
+    if "headless" not in wflags:
+        out.append(f"{where}: its workers are not told --headless: each would start an API server")
+    same = {k: v for k, v in flags.items() if k not in ("headless",)}
+    wsame = {k: v for k, v in wflags.items() if k not in ("headless", "data-parallel-start-rank")}
+    if wsame != same:
+        diff = sorted(k for k in set(same) | set(wsame) if same.get(k) != wsame.get(k))
+        out.append(f"{where}: its workers' flags differ from the leader's in {', '.join('--' + k for k in diff)}")
+    hit = [m for x in command for m in START_RANK.finditer(x)]
+    if not hit:
+        out.append(f"{where}: its workers' start rank is not LWS_WORKER_INDEX x the GPUs a pod "
+                   "(--data-parallel-start-rank=$((LWS_WORKER_INDEX * n)))")
+    elif _as_int(hit[0].group(1)) != per_pod:
+        out.append(f"{where}: its workers start at rank LWS_WORKER_INDEX x {hit[0].group(1)}, a pod holds {per_pod} "
+                   "ranks")
+    if _env(wc).get(WIDE_EP_BACKEND[0]) != WIDE_EP_BACKEND[1]:
+        out.append(f"{where}: its workers run {WIDE_EP_BACKEND[0]}={_env(wc).get(WIDE_EP_BACKEND[0])}, "
+                   f"not {WIDE_EP_BACKEND[1]}")
     return out
 
 
@@ -2613,7 +2751,11 @@ def check_routing(ctx: Context) -> list[str]:
         services = {w.name for w, p in ctx.placements(site, "kubernetes", "inference") if p.replicas > 0}
         if not services or not ctx.k8s_docs(site):
             continue
-        deps = [(f, d) for f, d in ctx.k8s_kind(site, "Deployment") if _pod_gpus(_pod_spec(d))]
+        deps = [(f, d) for f, d in _server_docs(ctx, site) if _pod_gpus(_pod_spec(d))]
+        # a LeaderWorkerSet group's headless workers, which serve no requests: no pool may select them
+        workers = [(f, (d.get("metadata") or {}).get("name"), (((d.get("_worker") or {}).get("metadata") or {})
+                                                              .get("labels") or {}))
+                   for f, d in deps if d.get("_kind") == LWS_KIND]
         pools = {(d.get("metadata") or {}).get("name"): d for _f, d in ctx.k8s_kind(site, "InferencePool")}
         k8s_services = {(d.get("metadata") or {}).get("name"): d for _f, d in ctx.k8s_kind(site, "Service")}
         gateways = {(d.get("metadata") or {}).get("name") for _f, d in ctx.k8s_kind(site, "Gateway")}
@@ -2647,6 +2789,10 @@ def check_routing(ctx: Context) -> list[str]:
                 lab = (((d.get("spec") or {}).get("template") or {}).get("metadata") or {}).get("labels") or {}
                 if (f, d) not in servers and all(lab.get(k) == v for k, v in sel.items()):
                     out.append(f"{where}: InferencePool {pname} also selects the pods of {f}")
+            for f, lws, lab in workers:
+                if sel and all(lab.get(k) == v for k, v in sel.items()):
+                    out.append(f"{where}: InferencePool {pname} selects the headless worker pods of LeaderWorkerSet "
+                               f"{lws} ({f}), which serve no requests")
             targets = {t.get("number") for t in spec.get("targetPorts") or ()}
             if not targets or not targets <= ports:
                 out.append(f"{where}: InferencePool {pname} targets ports {sorted(targets)}, its servers listen on "

@@ -178,6 +178,7 @@ def test_a_serving_factor_a_spec_never_reads_leaves_its_records_standing():
     catalog = load_catalog()
     fp = best_known.catalog_fingerprint(catalog, moe_serving=False, serving_gpus={"H100"})
     moved = with_factors(catalog, ep_copy_bytes_per_hidden=catalog.factor("ep_copy_bytes_per_hidden") + 10,
+                         ep_decode_overlap=catalog.factor("ep_decode_overlap") - 0.5,
                          **{"prefill_efficiency.MI300X.tp1": catalog.factor("prefill_efficiency.MI300X.tp1") + 0.1})
     assert best_known.catalog_fingerprint(moved, moe_serving=False, serving_gpus={"H100"}) == fp
     assert best_known.catalog_fingerprint(moved, moe_serving=True, serving_gpus={"H100"}) != \

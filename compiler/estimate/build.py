@@ -430,15 +430,38 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
             cands += _disaggregated(w, model, hw, serving, catalog, memo, rejs)
         if w.disaggregation == "required":
             continue
-        for t, ep in ((t, ep) for t in tps for ep in serving_layouts(model, hw, t)):
+        layouts = [(t, ep) for t in tps for ep in serving_layouts(model, hw, t)]
+        wide = [] if w.pin and w.pin.gpus else [(t, True) for t in wide_ep_degrees(model, hw)]
+        fabric = wide_ep_fabric(hw, catalog)
+        best_per_gpu: dict[int, tuple[float, str]] = {}   # GPUs of a replica -> its best tokens/s a GPU, layout
+        for t, ep in layouts + wide:
+            far = fabric if t > hw.gpus_per_node else None
             pt, why = memo.get((model, hw.gpu, catalog), (t, w.quantization, tr.input_tokens, tr.output_tokens,
-                                                          ttft, tpot, serving, ep),
+                                                          ttft, tpot, serving, ep, far),
                                lambda: inference.best_batch(model, hw.gpu, t, w.quantization, tr.input_tokens,
-                                                            tr.output_tokens, ttft, tpot, catalog, serving, ep=ep))
+                                                            tr.output_tokens, ttft, tpot, catalog, serving, ep=ep,
+                                                            fabric=far))
             if pt is None:
                 rejs.append(_rejected(w, hw, why + headroom_note(slo), gpus=t))
                 continue
-            notes = ((f"attention data parallel x {t}, experts expert parallel over the {t} GPUs; " if ep else "")
+            layout_name = f"dp{t}-ep{t}" if ep else f"tp{t}"
+            if t > hw.gpus_per_node:
+                # Wide expert parallelism is a candidate only where it pays per GPU: a narrower layout
+                # whose replica size divides t and carries at least as many tokens/s a GPU serves the
+                # same GPUs better (t / its size replicas of it hold the same nodes).
+                rate = pt.tokens_per_s / t
+                beaten = [(r, name) for g, (r, name) in best_per_gpu.items() if t % g == 0 and r >= rate]
+                if beaten:
+                    r, name = max(beaten)
+                    rejs.append(_rejected(w, hw, f"wide expert parallel dp{t}-ep{t} does not pay: {rate:,.0f} "
+                                                 f"tokens/s a GPU against {r:,.0f} at {name}", gpus=t))
+                    continue
+            if pt.tokens_per_s / t > best_per_gpu.get(t, (0.0, ""))[0]:
+                best_per_gpu[t] = (pt.tokens_per_s / t, layout_name)
+            where = (f"over {t // hw.gpus_per_node} nodes of {hw.gpus_per_node}"
+                     + (" in one NVLink domain" if t <= fabric.domain else f", all-to-alls over {hw.fabric}")
+                     if t > hw.gpus_per_node else f"over the {t} GPUs")
+            notes = ((f"attention data parallel x {t}, experts expert parallel {where}; " if ep else "")
                      + f"batch {pt.batch}: decode step {pt.decode_ms:.1f} ms, prefill {pt.prefill_ms:.0f} ms "
                        f"per request",)
             est = InferenceEstimate(memory_gb_per_gpu=round(pt.memory_gb_per_gpu, 3),
@@ -447,7 +470,7 @@ def inference_candidates(spec: Spec, w: InferenceWorkload, catalog: Catalog, mem
                                     weights_gb=round(weight_bytes(model.params_b * 1e9, w.quantization,
                                                                   catalog) / 1e9, 3))
             cands.append(Candidate(
-                id=f"{w.name}/{hw.site}/{hw.label}/" + (f"dp{t}-ep{t}" if ep else f"tp{t}"), workload=w.name,
+                id=f"{w.name}/{hw.site}/{hw.label}/{layout_name}", workload=w.name,
                 kind="inference", site=hw.site, site_type=hw.site_type, instance=hw.instance, gpu=hw.gpu.name,
                 gpus_per_node=hw.gpus_per_node, gpus=t, nodes=0,
                 layout=Layout(tp=1, dp=t, ep=t) if ep else Layout(tp=t), fabric=hw.fabric,
@@ -514,6 +537,39 @@ def serving_layouts(model: Model, hw: Hardware, t: int) -> tuple[bool, ...]:
     eligible = (t > 1 and is_moe(model) and image is not None and image.runtime.startswith("CUDA")
                 and image.vllm[:2] >= VLLM_EXPERT_PARALLEL)
     return (False, True) if eligible else (False,)
+
+
+# Expert-parallel widths over whole nodes (wide EP: DeepSeek's EP144, SGLang's EP72, llm-d's DP16, the
+# EP16-EP72 of TensorRT-LLM's wide-EP runs on a GB200 NVL72 rack): a replica of t GPUs on t / GPUs-per-node
+# nodes, each GPU one attention data-parallel rank holding ceil(E / t) experts.
+WIDE_EP_DEGREES = (8, 16, 32, 64, 72)
+# The first vLLM release with dual-batch overlap (--enable-dbo: vllm-project/vllm#23693, merged September
+# 2025, after v0.10.2): its wide-EP decode hides the all-to-alls behind a second micro-batch
+# (inference.ScaleOut.dual_batch); the catalog's v0.10.1.1 images hide none.
+VLLM_DUAL_BATCH = (0, 11)
+
+
+def wide_ep_degrees(model: Model, hw: Hardware) -> tuple[int, ...]:
+    """The widths a wide expert-parallel replica of `model` on `hw` is sized at: WIDE_EP_DEGREES above
+    one node, in whole nodes, at most the model's experts (each GPU at least one), and reachable: within
+    the instance's NVLink domain where it has one beyond the node (a GB200 NVL72 rack's 72), else over
+    a scale-out fabric between the nodes. None for a model or image the in-node layout does not run
+    (serving_layouts)."""
+    if True not in serving_layouts(model, hw, max(2, hw.gpus_per_node)):
+        return ()
+    reach = hw.nvlink_domain if hw.nvlink_domain > hw.gpus_per_node else (
+        max(WIDE_EP_DEGREES) if hw.node_gbps > 0 else 0)
+    return tuple(t for t in WIDE_EP_DEGREES if hw.gpus_per_node < t <= reach and t % hw.gpus_per_node == 0
+                 and t <= (model.experts or 0))
+
+
+def wide_ep_fabric(hw: Hardware, catalog: Catalog) -> inference.ScaleOut:
+    """The network a wide expert-parallel replica on `hw` runs its all-to-alls over (inference.ScaleOut):
+    its NVLink domain, each GPU's rail of the node's scale-out bandwidth, and whether the image's vLLM
+    overlaps them with a second micro-batch."""
+    image = hw.gpu.serving
+    dual = image is not None and image.vllm[:2] >= VLLM_DUAL_BATCH
+    return inference.ScaleOut.of(hw.node_gbps, hw.gpus_per_node, hw.fabric, hw.nvlink_domain, catalog, dual)
 
 
 # The first vLLM release the render gives a disaggregated service (its NixlConnector, the

@@ -31,6 +31,20 @@ def all_to_all_s(nbytes: float, n: int, bw: float) -> float:
     return (n - 1) / n * nbytes / bw
 
 
+def domain_all_to_all_s(nbytes: float, n: int, domain: int, scaleup: float, scaleout: float) -> float:
+    """An all-to-all over n GPUs in NVLink domains of `domain` GPUs (a node, or a GB200 NVL72 rack):
+    each GPU sends (n-1)/n of its buffer, (min(n, domain) - 1)/n of it over NVLink to the GPUs of its
+    own domain and (n - domain)/n over the scale-out fabric (its rail, `scaleout` bytes/s), both at
+    once, so the slower share sets the time (DeepEP's kernels: NVLink within a node, RDMA across).
+    Within one domain (n <= domain) it is all_to_all_s over NVLink."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    inside = min(n, domain)
+    near = (inside - 1) / n * nbytes / scaleup
+    far = (n - inside) / n * nbytes / scaleout if n > inside else 0.0
+    return max(near, far)
+
+
 def scaleup_bw(gpu: Gpu, catalog: Catalog) -> float:
     """Per-GPU one-direction NVLink bandwidth (catalog gives bidirectional), or PCIe."""
     if gpu.nvlink_gb_s > 0:

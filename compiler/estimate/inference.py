@@ -81,6 +81,39 @@ class Serving:
 PLAIN = Serving()
 
 
+@dataclass(frozen=True)
+class ScaleOut:
+    """The network an expert-parallel replica runs its all-to-alls over where it is wider than one
+    NVLink domain (wide expert parallelism across nodes): `domain`, the GPUs one NVLink domain joins
+    (a node's 8, a GB200 NVL72 rack's 72), and `bw`, each GPU's share of the scale-out fabric in
+    bytes/s at the fabric's efficiency (comms.scaleout_bw: one rail a GPU). `dual_batch`: the engine
+    splits each decode step into two micro-batches whose all-to-alls overlap the other's compute
+    (DeepSeek's decode pipeline, SGLang's two-batch overlap, vLLM's --enable-dbo). A replica within
+    one domain needs none (None: every all-to-all over NVLink, none hidden)."""
+    domain: int
+    bw: float
+    dual_batch: bool = False
+
+    @staticmethod
+    def of(node_gbps: float, gpus_per_node: int, fabric: str, nvlink_domain: int, catalog: Catalog,
+           dual_batch: bool = False) -> "ScaleOut":
+        return ScaleOut(max(nvlink_domain, gpus_per_node),
+                        comms.scaleout_bw(node_gbps, gpus_per_node, fabric, catalog) if node_gbps > 0 else 0.0,
+                        dual_batch)
+
+    def far_share(self, t: int) -> float:
+        """The share of a GPU's all-to-all buffer that leaves its NVLink domain: (t - domain) / t."""
+        return max(0, t - self.domain) / t if t > 0 else 0.0
+
+
+def expert_slots(model: Model, t: int) -> int:
+    """Experts each of t expert-parallel GPUs holds: ceil(E / t). Where t does not divide E (EP72
+    for DeepSeek's 256) engines fill the spare slots with copies of the busiest experts (DeepSeek's
+    EPLB: 256 + 32 redundant experts over 72 GPUs, 4 a GPU), so every GPU holds as many."""
+    e = model.experts or 1
+    return -(-e // max(1, t))
+
+
 def accepted_tokens(spec: Speculative | None) -> float:
     """Tokens a sequence advances per verification step (Leviathan et al. 2023, eq. 1): with k
     drafted tokens each accepted with probability a, E = (1 - a^(k+1)) / (1 - a); k + 1 at a = 1,
@@ -146,12 +179,15 @@ def held_weights_gb(model: Model, t: int, quant: str, catalog: Catalog, serving:
                     ep: bool = False) -> float:
     """Weights a replica of t GPUs holds, all GPUs together: the model's once under tensor
     parallelism; under attention data parallelism with expert parallelism (ep) every GPU holds the
-    dense part (attention, shared experts, embeddings) whole and E/t of the experts, so the dense
-    part t times. A speculative draft sits beside them."""
+    dense part (attention, shared experts, embeddings) whole and ceil(E/t) experts (expert_slots),
+    so the dense part t times and the experts once (more where t does not divide E: the redundant
+    copies). A speculative draft sits beside them."""
     weights = weight_bytes(model.params_b * 1e9, quant, catalog) / 1e9
     if ep:
-        dense = weight_bytes(model.params_b * 1e9 - expert_params(model), quant, catalog) / 1e9
-        weights += (t - 1) * dense
+        experts = expert_params(model)
+        dense = weight_bytes(model.params_b * 1e9 - experts, quant, catalog) / 1e9
+        held = weight_bytes(experts / (model.experts or 1) * expert_slots(model, t) * t, quant, catalog) / 1e9
+        weights = t * dense + held
     if serving.speculative is not None:
         # A draft model (or draft heads) lives beside the target's weights.
         weights *= 1 + factor(catalog, f"speculative_draft_weights_share.{serving.speculative.method}")
@@ -159,7 +195,7 @@ def held_weights_gb(model: Model, t: int, quant: str, catalog: Catalog, serving:
 
 
 def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
-            catalog: Catalog, serving: Serving = PLAIN, ep: bool = False) -> Replica:
+            catalog: Catalog, serving: Serving = PLAIN, ep: bool = False, fabric: ScaleOut | None = None) -> Replica:
     weights = held_weights_gb(model, t, quant, catalog, serving, ep)
     # Paged KV cache (Kwon et al., vLLM): a sequence holds blocks for its input and the output so
     # far, on average `kv_context_fraction_of_output` of it over its decode (context_tokens).
@@ -190,9 +226,27 @@ def replica(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, outpu
     # The replica's prefill work per request, all t GPUs at work (under ep each GPU prefills its own
     # requests, their experts spread over all). A request waits, under ep, for its dense layers and
     # attention on its own GPU and its experts on all t.
-    work = (linear + attention + experts) / (t * rate)
-    latency = (linear + attention) / rate + experts / (t * rate) if ep else -1.0
+    # Wider than one NVLink domain, the prompt's routed copies cross the fabric at every MoE layer
+    # (expert_parallel_prefill_s); each GPU's rail carries its own requests' copies.
+    far = expert_parallel_prefill_s(model, t, quant, input_tokens - cached, catalog, fabric) if ep else 0.0
+    work = (linear + attention + experts) / (t * rate) + far / t
+    latency = (linear + attention) / rate + experts / (t * rate) + far if ep else -1.0
     return Replica(weights, kv_seq, max_b, work, free, latency)
+
+
+def expert_parallel_prefill_s(model: Model, t: int, quant: str, tokens: float, catalog: Catalog,
+                              fabric: ScaleOut | None) -> float:
+    """A prompt's dispatch and combine over the scale-out fabric in an expert-parallel replica wider
+    than one NVLink domain: at each of L layers its `tokens` x k routed copies of h values go out at
+    the GEMMs' input width and come back in 16 bits, (t - domain)/t of them to GPUs of other domains
+    over the GPU's own rail: L x tokens x k x h x (d + 2) x (t - domain)/t / bw. Within one domain 0:
+    the NVLink share is in the in-node terms fitted on the EP8 runs (ep_copy_bytes_per_hidden)."""
+    if fabric is None or fabric.far_share(t) <= 0 or tokens <= 0 or fabric.bw <= 0:
+        return 0.0
+    k, h = model.experts_per_token or 1, model.hidden
+    width = factor(catalog, f"bytes_per_param.{quant if quant in LOW_PRECISION_DISPATCH else 'bf16'}") \
+        + factor(catalog, "bytes_per_param.bf16")
+    return model.layers * tokens * k * h * width * fabric.far_share(t) / fabric.bw
 
 
 def serving_efficiency(catalog: Catalog, family: str, gpu: Gpu, quant: str, t: int = 0) -> float:
@@ -244,25 +298,26 @@ def attention_peak(gpu: Gpu, quant: str) -> tuple[float, str]:
 
 
 def decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                  catalog: Catalog, spec: Speculative | None = None, kv: str = "", ep: bool = False) -> float:
+                  catalog: Catalog, spec: Speculative | None = None, kv: str = "", ep: bool = False,
+                  fabric: ScaleOut | None = None) -> float:
     """One decode step of a batch (kv: the KV cache's precision, "" for the weights'; ep: attention
     data parallel, experts expert parallel). Under speculative decoding the target verifies k + 1
     tokens per sequence in one step (the weights and KV cache read once, the FLOPs k + 1 times
     over), and the draft proposes k tokens first, each costing `speculative_draft_cost.<method>` of
     a plain target step (Leviathan et al.'s c)."""
     width = 1 + (spec.draft_tokens if spec else 0)
-    step = _decode_step_s(model, gpu, t, quant, batch, context, catalog, width, kv or quant, ep)
+    step = _decode_step_s(model, gpu, t, quant, batch, context, catalog, width, kv or quant, ep, fabric)
     if spec is None:
         return step
-    plain = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1, kv or quant, ep)
+    plain = _decode_step_s(model, gpu, t, quant, batch, context, catalog, 1, kv or quant, ep, fabric)
     return step + spec.draft_tokens * factor(catalog, f"speculative_draft_cost.{spec.method}") * plain
 
 
 def _decode_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                   catalog: Catalog, width: int, kv: str, ep: bool = False) -> float:
+                   catalog: Catalog, width: int, kv: str, ep: bool = False, fabric: ScaleOut | None = None) -> float:
     """A decode step in which each of `batch` sequences runs `width` query tokens (1: plain decode)."""
     if ep:
-        return expert_parallel_step_s(model, gpu, t, quant, batch, context, catalog, width, kv)
+        return expert_parallel_step_s(model, gpu, t, quant, batch, context, catalog, width, kv, fabric)
     bw = t * gpu.memory_bandwidth_gb_s * 1e9 * serving_efficiency(catalog, "decode_bandwidth_efficiency", gpu, quant, t)
     c = t * compute_peak(gpu, quant) * serving_efficiency(catalog, "decode_compute_efficiency", gpu, quant, t)
     rows = batch * width
@@ -295,7 +350,7 @@ LOW_PRECISION_DISPATCH = ("fp8", "int8", "fp4")
 
 
 def expert_parallel_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: int, context: float,
-                           catalog: Catalog, width: int = 1, kv: str = "") -> float:
+                           catalog: Catalog, width: int = 1, kv: str = "", fabric: ScaleOut | None = None) -> float:
     """A decode step of an MoE replica of t GPUs that runs attention data parallel and its experts
     expert parallel (vLLM's --data-parallel-size t --enable-expert-parallel; TensorRT-LLM's
     attention DP with EP t). Each GPU runs its own b = B / t sequences (engines balance them) and
@@ -303,14 +358,18 @@ def expert_parallel_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: in
 
       dense    max(dense weights / bw, b x 2 N_dense / c)   every GPU holds attention, shared
                experts and embeddings whole and reads them each step
-      experts  moe_imbalance x (hit experts' weights / t / bw + B x 2 k e / t / c): E/t experts on
-               each GPU, the experts the batch hits spread over them; the busiest GPU's share of the
-               routed copies over the mean is moe_imbalance (dropless routing)
+      experts  moe_imbalance x (hit share x ceil(E/t) experts' weights / bw + B x 2 k e / t / c):
+               ceil(E/t) experts on each GPU (expert_slots), the share of them the batch hits; the
+               busiest GPU's share of the routed copies over the mean is moe_imbalance (dropless
+               routing)
       copies   L x b k h x ep_copy_bytes_per_hidden / bw: each of the GPU's routed copies is
                routed, permuted into the all-to-all's send buffer, regrouped by expert on arrival
                and summed back by its weight (HBM traffic beyond the GEMMs)
       all2all  L x (2 x tp_allreduce_latency_us + b k h (d + 2) (t - 1) / t / NVLink): the dispatch
-               at the GEMMs' input width d and the combine in 16 bits, over NVLink
+               at the GEMMs' input width d and the combine in 16 bits, over NVLink; a replica wider
+               than one NVLink domain (fabric) sends (t - domain)/t of each buffer over its GPU's
+               rail at the same time, and the slower of the two shares sets each all-to-all
+               (comms.domain_all_to_all_s; DeepEP's low-latency kernels' table, within 10%)
       attention  max(b x KV per token x context / bw, b x A x context / c): each sequence's cache
                once, on its GPU (no copy per tensor-parallel rank: MLA's latent is not replicated)
       host     b x decode_per_sequence_us: each GPU's engine schedules its own sequences
@@ -328,7 +387,8 @@ def expert_parallel_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: in
     dense = max(weight_bytes(model.params_b * 1e9 - experts, quant, catalog) / bw,
                 b * 2 * (model.active_b * 1e9 - routed) / c)
     hit = experts_hit(model, rows) / (model.experts or 1)
-    expert_s = factor(catalog, "moe_imbalance") * (weight_bytes(experts * hit, quant, catalog) / t / bw
+    held = experts / (model.experts or 1) * expert_slots(model, t)
+    expert_s = factor(catalog, "moe_imbalance") * (weight_bytes(held * hit, quant, catalog) / bw
                                                    + rows * 2 * routed / t / c)
     k, h = model.experts_per_token or 1, model.hidden
     copies = model.layers * b * k * h * factor(catalog, "ep_copy_bytes_per_hidden") / bw
@@ -336,14 +396,20 @@ def expert_parallel_step_s(model: Model, gpu: Gpu, t: int, quant: str, batch: in
     combine = factor(catalog, "bytes_per_param.bf16")
     link = comms.scaleup_bw(gpu, catalog)
     latency = factor(catalog, "tp_allreduce_latency_us") * 1e-6
-    all_to_all = model.layers * (2 * latency + comms.all_to_all_s(b * k * h * dispatch, t, link)
-                                 + comms.all_to_all_s(b * k * h * combine, t, link))
+    domain, far = (fabric.domain, fabric.bw) if fabric is not None else (t, 0.0)
+    all_to_all = model.layers * (2 * latency + comms.domain_all_to_all_s(b * k * h * dispatch, t, domain, link, far)
+                                 + comms.domain_all_to_all_s(b * k * h * combine, t, domain, link, far))
     peak, kv_quant = attention_peak(gpu, kv or quant)
     c_attention = peak * serving_efficiency(catalog, "decode_compute_efficiency", gpu, kv_quant, 1)
     cache = (batch / t) * replica_kv_bytes_per_token(model, t, kv or quant, catalog, ep=True) * context
     attention = max(cache / bw, b * decode_attention_flops(model) * context / c_attention)
     host = (batch / t) * factor(catalog, "decode_per_sequence_us") * 1e-6
-    return dense + expert_s + copies + all_to_all + attention + host
+    work = dense + expert_s + copies + attention
+    if fabric is not None and fabric.dual_batch:
+        # Two micro-batches a step: one's dispatch and combine run while the other computes, so a
+        # share ep_decode_overlap of the all-to-alls hides behind the GPU's work, never more than it.
+        all_to_all = comms.exposed(all_to_all, factor(catalog, "ep_decode_overlap"), work)
+    return work + all_to_all + host
 
 
 def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalog: Catalog) -> float:
@@ -363,16 +429,17 @@ def moe_gemm_s(model: Model, quant: str, batch: int, bw: float, c: float, catalo
 
 def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
                   batch: int, rep: Replica, catalog: Catalog, serving: Serving = PLAIN,
-                  ep: bool = False) -> ServingPoint:
+                  ep: bool = False, fabric: ScaleOut | None = None) -> ServingPoint:
     context = context_tokens(input_tokens, output_tokens, catalog, serving)
     kv = kv_quantization(quant, serving)
-    d = decode_step_s(model, gpu, t, quant, batch, context, catalog, kv=kv, ep=ep)
+    d = decode_step_s(model, gpu, t, quant, batch, context, catalog, kv=kv, ep=ep, fabric=fabric)
     if serving.speculative is not None:
         # A step advances each sequence by E tokens: the time per token is the step's over E. At
         # large batches the verification's k + 1 tokens a sequence make the step compute-bound and
         # speculation stops paying; engines then switch it off (vLLM's disable_by_batch_size), so
         # a token costs the cheaper of the two. Both are D(B)/B non-increasing, so is their minimum.
-        spec = decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative, kv=kv, ep=ep)
+        spec = decode_step_s(model, gpu, t, quant, batch, context, catalog, serving.speculative, kv=kv, ep=ep,
+                             fabric=fabric)
         d = min(d, spec / accepted_tokens(serving.speculative))
     p = rep.prefill_s
     # The prefills each output token carries stay B P / out.
@@ -390,7 +457,7 @@ def serving_point(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int,
 def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, output_tokens: int,
                ttft_ms: float, tpot_ms: float, catalog: Catalog,
                serving: Serving = PLAIN, ep: bool = False,
-               max_batch: int = 0) -> tuple[ServingPoint | None, str]:
+               max_batch: int = 0, fabric: ScaleOut | None = None) -> tuple[ServingPoint | None, str]:
     """The SLO-meeting batch with the most output tokens/s, or None and why not. ep: attention
     data parallel over the t GPUs with the experts expert parallel (MoE models only); max_batch:
     an engine's limit on the sequences in flight (0: memory and the SLO limit the batch).
@@ -407,14 +474,14 @@ def best_batch(model: Model, gpu: Gpu, t: int, quant: str, input_tokens: int, ou
     if ep and not is_moe(model):
         return None, f"{model.name} has no experts to run expert parallel"
     layout = f"dp{t} ep{t}" if ep else f"tp{t}"
-    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving, ep)
+    rep = replica(model, gpu, t, quant, input_tokens, output_tokens, catalog, serving, ep, fabric)
     if rep.max_batch < 1:
         need = rep.weights_gb / t + factor(catalog, "inference_runtime_overhead_gb") + rep.kv_per_seq_gb / t
         return None, (f"does not fit: needs {need:.0f} GB/GPU for {quant} weights and one sequence at "
                       f"{layout}, has {gpu.memory_gb:.0f}")
 
     def point(b: int) -> ServingPoint:
-        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog, serving, ep)
+        return serving_point(model, gpu, t, quant, input_tokens, output_tokens, b, rep, catalog, serving, ep, fabric)
 
     def meets(pt: ServingPoint) -> bool:
         return pt.tpot_ms <= tpot_ms and pt.ttft_ms <= ttft_ms

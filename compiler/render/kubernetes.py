@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from compiler.render.common import GPU_TAINT_KEY, POOL_LABEL, PRICING_LABEL, NodeShape
 from compiler.render.domains import Block, Domain
 from compiler.render.environment import k8s_name, render_template
-from compiler.render.site import (EPP_PORT, ROUTE_TIMEOUT, SERVER_PORT,
-                                  InferenceService, ServiceRoute, SiteView, TrainingJob)
+from compiler.render.site import (EPP_PORT, LWS_API_VERSION, LWS_WORKER_INDEX_LABEL, ROUTE_TIMEOUT, SERVER_PORT,
+                                  WIDE_EP_ENV, InferenceService, ServiceRoute, SiteView, TrainingJob)
 
 # The metric each service's HorizontalPodAutoscaler scales on: vLLM's requests in flight per
 # server pod, through the custom metrics API (Pods), which an adapter must serve (RUNBOOK.md).
@@ -26,7 +26,8 @@ HPA_METRIC = "vllm_num_requests_running"
 # scale on the prompts waiting per pod instead.
 PREFILL_HPA_METRIC = "vllm_num_requests_waiting"
 COMMON = {"pool_label": POOL_LABEL, "pricing_label": PRICING_LABEL, "gpu_taint": GPU_TAINT_KEY,
-          "hpa_metric": HPA_METRIC}
+          "hpa_metric": HPA_METRIC, "lws_api": LWS_API_VERSION, "worker_index_label": LWS_WORKER_INDEX_LABEL,
+          "wide_ep_env": WIDE_EP_ENV}
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,11 @@ class KubernetesSite:
         return self._has("kubernetes/gateway.yaml.j2")
 
     @property
+    def lws(self) -> bool:
+        """LeaderWorkerSet objects (a replica over several nodes): its controller comes first."""
+        return self._has("kubernetes/lws.yaml.j2")
+
+    @property
     def autoscalers(self) -> tuple[Autoscaler, ...]:
         return tuple(Autoscaler(k8s_name(m.svc.object_name), hpa_metric(m.svc)) for m in self.manifests
                      if m.svc is not None)
@@ -150,6 +156,14 @@ def hpa_metric(svc: InferenceService) -> str:
     if svc.triton is not None:        # Triton's requests waiting to run (compiler/serving_stack.yaml)
         return svc.triton.stack.hpa_metric
     return PREFILL_HPA_METRIC if svc.role == "prefill" else HPA_METRIC
+
+
+def _serving_template(svc: InferenceService) -> str:
+    """Triton for a vision model's service; a LeaderWorkerSet for vLLM replicas over several nodes
+    (wide expert parallelism); else a Deployment of vLLM servers."""
+    if svc.triton is not None:
+        return "kubernetes/triton.yaml.j2"
+    return "kubernetes/lws.yaml.j2" if svc.multi_node else "kubernetes/inference.yaml.j2"
 
 
 def kubernetes_site(site: SiteView) -> KubernetesSite:
@@ -170,8 +184,7 @@ def kubernetes_site(site: SiteView) -> KubernetesSite:
             for job in site.training_kubernetes]
     if site.inference:
         out.append(Manifest(f"{base}/29-gateway.yaml", "kubernetes/gateway.yaml.j2"))
-    out += [Manifest(f"{base}/30-serve-{svc.object_name}.yaml",
-                     "kubernetes/triton.yaml.j2" if svc.triton is not None else "kubernetes/inference.yaml.j2", svc=svc)
+    out += [Manifest(f"{base}/30-serve-{svc.object_name}.yaml", _serving_template(svc), svc=svc)
             for svc in site.inference]
     out += [Manifest(f"{base}/31-route-{route.name}.yaml", "kubernetes/route.yaml.j2", route=route)
             for route in site.routes]

@@ -33,7 +33,7 @@ from compiler.render.domains import TERMS
 from compiler.render.environment import Md, k8s_name, md_code, md_text, render_template
 from compiler.render.kubernetes import HPA_METRIC, PREFILL_HPA_METRIC, KubernetesSite
 from compiler.render.schedule import CRON, ScheduleSite, configmap_name
-from compiler.render.site import SiteView, service_routes, site_view
+from compiler.render.site import LWS_MANIFESTS, SiteView, service_routes, site_view
 from compiler.render.slurm import CONFIG_FILES, POWER_PROGRAMS, PROGRAM_DIR, SlurmSite, slurm_site
 from compiler.render.terraform import FILES as TERRAFORM_FILES
 from compiler.render.terraform import TerraformSite, TerraformVariable
@@ -190,6 +190,8 @@ class ServiceCheck:
     name: str
     replicas: int                     # month 0
     unit: str = ""                    # a disaggregated service's role: what its servers are part of
+    kind: str = "deployment"          # the object kubectl gets: leaderworkerset for a replica over nodes
+    nodes: int = 1                    # the nodes (pods) a replica spans
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ class KubernetesStep:
     storage_driver: str               # what provides the claims' storage class ("" : none)
     credentials: str                  # the command that points kubectl at the cluster ("" on-prem)
     routing: Routing | None = None    # the site routes to its services: what to install first
+    lws: bool = False                 # LeaderWorkerSet must be installed first (a replica over nodes)
+    lws_manifests: str = LWS_MANIFESTS
 
 
 @dataclass(frozen=True)
@@ -259,15 +263,20 @@ class Removal:
     # the baseline's placements here on an instance it holds no pool of (a plan.json edited by
     # hand): the names its files gave them cannot be known, so they are named, not deleted
     unplaced: tuple[tuple[str, str], ...] = ()    # (workload, instance)
+    groups: tuple[str, ...] = ()          # a serving layout over several nodes: its LeaderWorkerSet, ...
+    # names whose serving object this plan keeps under the other kind (a Deployment become a
+    # LeaderWorkerSet or back): only the old object goes, its Service, HPA and PDB are the plan's
+    switched: tuple[str, ...] = ()
 
     @property
     def kubernetes(self) -> bool:
-        return bool(self.deployments or self.routes or self.gateway or self.jobsets or self.recurring)
+        return bool(self.deployments or self.groups or self.routes or self.gateway or self.jobsets or self.recurring)
 
     @property
     def checks(self) -> tuple[str, ...]:
         """The `kubectl -n <namespace> get ...` arguments that answer NotFound once it is deleted."""
         return (tuple(f"get deployment {d}" for d in self.deployments)
+                + tuple(f"get leaderworkerset {g}" for g in self.groups)
                 + tuple(f"get inferencepools.inference.networking.k8s.io {r.pool}" for r in self.routes)
                 + tuple(f"get deployment {r.picker}" for r in self.routes)
                 + ((f"get gateways.gateway.networking.k8s.io {self.gateway}",) if self.gateway else ())
@@ -474,9 +483,10 @@ def _kubernetes(sf: SiteFiles) -> KubernetesStep | None:
                           managed_crds=gw.gateway_class not in GATEWAY_INSTALL)
     return KubernetesStep(
         files=k.files, namespace=site.namespace, nodes=_node_checks(sf),
-        services=tuple(ServiceCheck(s.object_name, s.initial_replicas, _unit(s)) for s in site.inference),
+        services=tuple(ServiceCheck(s.object_name, s.initial_replicas, _unit(s), s.kind.lower(), s.nodes_per_replica)
+                       for s in site.inference),
         kueue=k.kueue, storage_driver=driver, credentials=credentials,
-        routing=routing)
+        routing=routing, lws=k.lws)
 
 
 def _unit(s) -> str:
@@ -524,6 +534,7 @@ def _dropped_lines(r: Removal | None) -> tuple[str, ...]:
     if r is None:
         return ()
     return (tuple(f"delete Deployment {d} (a serving layout this plan dropped)" for d in r.deployments)
+            + tuple(f"delete LeaderWorkerSet {g} (a serving layout this plan dropped)" for g in r.groups)
             + tuple(f"delete the routing of {p.pool} (InferencePool, HTTPRoute and endpoint picker "
                     f"{p.picker}: a service this plan no longer runs here)" for p in r.routes)
             + ((f"delete Gateway {r.gateway} (no service is routed here any more)",) if r.gateway else ())
@@ -566,7 +577,9 @@ def _deployed(view: SiteView | None, catalog: Catalog) -> dict[str, tuple[str, .
     kube = view.uses("kubernetes")
     routes = service_routes(view.inference) if kube else ()
     return {
-        "deployments": tuple(sorted({k8s_name(s.object_name) for s in view.inference})) if kube else (),
+        "deployments": tuple(sorted({k8s_name(s.object_name) for s in view.inference if not s.multi_node}))
+        if kube else (),
+        "groups": tuple(sorted({k8s_name(s.object_name) for s in view.inference if s.multi_node})) if kube else (),
         "routes": tuple(sorted({RouteRemoval(r.pool, r.picker) for r in routes}, key=lambda r: r.pool)),
         "gateway": (view.gateway.name,) if routes else (),
         "jobsets": tuple(sorted(j.dns_name for j in view.training_kubernetes if not j.cron)) if kube else (),
@@ -616,7 +629,9 @@ def removals(baseline: Plan, catalog: Catalog, sites: tuple[SiteView, ...]) -> t
         r = Removal(site.name, was_view.namespace, gone["deployments"], gone["routes"],
                     gone["gateway"][0] if gone["gateway"] else "", gone["jobsets"], gone["recurring"],
                     gone["partitions"], gone["terraform"][0] if gone["terraform"] else "",
-                    in_plan=site.name in now, unplaced=lost)
+                    in_plan=site.name in now, unplaced=lost, groups=gone["groups"],
+                    switched=tuple(sorted(set(gone["deployments"]) & set(new.get("groups", ()))
+                                          | set(gone["groups"]) & set(new.get("deployments", ())))))
         if r.kubernetes or r.partitions or r.terraform or r.unplaced:
             out.append(r)
     return tuple(out)

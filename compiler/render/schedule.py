@@ -25,7 +25,7 @@ CRON = "0 6 1 * *"
 class MonthState:
     first: int
     last: int
-    replicas: tuple[tuple[str, int], ...]     # (Deployment, replicas)
+    replicas: tuple[tuple[str, int], ...]     # (Deployment or LeaderWorkerSet, replicas)
     owners: tuple[tuple[str, str], ...]       # (node, slurm | kubernetes | idle)
     tfvars: str = ""                          # Terraform's month file in force ("": none to apply)
 
@@ -83,6 +83,12 @@ class ScheduleSite:
     states: tuple[MonthState, ...]
 
     @property
+    def groups(self) -> frozenset[str]:
+        """The services whose replicas are LeaderWorkerSet groups (a replica over several nodes):
+        the script scales that object, not a Deployment."""
+        return frozenset(svc.object_name for svc in self.site.inference if svc.multi_node)
+
+    @property
     def script(self) -> bool:
         """schedule/<site>.sh is written: some month scales a service, hands a node over or
         applies a Terraform month file."""
@@ -112,8 +118,8 @@ def render_site(sched: ScheduleSite) -> dict[str, str]:
                                                                calendar=site.calendar)}
     if sched.script:
         out[f"schedule/{site.name}.sh"] = render_template(
-            "schedule/apply.sh.j2", site=site, states=sched.states, terraform=sched.terraform)
+            "schedule/apply.sh.j2", site=site, states=sched.states, terraform=sched.terraform, groups=sched.groups)
     if sched.cronjob:
         out[f"schedule/{site.name}.cronjob.yaml"] = render_template(
-            "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON)
+            "schedule/cronjob.yaml.j2", site=site, configmap=configmap_name(site), cron=CRON, groups=sched.groups)
     return out

@@ -235,6 +235,25 @@ class PdServer:
         return self.unit.prefill_instances if self.role == "prefill" else self.unit.decode_instances
 
 
+# Wide expert parallelism across nodes (compiler/estimate/build.py wide_ep_degrees): a replica of t
+# GPUs on t / GPUs-per-node nodes runs as one group of a LeaderWorkerSet (kubernetes-sigs/lws v0.7.0,
+# 2025-08-05: a leader pod and size - 1 workers a group, each container told LWS_LEADER_ADDRESS and
+# LWS_WORKER_INDEX, the scale subresource's selector its leaders), one pod a node holding all its
+# GPUs. Every pod runs vLLM's multi-node data parallel deployment (its "Expert Parallel Deployment"
+# guide, v0.10.1.1): --data-parallel-size t, --data-parallel-size-local the pod's GPUs, the leader's
+# address and RPC port; the leader serves the API, the workers run --headless from their start rank.
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+LWS_MANIFESTS = "https://github.com/kubernetes-sigs/lws/releases/download/v0.7.0/manifests.yaml"
+LWS_LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
+LWS_WORKER_INDEX = "LWS_WORKER_INDEX"
+LWS_WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"   # "0" on a group's leader
+DP_RPC_PORT = 13345               # the guide's --data-parallel-rpc-port
+# The guide's all-to-all kernels for multi-node decode (DeepEP's low-latency ones: the estimate's
+# all-to-all is checked against their table), and the interface torch's Gloo bootstrap binds on
+# InfiniBand clusters (the guide: else the ranks may hang at start).
+WIDE_EP_ENV = (("VLLM_ALL2ALL_BACKEND", "deepep_low_latency"), ("GLOO_SOCKET_IFNAME", "eth0"))
+
+
 # A vision model's server (compiler/serving_stack.yaml, `triton`): Triton Inference Server reads its
 # model repository here, assembled from two mounts: the model's config.pbtxt from a ConfigMap the
 # render writes (<repository>/<model>/config.pbtxt) and the model file ops copy to the claim
@@ -323,6 +342,37 @@ class InferenceService:
     data_parallel: int = 1
     triton: TritonServer | None = None   # a vision model's server; None: vLLM
     headroom: float = 0.0         # the spec's slo.headroom: the batch was sized at its bounds x (1 - headroom)
+    # nodes a replica spans (wide expert parallelism: a LeaderWorkerSet group of this many pods, one a
+    # node); 1: the replica is one pod of a Deployment
+    nodes_per_replica: int = 1
+    nvlink_domain: int = 0        # GPUs one NVLink domain of the pool's instances joins beyond a node (GB200 NVL72: 72)
+
+    @property
+    def multi_node(self) -> bool:
+        return self.nodes_per_replica > 1
+
+    @property
+    def gpus_per_pod(self) -> int:
+        return self.gpus_per_replica // self.nodes_per_replica
+
+    @property
+    def kind(self) -> str:
+        """The object that runs the servers: a LeaderWorkerSet for a replica of several nodes."""
+        return "LeaderWorkerSet" if self.multi_node else "Deployment"
+
+    @property
+    def worker_args(self) -> tuple[str, ...]:
+        """A wide replica's worker pods: the leader's arguments, no API server (--headless); the
+        start rank is added by worker_command, from the pod's index in its group."""
+        return self.args + ("--headless",)
+
+    @property
+    def worker_command(self) -> tuple[str, ...]:
+        """A worker pod's command: vLLM with its arguments and the first data-parallel rank its GPUs
+        hold, LWS_WORKER_INDEX x the GPUs a pod (the guide's --data-parallel-start-rank: the local
+        ranks of the nodes before it); the shell does the product."""
+        script = (f'exec vllm serve "$@" --data-parallel-start-rank=$(({LWS_WORKER_INDEX} * {self.gpus_per_pod}))')
+        return ("/bin/sh", "-c", script, "vllm")
 
     @property
     def object_name(self) -> str:
@@ -376,6 +426,10 @@ class InferenceService:
         if self.expert_parallel:
             # vLLM v0.10.1.1: one engine a data-parallel rank, the MoE layers expert parallel over them
             out += [f"--data-parallel-size={self.data_parallel}", "--enable-expert-parallel"]
+            if self.multi_node:
+                # over the group's nodes: this pod's ranks, and where the leader coordinates them
+                out += [f"--data-parallel-size-local={self.gpus_per_pod}",
+                        f"--data-parallel-address=$({LWS_LEADER_ADDRESS})", f"--data-parallel-rpc-port={DP_RPC_PORT}"]
         out.append(f"--max-num-seqs={self.engine_batch}")
         if self.max_model_len:
             out.append(f"--max-model-len={self.max_model_len}")
@@ -600,8 +654,12 @@ def inference_services(plan: Plan, site: str, domains: tuple[Domain, ...], catal
                 _check_speculative(choices, image, domain.shape.gpu, w.name)
                 gpu_rec = catalog.gpus.get(domain.shape.gpu)
                 _check_expert_parallel(dp, image, domain.shape.gpu, gpu_rec.vendor if gpu_rec else "", w.name)
+            # a replica wider than a node (wide expert parallelism): one pod a node, its GPUs all
+            node_gpus = domain.shape.gpus
+            nodes = per_replica // node_gpus if dp > 1 and per_replica > node_gpus and per_replica % node_gpus == 0 else 1
             svc = InferenceService(
-                name=w.name, site=site, domain=domain, replicas=p.replicas,
+                name=w.name, site=site, domain=domain, replicas=p.replicas, nodes_per_replica=nodes,
+                nvlink_domain=(getattr(catalog.instances.get(domain.instance), "nvlink_domain_gpus", 0) or 0),
                 gpus_per_replica=per_replica, tensor_parallel=max(1, tp), pipeline_parallel=pp,
                 data_parallel=dp, batch=batch,
                 max_model_len=w.max_model_len,
