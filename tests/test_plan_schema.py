@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import typing
 
 import jsonschema
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from compiler.plan import (CostBreakdown, EstimateFigures, Holding, LayoutPlan, SpecInputs, StepBreakdown, Placement, Plan, Pool, SitePlan, SolverInfo, WorkloadPlan,
                            from_dict, to_dict, to_json)
 from compiler.resources import schema
+from compiler.spec import Quantization
 from plan_fixtures import ALL, hybrid_plan
 
 VALIDATOR = jsonschema.Draft202012Validator(schema("plan.schema.json"))
@@ -127,7 +129,7 @@ def _mutations():
         "layout with an unknown degree": set_(["workloads", 0, "layout", "sp"], 2),
         "layout without its context degree": delete(["workloads", 0, "layout", "cp"]),
         "placement without its layout": delete(["workloads", 0, "placements", 0, "layout"]),
-        "unknown quantization": set_(["workloads", 0, "quantization"], "fp4"),
+        "unknown quantization": set_(["workloads", 0, "quantization"], "fp6"),
         "bad cost category name": set_(["cost_breakdown_usd", "Cloud Compute"], 1.0),
         "placement without holdings": set_(["workloads", 1, "placements", 0, "holdings"], []),
         "placement missing holdings": delete(["workloads", 1, "placements", 0, "holdings"]),
@@ -154,6 +156,14 @@ def test_schema_rejects(what):
     assert errors(doc) == []
     _mutations()[what](doc)
     assert errors(doc) != [], what
+
+
+@pytest.mark.parametrize("quantization", typing.get_args(Quantization))
+def test_every_quantization_a_spec_may_state_validates(quantization):
+    # a plan serving a model at any width the spec accepts (NVFP4 included) reads back as a baseline
+    doc = copy.deepcopy(_hybrid_doc())
+    doc["workloads"][0]["quantization"] = quantization
+    assert errors(doc) == []
 
 
 def test_compiled_example_plan_validates():

@@ -301,10 +301,12 @@ def test_a_replan_deletes_the_leader_worker_set_it_replaces(out):
     from compiler.candidates import Layout
     from compiler.render import render
 
-    # (the plan as the compile holds it: plan.json's schema does not list fp4 among the quantizations,
-    # so a plan serving NVFP4 cannot be read back as a baseline today)
+    from compiler import baseline
+
     result = pipeline.compile_spec(out.parent / "spec.yaml", pipeline.CompileOptions(solver="cbc"))
     base, catalog = result.plan, result.candidates.catalog
+    # the plan serving NVFP4 reads back as a baseline, as ops would hand it to the next compile
+    assert baseline.load(out / "plan.json").workloads == base.workloads
     (w,) = [w for w in base.workloads if w.name == "reasoner"]
     p = w.placements[0]
     tray = replace(p, gpus_per_replica=4, gpus=4 * p.replicas * 16, replicas=p.replicas * 16,
