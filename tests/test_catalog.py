@@ -21,10 +21,10 @@ from compiler.source import parse
 
 DATA_FILES = sorted(catalog_data_dir().glob("*.yaml"))
 
-GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "L4", "L40S", "MI300X"]
+GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "B300", "GB200", "L4", "L40S", "MI300X"]
 INSTANCES = {
     "aws": ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g6.xlarge", "g6.12xlarge",
-            "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge"],
+            "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge"],
     "gcp": [*(f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)), *(f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)),
             "a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
             *(f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96))],
