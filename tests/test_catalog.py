@@ -130,7 +130,7 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
                 "europe-west4", "europe-west9", "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3",
                 "asia-south1", "asia-south2", "asia-southeast1", "australia-southeast1"},
         "azure": {"centralus", "eastus", "eastus2", "southcentralus", "westus", "westus2", "westus3", "westeurope",
-                  "swedencentral"}}
+                  "swedencentral", "uksouth", "francecentral"}}
 
 
 def test_regional_prices_are_the_sourced_figures(cat):
