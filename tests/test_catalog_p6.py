@@ -102,11 +102,11 @@ def test_a_service_pinned_to_b300_renders_with_the_cuda_13_image(tmp_path):
     assert "vllm/vllm-openai:v0.19.1-cu130" in manifests
 
 
-@pytest.mark.parametrize("instance,gpus,tokens", [("p6-b300.48xlarge", 16, "3.5e11"),
-                                                   ("p6e-gb200.36xlarge", 16, "3.5e11")])
+@pytest.mark.parametrize("instance,gpus,tokens", [("p6-b300.48xlarge", 16, "3.5e11")])
 def test_a_30_day_job_buys_a_block_of_a_type_sold_only_on_blocks(tmp_path, instance, gpus, tokens):
-    """In us-east-1 neither type has a list price: the block's recorded rate is below the row's
-    estimated on-demand figure, so a job with a window buys a block, priced at the recorded rate."""
+    """In us-east-1 p6-b300 has no list price: the block's recorded rate is below the row's
+    estimated on-demand figure, so a job with a window buys a block, priced at the recorded rate.
+    (p6e-gb200's blocks are whole UltraServers: test_capacity_blocks_providers.py.)"""
     path = tmp_path / "cb.yaml"
     path.write_text(TRAIN.format(name=instance.split(".")[0], instance=instance, gpus=f", gpus: {gpus}",
                                  tokens=tokens), encoding="utf-8")
