@@ -500,19 +500,22 @@ class SavingsPlanIdle:
 
 @dataclass(frozen=True)
 class CapacityBlock:
-    """One AWS Capacity Block the plan buys for a training job (docs/capacity-blocks.md): the job's
-    nodes for `days` days from the start of its window's month, paid up front. Its instances run as
+    """One Capacity Block the plan buys for a training job (docs/capacity-blocks.md; on GCP a
+    calendar-mode reservation): the job's nodes for `days` days from the start of its window's
+    month, paid in full. Its instances run as
     on-demand ones launched into it, so the job's pool bills their node-hours on demand and the
     block credits them back: it costs cost_usd less the on-demand price of monthly_node_hours."""
     workload: str
     site: str
     instance: str
     nodes: int                    # instances reserved (the job's nodes)
-    blocks: int                   # blocks they are bought as (each at most the provider's limit)
+    blocks: int                   # blocks they are bought as (each at most the provider's limit, or
+                                  # one UltraServer each where the type's blocks are UltraServers)
     start_month: int              # the month its window starts: the block starts on its first day
     days: int                     # the job's run rounded up to a block's length
     usd_per_hour: float           # the block's rate per instance-hour
-    cost_usd: float               # usd_per_hour x nodes x 24 x days, all of it
+    cost_usd: float               # usd_per_hour x instances paid for (nodes, or whole UltraServers)
+                                  # x 24 x days, all of it
     monthly_node_hours: tuple[float, ...]   # the job's node-hours on it, month by month
 
 

@@ -72,46 +72,85 @@ def savings_plan_months_charged(term: str, start: int, horizon_months: int, rule
 
 
 CAPACITY_BLOCK = "capacity_block"   # the site pricing option (docs/capacity-blocks.md)
+# A block's rules (capacity_blocks.yaml): `capacity_block_days.<provider>.daily_up_to` and the like
+# where a provider states its own; the names without a provider are AWS's (its Capacity Blocks for
+# ML), and apply to AWS alone. A rule a provider states none of is no limit.
+BLOCK_RULES = ("capacity_block_days.daily_up_to", "capacity_block_days.weekly_up_to",
+               "capacity_block_instances.per_block", "capacity_block_instances.per_account")
+ULTRASERVER = "capacity_block_ultraserver."   # .<provider>.<instance>.<ultraserver type>: instances in one
+
+
+def capacity_block_rule(catalog: Catalog, rule: str, provider: str) -> float | None:
+    """One of BLOCK_RULES for a provider: its own figure, else AWS's where the provider is AWS."""
+    group, leaf = rule.split(".", 1)
+    f = catalog.factors.get(f"{group}.{provider}.{leaf}")
+    if f is None and provider == "aws":
+        f = catalog.factors.get(rule)
+    return None if f is None else float(f.value)
+
+
+def capacity_block_ultraserver(catalog: Catalog, provider: str, instance: str) -> tuple[str, int] | None:
+    """(UltraServer type, its instances) where the provider sells `instance`'s blocks only as whole
+    UltraServers (AWS's P6e-GB200: u-p6e-gb200x72, 18 instances), else None."""
+    prefix = f"{ULTRASERVER}{provider}.{instance}."
+    for name, f in sorted(catalog.factors.items()):
+        if name.startswith(prefix) and "." not in name[len(prefix):]:
+            return name[len(prefix):], int(f.value)
+    return None
 
 
 def capacity_block_rate(catalog: Catalog, site: CloudSite, instance: str) -> float | None:
-    """USD per instance-hour of an AWS Capacity Block of `instance` in the site's region, or None
-    where the site does not opt in or the catalog sells no block there."""
+    """USD per instance-hour of a Capacity Block (AWS) or calendar-mode reservation (GCP) of
+    `instance` in the site's region, or None where the site does not opt in or the catalog sells
+    no block there."""
     if CAPACITY_BLOCK not in site.pricing:
         return None
     f = catalog.factors.get(f"capacity_block_usd_per_hour.{site.provider}.{site.region}.{instance}")
     return None if f is None else float(f.value)
 
 
-def capacity_block_days(catalog: Catalog, hours: float) -> int | None:
-    """The shortest block that covers a run of `hours`: whole days up to the catalog's daily limit,
-    whole weeks beyond it up to its longest; None where the run is longer than any block."""
-    daily = int(catalog.factors["capacity_block_days.daily_up_to"].value)
-    longest = int(catalog.factors["capacity_block_days.weekly_up_to"].value)
+def capacity_block_days(catalog: Catalog, hours: float, provider: str = "aws") -> int | None:
+    """The shortest block that covers a run of `hours`: whole days up to the provider's daily
+    limit, whole weeks beyond it up to its longest; None where the run is longer than any block."""
+    daily = int(capacity_block_rule(catalog, "capacity_block_days.daily_up_to", provider) or 0)
+    longest = int(capacity_block_rule(catalog, "capacity_block_days.weekly_up_to", provider) or daily)
     days = max(1, math.ceil(hours / 24.0 - 1e-9))
     if days > daily:
         days = 7 * math.ceil(days / 7)
     return days if days <= longest else None
 
 
-def capacity_block_count(catalog: Catalog, nodes: int) -> int | None:
-    """Blocks that hold `nodes` instances (each at most the catalog's per-block size), or None
-    where the account's limit across blocks is passed."""
-    per_block = int(catalog.factors["capacity_block_instances.per_block"].value)
-    if nodes > int(catalog.factors["capacity_block_instances.per_account"].value):
+def capacity_block_billed(catalog: Catalog, provider: str, instance: str, nodes: int) -> int:
+    """Instances a job of `nodes` pays blocks for: its nodes, or whole UltraServers of them."""
+    unit = capacity_block_ultraserver(catalog, provider, instance)
+    return nodes if unit is None else unit[1] * math.ceil(nodes / unit[1])
+
+
+def capacity_block_count(catalog: Catalog, nodes: int, provider: str = "aws", instance: str = "") -> int | None:
+    """Blocks that hold `nodes` instances (each at most the provider's per-block size, or one
+    UltraServer each), or None where the provider's limit across an account's blocks is passed."""
+    billed = capacity_block_billed(catalog, provider, instance, nodes)
+    account = capacity_block_rule(catalog, "capacity_block_instances.per_account", provider)
+    if account is not None and billed > account:
         return None
-    return math.ceil(nodes / per_block)
+    unit = capacity_block_ultraserver(catalog, provider, instance)
+    if unit is not None:
+        return billed // unit[1]
+    per_block = capacity_block_rule(catalog, "capacity_block_instances.per_block", provider)
+    return 1 if per_block is None else math.ceil(nodes / per_block)
 
 
 def capacity_block_usd(catalog: Catalog, site: CloudSite, instance: str, nodes: int, hours: float,
                        runs: int = 1) -> tuple[int, float] | None:
     """(days, USD) of the blocks a job of `nodes` instances running `hours` a run needs, `runs`
-    runs: the rate x nodes x 24 x days, each run's block paid in full; None where none is sold."""
+    runs: the rate x the instances billed (its nodes, or whole UltraServers) x 24 x days, each
+    run's block paid in full; None where none is sold."""
     rate = capacity_block_rate(catalog, site, instance)
-    if rate is None or capacity_block_count(catalog, nodes) is None:
+    if rate is None or capacity_block_count(catalog, nodes, site.provider, instance) is None:
         return None
-    days = capacity_block_days(catalog, hours)
-    return None if days is None else (days, rate * nodes * 24.0 * days * runs)
+    days = capacity_block_days(catalog, hours, site.provider)
+    billed = capacity_block_billed(catalog, site.provider, instance, nodes)
+    return None if days is None else (days, rate * billed * 24.0 * days * runs)
 
 
 def life_months(node: OnPremNode) -> int:

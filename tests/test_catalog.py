@@ -21,10 +21,10 @@ from compiler.source import parse
 
 DATA_FILES = sorted(catalog_data_dir().glob("*.yaml"))
 
-GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "GB200", "L4", "L40S", "MI300X"]
+GPUS = ["V100", "A100-40GB", "A100-80GB", "H100", "H200", "B200", "B300", "GB200", "L4", "L40S", "MI300X"]
 INSTANCES = {
     "aws": ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "g6.xlarge", "g6.12xlarge",
-            "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge"],
+            "g6.48xlarge", "g6e.xlarge", "g6e.12xlarge", "g6e.48xlarge", "p6-b300.48xlarge", "p6e-gb200.36xlarge"],
     "gcp": [*(f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)), *(f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)),
             "a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g",
             *(f"g2-standard-{n}" for n in (4, 8, 12, 16, 24, 32, 48, 96))],
@@ -94,7 +94,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11.4"
+    assert cat.version == "2026.11.5"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -130,7 +130,7 @@ def test_big_gpu_instances_have_prices_in_two_regions(cat):
                 "europe-west4", "europe-west9", "me-west1", "asia-east1", "asia-northeast1", "asia-northeast3",
                 "asia-south1", "asia-south2", "asia-southeast1", "australia-southeast1"},
         "azure": {"centralus", "eastus", "eastus2", "southcentralus", "westus", "westus2", "westus3", "westeurope",
-                  "swedencentral"}}
+                  "swedencentral", "uksouth", "francecentral"}}
 
 
 def test_regional_prices_are_the_sourced_figures(cat):
@@ -411,7 +411,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.4"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.5"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -434,8 +434,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11.4"
-    assert json.loads(again)["version"] == "2026.11.4+x"
+    assert data["version"] == "2026.11.5"
+    assert json.loads(again)["version"] == "2026.11.5+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]

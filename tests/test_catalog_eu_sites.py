@@ -2,8 +2,8 @@
 
 Validate and estimate only (no solve): each site must carry at least one candidate of the serving
 workload on an H100 or H200 instance priced in the site's region. London on GCP sells A3 Edge
-(a3-edgegpu-8g) and no A3 High; Sweden Central on Azure ND H100 v5 and ND H200 v5 (priced as
-estimates, named so in their source).
+(a3-edgegpu-8g) and no A3 High; Sweden Central on Azure ND H100 v5 and ND H200 v5, UK South and
+France Central ND H100 v5 (priced as estimates, named so in their source).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 from compiler import pipeline
 
 SITES = [("aws-lon", "aws", "eu-west-2"), ("aws-sto", "aws", "eu-north-1"), ("gcp-lon", "gcp", "europe-west2"),
-         ("gcp-ams", "gcp", "europe-west4"), ("az-swe", "azure", "swedencentral"), ("az-weu", "azure", "westeurope")]
+         ("gcp-ams", "gcp", "europe-west4"), ("az-swe", "azure", "swedencentral"), ("az-weu", "azure", "westeurope"),
+         ("az-uks", "azure", "uksouth"), ("az-frc", "azure", "francecentral")]
 
 SPEC = """\
 apiVersion: infra-compile/v1

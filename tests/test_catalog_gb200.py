@@ -1,7 +1,9 @@
 """GB200 as the clouds sell it: four-GPU instances of a 72-GPU NVLink domain (NVL72).
 
 The catalog's GB200 machines (Azure ND GB200 v6 in westus3, priced from a recorded Retail
-Prices API row; GCP A4X in us-east1, an estimate) carry the domain as nvlink_domain_gpus; a spec
+Prices API row; GCP A4X in us-east1, an estimate; AWS p6e-gb200.36xlarge in us-east-1, sold only
+inside P6e-GB200 UltraServers through Capacity Blocks, its on-demand figure an estimate) carry the
+domain as nvlink_domain_gpus; a spec
 that pins GB200 compiles on a cloud that sells it; the training step model runs collectives
 within the domain over NVLink (training.Fabric.nvlink_domain), not over the instance's NICs.
 """
@@ -42,7 +44,7 @@ workloads:
 
 def test_the_gb200_instances_are_four_gpus_of_an_nvl72_domain():
     gb200 = {n: i for n, i in CAT.instances.items() if i.gpu == "GB200"}
-    assert set(gb200) == {"Standard_ND128isr_NDR_GB200_v6", "a4x-highgpu-4g"}
+    assert set(gb200) == {"Standard_ND128isr_NDR_GB200_v6", "a4x-highgpu-4g", "p6e-gb200.36xlarge"}
     for inst in gb200.values():
         assert inst.gpus == 4 and inst.nvlink_domain == 72 and inst.nvlink_domain_gpus == 72
     # Every other instance's NVLink domain is its own GPUs.
@@ -55,11 +57,21 @@ def test_the_gb200_instances_are_four_gpus_of_an_nvl72_domain():
     assert row.source.endswith("-estimate") and CAT.sources[row.source].title.startswith("Estimate:")
     assert row.on_demand == pytest.approx(CAT.instances["a4-highgpu-8g"].price("us-east1", "on_demand") / 2, abs=1e-4)
     assert gcp.accelerator_type == "nvidia-gb200" and CAT.gpus["GB200"].gke_driver is not None
+    # AWS: four of p6-b200.48xlarge's eight Blackwell GPUs at its us-east-1 list, an estimate (no
+    # list price: Capacity Blocks only); not sold on spot; a block's own rate is recorded.
+    aws = gb200["p6e-gb200.36xlarge"]
+    assert aws.regions == ("us-east-1",)
+    row = aws.price_row("us-east-1")
+    assert row.source.endswith("-estimate") and row.spot is None
+    assert row.on_demand == pytest.approx(CAT.instances["p6-b200.48xlarge"].price("us-east-1", "on_demand") / 2,
+                                          abs=1e-4)
+    assert CAT.factors["capacity_block_usd_per_hour.aws.us-east-1.p6e-gb200.36xlarge"].value == 42.328
 
 
 @pytest.mark.parametrize("site,provider,region,instance", [
     ("az-wus3", "azure", "westus3", "Standard_ND128isr_NDR_GB200_v6"),
     ("gcp-use1", "gcp", "us-east1", "a4x-highgpu-4g"),
+    ("aws-use1", "aws", "us-east-1", "p6e-gb200.36xlarge"),
 ])
 def test_a_spec_pinning_gb200_compiles_on_a_cloud_that_sells_it(tmp_path, site, provider, region, instance):
     path = tmp_path / "gb200.yaml"
@@ -71,7 +83,7 @@ def test_a_spec_pinning_gb200_compiles_on_a_cloud_that_sells_it(tmp_path, site, 
 
 def test_a_gb200_pin_where_no_cloud_sells_it_is_refused(tmp_path):
     path = tmp_path / "gb200.yaml"
-    path.write_text(SPEC.format(site="aws-use1", provider="aws", region="us-east-1"), encoding="utf-8")
+    path.write_text(SPEC.format(site="aws-usw2", provider="aws", region="us-west-2"), encoding="utf-8")
     with pytest.raises(CompileError):
         pipeline.compile_spec(path)
 

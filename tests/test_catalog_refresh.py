@@ -129,6 +129,54 @@ def test_gcp_pages_compose_machine_types_from_their_skus(stub, tmp_path):
     assert "test-key" not in summary
 
 
+def test_gcp_prices_a3_edge_and_a4x_from_their_skus(stub, tmp_path):
+    """A3 Edge and A4X are composed, not skipped. A3 Edge is billed by A3 High's SKUs (page 2's London
+    ones), so the list cannot say which of the two a region sells: A3 Edge is written where the
+    catalog sells it, A3 High is not written where the catalog sells A3 Edge and not A3 High, and
+    the summary names the regions left out. A4X is priced whole by its GB200 slice SKU, as A4 is."""
+    overlay, summary, _ = refresh(tmp_path, "gcp")
+    assert "no known composition" not in summary
+    # a3-edgegpu-8g in europe-west2 = 8 x 11.167068 + 208 x 0.036574 + 1872 x 0.003093
+    #   = 89.336544 + 7.607392 + 5.790096 = 102.734032; spot and commitments the catalog's, marked
+    edge = row(overlay, "a3-edgegpu-8g", "europe-west2")
+    cat = load_catalog().instances["a3-edgegpu-8g"].price_row("europe-west2")
+    assert edge["on_demand"] == 102.734032 and edge["estimated"] == ["spot", "reserved_1y", "reserved_3y"]
+    assert (edge["spot"], edge["reserved_1y"], edge["reserved_3y"]) == (cat.spot, cat.reserved_1y, cat.reserved_3y)
+    # A3 High's SKUs price us-central1, which the catalog sells A3 High in and not A3 Edge: only A3 High there;
+    # and europe-west2 is A3 Edge's alone.
+    assert set(overlay["instances"]["a3-edgegpu-8g"]["prices"]) == {"europe-west2"}
+    assert set(overlay["instances"]["a3-highgpu-8g"]["prices"]) == {"us-central1"}
+    assert ("the list cannot tell which type a region sells (written only where the catalog sells it): "
+            "a3-edgegpu-8g (billed by the same SKUs as a3-highgpu-8g; not written where the catalog does not "
+            "sell it and sells those): us-central1") in summary
+    assert ("the list cannot tell which type a region sells (written only where the catalog sells it): "
+            "a3-highgpu-8g (billed by the same SKUs as a3-edgegpu-8g; not written where the catalog does not "
+            "sell it and sells those): europe-west2") in summary
+    # a4x-highgpu-4g in us-east1 = 4 x 12.5 (the A4X GB200 slice) = 50.0
+    a4x = row(overlay, "a4x-highgpu-4g", "us-east1")
+    assert a4x["on_demand"] == 50.0 and a4x["estimated"] == ["spot", "reserved_1y", "reserved_3y"]
+    assert "GB200" not in summary.split("not in the catalog (not added):")[-1].split("\n")[0]
+
+
+def test_gcp_a4x_is_priced_by_its_parts_where_the_list_has_no_slice():
+    """Where no A4X slice SKU prices a region, A4X is its GB200 GPUs + A4X cores + memory."""
+    from types import SimpleNamespace
+
+    from compiler.catalog.refresh.gcp import SERIES, machine_price, missing_parts
+
+    a4x = SimpleNamespace(gpus=4, vcpus=140, ram_gb=884)
+    parts = {("gpu", "GB200", "on_demand", "us-east1"): 10.0, ("core", "A4X", "on_demand", "us-east1"): 0.05,
+             ("ram", "A4X", "on_demand", "us-east1"): 0.004}
+    # 4 x 10 + 140 x 0.05 + 884 x 0.004 = 40 + 7 + 3.536
+    assert machine_price(a4x, SERIES["a4x-highgpu"], "on_demand", "us-east1", parts) == pytest.approx(50.536)
+    whole = {**parts, ("slice", "A4X Nvidia GB200", "on_demand", "us-east1"): 12.5}
+    assert machine_price(a4x, SERIES["a4x-highgpu"], "on_demand", "us-east1", whole) == 50.0
+    del parts[("gpu", "GB200", "on_demand", "us-east1")]
+    assert machine_price(a4x, SERIES["a4x-highgpu"], "on_demand", "us-east1", parts) is None
+    assert missing_parts(a4x, SERIES["a4x-highgpu"], "us-east1", parts) == (
+        ["A4X Nvidia GB200 slice", "GB200 gpu"], True)
+
+
 def test_gcp_sku_descriptions_read_as_components():
     def sku(description, group, usage):
         return {"description": description, "serviceRegions": ["us-central1"],

@@ -122,3 +122,89 @@ def test_a3_edge_is_the_a3_high_list_at_its_regional_machine_ratio():
         [price] = machine[("a3-edgegpu-8g", row.region)]
         assert row.source == "gcp-a3-edge-prices-regional" and row.estimated == ("spot", "reserved_1y", "reserved_3y")
         assert row.on_demand == pytest.approx(round(listed * price / base_price, 4), abs=1e-9), row.region
+
+
+# ---------------------------------------------------------------- Capacity Block rates
+
+BLOCKS = Path(__file__).parent / "fixtures" / "prices" / "capacity-blocks"
+# source key -> the recorded copy of the Capacity Blocks pricing page it read (rows used, verbatim).
+RECORDED_BLOCKS = {"aws-capacity-blocks-pricing-2026-07": "pricing-b3a54ae.json"}
+BLOCK_RATE = "capacity_block_usd_per_hour."
+
+
+def _in_region(region_code: str, region: str) -> bool:
+    """A price in `region` itself or in one of its Local Zones (us-east-1-dfw-2a is us-east-1's)."""
+    return region_code == region or region_code.startswith(region + "-")
+
+
+def _block_rates(cat, name: str, instance: str, region: str) -> set[float]:
+    """The recorded per-instance-hour rates of `instance` in `region`: its own rows, and an
+    UltraServer's of its GPU (the UltraServer's rate over its instances: GPUs / the instance's)."""
+    import json
+
+    inst = cat.instances[instance]
+    out = set()
+    for key, entry in json.loads((BLOCKS / name).read_text())["instance_types"].items():
+        per = 1.0 if key == instance else None
+        if key.startswith("u-") and entry["accelerator_type"] == inst.gpu and entry["accelerator_count"] % inst.gpus == 0:
+            per = entry["accelerator_count"] / inst.gpus
+        if per is None:
+            continue
+        out |= {round(p["hourly_rate_usd"] / per, 6) for p in entry["pricing"] if _in_region(p["region_code"], region)}
+    return out
+
+
+def _recorded_block_factors():
+    cat = load_catalog()
+    for f in cat.factors.values():
+        if f.name.startswith(BLOCK_RATE) and f.source in RECORDED_BLOCKS:
+            provider, region, instance = f.name[len(BLOCK_RATE):].split(".", 2)
+            yield f.name, provider, region, instance, f
+
+
+@pytest.mark.parametrize("name,provider,region,instance,factor", list(_recorded_block_factors()),
+                         ids=lambda v: v if isinstance(v, str) and v.startswith(BLOCK_RATE) else "")
+def test_a_capacity_block_rate_equals_its_recorded_source(name, provider, region, instance, factor):
+    """Each rate citing a recorded copy of the pricing page is that copy's Effective Hourly Rate for
+    the instance in the region (or its Local Zone), an UltraServer's over its instances."""
+    cat = load_catalog()
+    rates = _block_rates(cat, RECORDED_BLOCKS[factor.source], instance, region)
+    assert provider == "aws" and rates == {factor.value}, f"{name}: {factor.value}, the source {sorted(rates)}"
+
+
+def test_every_region_the_recorded_block_source_sells_a_catalog_type_in_has_its_rate():
+    """A catalog type the recorded page sells blocks of, in a region the catalog prices AWS types
+    in (or a Local Zone of one), has that block rate (GovCloud is not a region the catalog has)."""
+    import json
+
+    cat = load_catalog()
+    aws_regions = {r for i in cat.instances.values() if i.provider == "aws" for r in i.regions}
+    for source, name in RECORDED_BLOCKS.items():
+        for key, entry in json.loads((BLOCKS / name).read_text())["instance_types"].items():
+            types = [key] if key in cat.instances else [
+                n for n, i in cat.instances.items() if i.provider == "aws" and key.startswith("u-")
+                and i.gpu == entry["accelerator_type"] and i.nvlink_domain_gpus]
+            assert types, f"{key}: no catalog type"
+            for p in entry["pricing"]:
+                [*regions] = [r for r in aws_regions if _in_region(p["region_code"], r)]
+                for instance in types:
+                    for region in regions:
+                        f = cat.factors.get(f"{BLOCK_RATE}aws.{region}.{instance}")
+                        assert f is not None and f.source == source, f"{instance} blocks in {p['region_code']}"
+
+
+def test_a_type_sold_on_blocks_where_it_has_no_list_price_has_an_estimated_row():
+    """Candidates are priced rows: every block rate's (region, type) has one. Where the recorded
+    SkyPilot file has no on-demand price for the type there (sold only on blocks: p5e, p6-b300 in
+    us-east-1, p6e-gb200), the row's on-demand figure is an estimate (its source says so)."""
+    cat = load_catalog()
+    listed = {k for k, e in _fixture("aws-v9-2c3d7ea.csv").items() if e["on_demand"]}
+    for f in cat.factors.values():
+        if not f.name.startswith(BLOCK_RATE):
+            continue
+        provider, region, instance = f.name[len(BLOCK_RATE):].split(".", 2)
+        row = cat.instances[instance].price_row(region)
+        assert row is not None, f"{instance} in {region}: a block rate and no price row"
+        if (instance, region) not in listed:
+            assert row.source.endswith("-estimate") and cat.sources[row.source].title.startswith("Estimate:"), (
+                f"{instance} in {region}: no list price, row source {row.source}")

@@ -52,10 +52,10 @@ RELEASES = {
 
 
 def vllm_version(image: str) -> tuple[str, tuple[int, ...]]:
-    """(repository, vLLM version) of an image reference: vllm/vllm-openai:v0.10.1.1, or AMD's
-    rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605."""
+    """(repository, vLLM version) of an image reference: vllm/vllm-openai:v0.10.1.1 (or a CUDA
+    build's tag, v0.19.1-cu130), or AMD's rocm/vllm:rocm6.4.1_vllm_0.9.0.1_20250605."""
     repo, _, tag = image.rpartition(":")
-    m = re.fullmatch(r"v(\d+(?:\.\d+)+)", tag) or re.search(r"_vllm_(\d+(?:\.\d+)+)_", tag)
+    m = re.fullmatch(r"v(\d+(?:\.\d+)+)(?:-cu\d+)?", tag) or re.search(r"_vllm_(\d+(?:\.\d+)+)_", tag)
     assert repo and m, f"cannot read a vLLM version from {image!r}"
     return repo, tuple(int(x) for x in m.group(1).split("."))
 

@@ -117,7 +117,7 @@ def test_the_vllm_release_is_the_catalogs_and_agrees_with_the_image_tag():
     from test_render_catalog import vllm_version as from_tag
 
     images = {g.serving for g in load_catalog().gpus.values() if g.serving is not None}
-    assert {i.version for i in images} == {"v0.6.3", "v0.10.1.1", "rocm6.4.1_vllm_0.9.0.1_20250605"}
+    assert {i.version for i in images} == {"v0.6.3", "v0.10.1.1", "v0.19.1-cu130", "rocm6.4.1_vllm_0.9.0.1_20250605"}
     for image in images:
         assert vllm_version(image) == image.vllm == from_tag(image.ref)[1]
     assert vllm_version(ServingImage("x", "v0.10.1.1", "", "", "")) == ()    # the tag is not read

@@ -1,11 +1,12 @@
 r"""Capacity Blocks in the model: formulate's rows (18) (docs/capacity-blocks.md has the model).
 
-An AWS Capacity Block reserves N instances of one type for D days from a start date, paid in full
-up front at the block's rate. A site opts in by listing capacity_block in its `pricing`; the
+An AWS Capacity Block (or a GCP calendar-mode reservation) reserves N instances of one type for D
+days from a start date, paid in full at the block's rate; where a type's blocks are whole
+UltraServers (AWS P6e-GB200), N is the job's nodes rounded up to whole UltraServers. A site opts in by listing capacity_block in its `pricing`; the
 catalog says where blocks are sold (unit_costs.capacity_block_rate). A training job runs on one
 block of its own nodes (several where it holds more than a block's limit) from its window's
-start for its run, its duration rounded up to a block's length (whole days up to two weeks, whole
-weeks beyond): D_c = capacity_block_days(duration_c). The run is inside its window (the estimate
+start for its run, its duration rounded up to a block's length (AWS: whole days up to two weeks,
+whole weeks beyond; GCP: whole days up to 90): D_c = capacity_block_days(duration_c, provider). The run is inside its window (the estimate
 keeps only candidates that finish in time), so the block is too; a block's unused days are paid.
 
 Notation (beyond formulate's)
@@ -14,7 +15,8 @@ Notation (beyond formulate's)
                      capacity_block and a region the catalog sells blocks of i(c) in, not pinned to
                      a pricing, not recurring, within the account's instance limit and a block's
                      longest duration
-  beta_c             USD of c's block: rate(s, i) x n_c x 24 x D_c (paid up front: all of it, also
+  beta_c             USD of c's block: rate(s, i) x N_c x 24 x D_c, N_c = n_c or whole UltraServers
+                     of them (paid in full: all of it, also
                      where the run goes past the horizon, which on demand prices only inside it)
 
 Decisions

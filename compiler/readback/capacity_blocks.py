@@ -47,7 +47,8 @@ def read(problem, value: Callable[[str], float]) -> tuple[CapacityBlock, ...]:
     for b in sorted(chosen(problem, value).values(), key=lambda b: b.workload):
         site = problem.spec.site(b.site)
         out.append(CapacityBlock(b.workload, b.site, b.instance, b.nodes,
-                                 unit_costs.capacity_block_count(cat, b.nodes) or 1, b.start_month, b.days,
+                                 unit_costs.capacity_block_count(cat, b.nodes, site.provider, b.instance) or 1,
+                                 b.start_month, b.days,
                                  unit_costs.capacity_block_rate(cat, site, b.instance) or 0.0, round(b.usd, 2),
                                  tuple(round(h, 6) for h in _hours(problem, b.candidate))))
     return tuple(out)

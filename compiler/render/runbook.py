@@ -317,36 +317,57 @@ class Purchase:
 
 @dataclass(frozen=True)
 class BlockBuy:
-    """A Capacity Block to buy (plan.CapacityBlock) as the AWS CLI asks for it."""
+    """A Capacity Block to buy (plan.CapacityBlock) as the provider's CLI asks for it: an AWS
+    Capacity Block (of instances, or of whole UltraServers) or a GCP calendar-mode reservation."""
     workload: str
     site: str
     region: str
     instance: str
-    counts: tuple[int, ...]           # instances of each block (the job's nodes, split at the block limit)
+    counts: tuple[int, ...]           # instances of each block (the job's nodes split at the block limit;
+                                      # an UltraServer's instances each, where blocks are UltraServers)
     days: int
     start: str                        # the earliest start, ISO 8601 (a placeholder where the plan is undated)
     latest_end: str                   # the latest end: the window's end, or start + days
     month: str                        # the month it starts, as the plan names months
     cost_usd: float
+    provider: str = "aws"
+    ultraserver: str = ""             # the UltraServer type each block is (AWS P6e-GB200), or ""
+    end: str = ""                     # start + days (a GCP request states its end)
+    latest_start: str = ""            # the latest start that still ends by the window's end
+    name: str = ""                    # the request's name (GCP), one per block: NAME-1, NAME-2...
 
 
-def _capacity_blocks(plan: Plan) -> tuple[BlockBuy, ...]:
+def _capacity_blocks(plan: Plan, catalog: Catalog | None = None) -> tuple[BlockBuy, ...]:
     """The plan's Capacity Blocks, each starting on the first day of its window's month."""
     import datetime as dt
+
+    from compiler import unit_costs
     region = {s.name: s.region or "" for s in plan.sites}
+    provider = {s.name: s.provider or "aws" for s in plan.sites}
     window = {w.name: w.inputs.value("window.deadline_days") for w in plan.workloads if w.inputs is not None}
     out = []
     for b in plan.capacity_blocks:
-        per = -(-b.nodes // b.blocks)
-        counts = tuple(min(per, b.nodes - k * per) for k in range(b.blocks))
+        where = provider.get(b.site, "aws")
+        unit = unit_costs.capacity_block_ultraserver(catalog, where, b.instance) if catalog is not None else None
+        if unit is not None:
+            counts = (unit[1],) * b.blocks
+        else:
+            per = -(-b.nodes // b.blocks)
+            counts = tuple(min(per, b.nodes - k * per) for k in range(b.blocks))
         span = max(b.days, int(-(-float(window.get(b.workload) or b.days) // 1)))
         if plan.calendar.dated:
             first = dt.date.fromisoformat(f"{plan.calendar.name(b.start_month)}-01")
             start, end = f"{first.isoformat()}T00:00:00Z", f"{(first + dt.timedelta(days=span)).isoformat()}T11:30:00Z"
+            ends = f"{(first + dt.timedelta(days=b.days)).isoformat()}T00:00:00Z"
+            latest = f"{(first + dt.timedelta(days=span - b.days)).isoformat()}T00:00:00Z"
         else:
             start, end = f"MONTH_{b.start_month}_START", f"MONTH_{b.start_month}_START_PLUS_{span}_DAYS"
+            ends = f"MONTH_{b.start_month}_START_PLUS_{b.days}_DAYS"
+            latest = f"MONTH_{b.start_month}_START_PLUS_{span - b.days}_DAYS"
+        name = re.sub(r"[^a-z0-9-]+", "-", f"{b.workload}-{b.site}".lower()).strip("-")[:55]
         out.append(BlockBuy(b.workload, b.site, region.get(b.site, ""), b.instance, counts, b.days, start, end,
-                            plan.calendar.name(b.start_month), b.cost_usd))
+                            plan.calendar.name(b.start_month), b.cost_usd, where, unit[0] if unit else "",
+                            ends, latest, name))
     return tuple(out)
 
 
@@ -651,7 +672,7 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan), metrics=_metric_rules(sites),
         workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
-        savings_plans=plan.savings_plans.bought, capacity_blocks=_capacity_blocks(plan),
+        savings_plans=plan.savings_plans.bought, capacity_blocks=_capacity_blocks(plan, catalog),
         changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan), edge=edge)
 
 

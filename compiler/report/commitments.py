@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler import unit_costs
 from compiler.plan import Plan
 from compiler.render.environment import Md, md_text
 
@@ -151,7 +152,7 @@ class CapacityBlockRow:
     workload: str
     site: str
     instance: str
-    instances: int
+    instances: int                # paid for: the job's nodes, or whole UltraServers of them
     starts: str                   # the month it starts, as the plan names months
     days: int
     usd_per_hour: float
@@ -165,16 +166,24 @@ class CapacityBlocksView:
     rows: tuple[CapacityBlockRow, ...]
     cost_usd: float
     on_demand_usd: float
+    kinds: str = "AWS EC2 Capacity Blocks for ML"   # what the providers call them, joined
+    paid: str = "paid in full when bought"          # when (AWS: up front; GCP: for the whole period)
 
 
 def capacity_blocks(plan: Plan, catalog) -> CapacityBlocksView:
     region = {s.name: s.region for s in plan.sites}
+    provider = {s.name: s.provider for s in plan.sites}
     rows = []
     for b in plan.capacity_blocks:
         inst = catalog.instances.get(b.instance) if catalog is not None else None
         rate = inst.price(region.get(b.site) or "", "on_demand") if inst is not None else None
         od = round((rate or 0.0) * sum(b.monthly_node_hours[:plan.horizon_months]), 2)
-        rows.append(CapacityBlockRow(b.workload, b.site, b.instance, b.nodes, plan.calendar.name(b.start_month),
+        billed = (b.nodes if catalog is None else
+                  unit_costs.capacity_block_billed(catalog, provider.get(b.site) or "aws", b.instance, b.nodes))
+        rows.append(CapacityBlockRow(b.workload, b.site, b.instance, billed, plan.calendar.name(b.start_month),
                                      b.days, b.usd_per_hour, b.cost_usd, od))
+    names = {"aws": "AWS EC2 Capacity Blocks for ML", "gcp": "GCP future reservations in calendar mode"}
+    kinds = " and ".join(names.get(p, p) for p in sorted({provider.get(b.site) or "aws" for b in plan.capacity_blocks}))
     return CapacityBlocksView(tuple(rows), round(sum(r.cost_usd for r in rows), 2),
-                              round(sum(r.on_demand_usd for r in rows), 2))
+                              round(sum(r.on_demand_usd for r in rows), 2), kinds,
+                              "paid in full when bought" if kinds == names["aws"] else "paid for all of it")

@@ -90,6 +90,8 @@ def summary(r: Refreshed, kept: list[str], out: Path | None) -> list[str]:
     if r.added:
         lines.append("  new regions for the catalog's instances (no price row there before): " + "; ".join(r.added))
     lines += [f"  not offered (priced in the list, not written): {s}" for s in r.not_offered]
+    lines += [f"  the list cannot tell which type a region sells (written only where the catalog sells it): {s}"
+              for s in r.undecided]
     if r.terms:
         lines.append(f"  1-/3-year figures are {TERMS[r.terms]} (terms: {r.terms})")
     if r.terms_not_kept:

@@ -8,8 +8,11 @@ A catalog machine type's price in a region and option is
 
     gpus x GPU SKU  +  vcpus x core SKU  +  ram_gb (GiB) x RAM SKU
 
-(or, for a series priced whole such as A4, gpus x its per-GPU slice SKU) from the SKUs of its series below (the GPU model GCP bills, the family its cores and memory are
-billed as). A region is priced where all three SKUs exist for on-demand; each other option
+(or, for a series priced whole such as A4, gpus x its per-GPU slice SKU) from the SKUs of its
+series below (the GPU model GCP bills, the family its cores and memory are billed as). A4X is
+read either way: its per-GPU slice SKU where the list has one ("A4X Nvidia GB200 (1 gpu slice)",
+named as A4's are), else its GB200 GPU, A4X cores and memory; neither name was read from a live
+list. A region is priced where all three SKUs exist for on-demand; each other option
 (Spot, 1-/3-year resource-based commitments) where all three exist for it. Bundled Local SSD is
 not counted (GCP bills it apart). The 1-/3-year figures are resource-based committed use discounts
 (`terms: committed-use`); spend-based (flexible) commitments are another kind and are not read.
@@ -22,6 +25,11 @@ and an on-demand one does not (a GPU priced only for Spot or commitments there, 
 without its GPU), the region is reported in `not_offered`, not written. A SKU named for a
 geography ("running in Americas") lists each region it bills in, which is not a promise that a
 zone there has capacity.
+
+A3 Edge is billed by A3 High's SKUs (A3 cores and memory, the H100 80GB GPU), so the list cannot
+tell which of the two a region sells: A3 Edge is written only in the regions the loaded catalog
+prices it in, and A3 High not in a region where the catalog prices A3 Edge and not A3 High; each
+region left out for that is in `Refreshed.undecided`.
 """
 
 from __future__ import annotations
@@ -47,7 +55,9 @@ TOKEN = re.compile(r"^[A-Za-z0-9_=+/.-]{1,512}$")     # an opaque page token, as
 class Series:
     families: tuple[str, ...]    # the core/RAM family names the SKUs use, most specific first
     gpus: tuple[str, ...]        # the GPU model names the SKUs use, in order of preference
-    slices: tuple[str, ...] = ()  # priced whole: the per-GPU slice SKUs (GPU, vCPUs and memory in one)
+    slices: tuple[str, ...] = ()  # priced whole: the per-GPU slice SKUs (GPU, vCPUs and memory in one),
+                                  # tried before the parts where a series has both
+    shares: str = ""             # billed by this other series' SKUs (the list cannot tell them apart)
 
 
 # Machine series (the type's name up to its size) -> how GCP bills it.
@@ -60,6 +70,10 @@ SERIES = {
     "a3-ultragpu": Series(("A3 Ultra", "A3"), ("H200 141GB",)),
     "g2-standard": Series(("G2",), ("L4",)),
     "a4-highgpu": Series((), (), slices=("A4 Nvidia B200",)),
+    # A3 Edge: A3 High's machine with less network, billed as A3 High is.
+    "a3-edgegpu": Series(("A3",), ("H100 80GB",), shares="a3-highgpu"),
+    # A4X (GB200): whole, per GPU slice, as A4 is; else by its parts.
+    "a4x-highgpu": Series(("A4X",), ("GB200",), slices=("A4X Nvidia GB200",)),
 }
 
 Prices = dict[tuple[str, str, str, str], float]    # (kind, name, option, region) -> USD
@@ -77,10 +91,12 @@ def _price(prices: Prices, kind: str, names: tuple[str, ...], option: str, regio
 
 
 def machine_price(inst, series: Series, option: str, region: str, prices: Prices) -> float | None:
-    """gpus x GPU + vcpus x core + ram_gb x RAM (or gpus x slice), or None where a part has no SKU."""
+    """gpus x slice where the series is priced whole and the list has its slice, else gpus x GPU +
+    vcpus x core + ram_gb x RAM; None where a part has no SKU."""
     if series.slices:
         whole = _price(prices, "slice", series.slices, option, region)
-        return None if whole is None else inst.gpus * whole
+        if whole is not None or not series.gpus:
+            return None if whole is None else inst.gpus * whole
     gpu = _price(prices, "gpu", series.gpus, option, region)
     core = _price(prices, "core", series.families, option, region)
     ram = _price(prices, "ram", series.families, option, region)
@@ -92,12 +108,31 @@ def machine_price(inst, series: Series, option: str, region: str, prices: Prices
 def missing_parts(inst, series: Series, region: str, prices: Prices) -> tuple[list[str], bool]:
     """The on-demand SKUs the machine lacks in `region`, and whether any of its SKUs (any option)
     lists the region at all."""
-    parts = ([("slice", series.slices)] if series.slices else
-             [("gpu", series.gpus), ("core", series.families), ("ram", series.families)])
+    parts = ([("slice", series.slices)] if series.slices else []) + (
+        [("gpu", series.gpus), ("core", series.families), ("ram", series.families)] if series.gpus else [])
     missing = [f"{' or '.join(names)} {kind}" for kind, names in parts
                if _price(prices, kind, names, "on_demand", region) is None]
     listed = any(_price(prices, kind, names, o, region) is not None for kind, names in parts for o in PRICE_OPTIONS)
     return missing, listed
+
+
+def twins_of(name: str, machines: dict) -> set[str]:
+    """The catalog's machine types billed by the same SKUs as `name` (A3 Edge and A3 High)."""
+    mine = series_of(name)
+    own = SERIES[mine].shares or mine
+    return {n for n in machines if n != name and series_of(n) in SERIES
+            and (SERIES[series_of(n)].shares or series_of(n)) == own and series_of(n) != mine}
+
+
+def _shared_elsewhere(name: str, region: str, machines: dict) -> bool:
+    """Whether `name`'s SKUs cannot say it is what `region` sells: the list prices it there by SKUs
+    another catalog type shares, and the catalog sells not `name` but that type there (A3 High
+    where the catalog sells A3 Edge), or `name` is the one billed by another's SKUs (A3 Edge) and
+    the catalog does not sell it there."""
+    twins = twins_of(name, machines)
+    if not twins or machines[name].price_row(region) is not None:
+        return False
+    return bool(SERIES[series_of(name)].shares) or any(machines[t].price_row(region) is not None for t in twins)
 
 
 def index(components: list[Component]) -> Prices:
@@ -170,14 +205,22 @@ def refresh(catalog, requested: tuple[str, ...] | None, as_of: str, client: Pric
         if series is None:
             out.skipped.append(f"{name}: no known composition for series {series_of(name)}")
             continue
+        undecided: list[str] = []
         for region in regions:
             figures = {o: machine_price(inst, series, o, region, prices) for o in PRICE_OPTIONS}
             if figures["on_demand"] is not None:
+                if _shared_elsewhere(name, region, machines):
+                    undecided.append(region)
+                    continue
                 fetched[(name, region)] = Fetched(**figures)
                 continue
             missing, listed = missing_parts(inst, series, region, prices)
             if listed:
                 out.not_offered.append(f"{name} in {region}: some of its SKUs list the region, no on-demand "
                                        f"SKU for its {', '.join(missing)} does")
+        if undecided:
+            twins = ", ".join(sorted(twins_of(name, machines)))
+            out.undecided.append(f"{name} (billed by the same SKUs as {twins}; not written where the catalog does not "
+                                 f"sell it and sells those): {', '.join(undecided)}")
     add_rows(out, fetched, catalog)
     return out

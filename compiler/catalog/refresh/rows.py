@@ -115,6 +115,8 @@ class Refreshed:
     not_offered: list[str] = field(default_factory=list)    # "instance in region: why" (priced, not offered)
     added: list[str] = field(default_factory=list)          # "instance in region": no catalog row there before
     terms_not_kept: list[str] = field(default_factory=list) # "instance in region (options)"
+    undecided: list[str] = field(default_factory=list)      # "instance (why): regions" the list cannot tell
+                                                            # it is sold in (types billed by shared SKUs)
 
 
 def money(x: float) -> float:
