@@ -161,3 +161,28 @@ def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
     plan = optimize(cands, SolveOptions(solver=solver, settings=settings))
     assert plan.solver.status == "optimal" and problem_spec.horizon_months == 2
     assert seen and set(seen) == {7}, f"seeds handed to the solvers: {sorted(set(seen))}"
+
+
+def test_the_limits_narrowing_runs_its_lps_under_the_settings_seed(monkeypatch):
+    """Where a count limit binds, the candidates are narrowed by diving on LPs (optimize/narrow.py):
+    those LPs, too, run under the seed asked for, and the narrowing leaves service c one GPU type."""
+    import highspy
+    from compiler.optimize.narrow import narrowed
+
+    seen: list[int] = []
+    real_set = highspy.Highs.setOptionValue
+
+    def spy(self, key, value):
+        if key == "random_seed":
+            seen.append(int(value))
+        return real_set(self, key, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    site = cloud(pricing=("on_demand",))
+    c = inference("c", index=0, rps=2.0, out=100)
+    cs = [infer_cand(c, site, "p4d.24xlarge", 1, 200.0), infer_cand(c, site, "p5.48xlarge", 1, 200.0)]
+    policy = dataclasses.replace(LIFTED, max_gpu_types_per_service=1)
+    cut = narrowed(candidates(spec([site], [c], horizon=2, policy=policy), cs), dataclasses.replace(DEFAULT, seed=7))
+    assert len(cut.by_workload["c"]) == 1
+    assert seen and set(seen) == {7}, f"seeds handed to the solvers: {sorted(set(seen))}"
+

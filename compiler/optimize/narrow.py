@@ -21,11 +21,12 @@ from dataclasses import replace
 
 from compiler.candidates import Candidates
 from compiler.optimize import formulate as F
-from compiler.optimize.settings import DEFAULT
+from compiler.optimize.settings import DEFAULT, Settings
 
 
-def narrowed(candidates: Candidates) -> Candidates:
-    """The candidates with each limited service's cut to the keys the LP relaxation leans on."""
+def narrowed(candidates: Candidates, settings: Settings = DEFAULT) -> Candidates:
+    """The candidates with each limited service's cut to the keys the LP relaxation leans on, the
+    LPs solved under `settings`' seed and a service decided at its `decided` share."""
     from compiler.optimize.solve import HighsModel
 
     pol = candidates.spec.policy
@@ -37,12 +38,12 @@ def narrowed(candidates: Candidates) -> Candidates:
         open_ = sorted({v.workload for v in problem.variables if v.family in F.COUNTED} - fixed)
         if not open_:
             return candidates
-        lp = HighsModel(problem).solve(relax=True)
+        lp = HighsModel(problem, settings.seed).solve(relax=True)
         if not lp.has_solution:
             return candidates
         weight = _weights(problem, lp.values)
         picks = {w: _pick(problem.chosen_from[w], weight, w, most) for w in open_}
-        decided = [w for w in open_ if picks[w][1] >= DEFAULT.decided]
+        decided = [w for w in open_ if picks[w][1] >= settings.decided]
         chosen = decided or [max(open_, key=lambda w: (picks[w][1], w))]
         by_workload = dict(candidates.by_workload)
         for w in chosen:
