@@ -186,3 +186,25 @@ def test_the_limits_narrowing_runs_its_lps_under_the_settings_seed(monkeypatch):
     assert len(cut.by_workload["c"]) == 1
     assert seen and set(seen) == {7}, f"seeds handed to the solvers: {sorted(set(seen))}"
 
+
+def test_the_explanation_of_an_infeasible_spec_runs_under_the_settings_seed(monkeypatch):
+    """explain.py's elastic re-solve (an infeasible spec's named conflicts) runs under the seed asked for."""
+    import highspy
+    from compiler.optimize.explain import explain
+
+    seen: list[int] = []
+    real_set = highspy.Highs.setOptionValue
+
+    def spy(self, key, value):
+        if key == "random_seed":
+            seen.append(int(value))
+        return real_set(self, key, value)
+
+    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    site = cloud(pricing=("on_demand",), quotas={"H100": 0})
+    c = inference("c", index=0, rps=2.0, out=100)
+    problem = formulate(candidates(spec([site], [c], horizon=2), [infer_cand(c, site, "p5.48xlarge", 1, 200.0)]))
+    error = explain(problem, solver="highs", settings=dataclasses.replace(DEFAULT, seed=7))
+    assert any("quota" in d.message for d in error.diagnostics), [d.message for d in error.diagnostics]
+    assert seen and set(seen) == {7}, f"seeds handed to the solvers: {sorted(set(seen))}"
+

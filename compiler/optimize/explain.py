@@ -15,7 +15,7 @@ import math
 
 from compiler.diagnostics import EXIT_INFEASIBLE, CompileError, Diagnostic, path_tuple
 from compiler.optimize.formulate import Constraint, Problem, series_name
-from compiler.optimize.settings import DEFAULT
+from compiler.optimize.settings import DEFAULT, Settings
 from compiler.optimize.solve import solve
 from compiler.plan import Calendar
 
@@ -38,12 +38,15 @@ def no_candidates(problem: Problem) -> list[Diagnostic]:
 
 
 def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = None,
-            max_nodes: int | None = None) -> CompileError:
-    """Build the CompileError (exit 3) for an infeasible problem."""
+            max_nodes: int | None = None, settings: Settings = DEFAULT) -> CompileError:
+    """Build the CompileError (exit 3) for an infeasible problem; its elastic re-solve runs under
+    `settings` (the compile's seed, penalties and count of rows named)."""
     diags = no_candidates(problem)
     if diags:
         return CompileError(diags, exit_code=EXIT_INFEASIBLE)
-    sol = solve(problem, solver=solver, time_limit=time_limit, gap=DEFAULT.proven_gap, elastic=PENALTY, max_nodes=max_nodes)
+    penalty = settings.penalties
+    sol = solve(problem, solver=solver, time_limit=time_limit, gap=settings.proven_gap, elastic=penalty,
+                max_nodes=max_nodes, seed=settings.seed)
     if not sol.has_solution:
         return CompileError([Diagnostic("E302", "the constraints conflict, and re-solving with slack "
                                         "found no way to say which")], exit_code=EXIT_INFEASIBLE)
@@ -54,7 +57,7 @@ def explain(problem: Problem, solver: str = "cbc", time_limit: float | None = No
         family = series_name(by_name[name])
         if family not in worst or abs(amount) > abs(worst[family][0]):
             worst[family] = (amount, name)
-    for family in sorted(worst, key=lambda f: (-PENALTY.get(by_name[worst[f][1]].group, 0), f))[:DEFAULT.max_reported]:
+    for family in sorted(worst, key=lambda f: (-penalty.get(by_name[worst[f][1]].group, 0), f))[:settings.max_reported]:
         amount, name = worst[family]
         c = by_name[name]
         edge = _edge_limit(problem, c, amount)

@@ -176,7 +176,8 @@ def stop_unless_planned(problem: Problem, sol: Solution, solver: str, nodes: int
     """Raise the compile's error where the search found no plan: why the spec is infeasible
     (explain.py), or which limit stopped it first."""
     if sol.status == "infeasible":
-        raise explain(problem, solver=solver, time_limit=options.time_limit, max_nodes=options.max_nodes)
+        raise explain(problem, solver=solver, time_limit=options.time_limit, max_nodes=options.max_nodes,
+                      settings=options.settings)
     if not sol.has_solution:
         limits = [f"{nodes:,} branch-and-bound nodes"] if nodes else []
         limits += [f"{options.time_limit:g} s"] if options.time_limit else []
