@@ -258,7 +258,8 @@ def compile_cmd(
             try:
                 from compiler.report.summary import print_summary
 
-                print_summary(result.plan, _stdout(), time.perf_counter() - started)
+                print_summary(result.plan, _stdout(), time.perf_counter() - started,
+                              result.seconds.get("optimize", 0.0) + result.seconds.get("unlimited", 0.0))
             except ImportError:
                 pass
             print(f"wrote {len(result.artifacts)} files to {written}")

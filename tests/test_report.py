@@ -224,6 +224,21 @@ def test_summary_fits_one_screen():
     assert re.search(r"llama-70b-pretrain\s+training\s+H100\s+512\s+aws-use1\s+48.0 days", text)
 
 
+def test_summary_tells_the_whole_compiles_seconds_and_every_solves():
+    # a compile whose limits made it solve twice: the last search alone would understate the solving
+    from dataclasses import replace
+
+    plan = hybrid_plan()
+    plan = replace(plan, solver=replace(plan.solver, seconds=119.3))
+    console = Console(width=200, record=True, color_system=None)
+    print_summary(plan, console, 556.04, 520.26)
+    text = " ".join(console.export_text().split())
+    assert "compiled in 556.0 s (solving 520.3 s, of which the plan's search 119.3 s)" in text
+    console = Console(width=200, record=True, color_system=None)
+    print_summary(plan, console)
+    assert "the plan's search 119.3 s" in console.export_text() and "compiled in" not in console.export_text()
+
+
 @pytest.mark.parametrize("solver", ["cbc", "highs"])
 def test_summary_warns_when_not_optimal(solver):
     from dataclasses import replace

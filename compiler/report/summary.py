@@ -10,13 +10,16 @@ from compiler.render.environment import money, percent
 from compiler.report.views import build
 
 
-def print_summary(plan: Plan, console: Console, seconds: float | None = None) -> None:
-    """`seconds`: the whole compile's wall time (estimate, every solve, render), said beside the
-    solver's own, which is only the last solve's search."""
+def print_summary(plan: Plan, console: Console, seconds: float | None = None,
+                  solving: float | None = None) -> None:
+    """`seconds`: the whole compile's wall time (estimate, every solve, render); `solving`: all of
+    its solves' (the plan without the operability limits and the limits' pricing included). Both
+    are said beside the plan's own search, which is only the last solve's."""
     view = build(plan)
     s = view.solver
-    took = (f"compiled in {seconds:.1f} s (the solve {s.seconds:.1f} s)" if seconds is not None
-            else f"the solve {s.seconds:.1f} s")
+    search = f"the plan's search {s.seconds:.1f} s"
+    parts = ([f"solving {solving:.1f} s"] if solving is not None else []) + [search]
+    took = (f"compiled in {seconds:.1f} s ({', of which '.join(parts)})" if seconds is not None else search)
     console.print(
         f"[bold]{view.spec_name}[/bold]: total [bold]{money(view.total_cost_usd)}[/bold] over "
         f"{view.horizon_months} months ({money(view.monthly_average_usd)} a month); solver {s.name} "
