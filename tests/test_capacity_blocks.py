@@ -2,11 +2,12 @@
 
 Figures: p5en.48xlarge (8x H200) in us-east-2 costs $63.296 an hour on demand, $45.5731 on a 1-year
 term (the catalog's instances_aws.yaml: SkyPilot's AWS catalog after the June 2025 P5 reduction;
-the term an estimated ~72% of it). Its Capacity Block rate is $43.26 an instance-hour
-(capacity_blocks.yaml: the EC2 Capacity Blocks pricing page's 8x H200 us-east-2 row, named
-estimated for p5en). Block lengths are whole days up to 14 and whole weeks up to 182 (the EC2
-User Guide's "Find and purchase Capacity Blocks"). The oracles price from the catalog and the
-plan alone, never from the model's variables.
+the term an estimated ~72% of it). Its Capacity Block rate is $54.92 an instance-hour
+(capacity_blocks.yaml: the EC2 Capacity Blocks pricing page's p5en.48xlarge us-east-2 row in the
+copy read on 2026-07-22, koyakimu/ec2-capacity-blocks-for-ml-pricing-json at b3a54ae, recorded in
+tests/fixtures/prices/capacity-blocks/). Block lengths are whole days up to 14 and whole weeks up
+to 182 (the EC2 User Guide's "Find and purchase Capacity Blocks"). The oracles price from the
+catalog and the plan alone, never from the model's variables.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ workloads:
   - name: pretrain
     kind: training
     model: llama-3-8b
-    tokens: 3.5e11
+    tokens: 3.31e11
     window: {{start_month: 0, deadline_days: 30}}
     orchestrator: slurm
     pin: {{instance: p5en.48xlarge{gpus}}}
@@ -71,20 +72,21 @@ def _block_days(hours: float) -> int:
     return days if days <= 14 else 7 * math.ceil(days / 7)
 
 
-def test_a_30_day_job_buys_a_block_where_it_is_cheaper_than_on_demand_and_a_term(tmp_path):
-    # 2 nodes for 29.45 days: a 35-day block at $43.26 (2 x 24 x 35 x 43.26 = $72,676.80) against
-    # $63.296 on demand for 1,413.7 node-hours (~$89,480) and, under continues, a 1-year term
-    # paid for its 12 months (2 x 730 x 12 x $45.57 ~ $798k)
+def test_a_28_day_job_buys_a_block_where_it_is_cheaper_than_on_demand_and_a_term(tmp_path):
+    # 2 nodes for 27.85 days: a 28-day block at $54.92 (2 x 24 x 28 x 54.92 = $73,812.48) against
+    # $63.296 on demand for 1,336.9 node-hours (~$84,620) and, under continues, a 1-year term
+    # paid for its 12 months (2 x 730 x 12 x $45.57 ~ $798k). At $54.92 a block beats on demand
+    # only for a run over 86.8% of its days: a 29.45-day run's 35-day block ($92,265.60) would not
     without = _compile(tmp_path, "[on_demand, reserved_1y]", name="terms").plan
     res = _compile(tmp_path, "[on_demand, reserved_1y, capacity_block]", name="block")
     plan = res.plan
     od, rate = _rates()
     (b,) = plan.capacity_blocks
     (w,) = plan.workloads
-    assert 29 < w.estimate.duration_hours / 24 <= 30
+    assert 27 < w.estimate.duration_hours / 24 <= 28
     assert (b.workload, b.site, b.instance, b.nodes, b.blocks, b.start_month, b.days) == \
-        ("pretrain", "aws-use2", INSTANCE, 2, 1, 0, 35)
-    assert b.cost_usd == pytest.approx(rate * 2 * 24 * 35, abs=0.01)
+        ("pretrain", "aws-use2", INSTANCE, 2, 1, 0, 28)
+    assert b.cost_usd == pytest.approx(rate * 2 * 24 * 28, abs=0.01)
     node_hours = sum(b.monthly_node_hours)
     assert node_hours == pytest.approx(2 * w.estimate.duration_hours, abs=1e-3)
     assert plan.cost_breakdown_usd.cloud_compute == pytest.approx(b.cost_usd, abs=0.05)
@@ -93,17 +95,17 @@ def test_a_30_day_job_buys_a_block_where_it_is_cheaper_than_on_demand_and_a_term
     assert not any(p.pricing == "reserved_1y" for p in plan.pools)
     assert audit(res.candidates.spec, res.candidates.catalog, res.candidates, plan) == []
     runbook = res.artifacts["RUNBOOK.md"]
-    assert "| pretrain | aws-use2 (us-east-2) | p5en.48xlarge | 2 | 35 | 2027-03-01 | $72,676.80 |" in runbook
+    assert "| pretrain | aws-use2 (us-east-2) | p5en.48xlarge | 2 | 28 | 2027-03-01 | $73,812.48 |" in runbook
     assert ("aws ec2 describe-capacity-block-offerings --region us-east-2 --instance-type p5en.48xlarge \\\n"
-            "  --instance-count 2 --capacity-duration-hours 840 \\\n"
-            "  --start-date-range 2027-03-01T00:00:00Z --end-date-range 2027-04-05T11:30:00Z") in runbook
+            "  --instance-count 2 --capacity-duration-hours 672 \\\n"
+            "  --start-date-range 2027-03-01T00:00:00Z --end-date-range 2027-03-31T11:30:00Z") in runbook
     assert "aws ec2 purchase-capacity-block --region us-east-2 --capacity-block-offering-id OFFERING_ID" in runbook
     assert "### Capacity Blocks bought" in res.artifacts["report.md"]
 
 
 def test_no_block_where_a_term_is_cheaper(tmp_path):
     # prorated over a 1-month horizon a 1-year term pays one month: 2 x 730 x $45.57 = $66,537,
-    # under the 35-day block's $72,676.80: the plan buys the term, as it does without blocks
+    # under the 28-day block's $73,812.48: the plan buys the term, as it does without blocks
     terms = _compile(tmp_path, "[on_demand, reserved_1y]", name="t1", horizon=1, rule="prorated").plan
     both = _compile(tmp_path, "[on_demand, reserved_1y, capacity_block]", name="b1", horizon=1,
                     rule="prorated").plan
@@ -115,8 +117,10 @@ def test_no_block_where_a_term_is_cheaper(tmp_path):
 def test_no_block_where_blocks_are_dearer_than_on_demand(tmp_path):
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text(
+        "sources:\n  test-dear-block:\n    title: 'A test: a block rate above the $63.296 on-demand rate'\n"
+        "    url: 'https://example.com/dear'\n    as_of: '2026-11-29'\n"
         "factors:\n  - {name: capacity_block_usd_per_hour.aws.us-east-2.p5en.48xlarge, value: 70.0, "
-        "source: aws-capacity-blocks-pricing, note: 'a test: above the $63.296 on-demand rate'}\n", encoding="utf-8")
+        "source: test-dear-block}\n", encoding="utf-8")
     od_only = _compile(tmp_path, "[on_demand]", name="od").plan
     dear = _compile(tmp_path, "[on_demand, capacity_block]", name="dear", catalog=str(overlay))
     assert dear.plan.capacity_blocks == ()
@@ -151,7 +155,7 @@ def test_the_audit_re_derives_the_block(tmp_path):
     (b,) = plan.capacity_blocks
     cheaper = replace(plan, capacity_blocks=(replace(b, cost_usd=b.cost_usd / 2),))
     assert "A609" in {f.code for f in audit(spec, cat, res.candidates, cheaper)}
-    shorter = replace(plan, capacity_blocks=(replace(b, days=28, cost_usd=b.cost_usd * 28 / 35),))
+    shorter = replace(plan, capacity_blocks=(replace(b, days=21, cost_usd=b.cost_usd * 21 / 28),))
     codes = {f.code for f in audit(spec, cat, res.candidates, shorter)}
     assert {"A609", "A601"} <= codes
     more = replace(plan, capacity_blocks=(replace(b, monthly_node_hours=tuple(h * 2 for h in b.monthly_node_hours)),))
