@@ -32,7 +32,8 @@ leaves the rest to the schema's own diagnostics.
   E220 owned nodes whose `bought` has no `start` to date it, or is after `start` (a warning
        where their useful life ended before `start`: they are left out)
   E221 fp4 (`precision` or `quantization`) on a workload none of whose GPUs has FP4 tensor cores
-  E222 a Savings Plan pricing (savings_plan_1y, savings_plan_3y) at a site that is not AWS, or at
+  E222 a Savings Plan pricing (savings_plan_1y, savings_plan_3y) at a site whose provider the
+       catalog sells none for (AWS, Azure), at sites of two providers, or at
        one without on_demand (a Savings Plan covers on-demand usage)
   E223 capacity_block at a site whose provider and region the catalog sells no Capacity Block in,
        or at one without on_demand (a block's instances run as on-demand ones launched into it)
@@ -312,22 +313,35 @@ class _Checker:
                             f"raise existing_tb to at least {_fmt(tb)}, or move the dataset's home")
 
     def savings_plan_pricing(self, path: Path, site: dict) -> Iterator[Diagnostic]:
-        """E222: a Savings Plan is AWS's (unit_costs.SAVINGS_PLAN_MONTHS), and it covers on-demand
-        usage, so a site that lists one lists on_demand too."""
+        """E222: a Savings Plan is sold where the catalog prices one for the site's provider (its
+        `savings_plan_estimated_share.<provider>.<term>` factors: AWS Compute Savings Plans, Azure
+        savings plan for compute), it covers on-demand usage, so a site that lists one lists
+        on_demand too, and one commitment covers one provider's sites, so the sites that list one
+        are all of one provider."""
         pricing = site.get("pricing")
         if not isinstance(pricing, list):
             return
+        provider = site.get("provider")
+        first = _savings_plan_provider(self.data)
         for j, option in enumerate(pricing):
             if option not in unit_costs.SAVINGS_PLAN_MONTHS:
                 continue
-            if site.get("provider") != "aws":
+            sold = sorted({n.split(".")[1] for n in self.catalog.factors
+                           if n.startswith("savings_plan_estimated_share.") and n.endswith("." + option)})
+            if not isinstance(provider, str) or unit_costs.savings_plan_share(self.catalog, provider, option) is None:
                 yield self.diag("E222", path + ("pricing", j),
-                                f"pricing '{option}' is an AWS Savings Plan; this site's provider is "
-                                f"'{site.get('provider')}'", "drop it, or use reserved_1y / reserved_3y")
+                                f"pricing '{option}' is a Savings Plan, which the catalog sells for "
+                                f"{', '.join(sold) or 'no provider'}; this site's provider is '{provider}'",
+                                "drop it, or use reserved_1y / reserved_3y")
             elif "on_demand" not in pricing:
                 yield self.diag("E222", path + ("pricing", j),
                                 f"pricing '{option}' covers on-demand usage, and this site does not list on_demand",
                                 "add on_demand to the site's pricing")
+            elif first is not None and provider != first:
+                yield self.diag("E222", path + ("pricing", j),
+                                f"pricing '{option}' at a '{provider}' site: the spec's Savings Plans are "
+                                f"'{first}' ones (an earlier site lists one), and a spec's commitments cover "
+                                f"one provider's sites", "list Savings Plans at one provider's sites only")
 
     def capacity_block_pricing(self, path: Path, site: dict) -> Iterator[Diagnostic]:
         """E223: a Capacity Block is sold for some instances in some regions (the catalog's
@@ -770,3 +784,14 @@ def not_sold_hint(catalog: Catalog, name: str, provider: str, region: str) -> st
 
 def _quote(model: str) -> str:
     return model if model == "this inline model" else f"'{model}'"
+
+
+def _savings_plan_provider(data: Any) -> str | None:
+    """The provider of the first cloud site listing a Savings Plan term (E222: a spec's plans are
+    one provider's)."""
+    for s in _list(_dict(data).get("sites")):
+        s = _dict(s)
+        if s.get("type") == "cloud" and isinstance(s.get("pricing"), list) and any(
+                o in unit_costs.SAVINGS_PLAN_MONTHS for o in s["pricing"]):
+            return s.get("provider") if isinstance(s.get("provider"), str) else None
+    return None

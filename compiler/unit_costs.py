@@ -42,7 +42,8 @@ def cloud_price(catalog: Catalog, site: CloudSite, instance: str, option: str) -
     return None if inst is None else inst.price(site.region, option)
 
 
-# Months a Savings Plan's commitment runs (AWS Compute Savings Plans, No Upfront; docs/savings-plans.md).
+# Months a Savings Plan's commitment runs (AWS Compute Savings Plans, No Upfront; Azure savings plan for
+# compute; docs/savings-plans.md).
 SAVINGS_PLAN_MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}
 
 

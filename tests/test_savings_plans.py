@@ -166,7 +166,7 @@ def test_the_plan_json_round_trips_and_the_report_and_runbook_say_what_to_buy(tm
 
 
 @pytest.mark.parametrize("site, message", [
-    ("    provider: gcp\n    region: us-central1\n    pricing: [on_demand, savings_plan_1y]\n", "AWS Savings Plan"),
+    ("    provider: gcp\n    region: us-central1\n    pricing: [on_demand, savings_plan_1y]\n", "which the catalog sells for aws, azure"),
     ("    provider: aws\n    region: us-east-1\n    pricing: [reserved_1y, savings_plan_1y]\n", "on_demand"),
 ])
 def test_a_savings_plan_is_aws_and_covers_on_demand_usage(tmp_path, site, message):

@@ -13,7 +13,7 @@ from typing import Iterator
 from compiler.audit import codes, rules
 from compiler.audit.context import ABS_HOURS, ABS_USD, Context, Finding, close, exceeds, is_cloud, usd
 
-MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}   # a Savings Plan's term (AWS: 1 or 3 years)
+MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}   # a Savings Plan's term (AWS, Azure: 1 or 3 years)
 
 
 def rate(ctx: Context, site: str, instance: str, term: str) -> float | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler import unit_costs
 from compiler.catalog.model import Catalog, Gpu
 from compiler.spec import CloudSite, OnPremSite, Spec, TrainingWorkload, InferenceWorkload
 
@@ -55,8 +56,9 @@ def savings_plan_covered(site: CloudSite, instance: str, catalog: Catalog) -> bo
     instance has an on-demand rate there): its commitment is per month too, so the pool's hours
     are priced month by month as where reserved terms are sold."""
     inst = catalog.instances.get(instance)
-    return (inst is not None and site.provider == "aws" and inst.price(site.region, "on_demand") is not None
-            and any(t in site.pricing for t in ("savings_plan_1y", "savings_plan_3y")))
+    return (inst is not None and inst.price(site.region, "on_demand") is not None
+            and any(t in site.pricing and unit_costs.savings_plan_share(catalog, site.provider, t) is not None
+                    for t in unit_costs.SAVINGS_PLAN_MONTHS))
 
 
 def allowed_sites(spec: Spec, workload: TrainingWorkload | InferenceWorkload) -> list:

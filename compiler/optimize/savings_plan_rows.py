@@ -1,8 +1,9 @@
 r"""Savings Plans in the model: formulate's rows (17), written once the cloud pools' on-demand hours
 (12), (12b) are (docs/savings-plans.md has the model and what is exact in it).
 
-An AWS Savings Plan is a commitment of C USD per hour for a term (12 or 36 months) bought in a
-month; each hour it bills the usage it covers at the plan's rate up to C, usage above C on demand,
+A Savings Plan (AWS Compute Savings Plans, Azure savings plan for compute: the providers with
+savings_plan_estimated_share factors) is a commitment of C USD per hour for a term (12 or 36
+months) bought in a month; each hour it bills the usage it covers at the plan's rate up to C, usage above C on demand,
 and C whether used or not. A site opts in by listing the term in its `pricing`.
 
 Notation (beyond formulate's)

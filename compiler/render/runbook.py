@@ -390,10 +390,17 @@ class Runbook:
     calendar: Calendar = UNDATED      # names the months (the spec's start)
     held: tuple[Held, ...] = ()       # commitments already bought: nothing to buy, their end to watch
     savings_plans: tuple = ()         # Savings Plans to buy (plan.SavingsPlanBought): no Terraform resource
+    savings_plan_provider: str = "aws"   # whose they are (E222: a spec's plans are one provider's)
     capacity_blocks: tuple[BlockBuy, ...] = ()   # Capacity Blocks to buy before their jobs start
     changes: Changes | None = None    # a re-plan: what changes against the baseline
     removed_sites: tuple[Removal, ...] = ()   # a re-plan: the baseline's sites this plan has not
     edge: tuple = ()                  # the plan's edge sites (render/edge.py EdgeFleet): boxes per location
+
+
+def _savings_plan_provider(plan: Plan) -> str:
+    """The provider of the sites the plan's Savings Plans cover ("aws" where it buys none)."""
+    provider = {s.name: s.provider for s in plan.sites}
+    return next((provider.get(b.sites[0]) or "aws" for b in plan.savings_plans.bought if b.sites), "aws")
 
 
 def _hcl_value(value: object) -> str:
@@ -672,7 +679,8 @@ def build(plan: Plan, catalog: Catalog, sites: tuple[SiteFiles, ...],
         plan_name=plan.spec_name, horizon_months=plan.horizon_months, sites=steps,
         purchases=purchases(plan), metrics=_metric_rules(sites),
         workflow=WORKFLOW if _workflow_jobs(sites) else "", cron=CRON, calendar=plan.calendar, held=plan.held,
-        savings_plans=plan.savings_plans.bought, capacity_blocks=_capacity_blocks(plan, catalog),
+        savings_plans=plan.savings_plans.bought, savings_plan_provider=_savings_plan_provider(plan),
+        capacity_blocks=_capacity_blocks(plan, catalog),
         changes=changes, removed_sites=tuple(r for r in gone if not r.in_plan), edge=edge)
 
 

@@ -108,6 +108,9 @@ def owned_ages(plan: Plan) -> OwnedAgesView:
 
 TERM_WORDS = {"savings_plan_1y": "1-year Savings Plan", "savings_plan_3y": "3-year Savings Plan"}
 TERM_MONTHS = {"savings_plan_1y": 12, "savings_plan_3y": 36}
+# What each provider calls its Savings Plan (docs/savings-plans.md), and how it is paid.
+SAVINGS_PLAN_KINDS = {"aws": "AWS Compute Savings Plans (No Upfront)",
+                      "azure": "Azure savings plan for compute (paid monthly)"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,7 @@ class SavingsPlansView:
     covered_node_hours: float     # on-demand node-hours billed at the plans' rates instead
     on_demand_usd: float          # what those hours would cost on demand
     idle_after_usd: float         # under continues: the unused commitment charged after the horizon
+    kinds: str = SAVINGS_PLAN_KINDS["aws"]   # what the providers call them, joined
 
 
 def savings_plans(plan: Plan, catalog) -> SavingsPlansView:
@@ -144,7 +148,11 @@ def savings_plans(plan: Plan, catalog) -> SavingsPlansView:
         rate = inst.price(region.get(c.site) or "", "on_demand") if inst is not None else None
         hours += h
         od += h * (rate or 0.0)
-    return SavingsPlansView(rows, round(hours, 1), round(od, 2), round(sum(i.charged_usd for i in sp.idle_after), 2))
+    provider = {s.name: s.provider for s in plan.sites}
+    kinds = " and ".join(SAVINGS_PLAN_KINDS.get(p, p) for p in sorted({provider.get(b.sites[0]) or "aws"
+                                                                        for b in sp.bought if b.sites}))
+    return SavingsPlansView(rows, round(hours, 1), round(od, 2), round(sum(i.charged_usd for i in sp.idle_after), 2),
+                            kinds or SAVINGS_PLAN_KINDS["aws"])
 
 
 @dataclass(frozen=True)
