@@ -94,7 +94,7 @@ def test_estimates_say_so_in_their_source_title(cat):
 
 
 def test_version_is_set_once(cat):
-    assert cat.version == "2026.11.6"
+    assert cat.version == "2026.11.7"
 
 
 # ---------------------------------------------------------------- coverage of the names everybody uses
@@ -411,7 +411,7 @@ def test_version_twice_or_never_is_c006(tmp_path):
     assert (d.position.line, d.position.column) == (1, 1)
     (tmp_path / "zz_extra.yaml").unlink()
     text = (tmp_path / "sources.yaml").read_text(encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.6"\n', ""), encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(text.replace('version: "2026.11.7"\n', ""), encoding="utf-8")
     with pytest.raises(CompileError) as info:
         loader.load_builtin(tmp_path)
     assert [(d.code, d.message) for d in info.value.diagnostics] == [("C006", "no data file sets `version`")]
@@ -434,8 +434,8 @@ def test_catalog_to_json_is_deterministic_and_complete(cat, tmp_path):
     again = json.dumps(catalog_to_json(load_catalog(_write(tmp_path, "version: x\n"))), sort_keys=True)
     assert json.dumps(catalog_to_json(cat)) == json.dumps(catalog_to_json(cat))
     data = json.loads(first)
-    assert data["version"] == "2026.11.6"
-    assert json.loads(again)["version"] == "2026.11.6+x"
+    assert data["version"] == "2026.11.7"
+    assert json.loads(again)["version"] == "2026.11.7+x"
     assert list(data["gpus"]) == sorted(data["gpus"])
     assert data["gpus"]["H100"]["tflops"]["bf16"] == 989.4
     regions = [p["region"] for p in data["instances"]["p4d.24xlarge"]["prices"]]
