@@ -91,11 +91,11 @@ def test_the_rule_is_never_dearer_and_drops_what_the_month_does_not_need():
     assert out.best_bound <= out.objective and out.gap >= 0
 
 
-# --- the shipped examples under three random seeds ---------------------------------------
+# --- the shipped examples under five random seeds ---------------------------------------
 
 _SECONDS = re.compile(r'^(    "seconds": )[0-9.eE+-]+(,?)$', re.M)
-# the three under which multi-region-inference rendered three trees of one cost before the rule
-SEEDS = (DEFAULT.seed, 1, 2)
+# five seeds; under the first three multi-region-inference rendered three trees of one cost before the rule
+SEEDS = (DEFAULT.seed, 1, 2, 3, 4)
 # the realistic cases beside the repository (skipped where absent); us-apac-hybrid takes too long
 REALISTIC = ROOT.parent / "shared" / "realistic-cases"
 CASES = sorted(ROOT.glob("examples/*.yaml")) + sorted(p for p in [REALISTIC / "long-window.yaml"] if p.exists())
