@@ -137,12 +137,9 @@ def test_seeds_that_reach_the_same_cost_render_the_same_bytes(path):
 
 # --- the settings' seed is the one every solver runs under -------------------------------
 
-@pytest.mark.parametrize("solver", ["cbc", "highs"])
-def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
-    """Settings.seed reaches each solve (HiGHS models, pulp's CBC and HiGHS, canonical's groups),
-    not only the module's DEFAULT: every seed a solver is handed is the one asked for."""
+def _seeds_handed(monkeypatch) -> list[int]:
+    """The list every random seed handed to HiGHS is appended to, from now on in the test."""
     import highspy
-    from compiler.optimize import SolveOptions, optimize, solve
 
     seen: list[int] = []
     real_set = highspy.Highs.setOptionValue
@@ -152,8 +149,18 @@ def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
             seen.append(int(value))
         return real_set(self, key, value)
 
-    real_cbc = solve._cbc
     monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    return seen
+
+
+@pytest.mark.parametrize("solver", ["cbc", "highs"])
+def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
+    """Settings.seed reaches each solve (HiGHS models, pulp's CBC and HiGHS, canonical's groups),
+    not only the module's DEFAULT: every seed a solver is handed is the one asked for."""
+    from compiler.optimize import SolveOptions, optimize, solve
+
+    seen = _seeds_handed(monkeypatch)
+    real_cbc = solve._cbc
     monkeypatch.setattr(solve, "_cbc", lambda log, tmp, seed, *a, **k: seen.append(seed) or real_cbc(log, tmp, seed, *a, **k))
     problem_spec = _shared_slack().spec
     cands = _shared_slack().candidates
@@ -166,18 +173,9 @@ def test_every_solve_runs_under_the_settings_seed(solver, monkeypatch):
 def test_the_limits_narrowing_runs_its_lps_under_the_settings_seed(monkeypatch):
     """Where a count limit binds, the candidates are narrowed by diving on LPs (optimize/narrow.py):
     those LPs, too, run under the seed asked for, and the narrowing leaves service c one GPU type."""
-    import highspy
     from compiler.optimize.narrow import narrowed
 
-    seen: list[int] = []
-    real_set = highspy.Highs.setOptionValue
-
-    def spy(self, key, value):
-        if key == "random_seed":
-            seen.append(int(value))
-        return real_set(self, key, value)
-
-    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    seen = _seeds_handed(monkeypatch)
     site = cloud(pricing=("on_demand",))
     c = inference("c", index=0, rps=2.0, out=100)
     cs = [infer_cand(c, site, "p4d.24xlarge", 1, 200.0), infer_cand(c, site, "p5.48xlarge", 1, 200.0)]
@@ -189,18 +187,9 @@ def test_the_limits_narrowing_runs_its_lps_under_the_settings_seed(monkeypatch):
 
 def test_the_explanation_of_an_infeasible_spec_runs_under_the_settings_seed(monkeypatch):
     """explain.py's elastic re-solve (an infeasible spec's named conflicts) runs under the seed asked for."""
-    import highspy
     from compiler.optimize.explain import explain
 
-    seen: list[int] = []
-    real_set = highspy.Highs.setOptionValue
-
-    def spy(self, key, value):
-        if key == "random_seed":
-            seen.append(int(value))
-        return real_set(self, key, value)
-
-    monkeypatch.setattr(highspy.Highs, "setOptionValue", spy)
+    seen = _seeds_handed(monkeypatch)
     site = cloud(pricing=("on_demand",), quotas={"H100": 0})
     c = inference("c", index=0, rps=2.0, out=100)
     problem = formulate(candidates(spec([site], [c], horizon=2), [infer_cand(c, site, "p5.48xlarge", 1, 200.0)]))
