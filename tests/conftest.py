@@ -32,6 +32,32 @@ def pytest_configure(config):
         config.option.testrunuid = uuid.uuid4().hex
 
 
+# The files whose tests take minutes, with their CPU seconds (2 cores, 2026-11-30): the suite runs
+# them first (pytest_collection_modifyitems), each whole on one worker (--dist loadfile, in this
+# order: --no-loadscope-reorder), so the many short files fill in around them and both workers
+# end together. xdist's own order (most tests first) left these few-test files for last, where
+# one worker ran them alone while the other had nothing left. Measure with `pytest
+# --durations=60 -m slow` and keep the heaviest here.
+HEAVY_FILES = {
+    "test_coherence.py": 280, "test_canonical_plans.py": 270, "test_month_floors.py": 200,
+    "test_optimize_engine.py": 145, "test_oracle_monotone.py": 105, "test_examples.py": 100,
+    "test_benchmarks.py": 95, "test_what_if.py": 85, "test_cli.py": 80, "test_oracle_pins.py": 80,
+    "test_small_specs.py": 80, "test_replan_stability.py": 70, "test_fuzz_pipeline.py": 70,
+    "test_operability.py": 65, "test_sweep.py": 60, "test_estimate_calibration.py": 50,
+}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Each file's tests together and in their order; the files in HEAVY_FILES first, heaviest
+    first, then the others by their number of tests (xdist's order), most first."""
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    order = sorted(files, key=lambda f: (-HEAVY_FILES.get(f.rsplit("/", 1)[-1], 0), -len(files[f])))
+    items[:] = [item for f in order for item in files[f]]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     # before the test's fixtures: a module fixture that compiles a heavy example is refused too

@@ -5,15 +5,11 @@ reductions"); compiling each once keeps the suite's time to what the tests need.
 
 from __future__ import annotations
 
-import copyreg
-import fcntl
-import os
-import pickle
-import tempfile
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from types import MappingProxyType
+
+from shared_cache import free_solves_shared, key, shared, shared_folder  # noqa: F401  (conftest: shared_folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = tuple(sorted(p.stem for p in (ROOT / "examples").glob("*.yaml")))
@@ -68,50 +64,26 @@ def _example(name: str):
     the optimizer.
 
     Under pytest-xdist the first worker to ask compiles it and leaves it in a folder of this run
-    (SHARED); the others read that copy instead of compiling again: the largest example takes
-    most of a minute, and several workers' files read it. A stage replaced by a test double is
-    compiled here and not shared."""
+    (shared_cache.shared); the others read that copy instead of compiling again: the largest
+    example takes minutes, and several workers' files read it. A stage replaced by a test double
+    is compiled here and not shared. The plan it solves without the operability limits is shared
+    with compiles of the example's variants (shared_cache.free_solves_shared)."""
     from compiler import pipeline
 
+    path = ROOT / "examples" / f"{name}.yaml"
+
     def compiled():
-        result = pipeline.compile_spec(ROOT / "examples" / f"{name}.yaml")
+        result = pipeline.compile_spec(path)
         return result.candidates, result
 
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not run or (pipeline.compile_spec, pipeline.estimate_candidates) != _STAGES:
+    if (pipeline.compile_spec, pipeline.estimate_candidates) != _STAGES:
         return compiled()
-    folder = shared_folder(run)
-    try:
-        folder.mkdir(exist_ok=True)
-        lock = open(folder / f"{name}.lock", "w")
-    except OSError:
-        return compiled()
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)          # one compiles, the others wait for its copy
-        path = folder / f"{name}.pickle"
-        if path.exists():
-            return pickle.loads(path.read_bytes())
-        value = compiled()
-        part = path.with_suffix(".part")
-        try:
-            part.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(part, path)
-        except OSError:
-            pass                                  # not shared: the others compile it themselves
-        return value
 
+    def sharing_its_free_solve():
+        with free_solves_shared():
+            return compiled()
 
-def shared_folder(run: str) -> Path:
-    """Where the workers of test run `run` share the examples' compiles (conftest removes it)."""
-    return Path(tempfile.gettempdir()) / f"infra-compile-examples-{run}"
-
-
-def _proxy(mapping: dict) -> MappingProxyType:
-    return MappingProxyType(mapping)
-
-
-# The catalog holds read-only mappings, which pickle does not know: rebuilt from their items.
-copyreg.pickle(MappingProxyType, lambda m: (_proxy, (dict(m),)))
+    return shared("example", key(name, path.read_bytes()), sharing_its_free_solve)
 
 
 def _stages():

@@ -19,9 +19,9 @@ compile in well under a second, so this module generates them:
   only read the plan's cost and gap), under a branch-and-bound node limit and never a time
   limit, so the outcome is the same on every machine. Returns an `Outcome` (cost, gap, status,
   the plan's (site, instance) per workload, the candidates' pools) or the CompileError's exit
-  code; cached per spec text, so the test files share compiles within one pytest session. A
-  shipped example is read from its session-wide compile (tests/examples_cache.py), not compiled
-  again.
+  code; cached per spec text, so the test files share compiles within one pytest session, in
+  every worker of it (tests/shared_cache.py). A shipped example is read from its session-wide
+  compile (tests/examples_cache.py), not compiled again.
 - `relaxation_problem(relaxed, restricted)`: the oracles' one check.
 - `pin_spec`, `dump`, `load_data`, `write`: YAML in and out, numbers kept numbers.
 """
@@ -39,6 +39,7 @@ from pathlib import Path
 import yaml
 
 from examples_cache import ROOT, estimates_seen, example
+from shared_cache import key as content_key, shared
 
 from compiler.optimize.settings import DEFAULT
 
@@ -320,7 +321,8 @@ def _shipped_example(path: Path, max_nodes: int) -> bool:
 def compile_outcome(path: str | Path, max_nodes: int = MAX_NODES) -> Outcome:
     """`compile_spec` in-process, its render stage stubbed out (the oracles read only the plan;
     the audit and every other stage run). Cached per spec text and per estimate stage in use (a
-    test double of the estimate stage is never served a result cached without it). The
+    test double of the estimate stage is never served a result cached without it; with the
+    pipeline's own stages, shared with the run's other workers: shared_cache.shared). The
     candidates the estimate stage hands the optimizer are recorded on the way (`Outcome.pools`).
     A shipped example is not compiled again: its session-wide compile (examples_cache.example,
     the same options, its candidates recorded the same way) is read."""
@@ -333,22 +335,28 @@ def compile_outcome(path: str | Path, max_nodes: int = MAX_NODES) -> Outcome:
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    seen: list = []
-    try:
-        if _shipped_example(path, max_nodes):
-            candidates, result = example(path.stem)
-            seen, plan = [candidates], result.plan
-        else:
-            with estimates_seen() as seen, _render_stubbed():
-                plan = pipeline.compile_spec(path, pipeline.CompileOptions(max_nodes=max_nodes)).plan
-        chosen = tuple((w.name, tuple(sorted({(p.site, p.instance) for p in w.placements})))
-                       for w in plan.workloads)
-        out = Outcome(0, float(plan.total_cost_usd), float(plan.solver.gap), plan.solver.status, chosen)
-    except CompileError as exc:
-        first = exc.diagnostics[0] if exc.diagnostics else None
-        out = Outcome(exc.exit_code, status=f"{first.code}: {first.message}" if first else "")
-    if seen:
-        out = replace(out, pools=_pools(seen[-1]))
+    def outcome() -> Outcome:
+        seen: list = []
+        try:
+            if _shipped_example(path, max_nodes):
+                candidates, result = example(path.stem)
+                seen, plan = [candidates], result.plan
+            else:
+                with estimates_seen() as seen, _render_stubbed():
+                    plan = pipeline.compile_spec(path, pipeline.CompileOptions(max_nodes=max_nodes)).plan
+            chosen = tuple((w.name, tuple(sorted({(p.site, p.instance) for p in w.placements})))
+                           for w in plan.workloads)
+            out = Outcome(0, float(plan.total_cost_usd), float(plan.solver.gap), plan.solver.status, chosen)
+        except CompileError as exc:
+            first = exc.diagnostics[0] if exc.diagnostics else None
+            out = Outcome(exc.exit_code, status=f"{first.code}: {first.message}" if first else "")
+        if seen:
+            out = replace(out, pools=_pools(seen[-1]))
+        return out
+
+    own_stages = all(getattr(f, "__module__", None) == pipeline.__name__
+                     for f in (pipeline.estimate_candidates, pipeline.compile_spec, pipeline.render_artifacts))
+    out = shared("oracle", content_key(text, str(max_nodes)), outcome) if own_stages else outcome()
     _CACHE[key] = out
     return out
 

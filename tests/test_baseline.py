@@ -151,15 +151,14 @@ def _exactly(plan):
 
 @pytest.fixture(scope="module")
 def hybrid(tmp_path_factory):
-    """examples/hybrid-llm-platform.yaml compiled, then re-planned from that plan with a small
+    """examples/hybrid-llm-platform.yaml compiled (the session's compile of it, which other
+    files read too: the same spec and options), then re-planned from that plan with a small
     fine-tune added, and with a training job dropped."""
-    from examples_cache import ROOT
+    from examples_cache import ROOT, example
 
     tmp = tmp_path_factory.mktemp("hybrid")
     text = (ROOT / "examples" / "hybrid-llm-platform.yaml").read_text(encoding="utf-8")
-    base_spec = tmp / "base.yaml"
-    base_spec.write_text(text, encoding="utf-8")
-    base = _compile(str(base_spec))
+    base = example("hybrid-llm-platform")[1].plan
     base_json = _write(tmp, base, "base")
     cut = text.index("  - name: chat-70b")
     added = tmp / "added.yaml"
