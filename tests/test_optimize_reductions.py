@@ -126,3 +126,63 @@ def test_sort_and_sweep_prune_drops_exactly_what_pairwise_dominance_drops():
             for capped in (False, True):
                 assert prune(cands, horizon, capped) == _pairwise(cands, horizon, capped), (seed, horizon, capped)
 
+
+
+def _random_front_cases(seed: int):
+    """Candidates of one workload that prune compares pairwise (its `_front`): a job's counts
+    running months apart (a recurring job's) or starting in different months, on pools that may
+    sell Capacity Blocks; or a service's replicas (every fourth seed); with ties, identical twins and fabric-free jobs; and the blocks' USD by candidate."""
+    import random
+    from dataclasses import replace
+
+    rng = random.Random(seed)
+    w, aws, dc, chat = training("job"), cloud(), onprem(), inference("chat")
+    out, blocks, serving = [], {}, seed % 4 == 0     # prune sees one workload's candidates
+    for k in range(rng.randint(5, 40)):
+        if serving:
+            tp = rng.choice([1, 2, 4, 8])
+            out.append(infer_cand(chat, aws, "p5.48xlarge", tp, rng.choice([1000.0 * tp, 2000.0, rng.uniform(500, 9000)]),
+                                  tag=f"-{k}"))
+            continue
+        site, inst = rng.choice([(aws, "p5.48xlarge"), (dc, "hgx-h100")])
+        nodes = rng.randint(1, 8)
+        months = sorted(rng.sample(range(12), rng.randint(1, 4)))
+        # equal totals over different months: a job on fewer months may come later in the
+        # front's order and still dominate (the front then drops what it beats)
+        each = rng.choice([100.0, 250.0, rng.uniform(10, HOURS), 480.0 / len(months)])
+        fabric = rng.choice(["infiniband-ndr", "roce-400g"]) if site is dc else None
+        c = train_cand(w, site, inst, nodes, each, spot=rng.random() < 0.2 and site is aws, fabric=fabric,
+                       tag=f"-{k}")
+        c = replace(c, start_month=months[0], usage=tuple((m, each) for m in months))
+        out.append(c)
+        if site is aws and not c.spot and rng.random() < 0.5:
+            blocks[c.id] = rng.choice([1000.0, 2000.0, rng.uniform(500, 3000)])
+    return out, blocks
+
+
+@pytest.mark.slow
+def test_the_front_drops_exactly_what_pairwise_dominance_drops():
+    """prune's `_front` compares each candidate with the undominated ones found so far; on
+    random sets of what it handles it keeps exactly what the pairwise definition keeps (with
+    the blocks' prices where a pool sells them), with and without a cloud-share cap."""
+    from compiler.optimize.reductions import _block_ok
+
+    compared = 0
+    for seed in range(300):
+        cands, blocks = _random_front_cases(seed)
+        for capped in (False, True):
+            for priced in (None, blocks):
+                def beats(d, c):
+                    if not dominates(d, c, 12, capped):
+                        return False
+                    pool = [x for x in cands if (x.site, x.instance, x.spot) == (c.site, c.instance, c.spot)]
+                    sells = bool(priced) and any(x.id in priced for x in pool if x.kind == "training")
+                    return not sells or _block_ok(d, c, priced)
+
+                # the definition, where no two candidates dominate each other (it would drop both)
+                if any(beats(d, c) and beats(c, d) for d in cands for c in cands if d is not c):
+                    continue
+                expected = [c for c in cands if not any(beats(d, c) for d in cands)]
+                assert prune(cands, 12, capped, None, priced) == expected, (seed, capped, priced is None)
+                compared += 1
+    assert compared > 1000

@@ -95,7 +95,8 @@ def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
     `blocks`: the USD of the Capacity Block each training candidate may run on (formulate's
     capacity_block rows), where one is sold; a pool with any is compared pairwise (`_block_ok`).
 
-    Training candidates go through `_sweep` (sort and sweep, O(n log n) a pool), the rest pairwise."""
+    Training candidates go through `_sweep` (sort and sweep, O(n log n) a pool), the rest through
+    `_front` (each against the undominated ones found so far)."""
     by_pool: dict[tuple, list[Candidate]] = {}
     for c in cands:
         by_pool.setdefault((c.site, c.instance, c.spot), []).append(c)
@@ -111,9 +112,42 @@ def prune(cands: list[Candidate], horizon: int, share_capped: bool = False,
         else:
             rest = group
         hours = {c.id: _hours_by_month(c, horizon) for c in rest if c.kind == "training"}
-        dominated |= {c.id for c in rest if any(_dominates(d, c, hours, share_capped)
-                                                and (not blocked or _block_ok(d, c, blocks)) for d in rest)}
+        dominated |= _front(rest, hours, share_capped, blocks if blocked else None)
     return [c for c in cands if c.id not in dominated]
+
+
+def _front(rest: list[Candidate], hours: dict[str, dict[int, float]], share_capped: bool,
+           blocks: Mapping[str, float] | None) -> set[str]:
+    """The candidates of one pool that another dominates (`_dominates`, and `_block_ok` where the
+    pool sells blocks), each compared with the front of those not dominated so far, not with all.
+
+    Dominance is transitive (fewer nodes, a subset of months, no more hours or GPUs, at least the
+    tokens/s, a fabric-free one for any fabric, a block no dearer, twins to the smaller id), so
+    a candidate any other dominates is dominated by one of the front: the one it is dominated
+    by is in the front, or was dropped by one that is. A candidate joining the front drops the
+    front's members it dominates, so the order only decides how many pairs are compared, not
+    what is dropped. Recurring jobs (months apart), jobs whose counts start in different months
+    and pools selling Capacity Blocks come here: n counts against a front of a few, not n^2."""
+    def ok(d: Candidate, c: Candidate) -> bool:
+        return _dominates(d, c, hours, share_capped) and (blocks is None or _block_ok(d, c, blocks))
+
+    def order(c: Candidate) -> tuple:
+        if c.kind == "training":
+            return (0, c.nodes, sum(hours[c.id].values()), c.id)
+        return (1, c.gpus, -c.estimate.tokens_per_s, c.id)
+
+    front: list[Candidate] = []
+    out: set[str] = set()
+    for c in sorted(rest, key=order):
+        if any(ok(d, c) for d in front):
+            out.add(c.id)
+            continue
+        beaten = {d.id for d in front if ok(c, d)}
+        if beaten:
+            out |= beaten
+            front = [d for d in front if d.id not in beaten]
+        front.append(c)
+    return out
 
 
 def _monthly(c: Candidate, monthly_pools: frozenset | None) -> bool:
