@@ -147,33 +147,49 @@ def spot_rate(provider: str, catalog: Catalog) -> float:
 def llm_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
                           catalog: Catalog, memo: Memo | None = None
                           ) -> tuple[TrainingEstimate | None, Layout | None, str]:
-    """(estimate, layout, '') or (None, None, reason)."""
+    """(estimate, layout, '') or (None, None, reason). Only the run's length depends on the job's
+    tokens: the rest (_step_and_losses) is worked out once per count for every job that shares
+    the model, hardware, sequence, precision, optimizer and checkpoint interval (a platform's
+    fine-tunes of one model, its recurring jobs)."""
     if training.peak_flops(hw.gpu, w.precision) is None:
         return None, None, f"no {w.precision} tensor cores on {hw.gpu.name}"
-    best, leanest = _search(model, hw, w, catalog, memo or Memo()).best(gpus)
+    memo = memo or Memo()
+    search = _search(model, hw, w, catalog, memo)
+    core = memo.get((model, hw.gpu, catalog, search),
+                    ("step-losses", hw.provider, gpus, spot, w.checkpoint.interval_min),
+                    lambda: _step_and_losses(w, model, hw, gpus, spot, catalog, search))
+    if isinstance(core, str):
+        return None, None, core
+    best, lost, notes, shares = core
+    tokens = w.tokens or 0.0
+    hours = tokens / best.tokens * best.seconds / 3600 * (1 + lost)
+    est = TrainingEstimate(memory_gb_per_gpu=round(best.memory.total_gb, 3), duration_hours=round(hours, 4),
+                           mfu=round(best.mfu, 4),
+                           tokens_per_s=round(tokens / (hours * 3600), 3) if hours else 0.0,
+                           notes=notes, step_breakdown=shares)
+    return est, best.layout, ""
+
+
+def _step_and_losses(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool, catalog: Catalog,
+                     search: training.LayoutSearch):
+    """What an LLM training estimate on `gpus` GPUs of `hw` is without the job's tokens: (the
+    best step, the lost fraction, the notes, the wall-time shares), or why it does not fit."""
+    best, leanest = search.best(gpus)
     if best is None:
         need = leanest.memory.total_gb if leanest else float("inf")
-        return None, None, (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "
-                            f"{usable_training_gb(hw.gpu.memory_gb, catalog):.0f} usable")
-    tokens = w.tokens or 0.0
-    ideal_h = tokens / best.tokens * best.seconds / 3600
+        return (f"does not fit on {gpus} GPUs: needs {need:.0f} GB/GPU at best, has "
+                f"{usable_training_gb(hw.gpu.memory_gb, catalog):.0f} usable")
     nodes = gpus // hw.gpus_per_node
     state_gb = model_state_bytes(model.params_b * 1e9, w.precision, w.optimizer, catalog) / 1e9
     losses = training.lost_fraction(gpus, nodes, w.checkpoint.interval_min,
                                     spot_rate(hw.provider, catalog) if spot else 0.0, state_gb, catalog)
     lost = losses.fraction
-    hours = ideal_h * (1 + lost)
     notes = [f"layout {describe(best.layout)}; step {best.seconds:.2f} s for {best.tokens:,.0f} tokens",
              *losses.notes]
     if best.overhead_share > factor(catalog, "comm_dominates_threshold"):
         notes.append(f"communication dominates: {best.overhead_share:.0%} of each step is communication "
                      f"and pipeline bubble, so more GPUs may not shorten the run")
-    est = TrainingEstimate(memory_gb_per_gpu=round(best.memory.total_gb, 3), duration_hours=round(hours, 4),
-                           mfu=round(best.mfu, 4),
-                           tokens_per_s=round(tokens / (hours * 3600), 3) if hours else 0.0,
-                           notes=tuple(notes),
-                           step_breakdown=wall_time_shares(best.breakdown(), best.seconds, lost))
-    return est, best.layout, ""
+    return best, lost, tuple(notes), wall_time_shares(best.breakdown(), best.seconds, lost)
 
 
 def vision_training_estimate(w: TrainingWorkload, model: Model, hw: Hardware, gpus: int, spot: bool,
