@@ -209,12 +209,14 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     passes the independent audit before its cost is trusted; without one, every count is sized."""
     from compiler.diagnostics import CompileError
     from compiler.estimate import estimate as estimate_stage, longest_scan
+    from compiler.estimate.build import Memo
     from compiler.optimize import greedy_plan
 
     say = options.progress or (lambda _msg: None)
     if longest_scan(spec, catalog) < options.settings.sample_from:
         return estimate_stage(spec, catalog, progress=say)
-    first = estimate_stage(spec, catalog, sample=True, progress=say)
+    memo = Memo()     # the sample's searches, which the full scan repeats
+    first = estimate_stage(spec, catalog, sample=True, progress=say, memo=memo)
     plan = greedy_plan(first)
     try:
         if plan is not None:
@@ -222,11 +224,11 @@ def estimate_candidates(spec, catalog, doc, options: CompileOptions):
     except CompileError:
         plan = None
     if plan is None:
-        return estimate_stage(spec, catalog, progress=say)
+        return estimate_stage(spec, catalog, progress=say, memo=memo)
     say(f"first plan ${plan.total_cost_usd:,.0f} (greedy, on a sample of the node counts): "
         f"counts that cannot be in a plan as cheap are left out")
     return estimate_stage(spec, catalog, plan_cost=max(plan.total_cost_usd, plan.solver.objective_usd),
-                          progress=say)
+                          progress=say, memo=memo)
 
 
 def _audit(candidates, plan, doc) -> None:

@@ -19,14 +19,15 @@ __all__ = ["estimate", "longest_scan"]
 
 
 def estimate(spec: Spec, catalog: Catalog, sample: bool = False, plan_cost: float | None = None,
-             progress: Callable[[str], None] | None = None) -> Candidates:
+             progress: Callable[[str], None] | None = None, memo=None) -> Candidates:
     """`sample`: training counts on a sparse ladder only, for a first plan. `plan_cost`: the cost
     of a plan of this spec; training counts that cannot be in a plan that cheap are dropped
     (floors.py: exact, every optimal plan stays). `progress` hears of each workload as it is
-    sized (a long training window's scan takes seconds)."""
+    sized (a long training window's scan takes seconds). `memo` (build.Memo): the searches of an
+    earlier call on the same spec and catalog, reused (the sample's, by the full scan after it)."""
     from compiler.estimate.build import Memo, inference_candidates, training_candidates
 
-    by_workload, rejected, memo = {}, {}, Memo()
+    by_workload, rejected, memo = {}, {}, memo or Memo()
     services = [w for w in spec.workloads if not isinstance(w, TrainingWorkload)]
     jobs = [w for w in spec.workloads if isinstance(w, TrainingWorkload)]
     say = progress or (lambda _msg: None)
