@@ -76,20 +76,22 @@ def row_cuts(taus: tuple[float, ...], ubs: tuple[int, ...], demand: float) -> tu
 
 def _lift(coef: list[float], c: int, i: int, j: int, others: list[int], taus, ubs, demand) -> None:
     """Sequential lifting: the coefficient of y_k is the largest a with sum a y >= c still valid
-    for every integer point, found by enumerating y_k and the already lifted candidates."""
-    lifted: list[int] = []
+    for every integer point, found by enumerating y_k and the already lifted candidates. Each
+    point of the lifted candidates is kept as (sum tau y, sum a y), extended by one candidate at
+    a time in the order the sums would add them, so every float is the one summing it anew gives."""
+    points: list[tuple[float, float]] = [(0, 0)]    # the lifted candidates' points: (tau . y, a . y)
+    pair = (coef[i], coef[j], taus[i], taus[j], ubs[i], ubs[j])
     for k in others:
         best = 0.0
         for t in range(1, ubs[k] + 1):
             worst = math.inf   # min of the cut's current left side with y_k = t
-            for rest in itertools.product(*(range(ubs[q] + 1) for q in lifted)):
-                r = demand - taus[k] * t - sum(taus[q] * v for q, v in zip(lifted, rest))
-                base = sum(coef[q] * v for q, v in zip(lifted, rest))
-                worst = min(worst, base + _min_pair(coef[i], coef[j], taus[i], taus[j], ubs[i], ubs[j], r))
+            left = demand - taus[k] * t
+            for tau_y, a_y in points:
+                worst = min(worst, a_y + _min_pair(*pair, left - tau_y))
             if worst < math.inf:
                 best = max(best, (c - worst) / t)
         coef[k] = best + EPS if best > 0 else 0.0
-        lifted.append(k)
+        points = [(tau_y + taus[k] * v, a_y + coef[k] * v) for tau_y, a_y in points for v in range(ubs[k] + 1)]
 
 
 @lru_cache(maxsize=262144)
