@@ -359,21 +359,36 @@ class _State:
     by_site: dict = field(default_factory=dict)                 # on-prem site -> its pools' node models
 
     @classmethod
-    def start(cls, candidates: Candidates) -> "_State":
+    def start(cls, candidates: Candidates, reuse: dict | None = None) -> "_State":
         """Filter each workload's candidates by policy and pin, then apply the exact reductions."""
         spec = candidates.spec
         H = spec.horizon_months
-        chosen, caps, dropped = kept_candidates(candidates)
+        chosen, caps, dropped = kept_candidates(candidates, reuse)
         return cls(candidates=candidates, spec=spec, cat=candidates.catalog, H=H, months=range(H), B=_Builder(),
                    chosen=chosen, dropped=dropped, caps=caps,
                    by_id={c.id: c for cs in chosen.values() for c in cs},
                    demand={w.name: demand_series(w, H) for w in spec.workloads if isinstance(w, InferenceWorkload)})
 
 
-def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, ...]], dict[str, int],
-                                                      dict[str, tuple[str, ...]]]:
+def _pools_of(given: tuple[Candidate, ...], reuse: dict | None) -> frozenset:
+    """The (site, instance) pools of a workload's candidates, kept in `reuse` with the tuple."""
+    if reuse is None:
+        return frozenset()
+    hit = reuse.get(("pools", id(given)))
+    if hit is None or hit[0] is not given:
+        hit = reuse[("pools", id(given))] = (given, frozenset((c.site, c.instance) for c in given))
+    return hit[1]
+
+
+def kept_candidates(candidates: Candidates, reuse: dict | None = None
+                    ) -> tuple[dict[str, tuple[Candidate, ...]], dict[str, int], dict[str, tuple[str, ...]]]:
     """What the model is built from: each workload's candidates after the policy and pin filters
-    and the exact reductions (sorted by id), the inference replica caps, and the filters' reasons."""
+    and the exact reductions (sorted by id), the inference replica caps, and the filters' reasons.
+
+    `reuse`: a dict the caller keeps between formulations of candidates that share their spec
+    and most workloads' candidate tuples (optimize/narrow.py cuts a few services a round): a
+    workload whose tuple, spec and reserved pools are the same objects and values as before gets
+    what it got then, not a second run of the reductions over its (often 100,000) counts."""
     spec = candidates.spec
     share_capped = spec.policy.caps_cloud_share
     chosen: dict[str, tuple[Candidate, ...]] = {}
@@ -381,7 +396,15 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
     dropped: dict[str, tuple[str, ...]] = {}
     monthly = reserved_pools(candidates)
     for w in spec.workloads:
-        kept, why = policy_filter(spec, w, tuple(candidates.by_workload.get(w.name, ())))
+        given = candidates.by_workload.get(w.name, ())
+        # prune reads the reserved pools of this workload's own candidates only
+        key = (w.name, id(given), id(spec), monthly & _pools_of(given, reuse))
+        if reuse is not None and key in reuse and reuse[key][0] is given and reuse[key][1] is spec:
+            chosen[w.name], own_caps, dropped[w.name] = reuse[key][2]
+            caps.update(own_caps)
+            continue
+        before = dict(caps)
+        kept, why = policy_filter(spec, w, tuple(given))
         kept = prune(kept, spec.horizon_months, share_capped, monthly,
                      block_prices(spec, candidates.catalog, kept))
         if isinstance(w, InferenceWorkload) and not spec.policy.limits_churn:
@@ -391,6 +414,9 @@ def kept_candidates(candidates: Candidates) -> tuple[dict[str, tuple[Candidate, 
             kept = [c for c in kept if caps.get(c.id, 1) > 0]
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
         dropped[w.name] = tuple(f"{c.id}: {reason}" for c, reason in why)
+        if reuse is not None:
+            own_caps = {k: v for k, v in caps.items() if k not in before}
+            reuse[key] = (given, spec, (chosen[w.name], own_caps, dropped[w.name]))
     return chosen, caps, dropped
 
 
@@ -1368,9 +1394,10 @@ def _node_covers(st: "_State") -> None:
                 _cover_row(st, f"{tag}/2]", w, m, {p: min(D[m], 2 * k) for p, k in every.items()}, 2 * D[m])
 
 
-def formulate(candidates: Candidates) -> Problem:
-    """Candidates -> Problem: the reductions, then one builder per constraint group."""
-    st = _State.start(candidates)
+def formulate(candidates: Candidates, reuse: dict | None = None) -> Problem:
+    """Candidates -> Problem: the reductions, then one builder per constraint group. `reuse`:
+    see kept_candidates."""
+    st = _State.start(candidates, reuse)
     for w in st.spec.workloads:
         if isinstance(w, InferenceWorkload):
             _services(st, w)

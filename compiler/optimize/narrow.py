@@ -33,8 +33,9 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT) -> Candidates
     most = {"uses_site": pol.max_sites_per_service, "uses_gpu": pol.max_gpu_types_per_service,
             "uses_type": pol.max_instance_types_per_site}
     fixed: set[str] = set()
+    reuse: dict = {}       # the workloads a round leaves as they were keep their reductions
     while True:
-        problem = F.formulate(candidates)
+        problem = F.formulate(candidates, reuse)
         open_ = sorted({v.workload for v in problem.variables if v.family in F.COUNTED} - fixed)
         if not open_:
             return candidates
