@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pulp
 
@@ -425,6 +425,9 @@ class HighsModel:
         self._secondary = False     # the last solve minimised another objective than the cost
         self._stall: int | None = None
         self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
+        self._say: Callable[[str], None] | None = None    # a search's progress (solve's `progress`)
+        self._said: tuple = ()
+        self._budget = 0
         for event in ("cbSimplexInterrupt", "cbIpmInterrupt"):
             getattr(self.h, event).subscribe(self._interrupt_point)
         self.h.cbMipInterrupt.subscribe(self._mip_interrupt_point)
@@ -446,7 +449,22 @@ class HighsModel:
                 self._moved = (out.mip_primal_bound, out.mip_dual_bound, out.mip_node_count)
             else:
                 stop = stop or out.mip_node_count - since >= self._stall
+        if self._say is not None:
+            self._tell(e.data_out)
         e.data_in.user_interrupt = stop
+
+    def _tell(self, out) -> None:
+        """A search's plan, bound and nodes, told where one of them moved (a status line: a
+        search of minutes is not silent)."""
+        now = (out.mip_node_count, out.mip_primal_bound, out.mip_dual_bound)
+        if now == self._said:
+            return
+        self._said = now
+        nodes, plan, bound = now
+        budget = f" of {self._budget:,}" if self._budget else ""
+        plan_text = f"plan ${plan:,.0f}" if abs(plan) < 1e300 else "no plan yet"
+        bound_text = f", bound ${bound:,.0f}" if abs(bound) < 1e300 else ""
+        self._say(f"branch-and-bound: node {nodes:,}{budget}; {plan_text}{bound_text}")
 
     def interrupt(self) -> None:
         """Stop the solve running on this model (from another thread) at its next interrupt point."""
@@ -456,7 +474,8 @@ class HighsModel:
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
               cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None,
-              objective: Mapping[str, float] | None = None) -> Solution:
+              objective: Mapping[str, float] | None = None, progress: Callable[[str], None] | None = None
+              ) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
@@ -469,7 +488,7 @@ class HighsModel:
         (by variable name, the others 0) instead of the cost: the Solution's objective is still
         the plan's cost, its bound and gap mean nothing then (canonical.py's secondary
         objectives). All are set on every solve, since options persist on the model between
-        solves."""
+        solves. `progress` hears the search's node, plan and bound as they move."""
         np, h = self._np, self.h
         h.clearSolver()
         lower, upper = self.lower.copy(), self.upper.copy()
@@ -500,6 +519,8 @@ class HighsModel:
             _set_start(h, sorted((k, float(x) / self.scale[k]) for k, x in ks))
         t0 = time.perf_counter()
         self._stop, self._stall, self._moved = False, None if relax else stall, (math.inf, -math.inf, 0)
+        self._say, self._said = (None if relax or objective is not None else progress), ()
+        self._budget = int(max_nodes) if max_nodes else 0
         interruptible([self], h.run)
         seconds = time.perf_counter() - t0
         S = self._highspy.HighsModelStatus

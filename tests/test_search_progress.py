@@ -1,0 +1,37 @@
+"""A HiGHS search tells its progress (node, plan, bound) as it moves, and telling it changes
+nothing: the same plan, bound and node count with or without a listener."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.optimize.formulate import formulate
+from compiler.optimize.solve import HighsModel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from generate import generate  # noqa: E402
+
+LINE = re.compile(r"^branch-and-bound: node (\d[\d,]*) of 30; (no plan yet|plan \$[\d,]+)(, bound \$[\d,]+)?$")
+
+
+@pytest.mark.slow
+def test_a_search_says_its_nodes_plan_and_bound_and_the_same_search_runs_without_a_listener():
+    problem = formulate(generate(10, 0, horizon=6))
+    heard: list[str] = []
+    told = HighsModel(problem).solve(max_nodes=30, progress=heard.append)
+    quiet = HighsModel(problem).solve(max_nodes=30)
+    assert (told.objective, told.best_bound, told.status) == (quiet.objective, quiet.best_bound, quiet.status)
+    assert told.values == quiet.values
+    assert heard and all(LINE.match(m) for m in heard), heard[:5]
+    # the last line is the search's end: its plan is the solution's cost, rounded to the dollar
+    nodes = [int(LINE.match(m).group(1).replace(",", "")) for m in heard]
+    assert nodes == sorted(nodes) and nodes[-1] <= 30
+    assert LINE.match(heard[-1]).group(2) == f"plan ${told.objective:,.0f}"
+    # a relaxation is not a search: nothing is said
+    relaxed: list[str] = []
+    HighsModel(problem).solve(relax=True, progress=relaxed.append)
+    assert relaxed == []
