@@ -35,3 +35,26 @@ def test_a_search_says_its_nodes_plan_and_bound_and_the_same_search_runs_without
     relaxed: list[str] = []
     HighsModel(problem).solve(relax=True, progress=relaxed.append)
     assert relaxed == []
+
+
+def test_the_limits_narrowing_says_each_round_s_services():
+    """The LP dive of optimize/narrow.py tells which services each round fixes, and how many of
+    the limited ones are fixed by then; the last round's count is all of them."""
+    import dataclasses
+
+    from optimize_fixtures import LIFTED, candidates, cloud, infer_cand, inference, spec
+
+    from compiler.optimize.narrow import narrowed
+
+    site = cloud(pricing=("on_demand",))
+    a, b = inference("a", index=0, rps=2.0, out=100), inference("b", index=1, rps=2.0, out=100)
+    cs = [infer_cand(w, site, inst, 1, tps) for w in (a, b)
+          for inst, tps in (("p4d.24xlarge", 200.0), ("p5.48xlarge", 300.0))]
+    policy = dataclasses.replace(LIFTED, max_gpu_types_per_service=1)
+    heard: list[str] = []
+    cut = narrowed(candidates(spec([site], [a, b], horizon=2, policy=policy), cs), say=heard.append)
+    assert all(len(cut.by_workload[w]) == 1 for w in ("a", "b"))
+    assert heard and all(re.match(r"^narrowing on the LP: [a-z, ]+ fixed \(\d of 2 limited services\)$", m)
+                         for m in heard), heard
+    assert heard[-1].endswith("(2 of 2 limited services)")
+    assert sorted(w for m in heard for w in m.split(": ")[1].split(" fixed")[0].split(", ")) == ["a", "b"]

@@ -24,9 +24,10 @@ from compiler.optimize import formulate as F
 from compiler.optimize.settings import DEFAULT, Settings
 
 
-def narrowed(candidates: Candidates, settings: Settings = DEFAULT) -> Candidates:
+def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None) -> Candidates:
     """The candidates with each limited service's cut to the keys the LP relaxation leans on, the
-    LPs solved under `settings`' seed and a service decided at its `decided` share."""
+    LPs solved under `settings`' seed and a service decided at its `decided` share; `say` hears
+    each round's services fixed."""
     from compiler.optimize.solve import HighsModel
 
     pol = candidates.spec.policy
@@ -46,6 +47,9 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT) -> Candidates
         picks = {w: _pick(problem.chosen_from[w], weight, w, most) for w in open_}
         decided = [w for w in open_ if picks[w][1] >= settings.decided]
         chosen = decided or [max(open_, key=lambda w: (picks[w][1], w))]
+        if say is not None:
+            say(f"narrowing on the LP: {', '.join(chosen)} fixed ({len(fixed) + len(chosen)} of "
+                f"{len(fixed) + len(open_)} limited services)")
         by_workload = dict(candidates.by_workload)
         for w in chosen:
             keep = picks[w][0]
