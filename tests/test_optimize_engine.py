@@ -479,7 +479,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     from compiler.optimize import optimize, steps
     from compiler.optimize.strategy import choose
 
-    candidates = generate(20, 1, horizon=12)
+    candidates = generate(20, 1, horizon=6)
     problem = formulate(candidates)
     integers = sum(1 for v in problem.variables if v.kind != "continuous")
     below = S(min_integers=integers + 1)
@@ -532,7 +532,7 @@ def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatc
     from compiler.optimize import optimize, steps
     from compiler.optimize.solve import relative_gap
 
-    candidates = generate(20, 1, horizon=12)
+    candidates = generate(20, 1, horizon=6)
     s = S(min_integers=0, search_max=10**9)
     lp, settled = [], []
     real_highs = HighsModel.solve
