@@ -299,10 +299,13 @@ def test_check_is_clean_on_fresh_output_and_exit_4_after_edits(tmp_path):
 def test_diff_names_what_doubled_traffic_changed(tmp_path):
     """A spec and its edited copy (inference traffic doubled): diff names the workloads, the
     pools that changed and the cost delta; exit 0."""
-    # the diff is the subject, not the plans: the example's first two months keep both compiles
-    # short (8-10 s each; three months' floors alone take 40 s)
+    # the diff is the subject, not the plans: the example's first two months on two of its GPU
+    # types (H100, L40S) keep both compiles short (3-4 s each; on all five 9-10 s, and three
+    # months' floors alone take 40 s). Doubled, both services still move and pools are added
+    # and resized.
     data = yaml.safe_load((ROOT / "examples" / "multi-region-inference.yaml").read_text())
     data["horizon_months"] = 2
+    data["policy"]["allowed_gpus"] = ["H100", "L40S"]
     src = tmp_path / "two-months.yaml"
     src.write_text(yaml.safe_dump(data, sort_keys=False))
     for w in data["workloads"]:
