@@ -321,12 +321,13 @@ def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_p
 def test_a_time_limit_reaches_every_search_of_the_month_path(tmp_path, monkeypatch):
     """--time-limit bounds the floors' blocks, the stitched plan, the windows and the search after
     them, not only the search: every solve that branches (one given a node budget) is given a
-    time limit, none over the user's. On the example's first two months: the month path with
-    every one of those steps, as on three, where the floors alone take most of a minute."""
+    time limit, none over the user's. On the example's first two months on AWS and GCP: the month
+    path with every one of those steps (20 solves that branch; with Azure too 11, in three times
+    the time), as on three months, where the floors alone take most of a minute."""
     from compiler.optimize import SolveOptions, optimize
     from compiler.optimize.strategy import choose
 
-    candidates, _doc = estimate(_short(tmp_path, 2))
+    candidates, _doc = estimate(_short(tmp_path, 2, without=("azure-eus",)))
     problem = formulate(candidates)
     assert choose(problem, SolveOptions()).path == "months"
     seen, real = [], HighsModel.solve
