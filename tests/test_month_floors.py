@@ -147,9 +147,6 @@ workloads:
   - {name: serve-0, kind: inference, model: llama-3-8b, quantization: fp8, window: {start_month: 0},
      traffic: {peak_rps: 2, input_tokens: 500, output_tokens: 250, growth_per_month: 0.02},
      slo: {ttft_p99_ms: 1500, tpot_p99_ms: 80, availability: 0.99}}
-  - {name: serve-1, kind: inference, model: llama-3-70b, quantization: fp8, window: {start_month: 0},
-     traffic: {peak_rps: 10, input_tokens: 1000, output_tokens: 250, growth_per_month: 0.0},
-     slo: {ttft_p99_ms: 1500, tpot_p99_ms: 50, availability: 0.999}}
   - {name: serve-2, kind: inference, model: llama-3-70b, quantization: fp8, window: {start_month: 1},
      traffic: {peak_rps: 50, input_tokens: 1000, output_tokens: 250, growth_per_month: 0.05},
      slo: {ttft_p99_ms: 1500, tpot_p99_ms: 80, availability: 0.999}}
@@ -162,13 +159,15 @@ workloads:
 
 @pytest.mark.slow
 def test_floors_with_cloud_training_keep_the_optimum_and_bound_it_closely(tmp_path, monkeypatch):
-    """Three services sharing pools and two 70B jobs paid by the node-hour on demand, reserved or
-    spot (seed 39 of benchmarks/small_specs.py cut to 4 months). The oracle is the model solved
+    """Two services (8B and 70B) and two 70B jobs paid by the node-hour on demand, reserved or
+    spot (seed 39 of benchmarks/small_specs.py cut to 4 months, less its steady 70B service: with
+    it the oracle's solve and the floors took 40 s, without 13 s). The oracle is the model solved
     to its end without floors: its optimum satisfies every floor and stays the optimum with them.
-    The floors of 3-month blocks then bound it within 2% (1.9% on catalog 2026.11.4; 0.01% on
-    2026.11.3, with fewer instances and the earlier fit); without the shift of the jobs'
-    node-hours the blocks ran the jobs in each other's months and bounded it lower still. The
-    spec states `prorated`: under `continues` the floors bound it 3.0% below (measured, cause not
+    The floors of 3-month blocks then bound it within 2% (0.3% on catalog 2026.11.7, 0.2% with
+    that service; with it 1.9% on 2026.11.4, 0.01% on 2026.11.3, with fewer instances and the
+    earlier fit); without the shift of the jobs' node-hours the blocks ran the jobs in
+    each other's months and bounded it lower still (3.1% below). The spec states `prorated`:
+    under `continues` the floors bound it 3.0% below (measured with the third service, cause not
     yet found)."""
     spec = tmp_path / "floors-with-training.yaml"
     spec.write_text(TRAINING_AND_SERVING)
@@ -322,12 +321,13 @@ def test_the_blocks_plans_stitch_into_a_plan_no_cheaper_than_the_optimum(short_p
 def test_a_time_limit_reaches_every_search_of_the_month_path(tmp_path, monkeypatch):
     """--time-limit bounds the floors' blocks, the stitched plan, the windows and the search after
     them, not only the search: every solve that branches (one given a node budget) is given a
-    time limit, none over the user's. On the example's first two months: the month path with
-    every one of those steps, as on three, where the floors alone take most of a minute."""
+    time limit, none over the user's. On the example's first two months on AWS and GCP: the month
+    path with every one of those steps (20 solves that branch; with Azure too 11, in three times
+    the time), as on three months, where the floors alone take most of a minute."""
     from compiler.optimize import SolveOptions, optimize
     from compiler.optimize.strategy import choose
 
-    candidates, _doc = estimate(_short(tmp_path, 2))
+    candidates, _doc = estimate(_short(tmp_path, 2, without=("azure-eus",)))
     problem = formulate(candidates)
     assert choose(problem, SolveOptions()).path == "months"
     seen, real = [], HighsModel.solve

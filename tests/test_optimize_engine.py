@@ -42,6 +42,13 @@ def problem():
     return formulate(generate(20, 1, horizon=12))
 
 
+@pytest.fixture(scope="module")
+def half_year():
+    """The same 20 workloads over 6 months: what a test of the solve paths, not of the rounds'
+    measured costs, needs (its MIPs take a quarter of the time)."""
+    return formulate(generate(20, 1, horizon=6))
+
+
 @pytest.mark.slow
 def test_groups_split_the_choices_and_leave_the_shared_pools_free(problem):
     groups = dict(choice_groups(problem))
@@ -82,7 +89,8 @@ def test_windows_cover_every_serving_integer_once_in_month_order(problem):
 
 
 @pytest.mark.slow
-def test_the_persistent_model_solves_as_solve_does(problem):
+def test_the_persistent_model_solves_as_solve_does(half_year):
+    problem = half_year
     model = HighsModel(problem)
     start = greedy_start(problem)
     held = {n: v for n, v in start.items() if n.startswith("x[")}
@@ -451,7 +459,7 @@ def test_a_skipped_search_prices_the_rounds_plan_on_highs_as_cbc_would(monkeypat
     from compiler.optimize import optimize, steps
 
     s = S(min_integers=0, search_max=0)
-    candidates = generate(20, 1, horizon=12)
+    candidates = generate(20, 1, horizon=6)
     pulp_solves = []
     real_solve = steps.solve
     monkeypatch.setattr(steps, "solve", lambda *a, **k: pulp_solves.append(k) or real_solve(*a, **k))
@@ -479,7 +487,7 @@ def test_auto_searches_with_cbc_on_small_platforms_and_highs_from_the_rounds_pla
     from compiler.optimize import optimize, steps
     from compiler.optimize.strategy import choose
 
-    candidates = generate(20, 1, horizon=12)
+    candidates = generate(20, 1, horizon=6)
     problem = formulate(candidates)
     integers = sum(1 for v in problem.variables if v.kind != "continuous")
     below = S(min_integers=integers + 1)
@@ -532,7 +540,7 @@ def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatc
     from compiler.optimize import optimize, steps
     from compiler.optimize.solve import relative_gap
 
-    candidates = generate(20, 1, horizon=12)
+    candidates = generate(20, 1, horizon=6)
     s = S(min_integers=0, search_max=10**9)
     lp, settled = [], []
     real_highs = HighsModel.solve
