@@ -403,19 +403,19 @@ def kept_candidates(candidates: Candidates, reuse: dict | None = None
             chosen[w.name], own_caps, dropped[w.name] = reuse[key][2]
             caps.update(own_caps)
             continue
-        before = dict(caps)
         kept, why = policy_filter(spec, w, tuple(given))
         kept = prune(kept, spec.horizon_months, share_capped, monthly,
                      block_prices(spec, candidates.catalog, kept))
+        own_caps: dict[str, int] = {}
         if isinstance(w, InferenceWorkload) and not spec.policy.limits_churn:
             # Under a mix-hold limit a swap of one candidate's replicas for another's can change
             # the month's mix, so the caps' argument fails there: no caps (docs/optimizer.md).
-            caps.update(replica_caps(kept, share_capped))
-            kept = [c for c in kept if caps.get(c.id, 1) > 0]
+            own_caps = replica_caps(kept, share_capped)
+            kept = [c for c in kept if own_caps.get(c.id, 1) > 0]
+        caps.update(own_caps)
         chosen[w.name] = tuple(sorted(kept, key=lambda c: c.id))
         dropped[w.name] = tuple(f"{c.id}: {reason}" for c, reason in why)
         if reuse is not None:
-            own_caps = {k: v for k, v in caps.items() if k not in before}
             reuse[key] = (given, spec, (chosen[w.name], own_caps, dropped[w.name]))
     return chosen, caps, dropped
 
