@@ -329,3 +329,32 @@ def test_the_audit_flags_credits_beyond_the_forecast(tmp_path):
     padded = replace(plan, after_horizon=replace(plan.after_horizon, credits=(replace(k, replicas=k.replicas * 3),)))
     found = [f for f in audit(cands.spec, cands.catalog, cands, padded) if f.code == "A607"]
     assert any("credited" in f.message for f in found), found
+
+
+def test_a_fractional_credit_written_to_six_decimals_passes_the_audit(tmp_path):
+    """plan.json writes credits to 6 decimals; a fractional credit on a dear node (here 1.999498
+    replicas of a 4-GPU tp4 placement on an 8-GPU H100 node, 10 months of a 1-year term after a
+    2-month horizon at about $44,500 a node-month) moves the re-derived idle tail by up to
+    0.5e-6 x 4/8 x 10 x 44,500 = $0.11, more than a cent. The audit allows exactly that, and
+    still flags a charge misstated beyond it."""
+    import yaml
+    from dataclasses import replace
+
+    from compiler.audit import audit
+
+    doc = yaml.safe_load(Path(__file__).parents[1].joinpath("examples/multi-region-inference.yaml").read_text())
+    doc["horizon_months"] = 2
+    doc["policy"]["allowed_gpus"] = ["H100", "L4"]
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = compile_spec(path)
+    plan, cands = result.plan, result.candidates
+    assert any(k.replicas != round(k.replicas) for k in plan.after_horizon.credits)
+    assert audit(cands.spec, cands.catalog, cands, plan) == []
+    c = max(plan.after_horizon.commitments, key=lambda c: c.charged_usd)
+    assert c.charged_usd > 0
+    off = replace(c, charged_usd=c.charged_usd + 5.0)
+    misstated = replace(plan, after_horizon=replace(
+        plan.after_horizon, commitments=tuple(off if x is c else x for x in plan.after_horizon.commitments)))
+    found = [f for f in audit(cands.spec, cands.catalog, cands, misstated) if f.code == "A607"]
+    assert found and "after the horizon" in found[0].message

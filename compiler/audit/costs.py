@@ -22,6 +22,10 @@ class Priced:
         self.missing: list[Finding] = []
         # (site, instance, pricing) -> [node-months, committed USD, charged USD] after the horizon
         self.after: dict[tuple[str, str, str], list[float]] = {}
+        # the charge's rounding allowance (USD): credits are written to 6 decimals, and a credit
+        # short by half a unit leaves that much of a node idle in every month after the horizon
+        self.after_slack: dict[tuple[str, str, str], float] = {}
+        self.line_slack: dict[str, float] = {k: 0.0 for k in CATEGORIES}
 
     @property
     def total(self) -> float:
@@ -51,8 +55,11 @@ def price(ctx: Context) -> Priced:
         idle = p.nodes if full else 0.0 if rule == "prorated" else max(0.0, p.nodes - beyond_owned)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
         if after > 0 and p.nodes:
-            out.after[(p.site, p.instance, p.pricing)] = [p.nodes * rules.life_after_horizon(node, H),
-                                                          p.nodes * after, idle * after]
+            key = (p.site, p.instance, p.pricing)
+            out.after[key] = [p.nodes * rules.life_after_horizon(node, H), p.nodes * after, idle * after]
+            if rule == "continues":
+                out.after_slack[key] = _credit_slack_gpus(ctx, p.site, p.instance) / node.gpus * after
+                out.line_slack["capex"] += out.after_slack[key]
         out.lines["support"] += p.nodes * rules.support_for_horizon(node, H)
         fab = cat.fabrics.get(p.fabric)
         if fab is not None:
@@ -73,9 +80,11 @@ def price(ctx: Context) -> Priced:
                          for r in bought)
             late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in bought)
             if late:
-                idle = late if full else 0.0 if rule == "prorated" else _idle_term_months(ctx, p)
-                out.after[(p.site, p.instance, p.pricing)] = [
-                    float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
+                idle, slack = (late, 0.0) if full else (0.0, 0.0) if rule == "prorated" else _idle_term_months(ctx, p)
+                key = (p.site, p.instance, p.pricing)
+                out.after[key] = [float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
+                out.after_slack[key] = (rate or 0.0) * rules.HOURS * slack
+                out.line_slack["cloud_compute"] += out.after_slack[key]
                 amount += rules.HOURS * idle
         else:
             amount = sum(p.monthly_node_hours[:H])
@@ -101,6 +110,7 @@ def price(ctx: Context) -> Priced:
         # sizes are written to 3 decimals: allow half a unit of each month and of the peak
         out.storage_slack[(st.site, st.tier)] = 0.5e-3 * (len(st.monthly_tb) * tier.usd_per_tb_month
                                                           + tier.capex_usd_per_tb)
+        out.line_slack["storage"] += out.storage_slack[(st.site, st.tier)]
         out.lines["storage"] += amount
         if is_cloud(site):
             out.cloud_storage += amount
@@ -175,11 +185,20 @@ def check_credits(ctx: Context) -> Iterator[Finding]:
                               f"{ctx.H - 1}", f"{w.path}.traffic")
 
 
-def _idle_term_months(ctx: Context, pool) -> float:
+def _credit_slack_gpus(ctx: Context, site: str, instance: str) -> float:
+    """The GPUs by which the credits on one pool may fall short of the solver's values: plan.json
+    writes each credit to 6 decimals (half a unit each)."""
+    by_id = {pl.cand.id: pl for pl in ctx.placed}
+    return sum(0.5e-6 * by_id[k.candidate].cand.gpus for k in ctx.plan.after_horizon.credits
+               if k.candidate in by_id and (k.site, k.instance) == (site, instance))
+
+
+def _idle_term_months(ctx: Context, pool) -> tuple[float, float]:
     """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
-    last month's work leaves idle. Month by month after the horizon: the reserved nodes of both
-    terms then active, less the node-months the pool's jobs (hours) and replicas (GPUs) ran in
-    the horizon's last month; the idle ones are the cheaper term's first."""
+    last month's work leaves idle, and their rounding allowance (the credits' rounding, in
+    node-months). Month by month after the horizon: the reserved nodes of both terms then active,
+    less the node-months the pool's jobs (hours) and replicas (GPUs) ran in the horizon's last
+    month; the idle ones are the cheaper term's first."""
     H, cat, site = ctx.H, ctx.catalog, ctx.sites[pool.site]
     inst = cat.instances[pool.instance]
     busy = (ctx.usage.train_hours.get((pool.site, pool.instance, H - 1), 0.0) / rules.HOURS
@@ -191,6 +210,7 @@ def _idle_term_months(ctx: Context, pool) -> float:
     last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations
                if r.start_month >= 0)
     idle_months = 0.0
+    slack = _credit_slack_gpus(ctx, pool.site, pool.instance) / inst.gpus * max(0, last - H)
     for j in range(H, last):
         active = {t: sum(r.nodes for r in terms[t].reservations
                          if 0 <= r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
@@ -200,7 +220,7 @@ def _idle_term_months(ctx: Context, pool) -> float:
             idle -= mine
             if t == pool.pricing:
                 idle_months += mine
-    return idle_months
+    return idle_months, slack
 
 
 def check_commitments(ctx: Context) -> Iterator[Finding]:
@@ -210,13 +230,16 @@ def check_commitments(ctx: Context) -> Iterator[Finding]:
     if plan.rule != ctx.spec.policy.after_horizon:
         yield Finding(codes.COMMITMENTS, f"after_horizon.rule is {plan.rule}, the spec's policy.after_horizon is "
                       f"{ctx.spec.policy.after_horizon}", "$.policy.after_horizon")
-    mine = price(ctx).after
+    priced = price(ctx)
+    mine = priced.after
     stated = {(c.site, c.instance, c.pricing): c for c in plan.commitments}
     for key in sorted(set(mine) | set(stated)):
         node_months, committed, charged = mine.get(key, (0.0, 0.0, 0.0))
         c = stated.get(key)
         theirs = (c.node_months, c.committed_usd, c.charged_usd) if c else (0.0, 0.0, 0.0)
-        if not (close(node_months, theirs[0], 1e-6) and close(committed, theirs[1]) and close(charged, theirs[2])):
+        slack = priced.after_slack.get(key, 0.0)
+        if not (close(node_months, theirs[0], 1e-6) and close(committed, theirs[1])
+                and close(charged, theirs[2], ABS_USD + slack)):
             yield Finding(codes.COMMITMENTS, f"{'/'.join(key)} after the horizon: the plan states "
                           f"{theirs[0]:,.1f} node-months, {usd(theirs[1])} committed, {usd(theirs[2])} charged; "
                           f"its reservations and bought nodes give {node_months:,.1f}, {usd(committed)}, "
@@ -235,8 +258,7 @@ def check_costs(ctx: Context) -> Iterator[Finding]:
             if abs(theirs) > ABS_USD:
                 yield Finding(codes.COST_LINE, f"cost line {k} ({usd(theirs)}) is no cost the plan's choices incur")
             continue
-        slack = sum(priced.storage_slack.values()) if k == "storage" else 0.0
-        if not close(mine, theirs, ABS_USD + slack):
+        if not close(mine, theirs, ABS_USD + priced.line_slack[k]):
             yield Finding(codes.COST_LINE, f"cost line {k} is {usd(theirs)}, the plan's choices cost {usd(mine)}")
     lines = sum(float(x.usd) for x in stated)
     if not close(plan.total_cost_usd, lines, ABS_USD * max(1, len(stated))):
