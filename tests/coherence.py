@@ -156,16 +156,27 @@ class Hardware:
     storage: dict[str, tuple[str, float]]      # tier -> (provider, capex per TB)
 
 
+@functools.lru_cache(maxsize=4)
+def _data_sections(files: tuple[tuple[str, str], ...]) -> dict[str, dict]:
+    """The instances, on-prem nodes, fabrics and storage tiers of catalog data files ((name,
+    text) in order), the later file's entry winning: parsed once for the same texts (a quarter of
+    a second of YAML, and every check of a run reads the same files). Read only: hardware()
+    copies what it keeps."""
+    raw: dict[str, dict] = {"instances": {}, "onprem_nodes": {}, "fabrics": {}, "storage": {}}
+    for _name, text in files:
+        data = yaml.safe_load(text) or {}
+        for section in raw:
+            raw[section].update(data.get(section) or {})
+    return raw
+
+
 def hardware(catalog: Any = None) -> Hardware:
     """The figures this oracle needs, from a Catalog object, a directory of catalog data files
     (compiler/catalog/data layout), or None: the shipped data files, read as plain YAML."""
     if catalog is None or isinstance(catalog, (str, Path)):
         folder = Path(catalog) if catalog is not None else CATALOG_DATA
-        raw: dict[str, dict] = {"instances": {}, "onprem_nodes": {}, "fabrics": {}, "storage": {}}
-        for path in sorted(folder.glob("*.yaml")):
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            for section in raw:
-                raw[section].update(data.get(section) or {})
+        raw = _data_sections(tuple((path.name, path.read_text(encoding="utf-8"))
+                                   for path in sorted(folder.glob("*.yaml"))))
         machines = {n: Machine(n, r["gpu"], int(r["gpus"]), r["provider"]) for n, r in raw["instances"].items()}
         machines.update({n: Machine(n, r["gpu"], int(r["gpus"]), "on_prem", float(r["capex_usd"]))
                          for n, r in raw["onprem_nodes"].items()})

@@ -138,6 +138,19 @@ def free_solves_shared():
         optimize_module.optimize = inner
 
 
+def proven_objective(problem, gap: float) -> float:
+    """The objective HiGHS proves for `problem` (a formulated Problem) within `gap`
+    (compiler.optimize.solve.solve): the oracle several files compute alike for one generated
+    platform (tests/test_optimize_engine.py and tests/test_optimize_start.py solve
+    benchmarks/generate.generate(20, 1, horizon=12) to 1e-6, 11 s each), shared() under a digest
+    of the problem's pickle, which holds everything the solve reads besides the compiler."""
+    from compiler.optimize.solve import solve
+
+    data = pickle.dumps(problem, protocol=pickle.HIGHEST_PROTOCOL)
+    return shared("proven-objective", key(data, repr(gap)),
+                  lambda: solve(problem, solver="highs", gap=gap).objective)
+
+
 def shared_folder(run: str) -> Path:
     """Where the workers of test run `run` share what they computed (conftest removes it)."""
     return Path(tempfile.gettempdir()) / f"infra-compile-examples-{run}"
