@@ -342,3 +342,17 @@ def test_a_time_limit_reaches_every_search_of_the_month_path(tmp_path, monkeypat
     assert plan.solver.status in ("optimal", "feasible")
     assert {"month floors", "month windows", "branch-and-bound"} <= set(plan.solver.strategy.steps)
     assert len(seen) >= 3 and all(t is not None and 0 < t <= 600.0 for t in seen)
+
+
+@pytest.mark.slow
+def test_blocks_solved_two_at_a_time_give_the_floors_of_one_after_another(short_problem, short_floors):
+    """The blocks are independent models, each to its own node budget: solved on threads
+    (settings.workers at a time) they give the same rows and block plans as one by one."""
+    from compiler.optimize.settings import DEFAULT
+
+    assert DEFAULT.workers == 2
+    one_by_one = month_floors(short_problem, size=1, settings=replace(DEFAULT, workers=1))
+    paired = month_floors(short_problem, size=1)
+    assert len(paired.rows) == 3
+    assert paired.rows == one_by_one.rows
+    assert paired.block_plans == one_by_one.block_plans

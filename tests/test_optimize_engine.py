@@ -17,7 +17,7 @@ from compiler.optimize import neighbourhoods as nb
 from compiler.optimize.formulate import Constraint, formulate
 from compiler.optimize.neighbourhoods import choice_groups, serving_windows
 from compiler.optimize.settings import DEFAULT, SolveOptions
-from compiler.optimize.solve import HighsModel, solve
+from compiler.optimize.solve import HighsModel, solve, solve_all
 from compiler.optimize.start import greedy_start
 from shared_cache import proven_objective
 
@@ -246,8 +246,8 @@ def test_rounds_solved_together_give_what_each_gives_alone(problem):
     assert len(windows) >= 2
     held = [{n: v for n, v in start.items() if n in choices - w.free} for w in windows[:2]]
     kwargs = dict(start=start, max_nodes=1, gap=None, restart=False)
-    together = engine._solve_all([(model_a, {**kwargs, "fixed": held[0]}),
-                                       (model_b, {**kwargs, "fixed": held[1]})], lambda: None)
+    together = solve_all([(model_a, {**kwargs, "fixed": held[0]}),
+                          (model_b, {**kwargs, "fixed": held[1]})], lambda: None)
     alone = [HighsModel(problem).solve(fixed=h, **kwargs) for h in held]
     assert [s.objective for s in together] == [s.objective for s in alone]
     assert [dict(s.values) for s in together] == [dict(s.values) for s in alone]
@@ -574,14 +574,12 @@ def test_ctrl_c_stops_highs_mid_solve_and_reaches_the_caller(problem, paired):
     import signal
     import threading
 
-    from compiler.optimize.engine import _solve_all
-
     models = [HighsModel(problem) for _ in range(2 if paired else 1)]
     timer = threading.Timer(2.0, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         if paired:
-            _solve_all([(m, {"gap": 0.0}) for m in models], lambda: None)
+            solve_all([(m, {"gap": 0.0}) for m in models], lambda: None)
         else:
             models[0].solve(gap=0.0)
     timer.join()

@@ -241,7 +241,9 @@ class _Engine:
         jobs = [(self.solver(k), {**kwargs, "fixed": self.held(r), "start": None if r.moved else self.incumbent,
                                   "improving": r.improving, "cutoff": cutoff if r.cutoff else None})
                 for k, r in enumerate(todo)]
-        sols = _solve_all(jobs, self.left)
+        from compiler.optimize.solve import solve_all
+
+        sols = solve_all(jobs, self.left)
         plans = [(sol.objective, self.rounded(sol), (r.name,)) for r, sol in zip(todo, sols) if sol.has_solution]
         merged = _merge(self.incumbent, [p for p in plans if p[0] < self.best], s.choices)
         if merged is not None:
@@ -266,26 +268,6 @@ class _Engine:
 def batched(rounds: tuple, workers: int) -> list[tuple]:
     """Rounds `workers` at a time, in order."""
     return [tuple(rounds[k:k + workers]) for k in range(0, len(rounds), workers)]
-
-
-def _solve_all(jobs, left):
-    """Each (model, keyword arguments) solved, on threads where there are several (HiGHS
-    releases the GIL while it runs): the same solves, and so the same plans, as one after
-    another, in the time of the longest."""
-    if len(jobs) == 1:
-        model, kwargs = jobs[0]
-        return [model.solve(time_limit=left(), **kwargs)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    from compiler.optimize.solve import interruptible
-
-    def both():
-        with ThreadPoolExecutor(len(jobs)) as pool:
-            futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
-            return [f.result() for f in futures]
-
-    # Ctrl-C stops every job's solve (a pool's shutdown would wait for them to finish)
-    return interruptible([m for m, _kw in jobs], both)
 
 
 def _merge(incumbent: Mapping[str, float], plans, choices: frozenset[str]) -> dict[str, float] | None:

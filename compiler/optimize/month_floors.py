@@ -40,7 +40,8 @@ Where the floors are built
 --------------------------
 Only for blocks with integer serving variables (replicas, mixes, nodes), on the platforms the
 strategy sends down the month path (strategy.py). Each block's sub-problem is one HiGHS model
-stopped after Settings.block_nodes nodes: where it stops is the same on every machine.
+stopped after Settings.block_nodes nodes: where it stops is the same on every machine. The blocks
+are independent, so they are solved Settings.workers at a time, on threads.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Mapping
 from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Constraint, Problem, Variable
 from compiler.optimize.settings import DEFAULT, Settings
-from compiler.optimize.solve import HighsModel
+from compiler.optimize.solve import HighsModel, solve_all
 
 SERVING = ("y", "mix", "inodes")   # the variable families of replicas, their mixes and their nodes
 
@@ -189,26 +190,33 @@ def month_floors(problem: Problem, size: int | None = None, max_nodes: int | Non
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
     out, plans = [], {}
+    subs = []
     for block, rs in cut.rows.items():
-        if left() == 0.0:
-            break
         names = sorted({n for c in rs for n, _ in c.terms})
         coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
                 for n in names}
-        sub = replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
-                      constraints=tuple(rs))
-        sol = HighsModel(sub, settings.seed).solve(max_nodes=max_nodes, gap=settings.block_gap, time_limit=left())
-        bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
-        if bound is None or not bound > 0:
-            continue
-        plans.update({n: float(round(x)) for n, x in sol.values.items()
-                      if by_name[n].month is not None and by_name[n].kind != "continuous"})
-        first, last = min(block), max(block)
-        out.append(Constraint(
-            f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
-            ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
-            f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
-            family="month_floor"))
+        subs.append((block, coef, replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
+                                          constraints=tuple(rs))))
+    # the blocks are independent models: solved settings.workers at a time, each to its own node
+    # budget, so the floors are the same as one block after another
+    for k in range(0, len(subs), settings.workers):
+        if left() == 0.0:
+            break
+        batch = subs[k:k + settings.workers]
+        jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
+                for _block, _coef, sub in batch]
+        for (block, coef, _sub), sol in zip(batch, solve_all(jobs, left)):
+            bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
+            if bound is None or not bound > 0:
+                continue
+            plans.update({n: float(round(x)) for n, x in sol.values.items()
+                          if by_name[n].month is not None and by_name[n].kind != "continuous"})
+            first, last = min(block), max(block)
+            out.append(Constraint(
+                f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
+                ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
+                f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
+                family="month_floor"))
     return Floors(tuple(out), plans)
 
 

@@ -540,6 +540,24 @@ class HighsModel:
                         relative_gap(obj, bound), seconds, values)
 
 
+def solve_all(jobs, left):
+    """Each (model, keyword arguments) solved, on threads where there are several (HiGHS
+    releases the GIL while it runs): the same solves, and so the same plans, as one after
+    another, in the time of the longest. `left()`: the seconds each may still take."""
+    if len(jobs) == 1:
+        model, kwargs = jobs[0]
+        return [model.solve(time_limit=left(), **kwargs)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    def every():
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
+            return [f.result() for f in futures]
+
+    # Ctrl-C stops every job's solve (a pool's shutdown would wait for them to finish)
+    return interruptible([m for m, _kw in jobs], every)
+
+
 def interruptible(models, run):
     """run() where Ctrl-C reaches the caller at once. HiGHS holds the thread that calls it until
     it returns (minutes, for a large platform's root), so on the main thread run() goes to a
