@@ -49,6 +49,17 @@ _Loader.add_implicit_resolver(_FLOAT, re.compile(r"""^(?:
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""", re.X), list("-+0123456789."))
 
+# The compiler's own data files (the built-in catalog: trusted, shipped, read by every compile)
+# are composed by libyaml where pyyaml has it: the same nodes and marks, ten times faster. Users'
+# files keep the pure-Python parser, whose error messages the diagnostics are written against.
+_TRUSTED: type = _Loader
+if getattr(yaml, "__with_libyaml__", False):
+    class _LibyamlLoader(yaml.CSafeLoader):
+        """libyaml's safe loader with _Loader's YAML 1.2 numbers."""
+
+    _LibyamlLoader.yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+    _TRUSTED = _LibyamlLoader
+
 
 def _check_depth(text: str, source: Source) -> None:
     """Refuse deep nesting from the event stream, before the recursive composer sees it."""
@@ -168,14 +179,16 @@ class _Builder:
         return value
 
 
-def parse(text: str, filename: str = "<spec>") -> Document:
-    """Parse YAML text into a Document, or raise CompileError with every problem found."""
+def parse(text: str, filename: str = "<spec>", *, trusted: bool = False) -> Document:
+    """Parse YAML text into a Document, or raise CompileError with every problem found.
+    `trusted`: one of the compiler's own data files (composed by libyaml where available)."""
     source = Source.of(filename, text)
     if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
         raise CompileError([Diagnostic("E002", f"file is larger than {MAX_BYTES} bytes")], 2, source)
     try:
-        _check_depth(text, source)
-        nodes = list(yaml.compose_all(text, Loader=_Loader))
+        if not trusted:             # the compiler's own files are not hostile
+            _check_depth(text, source)
+        nodes = list(yaml.compose_all(text, Loader=_TRUSTED if trusted else _Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         pos = Position(mark.line + 1, mark.column + 1) if mark else None

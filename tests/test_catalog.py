@@ -474,3 +474,22 @@ def test_docs_list_the_priced_regions_of_each_provider(cat):
     for inst in cat.instances.values():
         priced.setdefault(inst.provider, set()).update(inst.regions)
     assert listed == priced
+
+
+def test_the_shipped_data_files_parse_alike_by_libyaml_and_by_pyyaml():
+    """The built-in catalog is composed by libyaml (trusted=True, the compiler's own files); it
+    must give the same values, types and positions as the pure-Python parser users' files go
+    through, or a catalog figure or an error's line:col would depend on the parser."""
+    from compiler.resources import catalog_data_dir
+    from compiler.source import parse
+
+    paths = sorted(Path(catalog_data_dir()).glob("*.yaml"))
+    assert len(paths) >= 10
+    for p in paths:
+        text = p.read_text(encoding="utf-8")
+        pure, fast = parse(text, p.name), parse(text, p.name, trusted=True)
+        assert repr(fast.data) == repr(pure.data), p.name
+        assert fast.value_positions == pure.value_positions, p.name
+        assert fast.key_positions == pure.key_positions, p.name
+    # YAML 1.2 numbers (`1e9`, no dot) are floats in both, as the spec language says
+    assert parse("a: 1e9\nb: 2.0e12\n", "x", trusted=True).data == {"a": 1e9, "b": 2.0e12}
