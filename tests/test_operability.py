@@ -435,3 +435,36 @@ def test_two_binding_limits_are_each_priced_alone():
     from compiler.plan import to_dict
     doc = to_dict(plan)
     assert len(doc["operability"]["alone"]) == 2 and _schema_errors(doc) == []
+
+
+def test_a_search_without_the_limits_that_ends_dearer_prices_them_at_no_negative_figure():
+    """Where the plan solved without the limits costs more than the plan with them (the search
+    stopped early; a 50-workload hybrid estate does this), the limits do not 'add' a negative
+    sum: the plan with the limits is a plan of the model without them, so their price is
+    between $0 and the plan less the bound proved without them."""
+    from dataclasses import replace as dc_replace
+
+    from compiler.operability import solve_within_limits, unlimited, with_limits
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.report.operability import build
+    from compiler.spec import Policy
+    from optimize_fixtures import candidates, cloud, infer_cand, inference, spec, train_cand, training
+
+    aws = cloud(quotas={"L40S": 1})
+    job, svc = training("job"), inference("svc", index=1, start=1)
+    cands = [train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=True),
+             train_cand(job, aws, "p5.48xlarge", 1, 100.0, spot=False),
+             infer_cand(svc, aws, "p5.48xlarge", 8, 900.0), infer_cand(svc, aws, "g6e.xlarge", 1, 150.0)]
+    cs = candidates(spec([aws], [job, svc], horizon=2, policy=Policy(max_spot_share=0.0)), cands)
+    exact = SolveOptions(gap=1e-9)
+    limited, free = solve_within_limits(cs, exact, optimize)
+    plan = with_limits(cs, limited, unlimited(free), exact, optimize, free)
+    op = plan.operability
+    assert op.unlimited.cost_usd < plan.total_cost_usd        # the spot cap binds: a real price
+    assert "the limits add $" in build(plan).cost
+    dearer = dc_replace(op.unlimited, cost_usd=plan.total_cost_usd + 34_559.0)
+    text = build(dc_replace(plan, operability=dc_replace(op, unlimited=dearer))).cost
+    assert "$-" not in text and "add" not in text
+    hi = plan.total_cost_usd - op.unlimited.best_bound_usd
+    assert f"between $0 and ${hi:,.0f}" in text
+    assert f"a dearer plan (${plan.total_cost_usd + 34_559.0:,.0f})" in text

@@ -135,6 +135,14 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
     delta = cost - free.cost_usd
     lo = max(0.0, cost_bound(plan.solver) - free.cost_usd)
     hi = max(0.0, cost - free.best_bound_usd)
+    if delta < -0.5:
+        # A plan with the limits is a plan without them too (fewer rows): the search without them
+        # stopped at a dearer one, so the difference of the two plans is no price at all.
+        text = (f"With the limits the plan costs ${cost:,.0f}; solved again without them, with the same search "
+                f"budget, the search stopped at a dearer plan (${free.cost_usd:,.0f}), though this plan is a plan "
+                f"of that model too (it keeps more rows): the price of the limits (the difference of the two "
+                f"optima) is between $0 and ${hi:,.0f}.")
+        return tuple(rows), Md(text + _alone(op, free, rows))
     text = (f"With the limits the plan costs ${cost:,.0f}; solved again without them, with the same search "
             f"budget, ${free.cost_usd:,.0f}: the limits add ${delta:,.0f} ({delta / free.cost_usd:+.2%})"
             if free.cost_usd else f"With the limits the plan costs ${cost:,.0f}; without them ${free.cost_usd:,.0f}")
@@ -145,16 +153,21 @@ def _limits(plan: Plan) -> tuple[tuple[LimitRow, ...], str]:
                  f"difference of the two optima) is between ${lo:,.0f} and ${hi:,.0f}.")
     text += (" A limit the plan without limits already obeys (binds: no) costs nothing beyond that "
              "plan's gap on its own.")
+    return tuple(rows), Md(text + _alone(op, free, rows))          # Markdown: its code spans are the compiler's
+
+
+def _alone(op, free, rows) -> str:
+    """Each binding limit's price alone, where --appraise-limits priced them; else how to."""
     if op.alone:
         def more(x: float) -> str:
             return f"{'+' if x >= 0 else '-'}${abs(x):,.0f}"
         each = "; ".join(f"`{md_code(a.key)}` ${a.cost_usd:,.0f} ({more(a.cost_usd - free.cost_usd)})" for a in op.alone)
-        text += (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
-                 f"the limits together cost what the first sentence says, which need not be the sum.")
-    elif sum(r.binds == "yes" for r in rows) >= 2:
-        text += (" What each binding limit costs alone is not priced by default (a solve each): compile with "
-                 "`--appraise-limits` to price them.")
-    return tuple(rows), Md(text)          # Markdown: its code spans are the compiler's
+        return (f" Each binding limit alone, the others removed (solved with the same budget): {each}; "
+                f"the limits together cost what the first sentence says, which need not be the sum.")
+    if sum(r.binds == "yes" for r in rows) >= 2:
+        return (" What each binding limit costs alone is not priced by default (a solve each): compile with "
+                "`--appraise-limits` to price them.")
+    return ""
 
 
 def build(plan: Plan) -> OperabilityView:
