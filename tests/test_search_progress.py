@@ -58,3 +58,20 @@ def test_the_limits_narrowing_says_each_round_s_services():
                          for m in heard), heard
     assert heard[-1].endswith("(2 of 2 limited services)")
     assert sorted(w for m in heard for w in m.split(": ")[1].split(" fixed")[0].split(", ")) == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_the_polish_and_the_canonical_choice_say_each_month(tmp_path):
+    """After the search, the polish and the fixed rule's month-by-month choice (a minute on a
+    large platform) are told too: every serving month once, in order, after the polish."""
+    from compiler.pipeline import CompileOptions, compile_spec
+
+    root = Path(__file__).resolve().parents[1]
+    heard: list[str] = []
+    result = compile_spec(root / "examples/hybrid-llm-platform.yaml", CompileOptions(progress=heard.append))
+    polish = [k for k, m in enumerate(heard) if m.startswith("polishing: ")]
+    months = [m for m in heard if m.startswith("equal-cost choices by the fixed rule: ")]
+    assert polish and months and heard.index(months[0]) > polish[-1]
+    total = int(re.search(r"of (\d+)\)$", months[-1]).group(1))
+    assert [int(re.search(r"\((\d+) of", m).group(1)) for m in months] == list(range(1, total + 1))
+    assert total <= result.plan.horizon_months

@@ -59,12 +59,14 @@ _TAIL = frozenset({"idle_tail", "idle_load", "idle_past_owned"})
 
 
 def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: Settings,
-              clock: Callable[[], float | None] = lambda: None) -> Solution:
+              clock: Callable[[], float | None] = lambda: None,
+              say: Callable[[str], None] = lambda _msg: None) -> Solution:
     """`sol` (a polished plan) with each month's equal-cost choices made by the rule of the module
     docstring; `price(problem, solver=, fixed=)` prices an integer plan (polish's LP). `sol` itself
     where nothing changes, a group's level does not end, or the result would be dearer. `clock`
     (clock.time_left) gives each solve the seconds a user's --time-limit leaves; at 0 the groups
-    left keep their values."""
+    left keep their values. `say` hears each month as it starts (a large platform's months take
+    a minute in all)."""
     if not sol.has_solution or not any(v.family == "y" for v in problem.variables):
         return sol
     values = {v.name: float(sol.values.get(v.name, 0.0)) for v in problem.variables}
@@ -87,7 +89,8 @@ def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: 
     within = _Within(problem, var, rows_of, gpus, values)
     tail = {v.name for v in problem.variables if v.family in _TAIL and v.month is None}
     last = problem.spec.horizon_months - 1
-    for m in months:
+    for k, m in enumerate(months):
+        say(f"equal-cost choices by the fixed rule: month {m} ({k + 1} of {len(months)})")
         for group in _groups(problem, rows_of, by_month[m] | shared | (tail if m == last else set())):
             if any(var[n].family == "y" for n in group):
                 within.update(_group(within, group, s, clock))

@@ -211,8 +211,8 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
 
 
 def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,
-              time_limit: float | None = None) -> Solution:
+              time_limit: float | None = None, say: Callable[[str], None] = lambda _msg: None) -> Solution:
     """The polished plan's equal-cost choices (which candidates carry a month's replicas) made by
     a fixed rule instead of the solver's path (canonical.py): the same spec, catalog and versions
     give the same plan on every machine. Never dearer than `sol`."""
-    return _canonical.canonical(problem, sol, price, solver, s, time_left(time_limit))
+    return _canonical.canonical(problem, sol, price, solver, s, time_left(time_limit), say)

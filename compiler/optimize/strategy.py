@@ -137,6 +137,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
                 else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
+    if sol.has_solution:
+        say("polishing: the plan's hours and storage at their cheapest with its integers held")
     sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s,
-                          options.time_limit)
+                          options.time_limit, say)
     return problem, sol, SolvePath(strategy.path, ran, strategy.why)
