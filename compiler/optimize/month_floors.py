@@ -197,26 +197,23 @@ def month_floors(problem: Problem, size: int | None = None, max_nodes: int | Non
                 for n in names}
         subs.append((block, coef, replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                                           constraints=tuple(rs))))
-    # the blocks are independent models: solved settings.workers at a time, each to its own node
-    # budget, so the floors are the same as one block after another
-    for k in range(0, len(subs), settings.workers):
-        if left() == 0.0:
-            break
-        batch = subs[k:k + settings.workers]
-        jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
-                for _block, _coef, sub in batch]
-        for (block, coef, _sub), sol in zip(batch, solve_all(jobs, left)):
-            bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
-            if bound is None or not bound > 0:
-                continue
-            plans.update({n: float(round(x)) for n, x in sol.values.items()
-                          if by_name[n].month is not None and by_name[n].kind != "continuous"})
-            first, last = min(block), max(block)
-            out.append(Constraint(
-                f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
-                ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
-                f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
-                family="month_floor"))
+    # the blocks are independent models, each solved to its own node budget: on settings.workers
+    # threads, each taking the next block as it is free (the last block, with the idle tail after
+    # the horizon, is often most of the time), the floors are those of one block after another
+    jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
+            for _block, _coef, sub in subs]
+    for (block, coef, _sub), sol in zip(subs, solve_all(jobs, left, settings.workers)):
+        bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
+        if bound is None or not bound > 0:
+            continue
+        plans.update({n: float(round(x)) for n, x in sol.values.items()
+                      if by_name[n].month is not None and by_name[n].kind != "continuous"})
+        first, last = min(block), max(block)
+        out.append(Constraint(
+            f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
+            ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
+            f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
+            family="month_floor"))
     return Floors(tuple(out), plans)
 
 

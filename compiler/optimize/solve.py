@@ -540,17 +540,17 @@ class HighsModel:
                         relative_gap(obj, bound), seconds, values)
 
 
-def solve_all(jobs, left):
+def solve_all(jobs, left, workers: int | None = None):
     """Each (model, keyword arguments) solved, on threads where there are several (HiGHS
     releases the GIL while it runs): the same solves, and so the same plans, as one after
-    another, in the time of the longest. `left()`: the seconds each may still take."""
-    if len(jobs) == 1:
-        model, kwargs = jobs[0]
-        return [model.solve(time_limit=left(), **kwargs)]
+    another, in the time of the longest. `left()`: the seconds each may still take when it
+    starts; `workers`: at most that many at once, each thread taking the next job as it is free."""
+    if len(jobs) == 1 or workers == 1:
+        return [model.solve(time_limit=left(), **kwargs) for model, kwargs in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     def every():
-        with ThreadPoolExecutor(len(jobs)) as pool:
+        with ThreadPoolExecutor(min(len(jobs), workers or len(jobs))) as pool:
             futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
             return [f.result() for f in futures]
 
