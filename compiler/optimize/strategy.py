@@ -133,12 +133,12 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
         sol = steps.with_bound(sol, bound)      # the LP's bound, where it is the stronger
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
-    say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
                 else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
-    if sol.has_solution:
-        say("polishing: the plan's hours and storage at their cheapest with its integers held")
+    say("polishing: the plan's hours and storage at their cheapest with its integers held")
     sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s,
                           options.time_limit, say)
+    # the search's result last: it stays on the status line while the plan is rendered
+    say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
     return problem, sol, SolvePath(strategy.path, ran, strategy.why)
