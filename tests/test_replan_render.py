@@ -223,3 +223,18 @@ def test_without_a_baseline_the_runbook_and_report_are_the_golden_ones():
         out = {**render(plan, catalog), **render_report(plan, catalog)}
         for name in ("RUNBOOK.md", "report.md", "report.html"):
             assert out[name] == (tree / name).read_text(encoding="utf-8"), (tree.name, name)
+
+
+@pytest.mark.slow
+def test_a_re_plans_start_from_its_baseline_is_told(tmp_path):
+    """Completing the baseline's plan for the changed spec is a search of its own (tens of
+    seconds on a large estate): each way it tries is said before it runs, the exact baseline
+    first."""
+    (start, rps), (later, more) = QUARTERS[0], QUARTERS[1]
+    base = pipeline.compile_spec(_spec(tmp_path, start, rps)).plan
+    heard: list[str] = []
+    pipeline.compile_spec(_spec(tmp_path, later, more), pipeline.CompileOptions(
+        baseline=_write(tmp_path, base, "base"), progress=heard.append))
+    tried = [m for m in heard if m.startswith("starting from the baseline: ")]
+    assert tried and tried[0] == "starting from the baseline: the baseline's decisions held"
+    assert heard.index(tried[0]) > next(k for k, m in enumerate(heard) if m.startswith("formulated "))

@@ -64,7 +64,11 @@ def _kept_start(problem, options: SolveOptions):
     model, where = HighsModel(problem, options.settings.seed), kept_plan(problem, options.kept)
     names = {v.name for v in problem.variables}
     exact = {**where, **{n: x for n, x in options.kept.values.items() if n in names}}
-    for fixed in (exact, _untouched(problem, exact), where):
+    say = options.progress or (lambda _msg: None)
+    steps = ("the baseline's decisions held", "the workloads the change leaves a plan of held",
+             "each workload kept where it ran")
+    for step, fixed in zip(steps, (exact, _untouched(problem, exact), where)):
+        say(f"starting from the baseline: {step}")
         sol = model.solve(fixed=fixed, max_nodes=options.settings.window_nodes)
         if sol.has_solution:
             return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables
