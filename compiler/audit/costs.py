@@ -58,7 +58,7 @@ def price(ctx: Context) -> Priced:
             key = (p.site, p.instance, p.pricing)
             out.after[key] = [p.nodes * rules.life_after_horizon(node, H), p.nodes * after, idle * after]
             if rule == "continues":
-                out.after_slack[key] = _credit_slack_gpus(ctx, p.site, p.instance) / node.gpus * after
+                out.after_slack[key] = _credit_slack_gpus(ctx).get((p.site, p.instance), 0.0) / node.gpus * after
                 out.line_slack["capex"] += out.after_slack[key]
         out.lines["support"] += p.nodes * rules.support_for_horizon(node, H)
         fab = cat.fabrics.get(p.fabric)
@@ -140,17 +140,31 @@ def _replica_gpus(ctx: Context) -> _Sums:
     return out
 
 
+def _credits_by_pool(ctx: Context) -> Iterator[tuple[tuple[str, str], float, int]]:
+    """continues: each credit of a placed candidate as (its pool, replicas credited, GPUs a replica)."""
+    by_id = {pl.cand.id: pl for pl in ctx.placed}
+    for k in ctx.plan.after_horizon.credits:
+        pl = by_id.get(k.candidate)
+        if pl is not None:
+            yield (pl.cand.site, pl.cand.instance), k.replicas, pl.cand.gpus
+
+
 def _credited_gpus(ctx: Context) -> _Sums:
     """continues: the GPUs of the last month's replicas whose load the plan credits after the
     horizon (after_horizon.credits; check_credits holds them to the replicas run and the
     traffic forecast), per pool."""
-    by_id = {pl.cand.id: pl for pl in ctx.placed}
     out = _Sums()
-    for k in ctx.plan.after_horizon.credits:
-        pl = by_id.get(k.candidate)
-        if pl is not None:
-            key = (pl.cand.site, pl.cand.instance)
-            out[key] = out.get(key, 0.0) + k.replicas * pl.cand.gpus
+    for key, replicas, gpus in _credits_by_pool(ctx):
+        out[key] = out.get(key, 0.0) + replicas * gpus
+    return out
+
+
+def _credit_slack_gpus(ctx: Context) -> _Sums:
+    """The GPUs by which the credits on each pool may fall short of the solver's values: plan.json
+    writes each credit to 6 decimals (half a unit each)."""
+    out = _Sums()
+    for key, _replicas, gpus in _credits_by_pool(ctx):
+        out[key] = out.get(key, 0.0) + 0.5e-6 * gpus
     return out
 
 
@@ -185,14 +199,6 @@ def check_credits(ctx: Context) -> Iterator[Finding]:
                               f"{ctx.H - 1}", f"{w.path}.traffic")
 
 
-def _credit_slack_gpus(ctx: Context, site: str, instance: str) -> float:
-    """The GPUs by which the credits on one pool may fall short of the solver's values: plan.json
-    writes each credit to 6 decimals (half a unit each)."""
-    by_id = {pl.cand.id: pl for pl in ctx.placed}
-    return sum(0.5e-6 * by_id[k.candidate].cand.gpus for k in ctx.plan.after_horizon.credits
-               if k.candidate in by_id and (k.site, k.instance) == (site, instance))
-
-
 def _idle_term_months(ctx: Context, pool) -> tuple[float, float]:
     """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
     last month's work leaves idle, and their rounding allowance (the credits' rounding, in
@@ -210,7 +216,7 @@ def _idle_term_months(ctx: Context, pool) -> tuple[float, float]:
     last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations
                if r.start_month >= 0)
     idle_months = 0.0
-    slack = _credit_slack_gpus(ctx, pool.site, pool.instance) / inst.gpus * max(0, last - H)
+    slack = _credit_slack_gpus(ctx).get((pool.site, pool.instance), 0.0) / inst.gpus * max(0, last - H)
     for j in range(H, last):
         active = {t: sum(r.nodes for r in terms[t].reservations
                          if 0 <= r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
