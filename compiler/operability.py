@@ -151,7 +151,7 @@ def limited(candidates, free_plan: Plan | None, solve_options, optimize, quick: 
 
         say("the plan without the operability limits breaks " + ", ".join(broken)
             + ": solving with them over the sites and types the LP relaxation leans on")
-        cut, note = narrowed(candidates, solve_options.settings, say), NARROWED_NOTE
+        cut, note = narrowed(candidates, solve_options.settings, say, solve_options.kept), NARROWED_NOTE
     elif quick:
         cut, note = used(candidates, free_plan), USED_NOTE
     else:

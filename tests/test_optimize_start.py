@@ -76,3 +76,26 @@ def test_the_start_respects_site_limits_on_a_crowded_platform(monkeypatch):
     assert start is not None
     assert {"dc1", "dc2"} <= set(refused), "no placement was refused: the platform is not crowded"
     assert solve(_fixed(problem, start), solver="highs").status == "optimal"
+
+
+def test_in_a_replan_the_start_says_which_services_moved_so_it_stays_a_plan():
+    # The baseline ran svc on an H100 node; the greedy start puts it on L40S replicas. Without
+    # moved[svc] = 1 the start breaks the move rows and is no start; with it, it is a plan, and a
+    # start that keeps svc's replicas where they ran says it did not move.
+    from compiler.optimize.moves import Kept, moved_indicators, with_moves
+    from compiler.optimize.solve import HighsModel
+    from optimize_fixtures import LIFTED, candidates, cloud, infer_cand, inference, spec
+
+    aws, svc = cloud(), inference("svc")
+    h100, l40s = infer_cand(svc, aws, "p5.48xlarge", 8, 900.0), infer_cand(svc, aws, "g6e.xlarge", 1, 150.0)
+    plain = formulate(candidates(spec([aws], [svc], horizon=3, policy=LIFTED), [h100, l40s]))
+    ran = {v.name: (1.0 if v.candidate == h100.id else 0.0) for v in plain.variables if v.family == "y"}
+    problem = with_moves(plain, Kept(serving={"svc": frozenset({h100.id})}, usd=1000.0, values=ran))
+    start = greedy_start(problem)
+    assert {n: x for n, x in start.items() if x > 0 and n.startswith("y[")} \
+        and all(v.candidate == l40s.id for v in problem.variables if v.family == "y" and start[v.name] > 0)
+    assert start["moved[svc]"] == 1.0
+    model = HighsModel(problem)
+    assert model.solve(fixed=start).has_solution
+    assert not model.solve(fixed={**start, "moved[svc]": 0.0}).has_solution
+    assert moved_indicators(problem, ran) == {"moved[svc]": 0.0}

@@ -58,12 +58,11 @@ def _kept_start(problem, options: SolveOptions):
     with every workload the change leaves a plan of held exactly as the baseline ran it and the
     pools free to follow the rest (_untouched); else with its workloads only kept where they ran
     (moves.kept_plan); or the start given, where none completes."""
-    from compiler.optimize.moves import kept_plan
+    from compiler.optimize.moves import as_ran, kept_plan
     from compiler.optimize.solve import HighsModel
 
-    model, where = HighsModel(problem, options.settings.seed), kept_plan(problem, options.kept)
-    names = {v.name for v in problem.variables}
-    exact = {**where, **{n: x for n, x in options.kept.values.items() if n in names}}
+    model = HighsModel(problem, options.settings.seed)
+    where, exact = kept_plan(problem, options.kept), as_ran(problem, options.kept)
     say = options.progress or (lambda _msg: None)
     steps = ("the baseline's decisions held", "the workloads the change leaves a plan of held",
              "each workload kept where it ran")
@@ -82,17 +81,11 @@ def _untouched(problem, exact: dict[str, float]) -> dict[str, float]:
     else: the workloads the change touches, and every pool's terms, nodes and purchases, are left
     to the search, so one service's traffic moves that service and the pools under it, not its
     neighbours."""
-    by_name = {v.name: v for v in problem.variables}
-    touched = set()
-    for c in problem.constraints:
-        if c.workload is None or c.workload in touched or not all(n in exact for n, _ in c.terms):
-            continue
-        lhs = sum(k * exact[n] for n, k in c.terms)
-        if (c.sense == ">=" and lhs < c.rhs - 1e-6) or (c.sense == "<=" and lhs > c.rhs + 1e-6) \
-                or (c.sense == "==" and abs(lhs - c.rhs) > 1e-6):
-            touched.add(c.workload)
+    from compiler.optimize.moves import touched
+
+    by_name, moved = {v.name: v for v in problem.variables}, touched(problem, exact)
     return {n: x for n, x in exact.items()
-            if by_name[n].workload is not None and by_name[n].workload not in touched and by_name[n].family != "moved"}
+            if by_name[n].workload is not None and by_name[n].workload not in moved and by_name[n].family != "moved"}
 
 
 def greedy_plan(candidates: Candidates) -> Plan | None:

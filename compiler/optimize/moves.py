@@ -133,3 +133,39 @@ def x_name_of(problem: Problem, w: str, cid: str) -> str:
         if c.id == cid:
             return x_name(c)
     return ""
+
+
+def as_ran(problem: Problem, kept: Kept) -> dict[str, float]:
+    """The baseline's decisions as values of `problem`'s integers: each kept workload where it ran
+    (kept_plan) and the baseline's own values of every variable the problem still has."""
+    names = {v.name for v in problem.variables}
+    return {**kept_plan(problem, kept), **{n: x for n, x in kept.values.items() if n in names}}
+
+
+def touched(problem: Problem, ran: Mapping[str, float]) -> set[str]:
+    """The workloads whose own rows the baseline's decisions (`ran`, as_ran) no longer satisfy: a
+    service whose demand outgrew its replicas, a job whose candidate changed. A row that names a
+    variable `ran` lacks says nothing either way."""
+    out: set[str] = set()
+    for c in problem.constraints:
+        if c.workload is None or c.workload in out or not all(n in ran for n, _ in c.terms):
+            continue
+        lhs = sum(k * ran[n] for n, k in c.terms)
+        if (c.sense == ">=" and lhs < c.rhs - 1e-6) or (c.sense == "<=" and lhs > c.rhs + 1e-6) \
+                or (c.sense == "==" and abs(lhs - c.rhs) > 1e-6):
+            out.add(c.workload)
+    return out
+
+
+def moved_indicators(problem: Problem, values: Mapping[str, float]) -> dict[str, float]:
+    """Each moved[w] at the least value its rows allow under `values` (a start's replicas): 0
+    where w's replicas are the baseline's, else 1. A start built without them (start.py) would
+    otherwise break a row and be no start at all."""
+    broken: set[str] = set()
+    for c in problem.constraints:
+        if c.family != "moved" or c.workload in broken:
+            continue
+        lhs = sum(k * values.get(n, 0.0) for n, k in c.terms if not n.startswith("moved["))
+        if (c.sense == "<=" and lhs > c.rhs + 1e-6) or (c.sense == ">=" and lhs < c.rhs - 1e-6):
+            broken.add(c.workload)
+    return {v.name: float(v.workload in broken) for v in problem.variables if v.family == "moved"}

@@ -13,6 +13,12 @@ name), and solves again with those candidates, until every limited service is fi
 round; a service's choice then sees the others' already made. The search then runs on a model of
 the shape it runs without the limits. A plan over fewer candidates is a plan of the whole model;
 its bound is not, and the caller states a bound that is (compiler.operability.limited).
+
+In a re-plan (a baseline's Kept), each limited service the change leaves untouched (moves.touched:
+the baseline's decisions still satisfy its rows) is first cut to the keys it ran on, where they
+are within the limits: the LP prices no move, so it could lean a running service onto other sites
+and the search would then pay that move, and such a service needs no LP to choose. The others are
+narrowed on the LP as above, seeing those already cut.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from compiler.optimize import formulate as F
 from compiler.optimize.settings import DEFAULT, Settings
 
 
-def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None) -> Candidates:
+def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None, kept=None) -> Candidates:
     """The candidates with each limited service's cut to the keys the LP relaxation leans on, the
     LPs solved under `settings`' seed and a service decided at its `decided` share; `say` hears
-    each round's services fixed."""
+    each round's services fixed. With `kept` (a re-plan's baseline), the untouched services first
+    keep the keys they ran on."""
     from compiler.optimize.solve import HighsModel
 
     pol = candidates.spec.policy
@@ -40,6 +47,14 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None) -> 
         open_ = sorted({v.workload for v in problem.variables if v.family in F.COUNTED} - fixed)
         if not open_:
             return candidates
+        ran, kept = ({} if kept is None else _as_ran(problem, kept, open_, most)), None
+        if ran:
+            if say is not None:
+                say(f"narrowing on the baseline: {', '.join(sorted(ran))} kept on the sites and types they ran on "
+                    f"({len(fixed) + len(ran)} of {len(fixed) + len(open_)} limited services)")
+            candidates = _cut(candidates, ran)
+            fixed.update(ran)
+            continue
         lp = HighsModel(problem, settings.seed).solve(relax=True)
         if not lp.has_solution:
             return candidates
@@ -50,13 +65,34 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None) -> 
         if say is not None:
             say(f"narrowing on the LP: {', '.join(chosen)} fixed ({len(fixed) + len(chosen)} of "
                 f"{len(fixed) + len(open_)} limited services)")
-        by_workload = dict(candidates.by_workload)
-        for w in chosen:
-            keep = picks[w][0]
-            by_workload[w] = tuple(c for c in by_workload[w]
-                                   if all(key(c) in keep[f] for f, key in F.COUNTED.items() if f in keep))
-            fixed.add(w)
-        candidates = replace(candidates, by_workload=by_workload)
+        candidates = _cut(candidates, {w: picks[w][0] for w in chosen})
+        fixed.update(chosen)
+
+
+def _cut(candidates: Candidates, keep: dict[str, dict[str, set]]) -> Candidates:
+    """Each service in `keep` cut to its candidates whose every counted key is among those kept."""
+    by_workload = dict(candidates.by_workload)
+    for w, keys in keep.items():
+        by_workload[w] = tuple(c for c in by_workload[w]
+                               if all(key(c) in keys[f] for f, key in F.COUNTED.items() if f in keys))
+    return replace(candidates, by_workload=by_workload)
+
+
+def _as_ran(problem: F.Problem, kept, open_: list[str], most) -> dict[str, dict[str, set]]:
+    """The open services the change leaves untouched with the keys their baseline candidates hold
+    (family -> keys), where those are within every count limit; the rest are left to the LP."""
+    from compiler.optimize.moves import as_ran, touched
+
+    moved, out = touched(problem, as_ran(problem, kept)), {}
+    for w in open_:
+        ran = [c for c in problem.chosen_from.get(w, ()) if c.id in kept.serving.get(w, ())]
+        if w in moved or not ran:
+            continue
+        keys = {f: {key(c) for c in ran} for f, key in F.COUNTED.items() if most[f] is not None}
+        per = {f: [k[:1] if f == "uses_type" else () for k in ks] for f, ks in keys.items()}
+        if all(max(map(per[f].count, per[f])) <= most[f] for f in keys):
+            out[w] = keys
+    return out
 
 
 def _weights(problem: F.Problem, values) -> dict:

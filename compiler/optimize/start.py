@@ -20,6 +20,7 @@ from compiler.candidates import Candidate
 from compiler import unit_costs
 from compiler.estimate.memory import checkpoint_tb
 from compiler.optimize import formulate as F
+from compiler.optimize.moves import moved_indicators
 from compiler.spec import HOURS_PER_MONTH, CloudSite, InferenceWorkload, OnPremSite
 
 
@@ -219,6 +220,8 @@ def greedy_start(problem: F.Problem) -> Mapping[str, float] | None:
     # The operability indicators the replicas imply (one candidate a site, the same every month:
     # within any limit's reach); the solver rejects the start if a row says otherwise.
     vals.update(F.limit_indicators(problem, vals))
+    # and in a re-plan, which services move from where the baseline ran them (moves.py)
+    vals.update(moved_indicators(problem, vals))
     return vals if _within_bounds(kind, vals) else None
 
 
