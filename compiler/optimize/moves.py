@@ -150,9 +150,7 @@ def touched(problem: Problem, ran: Mapping[str, float]) -> set[str]:
     for c in problem.constraints:
         if c.workload is None or c.workload in out or not all(n in ran for n, _ in c.terms):
             continue
-        lhs = sum(k * ran[n] for n, k in c.terms)
-        if (c.sense == ">=" and lhs < c.rhs - 1e-6) or (c.sense == "<=" and lhs > c.rhs + 1e-6) \
-                or (c.sense == "==" and abs(lhs - c.rhs) > 1e-6):
+        if _broken(c, sum(k * ran[n] for n, k in c.terms)):
             out.add(c.workload)
     return out
 
@@ -165,7 +163,12 @@ def moved_indicators(problem: Problem, values: Mapping[str, float]) -> dict[str,
     for c in problem.constraints:
         if c.family != "moved" or c.workload in broken:
             continue
-        lhs = sum(k * values.get(n, 0.0) for n, k in c.terms if not n.startswith("moved["))
-        if (c.sense == "<=" and lhs > c.rhs + 1e-6) or (c.sense == ">=" and lhs < c.rhs - 1e-6):
+        if _broken(c, sum(k * values.get(n, 0.0) for n, k in c.terms if not n.startswith("moved["))):
             broken.add(c.workload)
     return {v.name: float(v.workload in broken) for v in problem.variables if v.family == "moved"}
+
+
+def _broken(c: Constraint, lhs: float) -> bool:
+    """Whether row `c` with left-hand side `lhs` is broken beyond rounding."""
+    return ((c.sense == ">=" and lhs < c.rhs - 1e-6) or (c.sense == "<=" and lhs > c.rhs + 1e-6)
+            or (c.sense == "==" and abs(lhs - c.rhs) > 1e-6))
