@@ -40,6 +40,9 @@ def price(ctx: Context) -> Priced:
     H, cat = ctx.H, ctx.catalog
     rule = ctx.spec.policy.after_horizon
     full = rule == "full"
+    # continues: the credits' GPUs and their rounding allowance, per pool (one walk each, for every pool)
+    credited, credit_slack = _credited_gpus(ctx), _credit_slack_gpus(ctx)
+    unrun = credited - _replica_gpus(ctx)
     # Bought on-prem nodes: capex (policy.after_horizon), support, the fabric they are wired with.
     for p in ctx.plan.pools:
         site = ctx.sites.get(p.site)
@@ -50,7 +53,7 @@ def price(ctx: Context) -> Priced:
         # continues: the last month's load fills the owned nodes first; the bought ones it leaves
         # idle are charged their months after the horizon
         last = (ctx.usage.gpus.get((p.site, p.instance, H - 1), 0.0)
-                + (_credited_gpus(ctx) - _replica_gpus(ctx)).get((p.site, p.instance), 0.0))
+                + unrun.get((p.site, p.instance), 0.0))
         beyond_owned = max(0.0, last / node.gpus - rules.owned_nodes(site, p.instance, H - 1, ctx.spec.start, cat))
         idle = p.nodes if full else 0.0 if rule == "prorated" else max(0.0, p.nodes - beyond_owned)
         out.lines["capex"] += p.nodes * rules.capex_for_horizon(node, H) + idle * after
@@ -58,7 +61,7 @@ def price(ctx: Context) -> Priced:
             key = (p.site, p.instance, p.pricing)
             out.after[key] = [p.nodes * rules.life_after_horizon(node, H), p.nodes * after, idle * after]
             if rule == "continues":
-                out.after_slack[key] = _credit_slack_gpus(ctx).get((p.site, p.instance), 0.0) / node.gpus * after
+                out.after_slack[key] = credit_slack.get((p.site, p.instance), 0.0) / node.gpus * after
                 out.line_slack["capex"] += out.after_slack[key]
         out.lines["support"] += p.nodes * rules.support_for_horizon(node, H)
         fab = cat.fabrics.get(p.fabric)
@@ -80,7 +83,7 @@ def price(ctx: Context) -> Priced:
                          for r in bought)
             late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in bought)
             if late:
-                idle, slack = (late, 0.0) if full else (0.0, 0.0) if rule == "prorated" else _idle_term_months(ctx, p)
+                idle, slack = (late, 0.0) if full else (0.0, 0.0) if rule == "prorated" else _idle_term_months(ctx, p, credited, credit_slack)
                 key = (p.site, p.instance, p.pricing)
                 out.after[key] = [float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
                 out.after_slack[key] = (rate or 0.0) * rules.HOURS * slack
@@ -199,16 +202,16 @@ def check_credits(ctx: Context) -> Iterator[Finding]:
                               f"{ctx.H - 1}", f"{w.path}.traffic")
 
 
-def _idle_term_months(ctx: Context, pool) -> tuple[float, float]:
+def _idle_term_months(ctx: Context, pool, credited: _Sums, credit_slack: _Sums) -> tuple[float, float]:
     """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
     last month's work leaves idle, and their rounding allowance (the credits' rounding, in
-    node-months). Month by month after the horizon: the reserved nodes of both terms then active,
+    node-months; `credited` and `credit_slack` are _credited_gpus and _credit_slack_gpus). Month by month after the horizon: the reserved nodes of both terms then active,
     less the node-months the pool's jobs (hours) and replicas (GPUs) ran in the horizon's last
     month; the idle ones are the cheaper term's first."""
     H, cat, site = ctx.H, ctx.catalog, ctx.sites[pool.site]
     inst = cat.instances[pool.instance]
     busy = (ctx.usage.train_hours.get((pool.site, pool.instance, H - 1), 0.0) / rules.HOURS
-            + _credited_gpus(ctx).get((pool.site, pool.instance), 0.0) / inst.gpus)
+            + credited.get((pool.site, pool.instance), 0.0) / inst.gpus)
     terms = {t: ctx.pools.get((pool.site, pool.instance, t)) for t in rules.TERM_MONTHS}
     rate = {t: rules.cloud_rate(cat, site, pool.instance, t) or 0.0 for t in terms}
     cheap_first = sorted((t for t, p in terms.items() if p is not None), key=lambda t: (rate[t], t))
@@ -216,7 +219,7 @@ def _idle_term_months(ctx: Context, pool) -> tuple[float, float]:
     last = max(r.start_month + rules.TERM_MONTHS[t] for t, p in terms.items() if p for r in p.reservations
                if r.start_month >= 0)
     idle_months = 0.0
-    slack = _credit_slack_gpus(ctx).get((pool.site, pool.instance), 0.0) / inst.gpus * max(0, last - H)
+    slack = credit_slack.get((pool.site, pool.instance), 0.0) / inst.gpus * max(0, last - H)
     for j in range(H, last):
         active = {t: sum(r.nodes for r in terms[t].reservations
                          if 0 <= r.start_month <= j < r.start_month + rules.TERM_MONTHS[t]) for t in cheap_first}
