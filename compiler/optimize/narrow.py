@@ -47,7 +47,8 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None, kep
         open_ = sorted({v.workload for v in problem.variables if v.family in F.COUNTED} - fixed)
         if not open_:
             return candidates
-        ran, kept = ({} if kept is None else _as_ran(problem, kept, open_, most)), None
+        ran = {} if kept is None else _keys_ran_on(problem, kept, open_, most)
+        kept = None             # the baseline cuts once, in the first round: the LP takes the rest
         if ran:
             if say is not None:
                 say(f"narrowing on the baseline: {', '.join(sorted(ran))} kept on the sites and types they ran on "
@@ -78,7 +79,7 @@ def _cut(candidates: Candidates, keep: dict[str, dict[str, set]]) -> Candidates:
     return replace(candidates, by_workload=by_workload)
 
 
-def _as_ran(problem: F.Problem, kept, open_: list[str], most) -> dict[str, dict[str, set]]:
+def _keys_ran_on(problem: F.Problem, kept, open_: list[str], most) -> dict[str, dict[str, set]]:
     """The open services the change leaves untouched with the keys their baseline candidates hold
     (family -> keys), where those are within every count limit; the rest are left to the LP."""
     from compiler.optimize.moves import as_ran, touched
