@@ -52,3 +52,28 @@ def test_keys_beyond_a_tightened_limit_are_left_to_the_lp():
     said = []
     assert _gpus(narrowed(CANDS, say=said.append, kept=kept)) == {"L40S"}
     assert said[0].startswith("narrowing on the LP: svc")
+
+
+def test_the_search_over_narrowed_candidates_is_told_its_bound_will_be_dropped():
+    """A service cheapest on one p5 node plus one 1-GPU L40S node (its L40S quota is 1 GPU) under
+    one instance type a site: the plan without the limits breaks a count, so the limited search
+    runs over narrowed candidates and states the bound proved without the limits; that solve, and
+    only it, is told so (SolveOptions.narrowed: its settled search then stops on its plans alone)."""
+    from compiler.operability import solve_within_limits
+    from compiler.optimize import SolveOptions, optimize
+    from compiler.spec import Policy
+
+    aws = cloud(quotas={"L40S": 1})
+    svc = inference("svc", index=1, start=1)
+    cs = candidates(spec([aws], [svc], horizon=2, policy=Policy(max_instance_types_per_site=1)),
+                    [infer_cand(svc, aws, "p5.48xlarge", 8, 900.0), infer_cand(svc, aws, "g6e.xlarge", 1, 150.0)])
+    told = []
+
+    def recording(cands, options):
+        told.append(options.narrowed)
+        return optimize(cands, options)
+
+    plan, free = solve_within_limits(cs, SolveOptions(gap=1e-9), recording)
+    assert told == [False, True]
+    assert "searched over the sites and types the LP relaxation leans on" in plan.solver.gap_note
+    assert plan.solver.best_bound_usd == free.solver.best_bound_usd

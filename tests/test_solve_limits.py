@@ -280,3 +280,33 @@ def test_a_stalled_search_stops_and_reports_what_it_proved():
     assert (again.objective, again.best_bound) == (stalled.objective, stalled.best_bound)
     never = model.solve(stall=10**9)
     assert never.status == "optimal" and never.objective == pytest.approx(proven.objective)
+
+
+# --- the settled search's stall rule (HighsModel's MIP callback) ---------------------------------
+
+def _stalled_at(stall_on_bound: bool, points) -> int | None:
+    """The node at which HighsModel's callback asks HiGHS to stop, fed `points` (node, plan, bound)
+    as HiGHS's MIP interrupt points would report them; None where it never does."""
+    from types import SimpleNamespace
+
+    from compiler.optimize.solve import HighsModel
+
+    model = HighsModel(market_split(False), 1)
+    model._stall, model._stall_on_bound, model._moved = 200, stall_on_bound, (math.inf, -math.inf, 0)
+    for node, plan, bound in points:
+        event = SimpleNamespace(data_out=SimpleNamespace(mip_node_count=node, mip_primal_bound=plan,
+                                                         mip_dual_bound=bound),
+                                data_in=SimpleNamespace(user_interrupt=False))
+        model._mip_interrupt_point(event)
+        if event.data_in.user_interrupt:
+            return node
+    return None
+
+
+def test_a_stall_counts_nodes_since_the_plan_or_the_bound_last_moved_or_the_plan_alone():
+    # a plan at node 0, a cheaper one at node 50, then only the bound rises, a little each node
+    points = [(0, 100.0, 10.0)] + [(n, 90.0 if n >= 50 else 100.0, 10.0 + n / 100) for n in range(1, 600)]
+    assert _stalled_at(True, points) is None          # the bound never stops rising: no stall
+    assert _stalled_at(False, points) == 250          # 200 nodes after the last cheaper plan
+    flat = [(n, 100.0, 10.0) for n in range(600)]
+    assert _stalled_at(True, flat) == _stalled_at(False, flat) == 200

@@ -202,6 +202,9 @@ class SolveOptions:
     # Where a re-plan's baseline ran each workload (moves.Kept): a move is priced, and the plan
     # that keeps them is a start.
     kept: "Kept | None" = field(default=None, hash=False)
+    # The candidates are cut to a few sites and types a service (operability.limited): the plan
+    # states the bound proved without the limits, so this search's own bound is dropped.
+    narrowed: bool = False
 
     @property
     def nodes_asked(self) -> bool:

@@ -424,6 +424,7 @@ class HighsModel:
         self._stop = False
         self._secondary = False     # the last solve minimised another objective than the cost
         self._stall: int | None = None
+        self._stall_on_bound = True     # whether a rising bound, not only a cheaper plan, restarts the stall count
         self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
         self._say: Callable[[str], None] | None = None    # a search's progress (solve's `progress`)
         self._said: tuple = ()
@@ -445,7 +446,7 @@ class HighsModel:
         if self._stall is not None:
             out = e.data_out
             primal, dual, since = self._moved
-            if out.mip_primal_bound < primal or out.mip_dual_bound > dual:
+            if out.mip_primal_bound < primal or (self._stall_on_bound and out.mip_dual_bound > dual):
                 self._moved = (out.mip_primal_bound, out.mip_dual_bound, out.mip_node_count)
             else:
                 stop = stop or out.mip_node_count - since >= self._stall
@@ -473,14 +474,15 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None,
+              stall_on_bound: bool = True, cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None,
               objective: Mapping[str, float] | None = None, progress: Callable[[str], None] | None = None
               ) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
         (the LP relaxation); `restart`: HiGHS may restart its root after fixing variables
         (mip_allow_restart, its default); `stall`: the search stops (its plan reported feasible,
         with the bound it proved) once neither plan nor bound has moved in that many nodes, a
-        budget that ends a search whose bound has stopped rising before its node limit does;
+        budget that ends a search whose bound has stopped rising before its node limit does
+        (`stall_on_bound` False: once its plan has not moved, whatever the bound does);
         `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit); `improving`:
         the search stops at its `improving`-th improving plan (mip_max_improving_sols, a count, so
         where it stops is the same on every machine); `cutoff`: only plans cheaper than it are
@@ -519,6 +521,7 @@ class HighsModel:
             _set_start(h, sorted((k, float(x) / self.scale[k]) for k, x in ks))
         t0 = time.perf_counter()
         self._stop, self._stall, self._moved = False, None if relax else stall, (math.inf, -math.inf, 0)
+        self._stall_on_bound = stall_on_bound
         self._say, self._said = (None if relax or objective is not None else progress), ()
         self._budget = int(max_nodes) if max_nodes else 0
         interruptible([self], h.run)

@@ -86,13 +86,15 @@ def rounds(problem: Problem, start: Plan, models: Models, options: SolveOptions,
 
 
 def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None, settle: bool,
-                 gap: float | None, time_limit: float | None, s: Settings, say=None) -> Solution:
+                 gap: float | None, time_limit: float | None, s: Settings, say=None,
+                 plans_only: bool = False) -> Solution:
     """Branch-and-bound on the rounds' (or windows') own HiGHS model, from their plan, for `nodes`;
     where `settle`, a search that proves less than settings.settle_gap but lifted the bound goes
-    on settled at that gap (settled). `say` hears its nodes, plan and bound as they move."""
+    on settled at that gap (settled). `say` hears its nodes, plan and bound as they move.
+    `plans_only`: the search's bound will be dropped (narrowed candidates), so only its plans count."""
     sol = model.solve(start=start, max_nodes=nodes, gap=gap, time_limit=time_limit, progress=say)
     if settle and sol.has_solution and sol.gap > s.settle_gap and _lifted(sol, bound, s):
-        sol = settled(model, sol, s, say)
+        sol = settled(model, sol, s, say, plans_only)
     if settle and sol.has_solution and sol.gap <= s.proven_gap:
         sol = replace(sol, status="optimal")    # settled where the proof ends anyway
     return sol
@@ -109,14 +111,15 @@ def _lifted(sol: Solution, bound: float, s: Settings) -> bool:
     return s.above(sol.best_bound, bound)
 
 
-def settled(model: HighsModel, first: Solution, s: Settings, say=None) -> Solution:
+def settled(model: HighsModel, first: Solution, s: Settings, say=None, plans_only: bool = False) -> Solution:
     """The search after `first` (settings.settle_after nodes that did not prove settle_gap) goes on
     from its plan with HiGHS's mip_rel_gap at settle_gap, for settle_nodes nodes at most, or
-    until its plan and bound have not moved in settle_stall nodes. Both searches ran on the same
+    until its plan and bound have not moved in settle_stall nodes (its plan alone, where
+    `plans_only`: a bound that will be dropped is no progress). Both searches ran on the same
     model, so each one's bound holds for every plan: the plan is the cheaper of the two, the
     bound the higher, and the plan is reported feasible with that gap."""
     more = model.solve(start=first.values, max_nodes=s.settle_nodes, gap=s.settle_gap, stall=s.settle_stall,
-                       cut_pool=s.settle_cut_pool, progress=say)
+                       stall_on_bound=not plans_only, cut_pool=s.settle_cut_pool, progress=say)
     if not more.has_solution:
         return first
     plan = more if more.objective < first.objective else first

@@ -125,7 +125,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
             sol = replace(sol, status="optimal")    # proven as a search would have proven it
     elif bound is not None and strategy.solver == "highs":
         nodes = strategy.nodes
-        sol = steps.highs_search(models(), start, bound, nodes, strategy.settle, options.gap, time_limit, s, say)
+        sol = steps.highs_search(models(), start, bound, nodes, strategy.settle, options.gap, time_limit, s, say,
+                                 plans_only=options.narrowed)
         price = steps.priced_on(models())
     else:
         sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit, s)
