@@ -424,7 +424,7 @@ class HighsModel:
         self._stop = False
         self._secondary = False     # the last solve minimised another objective than the cost
         self._stall: int | None = None
-        self._stall_on_bound = True     # whether a rising bound, not only a cheaper plan, restarts the stall count
+        self._stall_on_bound = True     # a rising bound, not only a cheaper plan, restarts the stall count
         self._moved: tuple[float, float, int] = (math.inf, -math.inf, 0)   # bounds, and the node they last moved at
         self._say: Callable[[str], None] | None = None    # a search's progress (solve's `progress`)
         self._said: tuple = ()
@@ -440,8 +440,8 @@ class HighsModel:
 
     def _mip_interrupt_point(self, e) -> None:
         """As _interrupt_point, and a search given `stall` stops once neither its plan nor its
-        bound has moved in that many nodes: node counts and bounds at HiGHS's interrupt points
-        are the same on every run (one thread, a fixed seed)."""
+        bound (its plan alone, without `stall_on_bound`) has moved in that many nodes: node counts
+        and bounds at HiGHS's interrupt points are the same on every run (one thread, a fixed seed)."""
         stop = self._stop
         if self._stall is not None:
             out = e.data_out
@@ -474,7 +474,8 @@ class HighsModel:
     def solve(self, *, fixed: Mapping[str, float] | None = None, start: Mapping[str, float] | None = None,
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
-              stall_on_bound: bool = True, cut_pool: int = DEFAULT.cut_pool, improving: int | None = None, cutoff: float | None = None,
+              stall_on_bound: bool = True, cut_pool: int = DEFAULT.cut_pool, improving: int | None = None,
+              cutoff: float | None = None,
               objective: Mapping[str, float] | None = None, progress: Callable[[str], None] | None = None
               ) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
