@@ -557,7 +557,7 @@ def test_the_search_settles_only_where_its_first_nodes_lift_the_bound(monkeypatc
         return sol
 
     monkeypatch.setattr(HighsModel, "solve", recording)
-    monkeypatch.setattr(steps, "settled", lambda model, first, _s, _say=None: settled.append(first) or first)
+    monkeypatch.setattr(steps, "settled", lambda model, first, _s, _say=None, _plans_only=False: settled.append(first) or first)
     plan = optimize(candidates, SolveOptions(settings=s))
     assert len(settled) == (1 if lifted else 0)
     assert plan.solver.best_bound_usd == pytest.approx(lp[-1] * (1.001 if lifted else 1.0), abs=0.01)   # cents
