@@ -83,7 +83,8 @@ def price(ctx: Context) -> Priced:
                          for r in bought)
             late = sum(r.nodes * rules.months_after(p.pricing, r.start_month, H) for r in bought)
             if late:
-                idle, slack = (late, 0.0) if full else (0.0, 0.0) if rule == "prorated" else _idle_term_months(ctx, p, credited, credit_slack)
+                idle, slack = ((late, 0.0) if full else (0.0, 0.0) if rule == "prorated"
+                               else _idle_term_months(ctx, p, credited, credit_slack))
                 key = (p.site, p.instance, p.pricing)
                 out.after[key] = [float(late), (rate or 0.0) * rules.HOURS * late, (rate or 0.0) * rules.HOURS * idle]
                 out.after_slack[key] = (rate or 0.0) * rules.HOURS * slack
@@ -205,9 +206,10 @@ def check_credits(ctx: Context) -> Iterator[Finding]:
 def _idle_term_months(ctx: Context, pool, credited: _Sums, credit_slack: _Sums) -> tuple[float, float]:
     """policy.after_horizon continues: the node-months of `pool`'s term after the horizon that the
     last month's work leaves idle, and their rounding allowance (the credits' rounding, in
-    node-months; `credited` and `credit_slack` are _credited_gpus and _credit_slack_gpus). Month by month after the horizon: the reserved nodes of both terms then active,
-    less the node-months the pool's jobs (hours) and replicas (GPUs) ran in the horizon's last
-    month; the idle ones are the cheaper term's first."""
+    node-months; `credited` and `credit_slack` are _credited_gpus and _credit_slack_gpus). Month
+    by month after the horizon: the reserved nodes of both terms then active, less the node-months
+    the pool's jobs (hours) and replicas (GPUs) ran in the horizon's last month; the idle ones are
+    the cheaper term's first."""
     H, cat, site = ctx.H, ctx.catalog, ctx.sites[pool.site]
     inst = cat.instances[pool.instance]
     busy = (ctx.usage.train_hours.get((pool.site, pool.instance, H - 1), 0.0) / rules.HOURS
