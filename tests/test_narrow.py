@@ -29,6 +29,20 @@ def test_without_a_baseline_the_lp_leans_on_the_cheaper_gpu():
     assert said and said[0].startswith("narrowing on the LP: svc")
 
 
+def test_the_narrowing_builds_one_model_a_choice_and_none_after_the_last(monkeypatch):
+    """Cutting candidates only takes keys away, so once every service the first model counts is
+    fixed the candidates are final: the search builds their model, the narrowing does not build it
+    first. One LP round fixes svc here; an untouched service is fixed with no model at all."""
+    built = []
+    real = F.formulate
+    monkeypatch.setattr(F, "formulate", lambda *a, **k: built.append(1) or real(*a, **k))
+    assert _gpus(narrowed(CANDS)) == {"L40S"}
+    assert len(built) == 1
+    built.clear()
+    assert _gpus(narrowed(CANDS, kept=Kept(serving={"svc": frozenset({H100.id})}))) == {"H100"}
+    assert len(built) == 1        # the first model says which services are counted
+
+
 def test_an_untouched_service_keeps_the_gpu_it_ran_on():
     said = []
     kept = Kept(serving={"svc": frozenset({H100.id})})

@@ -42,9 +42,17 @@ def narrowed(candidates: Candidates, settings: Settings = DEFAULT, say=None, kep
             "uses_type": pol.max_instance_types_per_site}
     fixed: set[str] = set()
     reuse: dict = {}       # the workloads a round leaves as they were keep their reductions
+    limited: set[str] | None = None
     while True:
+        # Cutting candidates only takes keys away, so a service the first model does not count
+        # never becomes counted: once those are all fixed, the candidates are final and the
+        # model of them is left to the search, which builds it anyway.
+        if limited is not None and limited <= fixed:
+            return candidates
         problem = F.formulate(candidates, reuse)
-        open_ = sorted({v.workload for v in problem.variables if v.family in F.COUNTED} - fixed)
+        counted = {v.workload for v in problem.variables if v.family in F.COUNTED}
+        limited = counted if limited is None else limited
+        open_ = sorted(counted - fixed)
         if not open_:
             return candidates
         ran = {} if kept is None else _keys_ran_on(problem, kept, open_, most)
