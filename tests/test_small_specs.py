@@ -39,15 +39,8 @@ def test_every_spec_of_the_set_validates(seed, tmp_path):
 SAMPLE = tuple(sorted(random.Random(0).sample(range(40), 6)))   # 2, 16, 24, 26, 31, 32
 
 
-# small-031 with the candidates of the catalog of 2026-11-29 (its record re-made for them): the default
-# compile plans the proven optimum ($120,946.11) but bounds it at 1.14%, over the 1% claimed; its
-# bound and plan claims are still checked (before the gap), and strict: a fix makes it fail here.
-_WIDE = {31: "the default compile's bound is 1.14% under the optimum it plans"}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=_WIDE[s]))
-                                  if s in _WIDE else s for s in SAMPLE])
+@pytest.mark.parametrize("seed", SAMPLE)
 def test_a_seeded_sample_compiles_within_one_percent_and_its_claims_hold(seed, tmp_path):
     """The default compile reports a gap of at most 1%, and the two claims that gap is made of hold
     against a long search's plan (benchmarks/small_best_known.json: HiGHS without a node limit),

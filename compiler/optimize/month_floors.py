@@ -47,7 +47,7 @@ are independent, so they are solved Settings.workers at a time, on threads.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from compiler.optimize.clock import time_left
@@ -172,9 +172,51 @@ def serving_months(problem: Problem) -> set[int]:
 @dataclass(frozen=True)
 class Floors:
     """The month_floor rows, and each block's own plan: the values its sub-problem gave the
-    integer variables of its months (stitched into a first plan: stitched)."""
+    integer variables of its months (stitched into a first plan: stitched). For the weights'
+    re-split (floor_weights.py): the split, each block's values of its spanning variables
+    (`spanning`, by (name, block)) and the most nodes a block's search took (`most_nodes`)."""
     rows: tuple[Constraint, ...]
     block_plans: Mapping[str, float]
+    cut: Split | None = None
+    spanning: Mapping[tuple[str, frozenset[int]], float] = field(default_factory=dict)
+    most_nodes: int = 0
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block's sub-problem solved: its costs (`coef`, by variable name), its proven bound
+    F_B (None where it proved none), its values and the nodes its search took."""
+    months: frozenset[int]
+    coef: Mapping[str, float]
+    bound: float | None
+    values: Mapping[str, float]
+    nodes: int
+
+
+def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, frozenset[int]], float],
+                 max_nodes: int, seconds: float | None = None, settings: Settings = DEFAULT) -> list[Block]:
+    """Each block of `cut` solved with the spanning variables costed at `weights` (F_B of the
+    module's docstring), `max_nodes` at most a block, in the blocks' order."""
+    left = time_left(seconds)
+    by_name = {v.name: v for v in problem.variables}
+    subs = []
+    for block, rs in cut.rows.items():
+        names = sorted({n for c in rs for n, _ in c.terms})
+        coef = {n: (by_name[n].cost if by_name[n].month is not None else weights.get((n, block), 0.0))
+                for n in names}
+        subs.append((block, coef, replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
+                                          constraints=tuple(rs))))
+    # the blocks are independent models, each solved to its own node budget: on settings.workers
+    # threads, each taking the next block as it is free (the last block, with the idle tail after
+    # the horizon, is often most of the time), the floors are those of one block after another
+    jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
+            for _block, _coef, sub in subs]
+    out = []
+    for (block, coef, _sub), (model, _kw), sol in zip(subs, jobs, solve_all(jobs, left, settings.workers)):
+        solved = sol.status in ("optimal", "feasible")
+        out.append(Block(block, coef, sol.best_bound if solved else None, sol.values if solved else {},
+                         max(0, int(model.h.getInfo().mip_node_count))))
+    return out
 
 
 def month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,
@@ -186,35 +228,28 @@ def month_floors(problem: Problem, size: int | None = None, max_nodes: int | Non
     `size` and `max_nodes` replace settings.block_months and block_nodes."""
     size = settings.block_months if size is None else size
     max_nodes = settings.block_nodes if max_nodes is None else max_nodes
-    left = time_left(seconds)
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
-    out, plans = [], {}
-    subs = []
-    for block, rs in cut.rows.items():
-        names = sorted({n for c in rs for n, _ in c.terms})
-        coef = {n: (by_name[n].cost if by_name[n].month is not None else cut.weights.get((n, block), 0.0))
-                for n in names}
-        subs.append((block, coef, replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
-                                          constraints=tuple(rs))))
-    # the blocks are independent models, each solved to its own node budget: on settings.workers
-    # threads, each taking the next block as it is free (the last block, with the idle tail after
-    # the horizon, is often most of the time), the floors are those of one block after another
-    jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
-            for _block, _coef, sub in subs]
-    for (block, coef, _sub), sol in zip(subs, solve_all(jobs, left, settings.workers)):
-        bound = sol.best_bound if sol.status in ("optimal", "feasible") else None
-        if bound is None or not bound > 0:
+    out, plans, spanning = [], {}, {}
+    solved = solve_blocks(problem, cut, cut.weights, max_nodes, seconds, settings)
+    for b in solved:
+        if b.bound is None or not b.bound > 0:
             continue
-        plans.update({n: float(round(x)) for n, x in sol.values.items()
+        plans.update({n: float(round(x)) for n, x in b.values.items()
                       if by_name[n].month is not None and by_name[n].kind != "continuous"})
-        first, last = min(block), max(block)
-        out.append(Constraint(
-            f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in coef.items() if a)),
-            ">=", bound - settings.floor_tolerance * abs(bound), "$.horizon_months",
-            f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
-            family="month_floor"))
-    return Floors(tuple(out), plans)
+        spanning.update({(n, b.months): x for n, x in b.values.items() if by_name[n].month is None})
+        out.append(floor_row(b, settings))
+    return Floors(tuple(out), plans, cut, spanning, max((b.nodes for b in solved), default=0))
+
+
+def floor_row(b: Block, settings: Settings = DEFAULT) -> Constraint:
+    """Block b's month_floor row: its costs at least its proven bound (less the tolerance)."""
+    first, last = min(b.months), max(b.months)
+    return Constraint(
+        f"month_floor[{first:03d}-{last:03d}]", "cut", tuple(sorted((n, a) for n, a in b.coef.items() if a)),
+        ">=", b.bound - settings.floor_tolerance * abs(b.bound), "$.horizon_months",
+        f"valid inequality: months {first}-{last} cost at least their own whole-node plan",
+        family="month_floor")
 
 
 def with_month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,

@@ -80,6 +80,18 @@ class Settings:
     # the month windows' plan is the answer, with no search after it, where it is proven within
     # this of the bound (a user's --gap, --max-nodes or --time-limit always runs the search)
     months_gap: float = 0.01
+    # passes of the floors' weights re-split (floor_weights.py) where the plan ends above
+    # months_gap: a seeded small spec bounded at 1.14% reaches 1% in 4, and each pass is about
+    # the floors' own time
+    reweigh_passes: int = 8
+    # a block's node budget in those passes, and the most a block of the floors may have taken for
+    # them to run at all: the floors of small platforms close in hundreds of nodes a block, the
+    # multi-region example's last block in thousands, where eight passes would cost minutes
+    reweigh_nodes: int = 2000
+    # the first pass's Polyak step factor, and its shrink a pass: a full step toward the plan's
+    # cost, then shorter, since the dual function's steps oscillate once near its top
+    reweigh_step: float = 1.0
+    reweigh_shrink: float = 0.8
 
     # --- neighbourhood rounds (larger platforms; schedules.rounds on engine.py) ---
     # each round stops after this many nodes: its root; where the rounds end is then the same on

@@ -17,7 +17,8 @@ from compiler.optimize.explain import explain
 from compiler.optimize.formulate import Problem
 from compiler.optimize import schedules
 from compiler.optimize.engine import search
-from compiler.optimize.month_floors import month_floors, stitched, with_month_floors
+from compiler.optimize.floor_weights import reweighed_bound
+from compiler.optimize.month_floors import Floors, month_floors, stitched, with_month_floors
 from compiler.optimize.settings import Settings, SolveOptions
 from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
@@ -57,11 +58,18 @@ def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Pl
     return (None, "greedy start") if k is None else ((held, greedy)[k], ("given start", "greedy start")[k])
 
 
-def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Plan]:
-    """The problem with its month floors (month_floors.py), and the blocks' own plans."""
+def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Floors]:
+    """The problem with its month floors (month_floors.py), and the floors (the blocks' own plans)."""
     floors = month_floors(problem, seconds=seconds, settings=settings)
     say(f"month floors: {len(floors.rows)} blocks")
-    return with_month_floors(problem, floors=floors), floors.block_plans
+    return with_month_floors(problem, floors=floors), floors
+
+
+def reweighed(problem: Problem, floors: Floors, sol: Solution, settings: Settings, say) -> Solution | None:
+    """`sol` under the bound of the floors' weights re-split (floor_weights.py) on `problem` (the
+    model without the floors' rows), where that lifts its bound; None where it does not."""
+    bound = reweighed_bound(problem, floors, sol.objective, settings, say)
+    return with_bound(sol, bound) if bound is not None and settings.above(bound, sol.best_bound) else None
 
 
 def month_windows(problem: Problem, start: Plan, block_plans: Plan, models: Models, options: SolveOptions,

@@ -103,9 +103,10 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     if strategy.path == "months":
         # with a time limit this takes at most half of it, the floors at most a quarter
         half = time_left(None if time_limit is None else time_limit / 2)
-        problem, block_plans = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
+        base = problem
+        problem, floors = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
         models = steps.Models(problem, s.seed)
-        start, bound = steps.month_windows(problem, start, block_plans, models, options, half, say)
+        start, bound = steps.month_windows(problem, start, floors.block_plans, models, options, half, say)
     else:
         if strategy.path != "search":
             # with a time limit the rounds take at most half of it
@@ -133,10 +134,20 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         price = steps.pulp_price(s)
     if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
         sol = steps.with_bound(sol, bound)      # the LP's bound, where it is the stronger
+    lifted = None
+    if (strategy.path == "months" and time_limit is None and sol.has_solution and sol.gap > s.months_gap
+            and not options.search_asked):
+        # the floors' weights re-split lift the bound the search could not (floor_weights.py)
+        t1 = time.perf_counter()
+        lifted = steps.reweighed(base, floors, sol, s, say)
+        rounds_seconds += time.perf_counter() - t1
+        sol = lifted or sol
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
                 else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
+    if lifted is not None:      # the bound's step, after the search and before the polish
+        ran = ran[:-1] + ("reweighed floors",) + ran[-1:]
     say("polishing: the plan's hours and storage at their cheapest with its integers held")
     sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s,
                           options.time_limit, say)
