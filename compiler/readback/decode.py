@@ -270,9 +270,9 @@ def _shared_costs(problem: F.Problem, value: Callable[[str], float], use: Use, w
 def _reserved_cost(problem: F.Problem, r, usd: float, use: Use, workload_cost: dict[str, float],
                    monthly: list[float]) -> None:
     """A reserved term's cost, month by month over its months (a non-empty range within the
-    horizon, formulate) to that term's holders, then the pool's users; what it pays for months
-    after the horizon is booked in the month it is bought, and goes to its holders as its months
-    inside do."""
+    horizon, formulate) to that term's holders, then the pool's users, then (a term no one runs
+    on) every workload alike, as bought nodes no one runs on; what it pays for months after the
+    horizon is booked in the month it is bought, and goes to its holders as its months inside do."""
     H = problem.spec.horizon_months
     inside = usd * min(1.0, len(r.months) / unit_costs.term_months_charged(
         r.term, r.start, H, problem.spec.policy.after_horizon))
@@ -280,7 +280,8 @@ def _reserved_cost(problem: F.Problem, r, usd: float, use: Use, workload_cost: d
     for m in r.months:
         _spread(workload_cost, share, _weights(use, r.site, r.instance, (r.term,), (m,)),
                 _weights(use, r.site, r.instance, SHARED_PRICINGS, (m,)),
-                _weights(use, r.site, r.instance, SHARED_PRICINGS, range(H)))
+                _weights(use, r.site, r.instance, SHARED_PRICINGS, range(H)),
+                {w.name: 1.0 for w in problem.spec.workloads})
         monthly[m] += inside / len(r.months)
     monthly[r.start] += usd - inside
 
@@ -397,14 +398,16 @@ def _allot(problem, value, train, infer) -> _Held:
             by_start[key][r.start] = by_start[key].get(r.start, 0) + q
             for m in r.months:
                 reserved[key][m] += q
-    # Every pool with a placement, and every on-prem pool with nodes bought even where no placement
-    # runs on them (a cloud-share limit can make buying them the cheapest plan): the plan shows what
-    # it pays for.
+    # Every pool with a placement, every on-prem pool with nodes bought and every cloud pool with a
+    # term reserved even where no placement runs on them (a cloud-share limit can make buying them
+    # the cheapest plan; a search stopped at its node limit can leave a term no one uses): the plan
+    # shows what it pays for.
     bought_idle = {(v.site, v.instance) for v in problem.variables
                    if v.family == "buy" and round(value(v.name)) > 0}
+    reserved_idle = {(s, i) for (s, i, _term) in reserved}
     held = _Held(cands, {cid: {} for cid in cands}, defaultdict(lambda: [0] * H),
                  defaultdict(lambda: [0.0] * H), defaultdict(lambda: [0.0] * H), dict(reserved), dict(by_start),
-                 {}, sorted(set(demands) | bought_idle))
+                 {}, sorted(set(demands) | bought_idle | reserved_idle))
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
