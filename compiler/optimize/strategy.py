@@ -4,7 +4,9 @@
     search        n < min_integers, services in < 2 months    start, branch-and-bound, polish
     months        n < min_integers, services in 2+ months     start, month floors, month windows,
                                                               branch-and-bound unless the windows'
-                                                              plan is proven within months_gap, polish
+                                                              plan is proven within months_gap,
+                                                              reweighed floors unless the plan is
+                                                              then within it, polish
     rounds        min_integers <= n (< search_max, or the     start, neighbourhood rounds,
                   user asked for a search)                    branch-and-bound, polish
     rounds-only   search_max <= n, no --max-nodes or          start, neighbourhood rounds, polish
@@ -39,7 +41,7 @@ from compiler.plan import SolvePath
 STEPS = {
     "search": ("greedy start", "branch-and-bound", "polish"),
     "months": ("greedy start", "month floors", "month windows", "branch-and-bound unless within months_gap",
-               "polish"),
+               "reweighed floors unless within months_gap", "polish"),
     "rounds": ("greedy start", "neighbourhood rounds", "branch-and-bound", "polish"),
     "rounds-only": ("greedy start", "neighbourhood rounds", "polish"),
 }
@@ -144,10 +146,9 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         sol = lifted or sol
     sol = replace(sol, seconds=sol.seconds + rounds_seconds)
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
-    ran = tuple(origin if step == "greedy start" else "branch-and-bound" if step.startswith("branch-and-bound")
-                else step for step in strategy.steps if sol.searched or not step.startswith("branch-and-bound"))
-    if lifted is not None:      # the bound's step, after the search and before the polish
-        ran = ran[:-1] + ("reweighed floors",) + ran[-1:]
+    ran = tuple(origin if step == "greedy start" else step.split(" unless")[0] for step in strategy.steps
+                if (sol.searched or not step.startswith("branch-and-bound"))
+                and (lifted is not None or not step.startswith("reweighed floors")))
     say("polishing: the plan's hours and storage at their cheapest with its integers held")
     sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s), strategy.solver, price, s,
                           options.time_limit, say)
