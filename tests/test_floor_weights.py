@@ -56,7 +56,8 @@ def test_no_split_bounds_above_the_optimum_and_every_split_keeps_each_cost(plan_
     floors = month_floors(p, size=1)
     seen = []
     real = floor_weights.solve_blocks
-    monkeypatch.setattr(floor_weights, "solve_blocks", lambda pr, cut, w, *a, **k: seen.append(dict(w)) or real(pr, cut, w, *a, **k))
+    monkeypatch.setattr(floor_weights, "solve_blocks",
+                        lambda pr, cut, w, *a, **k: seen.append(dict(w)) or real(pr, cut, w, *a, **k))
     bound = reweighed_bound(p, floors, plan_cost)
     assert seen
     for w in seen:           # each pass: r's weights sum to its cost and none is negative
