@@ -35,7 +35,7 @@ from typing import Callable
 from compiler.optimize.formulate import Problem
 from compiler.optimize.month_floors import Floors, solve_blocks
 from compiler.optimize.settings import DEFAULT, Settings
-
+from compiler.optimize.solve import relative_gap
 
 
 def reweighed_bound(problem: Problem, floors: Floors, plan_cost: float, settings: Settings = DEFAULT,
@@ -47,7 +47,7 @@ def reweighed_bound(problem: Problem, floors: Floors, plan_cost: float, settings
     if cut is None or not floors.rows or floors.most_nodes > settings.reweigh_nodes:
         return None
     start = sum(r.rhs for r in floors.rows)
-    if not start > 0 or not _above(plan_cost, start, settings):
+    if not start > 0 or not relative_gap(plan_cost, start) > settings.months_gap:
         return None
     reach: dict[str, list[frozenset[int]]] = {}
     for n, b in cut.weights:
@@ -74,15 +74,10 @@ def reweighed_bound(problem: Problem, floors: Floors, plan_cost: float, settings
         best = max(best, bound)
         if say is not None:
             say(f"reweighed floors: pass {k + 1} of {settings.reweigh_passes}: bound ${best:,.0f}")
-        if not _above(plan_cost, best, settings):
+        if not relative_gap(plan_cost, best) > settings.months_gap:
             break
         theta *= settings.reweigh_shrink
     return best * (1 - settings.floor_tolerance) if best > start else None
-
-
-def _above(plan_cost: float, bound: float, s: Settings) -> bool:
-    """Whether the plan is still more than months_gap above `bound`."""
-    return plan_cost - bound > s.months_gap * abs(plan_cost)
 
 
 def _onto_simplex(v: list[float], total: float) -> list[float]:
