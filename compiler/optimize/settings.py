@@ -163,6 +163,9 @@ class Settings:
     canonical_tolerance: float = 1e-9
 
     # --- polish and explanations ---
+    # the node budget of the shared integers' re-plan with the plan's choices held (steps.shared):
+    # with the choices held the rest closes at its root on every platform measured
+    shared_nodes: int = 100
     # passes of lowering integers (descend.py) before the plan is priced: each pass lets go of
     # nodes the last one's changes left unused; three reach the fixed point on every spec tested
     descend_passes: int = 3

@@ -19,6 +19,7 @@ from compiler.optimize import schedules
 from compiler.optimize.engine import search
 from compiler.optimize.floor_weights import reweighed_bound
 from compiler.optimize.month_floors import Floors, month_floors, stitched, with_month_floors
+from compiler.optimize.neighbourhoods import choice_groups
 from compiler.optimize.settings import Settings, SolveOptions
 from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
@@ -198,13 +199,19 @@ def stop_unless_planned(problem: Problem, sol: Solution, solver: str, nodes: int
                            exit_code=EXIT_NO_PLAN)
 
 
-def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings) -> Solution:
+def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,
+           model: HighsModel | None = None) -> Solution:
     """The incumbent's continuous variables at their cheapest: a solver stopped by a limit returns
     an integer point whose on-demand hours or storage may exceed what its choices need (a plan
     that pays for unused on-demand hours; a heuristic's incumbent, or one within --gap, can too).
     Holding every integer at its value leaves an LP; its optimum prices exactly the plan's
-    choices, which the audit re-derives. The integers are first lowered as far as the rows allow
-    (descend.py: a node held in a month nothing runs on it is let go). The bound stays."""
+    choices, which the audit re-derives. Before it, on `model` where one is given, the shared
+    integers are re-planned with the choices held (shared), and the integers are lowered as far
+    as the rows allow (descend.py: a node held in a month nothing runs on it is let go). The
+    bound stays."""
+    if model is not None:
+        sol = shared(problem, sol, model, s)
+
     def integers(values) -> dict[str, float]:
         return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
 
@@ -219,6 +226,28 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
         return sol
     return replace(sol, objective=lp.objective, gap=relative_gap(lp.objective, sol.best_bound), values=lp.values,
                    best_bound=min(sol.best_bound, lp.objective))
+
+
+def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings) -> Solution:
+    """`sol` with its shared integers (nodes rented, reserved and bought, fabric, storage tiers,
+    the limits' indicators: every integer but the choices of what runs where) re-planned with
+    its choices held (neighbourhoods.choice_groups), where that is cheaper. A search stopped by
+    its node budget can leave a term no replica or job uses, which descend.py cannot lower
+    where a row ties it to others (the idle tail after the horizon is an equality); the
+    choices held leave a small MIP, searched settings.shared_nodes nodes from the incumbent. The
+    incumbent is a plan of it, so the result is never dearer; the bound stays."""
+    if not sol.has_solution:
+        return sol
+    choices = frozenset().union(*(names for _group, names in choice_groups(problem)))
+    integers = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    held = {n: x for n, x in integers.items() if n in choices}
+    if len(held) == len(integers):
+        return sol
+    again = model.solve(fixed=held, start=integers, max_nodes=s.shared_nodes)
+    if not again.has_solution or not s.cheaper(again.objective, sol.objective):
+        return sol
+    return replace(sol, objective=again.objective, values=again.values, best_bound=min(sol.best_bound, again.objective),
+                   gap=relative_gap(again.objective, min(sol.best_bound, again.objective)))
 
 
 def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,
