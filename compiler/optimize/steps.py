@@ -232,10 +232,10 @@ def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings) -> S
     """`sol` with its shared integers (nodes rented, reserved and bought, fabric, storage tiers,
     the limits' indicators: every integer but the choices of what runs where) re-planned with
     its choices held (neighbourhoods.choice_groups), where that is cheaper. A search stopped by
-    its node budget can leave a term no replica or job uses, which descend.py cannot lower
-    where a row ties it to others (the idle tail after the horizon is an equality); the
-    choices held leave a small MIP, searched settings.shared_nodes nodes from the incumbent. The
-    incumbent is a plan of it, so the result is never dearer; the bound stays."""
+    its node budget can leave terms bought a month too early, or on-demand hours where a term
+    pays: moves of several integers at once, which descend.py (one integer lowered at a time)
+    cannot make. The choices held leave a small MIP, searched settings.shared_nodes nodes from
+    the incumbent. The incumbent is a plan of it, so the result is never dearer; the bound stays."""
     if not sol.has_solution:
         return sol
     choices = frozenset().union(*(names for _group, names in choice_groups(problem)))
@@ -246,8 +246,9 @@ def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings) -> S
     again = model.solve(fixed=held, start=integers, max_nodes=s.shared_nodes)
     if not again.has_solution or not s.cheaper(again.objective, sol.objective):
         return sol
-    return replace(sol, objective=again.objective, values=again.values, best_bound=min(sol.best_bound, again.objective),
-                   gap=relative_gap(again.objective, min(sol.best_bound, again.objective)))
+    bound = min(sol.best_bound, again.objective)
+    return replace(sol, objective=again.objective, values=again.values, best_bound=bound,
+                   gap=relative_gap(again.objective, bound))
 
 
 def canonical(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,

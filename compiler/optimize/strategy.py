@@ -149,7 +149,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     ran = tuple(origin if step == "greedy start" else step.split(" unless")[0] for step in strategy.steps
                 if (sol.searched or not step.startswith("branch-and-bound"))
                 and (lifted is not None or not step.startswith("reweighed floors")))
-    say("polishing: the plan's hours and storage at their cheapest with its integers held")
+    say("polishing: the plan's nodes, terms, hours and storage at their cheapest with its choices held")
     sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s, models()), strategy.solver,
                           price, s, options.time_limit, say)
     # the search's result last: it stays on the status line while the plan is rendered
