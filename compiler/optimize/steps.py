@@ -200,17 +200,17 @@ def stop_unless_planned(problem: Problem, sol: Solution, solver: str, nodes: int
 
 
 def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Settings,
-           model: HighsModel | None = None) -> Solution:
+           model: HighsModel | None = None, time_limit: float | None = None) -> Solution:
     """The incumbent's continuous variables at their cheapest: a solver stopped by a limit returns
     an integer point whose on-demand hours or storage may exceed what its choices need (a plan
     that pays for unused on-demand hours; a heuristic's incumbent, or one within --gap, can too).
     Holding every integer at its value leaves an LP; its optimum prices exactly the plan's
     choices, which the audit re-derives. Before it, on `model` where one is given, the shared
-    integers are re-planned with the choices held (shared), and the integers are lowered as far
-    as the rows allow (descend.py: a node held in a month nothing runs on it is let go). The
-    bound stays."""
+    integers are re-planned with the choices held (shared, within `time_limit` seconds where one
+    is given: the user's --time-limit), and the integers are lowered as far as the rows allow
+    (descend.py: a node held in a month nothing runs on it is let go). The bound stays."""
     if model is not None:
-        sol = shared(problem, sol, model, s)
+        sol = shared(problem, sol, model, s, time_limit)
 
     def integers(values) -> dict[str, float]:
         return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
@@ -228,7 +228,8 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
                    best_bound=min(sol.best_bound, lp.objective))
 
 
-def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings) -> Solution:
+def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings,
+           time_limit: float | None = None) -> Solution:
     """`sol` with its shared integers (nodes rented, reserved and bought, fabric, storage tiers,
     the limits' indicators: every integer but the choices of what runs where) re-planned with
     its choices held (neighbourhoods.choice_groups), where that is cheaper. A search stopped by
@@ -243,7 +244,7 @@ def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings) -> S
     held = {n: x for n, x in integers.items() if n in choices}
     if len(held) == len(integers):
         return sol
-    again = model.solve(fixed=held, start=integers, max_nodes=s.shared_nodes)
+    again = model.solve(fixed=held, start=integers, max_nodes=s.shared_nodes, time_limit=time_limit)
     if not again.has_solution or not s.cheaper(again.objective, sol.objective):
         return sol
     bound = min(sol.best_bound, again.objective)

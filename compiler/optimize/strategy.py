@@ -150,8 +150,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
                 if (sol.searched or not step.startswith("branch-and-bound"))
                 and (lifted is not None or not step.startswith("reweighed floors")))
     say("polishing: the plan's nodes, terms, hours and storage at their cheapest with its choices held")
-    sol = steps.canonical(problem, steps.polish(problem, sol, strategy.solver, price, s, models()), strategy.solver,
-                          price, s, options.time_limit, say)
+    polished = steps.polish(problem, sol, strategy.solver, price, s, models(), options.time_limit)
+    sol = steps.canonical(problem, polished, strategy.solver, price, s, options.time_limit, say)
     # the search's result last: it stays on the status line while the plan is rendered
     say(f"{strategy.solver}: {sol.status} in {sol.seconds:.1f} s")
     return problem, sol, SolvePath(strategy.path, ran, strategy.why)
