@@ -45,6 +45,11 @@ class Models:
         return self.built[k]
 
 
+def integers_of(problem: Problem, values: Mapping[str, float]) -> dict[str, float]:
+    """Every integer variable of `problem` at its value in `values` rounded (0 where absent)."""
+    return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+
+
 def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Plan | None, str]:
     """(the plan every path starts from, which it is): the greedy start (start.py), or `given` (a
     plan from outside: SolveOptions.start) where it is a plan of this problem no dearer than the
@@ -54,7 +59,7 @@ def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Pl
     greedy = greedy_start(problem)
     if given is None:
         return greedy, "greedy start"
-    held = {v.name: float(round(given.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    held = integers_of(problem, given)
     k = _cheapest(models(), (held, greedy))
     return (None, "greedy start") if k is None else ((held, greedy)[k], ("given start", "greedy start")[k])
 
@@ -212,13 +217,10 @@ def polish(problem: Problem, sol: Solution, solver: str, price: Callable, s: Set
     if model is not None:
         sol = shared(problem, sol, model, s, time_limit)
 
-    def integers(values) -> dict[str, float]:
-        return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
-
     def no_dearer(lp) -> bool:
         return lp.has_solution and not s.above(lp.objective, sol.objective)
 
-    lowered, held = integers(descend(problem, sol.values)), integers(sol.values)
+    lowered, held = integers_of(problem, descend(problem, sol.values)), integers_of(problem, sol.values)
     lp = price(problem, solver=solver, fixed=lowered)
     if not no_dearer(lp) and lowered != held:
         lp = price(problem, solver=solver, fixed=held)   # the incumbent's own integers, as before
@@ -240,7 +242,7 @@ def shared(problem: Problem, sol: Solution, model: HighsModel, s: Settings,
     if not sol.has_solution:
         return sol
     choices = frozenset().union(*(names for _group, names in choice_groups(problem)))
-    integers = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    integers = integers_of(problem, sol.values)
     held = {n: x for n, x in integers.items() if n in choices}
     if len(held) == len(integers):
         return sol

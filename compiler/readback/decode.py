@@ -404,10 +404,10 @@ def _allot(problem, value, train, infer) -> _Held:
     # shows what it pays for.
     bought_idle = {(v.site, v.instance) for v in problem.variables
                    if v.family == "buy" and round(value(v.name)) > 0}
-    reserved_idle = {(s, i) for (s, i, _term) in reserved}
+    with_terms = {(s, i) for (s, i, _term) in reserved}
     held = _Held(cands, {cid: {} for cid in cands}, defaultdict(lambda: [0] * H),
                  defaultdict(lambda: [0.0] * H), defaultdict(lambda: [0.0] * H), dict(reserved), dict(by_start),
-                 {}, sorted(set(demands) | bought_idle | reserved_idle))
+                 {}, sorted(set(demands) | bought_idle | with_terms))
     for (s, i) in held.pools:
         site = spec.site(s)
         if isinstance(site, CloudSite):
