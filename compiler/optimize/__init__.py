@@ -14,6 +14,7 @@ from compiler.candidates import Candidates
 from compiler.diagnostics import EXIT_INFEASIBLE, CompileError
 from compiler.optimize.settings import DEFAULT, Settings, SolveOptions
 from compiler.plan import Plan
+from compiler.problem import integers_of
 
 __all__ = ["DEFAULT", "Settings", "SolveOptions", "greedy_plan", "optimize"]
 
@@ -70,8 +71,7 @@ def _kept_start(problem, options: SolveOptions):
         say(f"starting from the baseline: {step}")
         sol = model.solve(fixed=fixed, max_nodes=options.settings.window_nodes)
         if sol.has_solution:
-            return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables
-                    if v.kind != "continuous"}
+            return integers_of(problem, sol.values)
     return options.start
 
 

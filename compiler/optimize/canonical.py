@@ -48,7 +48,7 @@ from typing import Callable, Mapping
 
 from compiler.optimize.settings import Settings
 from compiler.optimize.solve import HighsModel, Solution, relative_gap
-from compiler.problem import Constraint, Problem, Variable
+from compiler.problem import Constraint, Problem, Variable, integers_of
 
 # month-less indicators of the operability limits (15): free in every month's group, so a month
 # may change which site, GPU type or instance type a service uses where the limit allows it
@@ -95,7 +95,7 @@ def canonical(problem: Problem, sol: Solution, price: Callable, solver: str, s: 
             if any(var[n].family == "y" for n in group):
                 within.update(_group(within, group, s, clock))
     integers = {v.name: values[v.name] for v in problem.variables if v.kind != "continuous"}
-    held = {v.name: float(round(sol.values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+    held = integers_of(problem, sol.values)
     if integers == held:
         return sol
     lp = price(problem, solver=solver, fixed=integers)

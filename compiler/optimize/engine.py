@@ -25,6 +25,7 @@ from compiler.optimize import formulate as F
 from compiler.optimize.clock import time_left
 from compiler.optimize.neighbourhoods import Round, fewer_nodes, lp_held
 from compiler.optimize.settings import DEFAULT, Settings
+from compiler.problem import integers_of
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ class _Engine:
         self.settings = settings
         self.make_model, self.models = model, [model(0)]
         self.integers = [v.name for v in problem.variables if v.kind != "continuous"]
-        self.incumbent: dict[str, float] = {n: float(round(start.get(n, 0.0))) for n in self.integers}
+        self.incumbent: dict[str, float] = integers_of(problem, start)
         self.left_at: dict[Round, dict[str, float]] = {}    # round -> the incumbent it last left behind
         lp = self.models[0].solve(relax=True, time_limit=left())
         self.lp = lp if lp.has_solution else None
@@ -226,7 +227,7 @@ class _Engine:
         return {**{n: self.incumbent.get(n, 0.0) for n in self.schedule.choices - r.free}, **dict(r.moved)}
 
     def rounded(self, sol) -> dict[str, float]:
-        return {n: float(round(sol.values.get(n, 0.0))) for n in self.integers}
+        return integers_of(self.problem, sol.values)
 
     def batch(self, batch: tuple[Round, ...], cycle: int, resume: bool = False) -> bool:
         """Solve one batch of rounds from the incumbent; keep the cheapest plan found (a round's

@@ -54,6 +54,7 @@ from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Constraint, Problem, Variable
 from compiler.optimize.settings import DEFAULT, Settings
 from compiler.optimize.solve import HighsModel, solve_all
+from compiler.problem import integers_of
 
 SERVING = ("y", "mix", "inodes")   # the variable families of replicas, their mixes and their nodes
 
@@ -270,9 +271,7 @@ def stitched(problem: Problem, block_plans: Mapping[str, float], model, nodes: i
     """A first plan from the month floors' block plans: every month's integers held at the value
     its block's own sub-problem gave them, the spanning ones (reserved terms, jobs, nodes bought)
     solved for (`nodes` at most). None where those months admit no plan together."""
-    integers = [v for v in problem.variables if v.kind != "continuous"]
-    held = {v.name: block_plans[v.name] for v in integers if v.month is not None and v.name in block_plans}
+    held = {v.name: block_plans[v.name] for v in problem.variables
+            if v.kind != "continuous" and v.month is not None and v.name in block_plans}
     sol = model.solve(fixed=held, max_nodes=nodes, time_limit=time_limit)
-    if not sol.has_solution:
-        return None
-    return {v.name: float(round(sol.values.get(v.name, 0.0))) for v in integers}
+    return integers_of(problem, sol.values) if sol.has_solution else None

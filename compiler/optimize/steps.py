@@ -23,6 +23,7 @@ from compiler.optimize.neighbourhoods import choice_groups
 from compiler.optimize.settings import Settings, SolveOptions
 from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
+from compiler.problem import integers_of
 
 Plan = Mapping[str, float]        # an integer plan: variable name -> value
 
@@ -43,11 +44,6 @@ class Models:
         while len(self.built) <= k:
             self.built.append(HighsModel(self.problem, self.seed))
         return self.built[k]
-
-
-def integers_of(problem: Problem, values: Mapping[str, float]) -> dict[str, float]:
-    """Every integer variable of `problem` at its value in `values` rounded (0 where absent)."""
-    return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
 
 
 def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Plan | None, str]:
