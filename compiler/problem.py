@@ -147,11 +147,11 @@ class Problem:
     capacity_blocks: tuple[BlockOption, ...] = ()     # (18): the training candidates' Capacity Blocks
 
 
-
 def integers_of(problem: Problem, values: Mapping[str, float]) -> dict[str, float]:
     """Every integer variable of `problem` at its value in `values` rounded (0 where absent): a
     solver's values as the plan of whole nodes, replicas and terms they stand for."""
     return {v.name: float(round(values.get(v.name, 0.0))) for v in problem.variables if v.kind != "continuous"}
+
 
 # --- names: the solver and the read-back map values by these names ----------------------
 
