@@ -108,3 +108,27 @@ def restrict(cs: Candidates, keep_ids) -> Candidates:
     by = {w: tuple(c for c in cands if c.id in keep or all(x.id not in keep for x in cands))
           for w, cands in cs.by_workload.items()}
     return Candidates(spec=cs.spec, catalog=cs.catalog, by_workload=MappingProxyType(by), rejected=cs.rejected)
+
+
+def reserved_or_on_demand(needs, term_usd: float, node_month_usd: float = 6.0):
+    """A hand-sized Problem of one service over len(needs) months: month m needs needs[m]
+    replicas' worth of load (y[a@m] whole replicas, at most 2), each on a node of its own, on
+    demand at `node_month_usd` a node-month (ondemand[p@m]) or on a node reserved for the whole
+    horizon (reserved[p@000], at most 2) at `term_usd` the node."""
+    from types import SimpleNamespace
+
+    from compiler.optimize.formulate import Constraint, Problem, Variable
+
+    months = range(len(needs))
+    v = [Variable(f"y[a@00{m}]", "integer", 2, month=m, family="y") for m in months]
+    v += [Variable(f"ondemand[p@00{m}]", "continuous", costs=(("cloud_compute", node_month_usd),), month=m)
+          for m in months]
+    v += [Variable("reserved[p@000]", "integer", 2, costs=(("cloud_compute", term_usd),))]
+    c = []
+    for m, need in zip(months, needs):
+        c.append(Constraint(f"demand[a@00{m}]", "demand", ((f"y[a@00{m}]", 1.0),), ">=", float(need)))
+        c.append(Constraint(f"ondemand[p@00{m}]", "cloud_capacity",
+                            ((f"ondemand[p@00{m}]", 1.0), ("reserved[p@000]", 1.0), (f"y[a@00{m}]", -1.0)),
+                            ">=", 0.0))
+    return Problem(spec=SimpleNamespace(horizon_months=len(needs)), candidates=None, chosen_from={},
+                   variables=tuple(v), constraints=tuple(c))

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
 from compiler.optimize import floor_weights
 from compiler.optimize.floor_weights import _onto_simplex, reweighed_bound
-from compiler.optimize.formulate import Constraint, Problem, Variable
+from compiler.optimize.formulate import Problem
 from compiler.optimize.month_floors import month_floors
 from compiler.optimize.settings import DEFAULT
 from compiler.optimize.solve import HighsModel
+
+from optimize_fixtures import reserved_or_on_demand
 
 
 def _uneven() -> Problem:
@@ -25,17 +26,7 @@ def _uneven() -> Problem:
     node on demand in month 0, $16 (none reserved: $18; two: $20). Month blocks with r at $5 a
     month: month 0 alone takes two reserved nodes ($10), month 1 one ($5), $15 in all. With r's
     cost split $6 / $4 the blocks take $12 (either way) and $4: $16, the optimum."""
-    v = [Variable(f"y[a@00{m}]", "integer", 2, month=m, family="y") for m in (0, 1)]
-    v += [Variable(f"ondemand[p@00{m}]", "continuous", costs=(("cloud_compute", 6.0),), month=m) for m in (0, 1)]
-    v += [Variable("reserved[p@000]", "integer", 2, costs=(("cloud_compute", 10.0),))]
-    c = []
-    for m, need in ((0, 2.0), (1, 1.0)):
-        c.append(Constraint(f"demand[a@00{m}]", "demand", ((f"y[a@00{m}]", 1.0),), ">=", need))
-        c.append(Constraint(f"ondemand[p@00{m}]", "cloud_capacity",
-                            ((f"ondemand[p@00{m}]", 1.0), ("reserved[p@000]", 1.0), (f"y[a@00{m}]", -1.0)),
-                            ">=", 0.0))
-    return Problem(spec=SimpleNamespace(horizon_months=2), candidates=None, chosen_from={},
-                   variables=tuple(v), constraints=tuple(c))
+    return reserved_or_on_demand((2, 1), term_usd=10.0)
 
 
 def test_the_hand_worked_split_lifts_the_floors_to_the_optimum():

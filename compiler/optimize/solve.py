@@ -17,7 +17,6 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import pulp
@@ -562,6 +561,42 @@ def solve_all(jobs, left, workers: int | None = None):
     return interruptible([m for m, _kw in jobs], every)
 
 
+class Running:
+    """run() started at once on a daemon thread of its own (HiGHS releases the GIL, so it runs on a
+    core the caller leaves idle); result() waits for it and returns or raises what run() did."""
+
+    def __init__(self, run, name: str = "highs") -> None:
+        self._box: list = []
+        self._done = threading.Event()   # not Thread.join: a join cut short by Ctrl-C can return early after it
+        threading.Thread(target=self._target, args=(run,), name=name, daemon=True).start()
+
+    def _target(self, run) -> None:
+        try:
+            self._box.append((True, run()))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
+            self._box.append((False, e))
+        finally:
+            self._done.set()
+
+    def result(self, models=()):
+        """run()'s value, waited for. A KeyboardInterrupt meanwhile stops `models`' solves
+        (HighsModel.interrupt), waits for run() to return where there are any, and is raised again;
+        without models it is raised at once (the thread ends with the process)."""
+        try:
+            while not self._done.wait(0.1):
+                pass
+        except KeyboardInterrupt:
+            for m in models:
+                m.interrupt()
+            if models:
+                self._done.wait()
+            raise
+        ok, value = self._box[0]
+        if not ok:
+            raise value
+        return value
+
+
 def interruptible(models, run):
     """run() where Ctrl-C reaches the caller at once. HiGHS holds the thread that calls it until
     it returns (minutes, for a large platform's root), so on the main thread run() goes to a
@@ -570,27 +605,4 @@ def interruptible(models, run):
     as it is (the main thread is the one that hears Ctrl-C)."""
     if threading.current_thread() is not threading.main_thread():
         return run()
-    box: list = []
-    done = threading.Event()   # not Thread.join: a join cut short by Ctrl-C can return early after it
-
-    def target() -> None:
-        try:
-            box.append((True, run()))
-        except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
-            box.append((False, e))
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name="highs", daemon=True).start()
-    try:
-        while not done.wait(0.1):
-            pass
-    except KeyboardInterrupt:
-        for m in models:
-            m.interrupt()
-        done.wait()
-        raise
-    ok, value = box[0]
-    if not ok:
-        raise value
-    return value
+    return Running(run).result(models)

@@ -18,10 +18,10 @@ from compiler.optimize.formulate import Problem
 from compiler.optimize import schedules
 from compiler.optimize.engine import search
 from compiler.optimize.floor_weights import reweighed_bound
-from compiler.optimize.month_floors import Floors, month_floors, stitched, with_month_floors
+from compiler.optimize.month_floors import Floors, blocks, month_floors, stitched, with_month_floors
 from compiler.optimize.neighbourhoods import choice_groups
 from compiler.optimize.settings import Settings, SolveOptions
-from compiler.optimize.solve import HighsModel, Solution, relative_gap, solve
+from compiler.optimize.solve import HighsModel, Running, Solution, relative_gap, solve
 from compiler.optimize.start import greedy_start
 from compiler.problem import integers_of
 
@@ -65,6 +65,37 @@ def with_floors(problem: Problem, seconds: float | None, settings: Settings, say
     floors = month_floors(problem, seconds=seconds, settings=settings)
     say(f"month floors: {len(floors.rows)} blocks")
     return with_month_floors(problem, floors=floors), floors
+
+
+def coarse_floors(problem: Problem, floors: Floors, seconds: float | None, s: Settings, say) -> Running | None:
+    """The month floors of blocks of settings.coarse_block_months months (month_floors.py) on
+    `problem` (the model without the floors' rows), started on a thread of their own to run
+    beside the month windows, one block at a time; None where they do not run: no block of
+    `floors` took more than settings.coarse_after_nodes nodes, one took more than
+    coarse_upto_nodes, or the longer blocks are no other partition of two or more. Nothing the
+    windows do reads them, so the plan does not depend on when they finish; with_coarse waits."""
+    size = s.coarse_block_months
+    coarse = blocks(problem, size)
+    if (not s.coarse_after_nodes < floors.most_nodes <= s.coarse_upto_nodes or len(coarse) < 2
+            or coarse == blocks(problem, s.block_months)):
+        return None
+    say(f"coarse month floors: {len(coarse)} blocks of {size} months, beside the month windows")
+    return Running(lambda: month_floors(problem, size=size, seconds=seconds, settings=replace(s, workers=1)),
+                   name="coarse floors")
+
+
+def with_coarse(problem: Problem, coarse: Running | None, bound: float | None, seed: int) -> float | None:
+    """`bound` (the LP relaxation's with the month floors, or None), or the LP relaxation's of
+    `problem` with the coarse floors' rows added too, where they ran and that is higher. A
+    coarse block of the same months as a floor's is the same sub-problem, and its row is left out."""
+    if coarse is None:
+        return bound
+    have = {c.name for c in problem.constraints}
+    rows = tuple(c for c in coarse.result().rows if c.name not in have)
+    if bound is None or not rows:
+        return bound
+    lp = HighsModel(replace(problem, constraints=problem.constraints + rows), seed).solve(relax=True)
+    return max(bound, lp.objective) if lp.has_solution else bound
 
 
 def reweighed(problem: Problem, floors: Floors, sol: Solution, settings: Settings, say) -> Solution | None:

@@ -2,9 +2,12 @@
 
     path          when (integer variables n; Settings)        steps
     search        n < min_integers, services in < 2 months    start, branch-and-bound, polish
-    months        n < min_integers, services in 2+ months     start, month floors, month windows,
-                                                              branch-and-bound unless the windows'
-                                                              plan is proven within months_gap,
+    months        n < min_integers, services in 2+ months     start, month floors, coarse floors
+                                                              beside the windows where a block
+                                                              branched (Settings.coarse_*), month
+                                                              windows, branch-and-bound unless the
+                                                              windows' plan is proven within
+                                                              months_gap (with both floors),
                                                               reweighed floors unless the plan is
                                                               then within it, polish
     rounds        min_integers <= n (< search_max, or the     start, neighbourhood rounds,
@@ -40,7 +43,8 @@ from compiler.plan import SolvePath
 
 STEPS = {
     "search": ("greedy start", "branch-and-bound", "polish"),
-    "months": ("greedy start", "month floors", "month windows", "branch-and-bound unless within months_gap",
+    "months": ("greedy start", "month floors", "coarse floors unless no block branched or one took long",
+               "month windows", "branch-and-bound unless within months_gap",
                "reweighed floors unless within months_gap", "polish"),
     "rounds": ("greedy start", "neighbourhood rounds", "branch-and-bound", "polish"),
     "rounds-only": ("greedy start", "neighbourhood rounds", "polish"),
@@ -101,12 +105,14 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     if start is None and strategy.path != "search":
         strategy = replace(strategy, path="search", nodes=options.max_nodes, settle=False,
                            why=strategy.why + "; no greedy start, so the search starts alone")
-    t0, bound = time.perf_counter(), None
+    t0, bound, coarse = time.perf_counter(), None, None
     if strategy.path == "months":
         # with a time limit this takes at most half of it, the floors at most a quarter
         half = time_left(None if time_limit is None else time_limit / 2)
         base = problem
-        problem, floors = steps.with_floors(problem, None if time_limit is None else time_limit / 4, s, say)
+        quarter = None if time_limit is None else time_limit / 4
+        problem, floors = steps.with_floors(problem, quarter, s, say)
+        coarse = steps.coarse_floors(base, floors, quarter, s, say)
         models = steps.Models(problem, s.seed)
         start, bound = steps.month_windows(problem, start, floors.block_plans, models, options, half, say)
     else:
@@ -116,14 +122,17 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
                                         None if time_limit is None else time_limit / 2)
         if strategy.solver == "highs" and bound is None and options.start is None:
             start = None              # HiGHS finds its own first plans without the rounds' bound
+    # the bound with the coarse floors too, where they ran: it decides whether a search runs and is
+    # the bound stated; the search itself is judged against the LP's own (bound), as before
+    proven = steps.with_coarse(problem, coarse, bound, s.seed)
     rounds_seconds = time.perf_counter() - t0
     if time_limit is not None and strategy.path != "search":
         time_limit = max(0.1, time_limit - rounds_seconds)
     within = (strategy.path == "months" and bound is not None and not options.search_asked
-              and steps.gap_of(start, bound, models()) <= s.months_gap)
+              and steps.gap_of(start, proven, models()) <= s.months_gap)
     nodes = options.max_nodes
     if bound is not None and (within or strategy.path == "rounds-only"):
-        sol, price = steps.unsearched(start, bound, models(), strategy.solver)
+        sol, price = steps.unsearched(start, proven, models(), strategy.solver)
         if within and sol.has_solution and sol.gap <= s.proven_gap:
             sol = replace(sol, status="optimal")    # proven as a search would have proven it
     elif bound is not None and strategy.solver == "highs":
@@ -134,8 +143,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     else:
         sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit, s)
         price = steps.pulp_price(s)
-    if bound is not None and sol.has_solution and sol.searched and bound > sol.best_bound:
-        sol = steps.with_bound(sol, bound)      # the LP's bound, where it is the stronger
+    if proven is not None and sol.has_solution and sol.searched and proven > sol.best_bound:
+        sol = steps.with_bound(sol, proven)      # the LP's bound, where it is the stronger
     lifted = None
     if (strategy.path == "months" and time_limit is None and sol.has_solution and sol.gap > s.months_gap
             and not options.search_asked):
@@ -148,7 +157,8 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     steps.stop_unless_planned(problem, sol, strategy.solver, nodes, options)
     ran = tuple(origin if step == "greedy start" else step.split(" unless")[0] for step in strategy.steps
                 if (sol.searched or not step.startswith("branch-and-bound"))
-                and (lifted is not None or not step.startswith("reweighed floors")))
+                and (lifted is not None or not step.startswith("reweighed floors"))
+                and (coarse is not None or not step.startswith("coarse floors")))
     say("polishing: the plan's nodes, terms, hours and storage at their cheapest with its choices held")
     polished = steps.polish(problem, sol, strategy.solver, price, s, models(), options.time_limit)
     sol = steps.canonical(problem, polished, strategy.solver, price, s, options.time_limit, say)
