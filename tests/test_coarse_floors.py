@@ -6,6 +6,7 @@ the model solved to its end (HiGHS, gap 0)."""
 from __future__ import annotations
 
 from dataclasses import replace
+
 import pytest
 
 from compiler.optimize import steps
