@@ -88,6 +88,30 @@ def test_no_coarse_floors_where_the_blocks_closed_at_once_or_took_long_or_no_oth
     assert steps.with_coarse(p, None, 30.0, DEFAULT.seed) == 30.0
 
 
+def test_a_coarse_block_of_the_same_months_as_a_floor_block_is_left_out(monkeypatch):
+    """Both partitions end on a clipped last block where the horizon is no multiple of either: five
+    months cut into blocks of one and of four end in month 4 under both. That coarse block is the
+    same sub-problem as the floor's, its row has the same name, and the LP is given it once (the
+    model it is handed has each row's name once): the bound is the LP's with the floors and the one
+    other coarse row (months 0-3), and no more than the optimum."""
+    p = reserved_or_on_demand((1.5, 0.5, 1.5, 0.5, 1.5), term_usd=25.0)
+    settings = replace(DEFAULT, block_months=1, coarse_block_months=4)
+    floors = replace(month_floors(p, settings=settings), most_nodes=2)
+    assert [r.name for r in floors.rows][-1] == "month_floor[004-004]"
+    with_rows = with_month_floors(p, floors=floors)
+    lp = HighsModel(with_rows).solve(relax=True).objective
+    coarse = steps.coarse_floors(p, floors, None, settings, lambda _m: None)
+    assert [r.name for r in coarse.result().rows] == ["month_floor[000-003]", "month_floor[004-004]"]
+    given = []
+    monkeypatch.setattr(steps, "HighsModel", lambda problem, seed: given.append(problem) or HighsModel(problem, seed))
+    bound = steps.with_coarse(with_rows, coarse, lp, settings.seed)
+    names = [c.name for c in given[0].constraints]
+    assert len(names) == len(set(names)) and len(names) == len(with_rows.constraints) + 1
+    once = replace(with_rows, constraints=with_rows.constraints + coarse.result().rows[:1])
+    assert bound == pytest.approx(HighsModel(once).solve(relax=True).objective, rel=1e-9)
+    assert lp - 1e-6 <= bound <= HighsModel(p).solve(gap=0.0).objective * (1 + 1e-9)
+
+
 def test_a_failure_on_the_coarse_thread_reaches_the_caller():
     def broken():
         raise ValueError("block model")
