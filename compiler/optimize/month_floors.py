@@ -208,12 +208,15 @@ def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, froze
         subs.append((block, coef, replace(problem, variables=tuple(_costing(by_name[n], coef[n]) for n in names),
                                           constraints=tuple(rs))))
     # the blocks are independent models, each solved to its own node budget: on settings.workers
-    # threads, each taking the next block as it is free (the last block, with the idle tail after
-    # the horizon, is often most of the time), the floors are those of one block after another
+    # threads, each taking the next block as it is free, the floors are those of one block after
+    # another. The largest block (by nonzeros) is started first: the last block, with the idle
+    # tail after the horizon, is often most of the time, and started last it would run alone
     jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
             for _block, _coef, sub in subs]
+    first = sorted(range(len(subs)), key=lambda k: (-sum(len(c.terms) for c in subs[k][2].constraints), k))
+    by_block = dict(zip(first, solve_all([jobs[k] for k in first], left, settings.workers)))
     out = []
-    for (block, coef, _sub), (model, _kw), sol in zip(subs, jobs, solve_all(jobs, left, settings.workers)):
+    for (block, coef, _sub), (model, _kw), sol in zip(subs, jobs, (by_block[k] for k in range(len(subs)))):
         solved = sol.status in ("optimal", "feasible")
         out.append(Block(block, coef, sol.best_bound if solved else None, sol.values if solved else {},
                          max(0, int(model.h.getInfo().mip_node_count))))
