@@ -356,3 +356,27 @@ def test_blocks_solved_two_at_a_time_give_the_floors_of_one_after_another(short_
     assert len(paired.rows) == 3
     assert paired.rows == one_by_one.rows
     assert paired.block_plans == one_by_one.block_plans
+
+
+def test_the_largest_block_starts_first_and_each_floor_keeps_its_own_block(monkeypatch):
+    """The blocks go to the workers largest first (by nonzeros), and each floor row is still its
+    own block's. One service over four months, 2, 1, 2, 1 whole replicas, a node each, on demand at
+    $6 or reserved for all four months at $20 ($5 a month in a one-month block): by hand the
+    one-month floors are $10, $5, $10, $5. Month 3 gets a redundant row (at most 2 replicas), so
+    its block is the largest and is handed to the workers first."""
+    from optimize_fixtures import reserved_or_on_demand
+
+    base = reserved_or_on_demand((1.5, 0.5, 1.5, 0.5), term_usd=20.0)
+    p = replace(base, constraints=base.constraints + (
+        Constraint("cap[a@003]", "demand", (("y[a@003]", 1.0),), "<=", 2.0),))
+    handed, real = [], month_floors_module.solve_all
+
+    def recording(jobs, left, workers=None):
+        handed.extend(model.h.getNumRow() for model, _kw in jobs)
+        return real(jobs, left, workers)
+
+    monkeypatch.setattr(month_floors_module, "solve_all", recording)
+    floors = month_floors(p, size=1)
+    assert [r.name for r in floors.rows] == [f"month_floor[00{m}-00{m}]" for m in range(4)]
+    assert [r.rhs for r in floors.rows] == pytest.approx([10.0, 5.0, 10.0, 5.0], rel=1e-6)
+    assert handed == [3, 2, 2, 2]      # month 3's block (its three rows) first, then months 0-2

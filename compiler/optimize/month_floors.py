@@ -41,7 +41,7 @@ Where the floors are built
 Only for blocks with integer serving variables (replicas, mixes, nodes), on the platforms the
 strategy sends down the month path (strategy.py). Each block's sub-problem is one HiGHS model
 stopped after Settings.block_nodes nodes: where it stops is the same on every machine. The blocks
-are independent, so they are solved Settings.workers at a time, on threads.
+are independent, so they are solved Settings.workers at a time, on threads, the largest first.
 """
 
 from __future__ import annotations
