@@ -380,3 +380,26 @@ def test_the_largest_block_starts_first_and_each_floor_keeps_its_own_block(monke
     assert [r.name for r in floors.rows] == [f"month_floor[00{m}-00{m}]" for m in range(4)]
     assert [r.rhs for r in floors.rows] == pytest.approx([10.0, 5.0, 10.0, 5.0], rel=1e-6)
     assert handed == [3, 2, 2, 2]      # month 3's block (its three rows) first, then months 0-2
+
+
+def test_each_blocks_search_is_told_by_its_months_and_changes_nothing(monkeypatch):
+    """A compile's month floors can take a minute (the multi-region example's last block: thousands
+    of nodes); each block's search is told as it moves (the solve's progress, named by the block's
+    months), and telling it changes no floor. These blocks close in presolve, before HiGHS's first
+    node report, so what each block's solve is handed is called here."""
+    from optimize_fixtures import reserved_or_on_demand
+
+    p = reserved_or_on_demand((1.5, 0.5, 1.5, 0.5), term_usd=20.0)
+    said: list[str] = []
+    real = HighsModel.solve
+
+    def solve(self, **kwargs):
+        if kwargs.get("progress"):
+            kwargs["progress"]("branch-and-bound: node 0")
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(HighsModel, "solve", solve)
+    told = month_floors(p, size=2, say=said.append)
+    assert told.rows == month_floors(p, size=2).rows
+    assert sorted(said) == ["month floors, months 0-1: branch-and-bound: node 0",
+                            "month floors, months 2-3: branch-and-bound: node 0"]

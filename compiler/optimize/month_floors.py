@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Callable, Mapping
 
 from compiler.optimize.clock import time_left
 from compiler.optimize.formulate import Constraint, Problem, Variable
@@ -195,9 +195,11 @@ class Block:
 
 
 def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, frozenset[int]], float],
-                 max_nodes: int, seconds: float | None = None, settings: Settings = DEFAULT) -> list[Block]:
+                 max_nodes: int, seconds: float | None = None, settings: Settings = DEFAULT,
+                 say: Callable[[str], None] | None = None) -> list[Block]:
     """Each block of `cut` solved with the spanning variables costed at `weights` (F_B of the
-    module's docstring), `max_nodes` at most a block, in the blocks' order."""
+    module's docstring), `max_nodes` at most a block, in the blocks' order. `say` hears each
+    block's search (its months, nodes and bound) as it moves."""
     left = time_left(seconds)
     by_name = {v.name: v for v in problem.variables}
     subs = []
@@ -211,8 +213,9 @@ def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, froze
     # threads, each taking the next block as it is free, the floors are those of one block after
     # another. The largest block (by nonzeros) is started first: the last block, with the idle
     # tail after the horizon, is often most of the time, and started last it would run alone
-    jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap})
-            for _block, _coef, sub in subs]
+    jobs = [(HighsModel(sub, settings.seed), {"max_nodes": max_nodes, "gap": settings.block_gap,
+                                              "progress": _telling(say, block)})
+            for block, _coef, sub in subs]
     first = sorted(range(len(subs)), key=lambda k: (-sum(len(c.terms) for c in subs[k][2].constraints), k))
     by_block = dict(zip(first, solve_all([jobs[k] for k in first], left, settings.workers)))
     out = []
@@ -223,19 +226,28 @@ def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, froze
     return out
 
 
+def _telling(say: Callable[[str], None] | None, block: frozenset[int]) -> Callable[[str], None] | None:
+    """A block's search progress, named by its months, for `say` (None: untold)."""
+    if say is None:
+        return None
+    return lambda message: say(f"month floors, months {min(block)}-{max(block)}: {message}")
+
+
 def month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,
-                 seconds: float | None = None, settings: Settings = DEFAULT) -> Floors:
+                 seconds: float | None = None, settings: Settings = DEFAULT,
+                 say: Callable[[str], None] | None = None) -> Floors:
     """The month_floor rows of every block of `size` months with a serving month (none for a
     block whose sub-problem proves no bound above 0), and the blocks' plans. `seconds`: the
     user's time limit for them all (--time-limit), where one is given: a block stopped by it
     gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows).
-    `size` and `max_nodes` replace settings.block_months and block_nodes."""
+    `size` and `max_nodes` replace settings.block_months and block_nodes; `say` hears each
+    block's search as it moves."""
     size = settings.block_months if size is None else size
     max_nodes = settings.block_nodes if max_nodes is None else max_nodes
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
     out, plans, spanning = [], {}, {}
-    solved = solve_blocks(problem, cut, cut.weights, max_nodes, seconds, settings)
+    solved = solve_blocks(problem, cut, cut.weights, max_nodes, seconds, settings, say)
     for b in solved:
         if b.bound is None or not b.bound > 0:
             continue

@@ -62,7 +62,8 @@ def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Pl
 
 def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Floors]:
     """The problem with its month floors (month_floors.py), and the floors (the blocks' own plans)."""
-    floors = month_floors(problem, seconds=seconds, settings=settings)
+    say(f"month floors: blocks of {settings.block_months} months, {settings.workers} at a time")
+    floors = month_floors(problem, seconds=seconds, settings=settings, say=say)
     say(f"month floors: {len(floors.rows)} blocks")
     return with_month_floors(problem, floors=floors), floors
 
