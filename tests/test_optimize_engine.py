@@ -69,6 +69,11 @@ def _model(problem):
     return lambda k=0: HighsModel(problem)
 
 
+def _results(messages: list[str]) -> list[str]:
+    """The rounds' results, each "...: $X" (every round is also told as it starts: "...: searching")."""
+    return [m for m in messages if ": searching" not in m]
+
+
 def improve(problem, start, model, *, max_nodes=None, settings=DEFAULT, **kwargs):
     """The rounds' schedule for `problem` run by the engine from `start`, as the compile runs it."""
     return engine.search(problem, start, model, schedules.rounds(problem, max_nodes, settings=settings),
@@ -124,6 +129,10 @@ def test_rounds_never_make_the_start_dearer_and_repeat_exactly(problem):
     start = greedy_start(problem)
     messages = []
     better, bound = improve(problem, start, _model(problem), say=messages.append, settings=s)
+    # each round is told as it starts, then with the plan it left
+    starts = [m.split(": searching")[0] for m in messages if ": searching" in m]
+    assert starts and starts == [m.split(": $")[0] for m in _results(messages)]
+    messages = _results(messages)
     again = improve(problem, start, _model(problem), settings=s)
     assert (better, bound) == again                          # node budgets, not the clock
     assert set(better) == {v.name for v in problem.variables if v.kind != "continuous"}
@@ -145,6 +154,7 @@ def test_large_platforms_run_one_cycle_then_both_lp_rounds_and_training_and_skip
     s = S(min_integers=0, search_max=0)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
+    messages = _results(messages)
     rounds = [m.removeprefix("improving the start: ").split(": $")[0] for m in messages]
     assert all(m.endswith(tuple("0123456789")) for m in messages)
     # the windows moved the plan, so the two LP-guided rounds (together) and training run on it
@@ -171,6 +181,7 @@ def test_a_lone_window_is_left_to_the_search_that_follows(problem, window_intege
     assert (len(serving_windows(problem, s)) == 1) == (window_integers == 10**6)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
+    messages = _results(messages)
     assert any("serving months" in m for m in messages) == windows_run
     assert messages[0].startswith("improving the start: lp-guided round 1: $")
 
@@ -610,6 +621,7 @@ def test_the_tail_takes_narrowed_fewer_nodes_rounds_cheapest_node_first_and_star
     s = S(min_integers=0, search_max=0, narrowed_integers=10**9)
     messages = []
     improve(problem, greedy_start(problem), _model(problem), say=messages.append, settings=s)
+    messages = _results(messages)
     first = next(k for k, m in enumerate(messages) if m.startswith("improving the start: training round 2"))
     tail = messages[first + 1:]
     assert len(tail) >= 2 and all(m.startswith("improving the start: fewer nodes") and "(narrowed) round 2: $" in m

@@ -244,6 +244,10 @@ class _Engine:
                 for k, r in enumerate(todo)]
         from compiler.optimize.solve import solve_all
 
+        # what runs, told before it runs: a round's root can take many seconds, and the status line
+        # would otherwise show the round before it
+        self.say(f"{s.label}: {' and '.join(r.name for r in todo)} round {cycle + 1}: searching"
+                 + (f" from ${self.best:,.0f}" if self.best < math.inf else ""))
         sols = solve_all(jobs, self.left)
         plans = [(sol.objective, self.rounded(sol), (r.name,)) for r, sol in zip(todo, sols) if sol.has_solution]
         merged = _merge(self.incumbent, [p for p in plans if p[0] < self.best], s.choices)
