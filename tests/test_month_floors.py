@@ -23,6 +23,8 @@ from compiler.optimize.solve import HighsModel
 from compiler.optimize.start import greedy_start
 from compiler.pipeline import estimate
 
+from optimize_fixtures import reserved_or_on_demand
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -364,8 +366,6 @@ def test_the_largest_block_starts_first_and_each_floor_keeps_its_own_block(monke
     $6 or reserved for all four months at $20 ($5 a month in a one-month block): by hand the
     one-month floors are $10, $5, $10, $5. Month 3 gets a redundant row (at most 2 replicas), so
     its block is the largest and is handed to the workers first."""
-    from optimize_fixtures import reserved_or_on_demand
-
     base = reserved_or_on_demand((1.5, 0.5, 1.5, 0.5), term_usd=20.0)
     p = replace(base, constraints=base.constraints + (
         Constraint("cap[a@003]", "demand", (("y[a@003]", 1.0),), "<=", 2.0),))
@@ -387,8 +387,6 @@ def test_each_blocks_search_is_told_by_its_months_and_changes_nothing(monkeypatc
     of nodes); each block's search is told as it moves (the solve's progress, named by the block's
     months), and telling it changes no floor. These blocks close in presolve, before HiGHS's first
     node report, so what each block's solve is handed is called here."""
-    from optimize_fixtures import reserved_or_on_demand
-
     p = reserved_or_on_demand((1.5, 0.5, 1.5, 0.5), term_usd=20.0)
     said: list[str] = []
     real = HighsModel.solve
