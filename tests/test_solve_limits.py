@@ -310,3 +310,80 @@ def test_a_stall_counts_nodes_since_the_plan_or_the_bound_last_moved_or_the_plan
     assert _stalled_at(False, points) == 250          # 200 nodes after the last cheaper plan
     flat = [(n, 100.0, 10.0) for n in range(600)]
     assert _stalled_at(True, flat) == _stalled_at(False, flat) == 200
+
+
+# --- a default search past the target's proof (HighsModel.solve's `within`) ------------------------
+
+def _within_stops_at(within, points) -> int | None:
+    """The interrupt point (counted from 1) at which HighsModel's callback asks HiGHS to stop, fed
+    `points` (plan, bound) as HiGHS's MIP interrupt points would report them; None where it never does."""
+    from types import SimpleNamespace
+
+    from compiler.optimize.solve import HighsModel
+
+    model = HighsModel(market_split(False), 1)
+    model._within, model._points, model._within_at = within, 0, None
+    for k, (plan, bound) in enumerate(points, start=1):
+        event = SimpleNamespace(data_out=SimpleNamespace(mip_node_count=0, mip_primal_bound=plan,
+                                                         mip_dual_bound=bound),
+                                data_in=SimpleNamespace(user_interrupt=False))
+        model._mip_interrupt_point(event)
+        if event.data_in.user_interrupt:
+            return k
+    return None
+
+
+def test_within_counts_interrupt_points_from_the_first_proof_of_the_gap():
+    # worked by hand: no plan at point 1, no bound at 2, then plan 100 over bounds 98 (2.0% of the
+    # plan) at 3-4, 99 (1.0%) at 5 and on: proven within 1% first at point 5, so 3 points later
+    # is point 8; a bound that falls back (it cannot in HiGHS) does not restart the count
+    inf = float("inf")
+    points = [(inf, -inf), (100.0, -inf), (100.0, 98.0), (100.0, 98.0)] + [(100.0, 99.0)] * 3 + [(100.0, 98.0)] * 20
+    assert _within_stops_at((0.01, 3), points) == 8
+    assert _within_stops_at((0.01, 0), points) == 5
+    assert _within_stops_at((0.02, 0), points) == 3     # 2.0% is within 2%
+    assert _within_stops_at((0.005, 0), points) is None  # never within 0.5%: the search runs on
+    assert _within_stops_at((0.01, 100), points) is None
+
+
+def test_a_search_stopped_past_its_proof_reports_what_it_proved():
+    """HighsModel.solve(within=(gap, k)): k interrupt points after its plan is first proven within
+    `gap`, the search stops. Oracle: the search without it proves the optimum ($1,106, by HiGHS
+    alone); stopped at once past a 2% proof, it reports its plan feasible within 2% of a bound no
+    higher than that optimum; k points later its bound is no lower; a count it never reaches
+    leaves the search as it was; counts, not the clock, decide, so two runs agree."""
+    from compiler.optimize.solve import HighsModel
+
+    model = HighsModel(_cover_problem())
+    proven = model.solve()
+    assert proven.status == "optimal" and proven.objective == pytest.approx(1106.0)
+    at_once = model.solve(within=(0.02, 0))
+    assert at_once.status == "feasible" and 1e-4 < at_once.gap <= 0.02
+    assert at_once.best_bound <= proven.objective + 1e-6 <= at_once.objective + 2e-6
+    later = model.solve(within=(0.02, 5))
+    assert later.best_bound >= at_once.best_bound - 1e-6 and later.objective <= at_once.objective + 1e-6
+    again = model.solve(within=(0.02, 0))
+    assert (again.objective, again.best_bound) == (at_once.objective, at_once.best_bound)
+    never = model.solve(within=(0.02, 10**9))
+    assert never.status == "optimal" and never.objective == pytest.approx(proven.objective)
+
+
+def test_a_default_search_stops_its_settings_points_past_the_target_and_an_asked_one_does_not():
+    """steps.highs_search(default=True) stops settings.proof_points interrupt points after its plan
+    is proven within settings.settle_gap; a search whose budget or gap was asked for (default
+    False) seeks the optimum's proof as before. With the gap at 2% and no points, the default
+    search ends feasible within 2%; the asked one proves the optimum."""
+    import dataclasses
+
+    from compiler.optimize.settings import DEFAULT
+    from compiler.optimize.solve import HighsModel
+    from compiler.optimize.steps import highs_search
+
+    model = HighsModel(_cover_problem())
+    s = dataclasses.replace(DEFAULT, settle_gap=0.02, proof_points=0)
+    lp = model.solve(relax=True).objective
+    default = highs_search(model, {}, lp, None, False, None, None, s, default=True)
+    assert default.status == "feasible" and 1e-4 < default.gap <= 0.02
+    asked = highs_search(model, {}, lp, None, False, None, None, s, default=False)
+    assert asked.status == "optimal" and asked.objective == pytest.approx(1106.0)
+    assert default.best_bound <= asked.objective + 1e-6

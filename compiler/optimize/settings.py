@@ -44,6 +44,10 @@ class Settings:
     settle_stall: int = 200
     # the gap the settled search proves: the realistic specs' target
     settle_gap: float = 0.01
+    # a default search that seeks the optimum's proof goes on for at most this many of HiGHS's
+    # interrupt points (its cut rounds and nodes) once its plan is proven within settle_gap: a
+    # proof the root is about to finish is kept, a root that creeps toward it for a minute is not
+    proof_points: int = 100
     # problems from this many integers are not settled: their nodes cost too much for it
     settle_max_integers: int = 10000
     # the settled search's pool of cuts: with nodes pruned at 1% it needs many cheap nodes, not

@@ -428,6 +428,8 @@ class HighsModel:
         self._say: Callable[[str], None] | None = None    # a search's progress (solve's `progress`)
         self._said: tuple = ()
         self._budget = 0
+        self._within: tuple[float, int] | None = None     # solve's `within`, and where it stands
+        self._points, self._within_at = 0, None
         for event in ("cbSimplexInterrupt", "cbIpmInterrupt"):
             getattr(self.h, event).subscribe(self._interrupt_point)
         self.h.cbMipInterrupt.subscribe(self._mip_interrupt_point)
@@ -449,9 +451,21 @@ class HighsModel:
                 self._moved = (out.mip_primal_bound, out.mip_dual_bound, out.mip_node_count)
             else:
                 stop = stop or out.mip_node_count - since >= self._stall
+        if self._within is not None:
+            stop = self._past_proof(e.data_out) or stop
         if self._say is not None:
             self._tell(e.data_out)
         e.data_in.user_interrupt = stop
+
+    def _past_proof(self, out) -> bool:
+        """Whether a search given `within` has gone its interrupt points past the first one at
+        which its plan was proven within the gap."""
+        gap, points = self._within
+        self._points += 1
+        plan, bound = out.mip_primal_bound, out.mip_dual_bound
+        if self._within_at is None and abs(plan) < 1e300 and abs(bound) < 1e300 and relative_gap(plan, bound) <= gap:
+            self._within_at = self._points
+        return self._within_at is not None and self._points - self._within_at >= points
 
     def _tell(self, out) -> None:
         """A search's plan, bound and nodes, told where one of them moved (a status line: a
@@ -474,7 +488,7 @@ class HighsModel:
               max_nodes: int | None = None, gap: float | None = None, relax: bool = False,
               time_limit: float | None = None, restart: bool = True, stall: int | None = None,
               stall_on_bound: bool = True, cut_pool: int = DEFAULT.cut_pool, improving: int | None = None,
-              cutoff: float | None = None,
+              cutoff: float | None = None, within: tuple[float, int] | None = None,
               objective: Mapping[str, float] | None = None, progress: Callable[[str], None] | None = None
               ) -> Solution:
         """As solve(problem, solver="highs", ...); `relax`: every integer variable continuous
@@ -486,7 +500,9 @@ class HighsModel:
         `cut_pool`: the soft limit on HiGHS's pool of cuts (mip_pool_soft_limit); `improving`:
         the search stops at its `improving`-th improving plan (mip_max_improving_sols, a count, so
         where it stops is the same on every machine); `cutoff`: only plans cheaper than it are
-        of use (objective_bound: HiGHS prunes the rest); `objective`: minimise these coefficients
+        of use (objective_bound: HiGHS prunes the rest); `within` (gap, points): once the plan is
+        proven within `gap` of the bound, the search stops after `points` more of HiGHS's interrupt
+        points (a count, so where it stops is the same on every run); `objective`: minimise these coefficients
         (by variable name, the others 0) instead of the cost: the Solution's objective is still
         the plan's cost, its bound and gap mean nothing then (canonical.py's secondary
         objectives). All are set on every solve, since options persist on the model between
@@ -522,6 +538,7 @@ class HighsModel:
         t0 = time.perf_counter()
         self._stop, self._stall, self._moved = False, None if relax else stall, (math.inf, -math.inf, 0)
         self._stall_on_bound = stall_on_bound
+        self._within, self._points, self._within_at = None if relax else within, 0, None
         self._say, self._said = (None if relax or objective is not None else progress), ()
         self._budget = int(max_nodes) if max_nodes else 0
         interruptible([self], h.run)

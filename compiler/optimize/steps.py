@@ -129,16 +129,19 @@ def rounds(problem: Problem, start: Plan, models: Models, options: SolveOptions,
 
 def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None, settle: bool,
                  gap: float | None, time_limit: float | None, s: Settings, say=None,
-                 plans_only: bool = False) -> Solution:
+                 plans_only: bool = False, default: bool = False) -> Solution:
     """Branch-and-bound on the rounds' (or windows') own HiGHS model, from their plan, for `nodes`;
     where `settle`, a search that proves less than settings.settle_gap but lifted the bound goes
     on settled at that gap (settled). `say` hears its nodes, plan and bound as they move.
-    `plans_only`: the search's bound will be dropped (narrowed candidates), so only its plans count."""
-    sol = model.solve(start=start, max_nodes=nodes, gap=gap, time_limit=time_limit, progress=say)
+    `plans_only`: the search's bound will be dropped (narrowed candidates), so only its plans count.
+    `default`: no budget or gap was asked for, so the search seeking the optimum's proof stops
+    settings.proof_points interrupt points after it proves settings.settle_gap, the target."""
+    within = (s.settle_gap, s.proof_points) if default and gap is None else None
+    sol = model.solve(start=start, max_nodes=nodes, gap=gap, time_limit=time_limit, within=within, progress=say)
     if settle and sol.has_solution and sol.gap > s.settle_gap and _lifted(sol, bound, s):
         sol = settled(model, sol, s, say, plans_only)
-    if settle and sol.has_solution and sol.gap <= s.proven_gap:
-        sol = replace(sol, status="optimal")    # settled where the proof ends anyway
+    if (settle or within) and sol.has_solution and sol.gap <= s.proven_gap:
+        sol = replace(sol, status="optimal")    # stopped where the proof ends anyway
     return sol
 
 

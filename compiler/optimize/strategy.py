@@ -20,7 +20,8 @@ rounds run (they run on HiGHS, and the search goes on from their plan on the sam
 the bundled solver, on the other small problems. A default HiGHS search after the rounds or
 windows takes settings.highs_nodes nodes, or on problems under settings.settle_max_integers seeks
 the optimum for settings.settle_after nodes and then settles for a proven settings.settle_gap
-(steps.settled). Every path starts from the greedy start, or from a plan given from outside
+(steps.settled); either stops settings.proof_points interrupt points after it proves
+settle_gap. Every path starts from the greedy start, or from a plan given from outside
 (SolveOptions.start, a deployed plan) where that is no dearer. Every path ends with polish,
 whose plan's equal-cost choices canonical.py then makes by a fixed rule (steps.canonical), so
 the plan does not depend on the solver's path. The Strategy is recorded in plan.json; the gap
@@ -138,7 +139,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
     elif bound is not None and strategy.solver == "highs":
         nodes = strategy.nodes
         sol = steps.highs_search(models(), start, bound, nodes, strategy.settle, options.gap, time_limit, s, say,
-                                 plans_only=options.narrowed)
+                                 plans_only=options.narrowed, default=not options.search_asked)
         price = steps.priced_on(models())
     else:
         sol = steps.pulp_search(problem, start, strategy.solver, nodes, options.gap, time_limit, s)
