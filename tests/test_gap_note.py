@@ -27,6 +27,8 @@ def test_a_stopped_search_states_the_distance_and_where_the_bound_is_weak():
     weak = gap_note(_problem(packing=True), _sol("feasible", 0.1335, 1523795.23))
     assert "at most 13.35% above the optimum" in weak and "$1,523,795.23" in weak
     assert "bound is weak where services share whole nodes" in weak
+    # a default search stops too (its budget, its stall, past its proof of 1%), not only at a limit asked for
+    assert weak.startswith("The search stopped before proving the optimum (at a node, stall or time limit")
     reserved = gap_note(_problem(reservations=("r",)), _sol("feasible"))
     assert "weak" in reserved
     # training on owned or on-demand nodes only: no lumps, nothing to warn about

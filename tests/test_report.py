@@ -251,7 +251,8 @@ def test_summary_warns_when_not_optimal(solver):
     console = Console(width=120, record=True, color_system=None)
     print_summary(plan, console)
     text = " ".join(console.export_text().split())
-    assert "stopped at 'feasible' (--max-nodes, --time-limit or --gap); a plan up to 3.10% cheaper may exist" in text
+    assert ("stopped at 'feasible' before proving the optimum (--max-nodes, --time-limit or --gap move where it "
+            "stops); a plan up to 3.10% cheaper may exist") in text
     assert ("--solver highs usually gets closer" in text) == (solver == "cbc")
 
 

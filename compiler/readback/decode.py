@@ -646,7 +646,9 @@ def gap_note(problem, sol, path: SolvePath = SolvePath(), moves_usd: float = 0.0
                 f"(docs/optimizer.md; --time-limit or --max-nodes runs one): {floor}, so this plan is at most "
                 f"{sol.gap:.2%} above the optimum")
     else:
-        text = f"The solver stopped at its node or time limit: {floor}, so this plan is at most {sol.gap:.2%} above the optimum"
+        text = (f"The search stopped before proving the optimum (at a node, stall or time limit, or past its "
+                f"proof of the 1% target: docs/optimizer.md): {floor}, so this plan is at most {sol.gap:.2%} "
+                f"above the optimum")
     if lumps:
         text += ("; this model's bound is weak where services share whole nodes and reserved terms "
                  "(docs/optimizer.md), so the gap may overstate how far this plan is from the optimum")

@@ -52,8 +52,11 @@ def print_summary(plan: Plan, console: Console, seconds: float | None = None,
     console.print(grid)
     console.print(work)
     if not s.optimal:
-        console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}' (--max-nodes, "
-                      f"--time-limit or --gap); a plan up to {percent(s.gap, 2)} cheaper may exist.")
+        # a default compile stops too (its node budget, its stall, past its proof of 1%): the
+        # options move where it stops, they are not always why it stopped
+        console.print(f"[yellow]note:[/yellow] the solver stopped at '{s.status}' before proving the optimum "
+                      f"(--max-nodes, --time-limit or --gap move where it stops); a plan up to "
+                      f"{percent(s.gap, 2)} cheaper may exist.")
         if s.gap_note:
             console.print(f"      {s.gap_note}.")
         if s.name == "cbc" and s.searched:
