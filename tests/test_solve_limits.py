@@ -314,7 +314,7 @@ def test_a_stall_counts_nodes_since_the_plan_or_the_bound_last_moved_or_the_plan
 
 # --- a default search past the target's proof (HighsModel.solve's `within`) ------------------------
 
-def _within_stops_at(within, points) -> int | None:
+def _within_stops_at(within, points, said: list | None = None) -> int | None:
     """The interrupt point (counted from 1) at which HighsModel's callback asks HiGHS to stop, fed
     `points` (plan, bound) as HiGHS's MIP interrupt points would report them; None where it never does."""
     from types import SimpleNamespace
@@ -323,6 +323,7 @@ def _within_stops_at(within, points) -> int | None:
 
     model = HighsModel(market_split(False), 1)
     model._within, model._points, model._within_at = within, 0, None
+    model._say = said.append if said is not None else None
     for k, (plan, bound) in enumerate(points, start=1):
         event = SimpleNamespace(data_out=SimpleNamespace(mip_node_count=0, mip_primal_bound=plan,
                                                          mip_dual_bound=bound),
@@ -344,6 +345,11 @@ def test_within_counts_interrupt_points_from_the_first_proof_of_the_gap():
     assert _within_stops_at((0.02, 0), points) == 3     # 2.0% is within 2%
     assert _within_stops_at((0.005, 0), points) is None  # never within 0.5%: the search runs on
     assert _within_stops_at((0.01, 100), points) is None
+    said: list[str] = []
+    _within_stops_at((0.01, 3), points, said)
+    told = [m for m in said if "proven within" in m]
+    assert told == ["branch-and-bound: plan proven within 1%; at most 3 more cut rounds and nodes toward the "
+                    "optimum's proof"], said
 
 
 def test_a_search_stopped_past_its_proof_reports_what_it_proved():

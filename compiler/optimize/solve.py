@@ -465,6 +465,9 @@ class HighsModel:
         plan, bound = out.mip_primal_bound, out.mip_dual_bound
         if self._within_at is None and abs(plan) < 1e300 and abs(bound) < 1e300 and relative_gap(plan, bound) <= gap:
             self._within_at = self._points
+            if self._say is not None and points:
+                self._say(f"branch-and-bound: plan proven within {gap:.0%}; at most {points:,} more cut rounds "
+                          "and nodes toward the optimum's proof")
         return self._within_at is not None and self._points - self._within_at >= points
 
     def _tell(self, out) -> None:
