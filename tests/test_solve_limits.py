@@ -393,3 +393,19 @@ def test_a_default_search_stops_its_settings_points_past_the_target_and_an_asked
     asked = highs_search(model, {}, lp, None, False, None, None, s, default=False)
     assert asked.status == "optimal" and asked.objective == pytest.approx(1106.0)
     assert default.best_bound <= asked.objective + 1e-6
+
+
+def test_a_search_over_narrowed_candidates_is_not_stopped_by_its_proof():
+    """plans_only (narrowed candidates, whose bound is dropped): the default search is not stopped
+    past its proof of the gap, since only its plans count there; it proves the optimum as an asked one does."""
+    import dataclasses
+
+    from compiler.optimize.settings import DEFAULT
+    from compiler.optimize.solve import HighsModel
+    from compiler.optimize.steps import highs_search
+
+    model = HighsModel(_cover_problem())
+    s = dataclasses.replace(DEFAULT, settle_gap=0.02, proof_points=0)
+    lp = model.solve(relax=True).objective
+    narrowed = highs_search(model, {}, lp, None, False, None, None, s, default=True, plans_only=True)
+    assert narrowed.status == "optimal" and narrowed.objective == pytest.approx(1106.0)

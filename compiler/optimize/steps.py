@@ -135,8 +135,9 @@ def highs_search(model: HighsModel, start: Plan, bound: float, nodes: int | None
     on settled at that gap (settled). `say` hears its nodes, plan and bound as they move.
     `plans_only`: the search's bound will be dropped (narrowed candidates), so only its plans count.
     `default`: no budget or gap was asked for, so the search seeking the optimum's proof stops
-    settings.proof_points interrupt points after it proves settings.settle_gap, the target."""
-    within = (s.settle_gap, s.proof_points) if default and gap is None else None
+    settings.proof_points interrupt points after it proves settings.settle_gap, the target (not
+    where `plans_only`: a proof on a bound that will be dropped is no reason to stop looking)."""
+    within = (s.settle_gap, s.proof_points) if default and gap is None and not plans_only else None
     sol = model.solve(start=start, max_nodes=nodes, gap=gap, time_limit=time_limit, within=within, progress=say)
     if settle and sol.has_solution and sol.gap > s.settle_gap and _lifted(sol, bound, s):
         sol = settled(model, sol, s, say, plans_only)
