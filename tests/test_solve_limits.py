@@ -284,23 +284,30 @@ def test_a_stalled_search_stops_and_reports_what_it_proved():
 
 # --- the settled search's stall rule (HighsModel's MIP callback) ---------------------------------
 
-def _stalled_at(stall_on_bound: bool, points) -> int | None:
-    """The node at which HighsModel's callback asks HiGHS to stop, fed `points` (node, plan, bound)
-    as HiGHS's MIP interrupt points would report them; None where it never does."""
+def _first_stop(model, points) -> int | None:
+    """The index (from 1) of the first of `points` (node, plan, bound), fed to `model`'s MIP callback
+    as HiGHS's interrupt points would report them, at which it asks HiGHS to stop; None where it never does."""
     from types import SimpleNamespace
 
-    from compiler.optimize.solve import HighsModel
-
-    model = HighsModel(market_split(False), 1)
-    model._stall, model._stall_on_bound, model._moved = 200, stall_on_bound, (math.inf, -math.inf, 0)
-    for node, plan, bound in points:
+    for k, (node, plan, bound) in enumerate(points, start=1):
         event = SimpleNamespace(data_out=SimpleNamespace(mip_node_count=node, mip_primal_bound=plan,
                                                          mip_dual_bound=bound),
                                 data_in=SimpleNamespace(user_interrupt=False))
         model._mip_interrupt_point(event)
         if event.data_in.user_interrupt:
-            return node
+            return k
     return None
+
+
+def _stalled_at(stall_on_bound: bool, points) -> int | None:
+    """The node at which HighsModel's callback asks HiGHS to stop, fed `points` (node, plan, bound)
+    as HiGHS's MIP interrupt points would report them; None where it never does."""
+    from compiler.optimize.solve import HighsModel
+
+    model = HighsModel(market_split(False), 1)
+    model._stall, model._stall_on_bound, model._moved = 200, stall_on_bound, (math.inf, -math.inf, 0)
+    k = _first_stop(model, points)
+    return None if k is None else points[k - 1][0]
 
 
 def test_a_stall_counts_nodes_since_the_plan_or_the_bound_last_moved_or_the_plan_alone():
@@ -317,21 +324,12 @@ def test_a_stall_counts_nodes_since_the_plan_or_the_bound_last_moved_or_the_plan
 def _within_stops_at(within, points, said: list | None = None) -> int | None:
     """The interrupt point (counted from 1) at which HighsModel's callback asks HiGHS to stop, fed
     `points` (plan, bound) as HiGHS's MIP interrupt points would report them; None where it never does."""
-    from types import SimpleNamespace
-
     from compiler.optimize.solve import HighsModel
 
     model = HighsModel(market_split(False), 1)
     model._within, model._points, model._within_at = within, 0, None
     model._say = said.append if said is not None else None
-    for k, (plan, bound) in enumerate(points, start=1):
-        event = SimpleNamespace(data_out=SimpleNamespace(mip_node_count=0, mip_primal_bound=plan,
-                                                         mip_dual_bound=bound),
-                                data_in=SimpleNamespace(user_interrupt=False))
-        model._mip_interrupt_point(event)
-        if event.data_in.user_interrupt:
-            return k
-    return None
+    return _first_stop(model, [(0, plan, bound) for plan, bound in points])
 
 
 def test_within_counts_interrupt_points_from_the_first_proof_of_the_gap():
@@ -377,8 +375,9 @@ def test_a_search_stopped_past_its_proof_reports_what_it_proved():
 def test_a_default_search_stops_its_settings_points_past_the_target_and_an_asked_one_does_not():
     """steps.highs_search(default=True) stops settings.proof_points interrupt points after its plan
     is proven within settings.settle_gap; a search whose budget or gap was asked for (default
-    False) seeks the optimum's proof as before. With the gap at 2% and no points, the default
-    search ends feasible within 2%; the asked one proves the optimum."""
+    False) seeks the optimum's proof as before, and so does a default one over narrowed candidates
+    (plans_only: its bound is dropped, so only its plans count). With the gap at 2% and no points,
+    the default search ends feasible within 2%; the asked and the narrowed ones prove the optimum."""
     import dataclasses
 
     from compiler.optimize.settings import DEFAULT
@@ -393,19 +392,5 @@ def test_a_default_search_stops_its_settings_points_past_the_target_and_an_asked
     asked = highs_search(model, {}, lp, None, False, None, None, s, default=False)
     assert asked.status == "optimal" and asked.objective == pytest.approx(1106.0)
     assert default.best_bound <= asked.objective + 1e-6
-
-
-def test_a_search_over_narrowed_candidates_is_not_stopped_by_its_proof():
-    """plans_only (narrowed candidates, whose bound is dropped): the default search is not stopped
-    past its proof of the gap, since only its plans count there; it proves the optimum as an asked one does."""
-    import dataclasses
-
-    from compiler.optimize.settings import DEFAULT
-    from compiler.optimize.solve import HighsModel
-    from compiler.optimize.steps import highs_search
-
-    model = HighsModel(_cover_problem())
-    s = dataclasses.replace(DEFAULT, settle_gap=0.02, proof_points=0)
-    lp = model.solve(relax=True).objective
     narrowed = highs_search(model, {}, lp, None, False, None, None, s, default=True, plans_only=True)
     assert narrowed.status == "optimal" and narrowed.objective == pytest.approx(1106.0)
