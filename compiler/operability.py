@@ -158,7 +158,8 @@ def limited(candidates, free_plan: Plan | None, solve_options, optimize, quick: 
         say("the plan without the operability limits breaks " + ", ".join(broken) + ": solving with them")
         cut, note = candidates, None
     try:
-        plan = optimize(cut, solve_options if cut is candidates else replace(solve_options, narrowed=True))
+        plan = optimize(cut, solve_options if cut is candidates
+                        else replace(solve_options, narrowed=True, free_path=free_plan.solver.strategy.path))
     except CompileError:
         if cut is candidates:
             raise

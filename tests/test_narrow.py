@@ -84,10 +84,33 @@ def test_the_search_over_narrowed_candidates_is_told_its_bound_will_be_dropped()
     told = []
 
     def recording(cands, options):
-        told.append(options.narrowed)
+        told.append((options.narrowed, options.free_path))
         return optimize(cands, options)
 
     plan, free = solve_within_limits(cs, SolveOptions(gap=1e-9), recording)
-    assert told == [False, True]
+    # the narrowed solve also hears the path the solve without the limits took
+    assert told == [(False, None), (True, free.solver.strategy.path)]
     assert "searched over the sites and types the LP relaxation leans on" in plan.solver.gap_note
     assert plan.solver.best_bound_usd == free.solver.best_bound_usd
+
+
+def test_narrowed_candidates_of_a_platform_too_large_to_search_are_not_searched():
+    """A search over narrowed candidates takes no branch-and-bound where the solve without the
+    limits took none (rounds-only): its bound is dropped, so its root would buy plans only, and a
+    re-plan that keeps more services where they ran (fewer integers) takes the same path as the
+    compile from scratch. Oracle: the path table of optimize/strategy.py, on a model whose own
+    size (between min_integers and search_max) asks for the rounds and a search."""
+    from compiler.optimize import SolveOptions
+    from compiler.optimize.settings import DEFAULT
+    from compiler.optimize.strategy import choose
+
+    problem = F.formulate(CANDS)
+    s = replace(DEFAULT, min_integers=0, search_max=10**9)
+    assert choose(problem, SolveOptions(settings=s)).path == "rounds"
+    assert choose(problem, SolveOptions(settings=s, narrowed=True, free_path="rounds")).path == "rounds"
+    large = choose(problem, SolveOptions(settings=s, narrowed=True, free_path="rounds-only"))
+    assert large.path == "rounds-only" and "narrowed candidates" in large.why
+    # a search the user asked for runs as before
+    for asked in (SolveOptions(settings=s, narrowed=True, free_path="rounds-only", time_limit=60.0),
+                  SolveOptions(settings=s, narrowed=True, free_path="rounds-only", max_nodes=10)):
+        assert choose(problem, asked).path == "rounds"

@@ -235,6 +235,11 @@ class SolveOptions:
     # The candidates are cut to a few sites and types a service (operability.limited): the plan
     # states the bound proved without the limits, so this search's own bound is dropped.
     narrowed: bool = False
+    # A search over narrowed candidates: the path the solve without the limits took. Where that was
+    # rounds-only (a platform too large to search), this one is too, whatever its own size: its
+    # bound is dropped, so a root of minutes would buy plans only, and the path stays the platform's
+    # whether the limits narrow it or a re-plan keeps services where they ran.
+    free_path: str | None = None
 
     @property
     def nodes_asked(self) -> bool:

@@ -12,8 +12,9 @@
                                                               then within it, polish
     rounds        min_integers <= n (< search_max, or the     start, neighbourhood rounds,
                   user asked for a search)                    branch-and-bound, polish
-    rounds-only   search_max <= n, no --max-nodes or          start, neighbourhood rounds, polish
-                  --time-limit
+    rounds-only   search_max <= n, or narrowed candidates     start, neighbourhood rounds, polish
+                  whose solve without the limits took
+                  rounds-only; no --max-nodes or --time-limit
 
 The solver that searches is the user's, or for `auto` HiGHS wherever the month windows or the
 rounds run (they run on HiGHS, and the search goes on from their plan on the same model) and CBC,
@@ -83,10 +84,13 @@ def choose(problem: Problem, options: SolveOptions) -> Strategy:
                + ("services whose replicas span months get month floors and windows" if months
                   else "a search from the greedy start proves such problems in seconds"))
     else:
-        skip = n >= s.search_max and options.time_limit is None and not options.nodes_asked
+        large = n >= s.search_max
+        skip = (large or options.free_path == "rounds-only") and options.time_limit is None and not options.nodes_asked
         path = "rounds-only" if skip else "rounds"
-        why = (f"{n:,} integers, from {s.search_max:,}: a search's root costs more than the rounds find"
-               if skip else f"{n:,} integers, from {s.min_integers:,}: the rounds give the search its start")
+        why = (f"{n:,} integers, from {s.search_max:,}: a search's root costs more than the rounds find" if skip and large
+               else f"{n:,} integers over narrowed candidates, whose solve without the limits took no search: the "
+                    "rounds' plan is the answer (a search's bound here is dropped)" if skip
+               else f"{n:,} integers, from {s.min_integers:,}: the rounds give the search its start")
     solver = options.solver if options.solver != "auto" else ("cbc" if path == "search" else "highs")
     nodes, settle = options.max_nodes, False
     if solver == "highs" and path != "search" and not options.nodes_asked and options.time_limit is None:
