@@ -87,10 +87,13 @@ def choose(problem: Problem, options: SolveOptions) -> Strategy:
         large = n >= s.search_max
         skip = (large or options.free_path == "rounds-only") and options.time_limit is None and not options.nodes_asked
         path = "rounds-only" if skip else "rounds"
-        why = (f"{n:,} integers, from {s.search_max:,}: a search's root costs more than the rounds find" if skip and large
-               else f"{n:,} integers over narrowed candidates, whose solve without the limits took no search: the "
-                    "rounds' plan is the answer (a search's bound here is dropped)" if skip
-               else f"{n:,} integers, from {s.min_integers:,}: the rounds give the search its start")
+        if not skip:
+            why = f"{n:,} integers, from {s.min_integers:,}: the rounds give the search its start"
+        elif large:
+            why = f"{n:,} integers, from {s.search_max:,}: a search's root costs more than the rounds find"
+        else:
+            why = (f"{n:,} integers over narrowed candidates, whose solve without the limits took no search: "
+                   "the rounds' plan is the answer (a search's bound here is dropped)")
     solver = options.solver if options.solver != "auto" else ("cbc" if path == "search" else "highs")
     nodes, settle = options.max_nodes, False
     if solver == "highs" and path != "search" and not options.nodes_asked and options.time_limit is None:
