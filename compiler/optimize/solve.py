@@ -553,7 +553,10 @@ class HighsModel:
         if info.primal_solution_status != 2:
             return Solution("highs", "no_solution", math.nan, math.nan, math.nan, seconds)
         x = np.asarray(h.getSolution().col_value, dtype=np.float64)
-        obj = float(self.cost @ x)
+        # an exactly rounded sum, not `cost @ x`: numpy hands a dot product to BLAS, whose kernel
+        # (chosen by the CPU) sums in another order, and a last bit of a plan's cost can decide
+        # the search's path: the same spec would give other plans on other machines
+        obj = math.fsum((self.cost * x).tolist())
         values = dict(zip(self.names, (x * self.scale).tolist()))
         bound = obj if relax else getattr(info, "mip_dual_bound", None)
         if bound is None or not abs(bound) <= 1e300:

@@ -113,7 +113,7 @@ if [ "${month}" -ge 1 ] && [ "${month}" -le 2 ]; then
   replicas chat-70b-tp4-p5-48xlarge 1
   true
 fi
-if [ "${month}" -ge 3 ] && [ "${month}" -le 5 ]; then
+if [ "${month}" -ge 3 ] && [ "${month}" -le 4 ]; then
   terraform_month months/003.tfvars
   replicas assistant-8b-tp1-g6e-xlarge 0
   replicas assistant-8b-tp1-p5-48xlarge 0
@@ -123,8 +123,8 @@ if [ "${month}" -ge 3 ] && [ "${month}" -le 5 ]; then
   replicas chat-70b-tp4-p5-48xlarge 2
   true
 fi
-if [ "${month}" -ge 6 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/006.tfvars
+if [ "${month}" -ge 5 ] && [ "${month}" -le 9 ]; then
+  terraform_month months/005.tfvars
   replicas assistant-8b-tp1-g6e-xlarge 1
   replicas assistant-8b-tp1-p5-48xlarge 0
   replicas assistant-8b-tp1-p5-4xlarge 2

@@ -105,9 +105,21 @@ if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   replicas chat-70b-tp4-standard-nd96isr-h100-v5 0
   true
 fi
-if [ "${month}" -ge 1 ] && [ "${month}" -le 5 ]; then
+if [ "${month}" -ge 1 ] && [ "${month}" -le 4 ]; then
   terraform_month months/001.tfvars
   replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
+  replicas assistant-8b-tp1-standard-nd96isr-h100-v5 2
+  replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
+  replicas chat-70b-tp8 0
+  replicas chat-70b-tp2-standard-nd96isr-h100-v5 1
+  replicas chat-70b-tp4-standard-nd96isr-h100-v5 1
+  true
+fi
+if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
+  terraform_month months/005.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 1
   replicas assistant-8b-tp1-standard-nc96ads-a100-v4 0
   replicas assistant-8b-tp1-standard-nd96isr-h100-v5 2
   replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
@@ -131,8 +143,8 @@ if [ "${month}" -ge 6 ] && [ "${month}" -le 6 ]; then
 fi
 if [ "${month}" -ge 7 ] && [ "${month}" -le 8 ]; then
   terraform_month months/007.tfvars
-  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
-  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 7
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 3
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 4
   replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
   replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
   replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
@@ -142,9 +154,9 @@ if [ "${month}" -ge 7 ] && [ "${month}" -le 8 ]; then
   true
 fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
-  terraform_month months/007.tfvars
-  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 0
-  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 8
+  terraform_month months/009.tfvars
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 4
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 4
   replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
   replicas chat-70b-tp2-standard-nc96ads-a100-v4 0
   replicas chat-70b-tp4-standard-nc96ads-a100-v4 0
@@ -155,8 +167,8 @@ if [ "${month}" -ge 9 ] && [ "${month}" -le 9 ]; then
 fi
 if [ "${month}" -ge 10 ] && [ "${month}" -le 10 ]; then
   terraform_month months/010.tfvars
-  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 2
-  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 6
+  replicas assistant-8b-tp1-standard-nc24ads-a100-v4 3
+  replicas assistant-8b-tp1-standard-nc96ads-a100-v4 5
   replicas assistant-8b-tp1-standard-nd96isr-h100-v5 0
   replicas chat-70b-tp2-standard-nc96ads-a100-v4 1
   replicas chat-70b-tp4-standard-nc96ads-a100-v4 0

@@ -96,7 +96,6 @@ fi
 if [ "${month}" -ge 0 ] && [ "${month}" -le 0 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 8
   replicas chat-70b-tp8 0
@@ -105,7 +104,6 @@ fi
 if [ "${month}" -ge 1 ] && [ "${month}" -le 2 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 5
   replicas chat-70b-tp8 0
@@ -114,7 +112,6 @@ fi
 if [ "${month}" -ge 3 ] && [ "${month}" -le 4 ]; then
   terraform_month months/000.tfvars
   replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 6
   replicas chat-70b-tp8 0
@@ -123,7 +120,6 @@ fi
 if [ "${month}" -ge 5 ] && [ "${month}" -le 5 ]; then
   terraform_month months/005.tfvars
   replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp4 1
   replicas assistant-8b-tp8 1
   replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
@@ -132,7 +128,6 @@ fi
 if [ "${month}" -ge 6 ] && [ "${month}" -le 7 ]; then
   terraform_month months/006.tfvars
   replicas assistant-8b-tp1 2
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 0
   replicas chat-70b-tp1 6
   replicas chat-70b-tp8 0
@@ -141,7 +136,6 @@ fi
 if [ "${month}" -ge 8 ] && [ "${month}" -le 8 ]; then
   terraform_month months/008.tfvars
   replicas assistant-8b-tp1 1
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 2
   replicas chat-70b-tp1 7
   replicas chat-70b-tp8 0
@@ -150,7 +144,6 @@ fi
 if [ "${month}" -ge 9 ] && [ "${month}" -le 10 ]; then
   terraform_month months/009.tfvars
   replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 4
   replicas chat-70b-tp1 8
   replicas chat-70b-tp8 0
@@ -159,7 +152,6 @@ fi
 if [ "${month}" -ge 11 ] && [ "${month}" -le 11 ]; then
   terraform_month months/011.tfvars
   replicas assistant-8b-tp1 0
-  replicas assistant-8b-tp4 0
   replicas assistant-8b-tp8 4
   replicas chat-70b-tp1 8
   replicas chat-70b-tp8 1

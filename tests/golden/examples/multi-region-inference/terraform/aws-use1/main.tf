@@ -71,8 +71,8 @@ resource "aws_ec2_capacity_reservation" "g6e_12xlarge_reserved_1y" {
   }
 }
 
-# ---- reservation g6e-xlarge-reserved-1y: up to 3 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y[01-03],
-# used by kubernetes. Terms: 1 node in months 6-17; 1 node in months 10-21; 1 node in months 11-22.
+# ---- reservation g6e-xlarge-reserved-1y: up to 1 x g6e.xlarge, reserved_1y, nodes g6e-xlarge-r1y01,
+# used by kubernetes. Terms: 1 node in months 5-16.
 # It exists in the months its terms run, holding their nodes, and ends with the latest of them
 # (months/NNN.tfvars). This holds the capacity; the reserved_1y discount itself is a
 # Savings Plan or Reserved Instance bought on the account, outside Terraform.
@@ -280,7 +280,7 @@ resource "aws_eks_node_group" "g6e_12xlarge_on_demand_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 3 node(s) over the
+# ---- Kubernetes g6e-xlarge, reserved_1y: EKS node group of 0 to 1 node(s) over the
 # horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation g6e-xlarge-reserved-1y.
@@ -354,7 +354,7 @@ resource "aws_eks_node_group" "g6e_xlarge_reserved_1y_kubernetes" {
   }
 }
 
-# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 1 node(s) over the
+# ---- Kubernetes g6e-xlarge, on_demand: EKS node group of 0 to 3 node(s) over the
 # horizon (g6e.xlarge, 1x L40S), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 resource "aws_launch_template" "g6e_xlarge_on_demand_kubernetes" {

@@ -9,7 +9,7 @@ output "g6e_12xlarge_reserved_1y_reservation" {
 }
 
 output "g6e_xlarge_reserved_1y_reservation" {
-  description = "Capacity reservation of block g6e-xlarge-reserved-1y (up to 3 x g6e.xlarge, reserved_1y; null in months it holds none)."
+  description = "Capacity reservation of block g6e-xlarge-reserved-1y (up to 1 x g6e.xlarge, reserved_1y; null in months it holds none)."
   value       = one(aws_ec2_capacity_reservation.g6e_xlarge_reserved_1y[*].id)
 }
 
@@ -34,12 +34,12 @@ output "g6e_12xlarge_on_demand_kubernetes_group" {
 }
 
 output "g6e_xlarge_reserved_1y_kubernetes_group" {
-  description = "EKS node group g6e-xlarge-reserved-1y-k8s (0 to 3 x g6e.xlarge, reserved_1y; null in months it has no nodes)."
+  description = "EKS node group g6e-xlarge-reserved-1y-k8s (0 to 1 x g6e.xlarge, reserved_1y; null in months it has no nodes)."
   value       = one(aws_eks_node_group.g6e_xlarge_reserved_1y_kubernetes[*].node_group_name)
 }
 
 output "g6e_xlarge_on_demand_kubernetes_group" {
-  description = "EKS node group g6e-xlarge-on-demand-k8s (0 to 1 x g6e.xlarge, on_demand; null in months it has no nodes)."
+  description = "EKS node group g6e-xlarge-on-demand-k8s (0 to 3 x g6e.xlarge, on_demand; null in months it has no nodes)."
   value       = one(aws_eks_node_group.g6e_xlarge_on_demand_kubernetes[*].node_group_name)
 }
 

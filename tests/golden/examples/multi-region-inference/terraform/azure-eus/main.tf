@@ -17,8 +17,8 @@ resource "azurerm_proximity_placement_group" "gpu" {
   zone                = var.zone
 }
 
-# ---- reservation standard-nc24ads-a100-v4-reserved-1y: up to 2 x Standard_NC24ads_A100_v4, reserved_1y, nodes standard-nc24ads-a100-v4-r1y[01-02],
-# used by kubernetes. Terms: 2 nodes in months 10-21.
+# ---- reservation standard-nc24ads-a100-v4-reserved-1y: up to 3 x Standard_NC24ads_A100_v4, reserved_1y, nodes standard-nc24ads-a100-v4-r1y[01-03],
+# used by kubernetes. Terms: 1 node in months 5-16; 1 node in months 6-17; 1 node in months 7-18.
 # The reservation exists in the months its terms run, holding their nodes: a term ends with the
 # month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
 # An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
@@ -45,7 +45,7 @@ resource "azurerm_capacity_reservation" "standard_nc24ads_a100_v4_reserved_1y" {
 }
 
 # ---- reservation standard-nc96ads-a100-v4-reserved-1y: up to 2 x Standard_NC96ads_A100_v4, reserved_1y, nodes standard-nc96ads-a100-v4-r1y[01-02],
-# used by kubernetes. Terms: 1 node in months 6-17; 1 node in months 7-18.
+# used by kubernetes. Terms: 1 node in months 6-17; 1 node in months 10-21.
 # The reservation exists in the months its terms run, holding their nodes: a term ends with the
 # month's file dropping its nodes (months/NNN.tfvars); the group holding it costs nothing and stays.
 # An on-demand capacity reservation holds the VMs (the reservation discount is bought on the
@@ -98,7 +98,7 @@ resource "azurerm_capacity_reservation" "standard_nd96isr_h100_v5_reserved_1y" {
   }
 }
 
-# ---- Kubernetes standard-nc24ads-a100-v4, reserved_1y: AKS node pool of 0 to 2 node(s) over the
+# ---- Kubernetes standard-nc24ads-a100-v4, reserved_1y: AKS node pool of 0 to 3 node(s) over the
 # horizon (Standard_NC24ads_A100_v4, 1x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 # The nodes start inside reservation standard-nc24ads-a100-v4-reserved-1y.
@@ -125,7 +125,7 @@ resource "azurerm_kubernetes_cluster_node_pool" "standard_nc24ads_a100_v4_reserv
   depends_on = [azurerm_capacity_reservation.standard_nc24ads_a100_v4_reserved_1y]
 }
 
-# ---- Kubernetes standard-nc24ads-a100-v4, on_demand: AKS node pool of 0 to 6 node(s) over the
+# ---- Kubernetes standard-nc24ads-a100-v4, on_demand: AKS node pool of 0 to 5 node(s) over the
 # horizon (Standard_NC24ads_A100_v4, 1x A100-80GB), each month's size fixed by months/NNN.tfvars; it exists
 # only in months with nodes.
 resource "azurerm_kubernetes_cluster_node_pool" "standard_nc24ads_a100_v4_on_demand_kubernetes" {

@@ -9,7 +9,7 @@ output "proximity_placement_group" {
 }
 
 output "standard_nc24ads_a100_v4_reserved_1y_reservation" {
-  description = "Capacity reservation of block standard-nc24ads-a100-v4-reserved-1y (up to 2 x Standard_NC24ads_A100_v4, reserved_1y; null in months it holds none)."
+  description = "Capacity reservation of block standard-nc24ads-a100-v4-reserved-1y (up to 3 x Standard_NC24ads_A100_v4, reserved_1y; null in months it holds none)."
   value       = one(azurerm_capacity_reservation.standard_nc24ads_a100_v4_reserved_1y[*].id)
 }
 
@@ -39,12 +39,12 @@ output "standard_nd96isr_h100_v5_reserved_1y_reservation_group" {
 }
 
 output "standard_nc24ads_a100_v4_reserved_1y_kubernetes_group" {
-  description = "AKS node pool standard-nc24ads-a100-v4-reserved-1y-k8s (0 to 2 x Standard_NC24ads_A100_v4, reserved_1y; null in months it has no nodes)."
+  description = "AKS node pool standard-nc24ads-a100-v4-reserved-1y-k8s (0 to 3 x Standard_NC24ads_A100_v4, reserved_1y; null in months it has no nodes)."
   value       = one(azurerm_kubernetes_cluster_node_pool.standard_nc24ads_a100_v4_reserved_1y_kubernetes[*].name)
 }
 
 output "standard_nc24ads_a100_v4_on_demand_kubernetes_group" {
-  description = "AKS node pool standard-nc24ads-a100-v4-on-demand-k8s (0 to 6 x Standard_NC24ads_A100_v4, on_demand; null in months it has no nodes)."
+  description = "AKS node pool standard-nc24ads-a100-v4-on-demand-k8s (0 to 5 x Standard_NC24ads_A100_v4, on_demand; null in months it has no nodes)."
   value       = one(azurerm_kubernetes_cluster_node_pool.standard_nc24ads_a100_v4_on_demand_kubernetes[*].name)
 }
 

@@ -1,5 +1,5 @@
 # GPU capacity for site gcp-usc1 as planned: 2 reservation(s),
-# 4 node set(s) (Slurm VMs or instance templates, GKE node pools).
+# 3 node set(s) (Slurm VMs or instance templates, GKE node pools).
 # Nothing else here provisions GPU nodes; schedule/gcp-usc1.csv says who holds which, when.
 # Apply it month by month: months/NNN.tfvars sets the counts of each month (RUNBOOK.md).
 
@@ -141,52 +141,6 @@ resource "google_container_node_pool" "a3_ultragpu_8g_reserved_1y_kubernetes" {
         network    = google_compute_network.gpu[additional_node_network_configs.value].name
         subnetwork = google_compute_subnetwork.gpu[additional_node_network_configs.value].name
       }
-    }
-  }
-}
-
-# ---- Kubernetes g2-standard-48, on_demand: GKE node pool of 0 to 1 node(s) over the
-# horizon (g2-standard-48, 4x L4), each month's size fixed by months/NNN.tfvars; it exists
-# only in months with nodes.
-resource "google_container_node_pool" "g2_standard_48_on_demand_kubernetes" {
-  count = var.nodes["g2_standard_48_on_demand_kubernetes"] > 0 ? 1 : 0
-
-  name           = "${var.name_prefix}-g2-standard-48-on-demand-k8s"
-  cluster        = var.gke_cluster
-  location       = var.region
-  node_locations = [var.zone]
-  # One zone (node_locations), so the per-zone count is the pool's.
-  node_count = var.nodes["g2_standard_48_on_demand_kubernetes"]
-
-  placement_policy {
-    type = "COMPACT"
-  }
-
-  node_config {
-    machine_type = "g2-standard-48"
-    spot         = false
-
-    guest_accelerator {
-      type  = "nvidia-l4"
-      count = 4
-      gpu_driver_installation_config {
-        gpu_driver_version = "LATEST"
-      }
-    }
-
-    gvnic {
-      enabled = true
-    }
-
-    labels = {
-      "infra-compile.io/pool"    = "g2-standard-48"
-      "infra-compile.io/pricing" = "on_demand"
-    }
-
-    taint {
-      key    = "nvidia.com/gpu"
-      value  = "present"
-      effect = "NO_SCHEDULE"
     }
   }
 }

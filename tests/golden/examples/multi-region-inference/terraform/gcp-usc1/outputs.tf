@@ -18,11 +18,6 @@ output "a3_ultragpu_8g_reserved_1y_kubernetes_group" {
   value       = one(google_container_node_pool.a3_ultragpu_8g_reserved_1y_kubernetes[*].name)
 }
 
-output "g2_standard_48_on_demand_kubernetes_group" {
-  description = "GKE node pool g2-standard-48-on-demand-k8s (0 to 1 x g2-standard-48, on_demand; null in months it has no nodes)."
-  value       = one(google_container_node_pool.g2_standard_48_on_demand_kubernetes[*].name)
-}
-
 output "g2_standard_96_reserved_1y_kubernetes_group" {
   description = "GKE node pool g2-standard-96-reserved-1y-k8s (0 to 4 x g2-standard-96, reserved_1y; null in months it has no nodes)."
   value       = one(google_container_node_pool.g2_standard_96_reserved_1y_kubernetes[*].name)

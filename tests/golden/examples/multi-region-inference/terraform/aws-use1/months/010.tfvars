@@ -3,16 +3,14 @@
 #   terraform -chdir=terraform/aws-use1 apply -var-file=months/010.tfvars
 # What changes from the month before:
 #   reservation g6e-12xlarge-reserved-1y: 0 -> 1 nodes
-#   reservation g6e-xlarge-reserved-1y: 1 -> 2 nodes
 #   reservation g6e-12xlarge-reserved-1y: 0 -> 22 (the plan month its end date falls on)
-#   reservation g6e-xlarge-reserved-1y: 18 -> 22 (the plan month its end date falls on)
 #   node group g6e-12xlarge-reserved-1y-k8s: 0 -> 1 nodes
-#   node group g6e-xlarge-reserved-1y-k8s: 1 -> 2 nodes
+#   node group g6e-xlarge-on-demand-k8s: 0 -> 1 nodes
 
 # Nodes each capacity reservation holds (0: none exists).
 reserved_nodes = {
   "g6e_12xlarge_reserved_1y" = 1
-  "g6e_xlarge_reserved_1y"   = 2
+  "g6e_xlarge_reserved_1y"   = 1
   "p5_48xlarge_reserved_1y"  = 1
   "p5_4xlarge_reserved_1y"   = 2
 }
@@ -20,7 +18,7 @@ reserved_nodes = {
 # The plan month each reservation ends on (the end of the latest term running now).
 reservation_end_month = {
   "g6e_12xlarge_reserved_1y" = 22
-  "g6e_xlarge_reserved_1y"   = 22
+  "g6e_xlarge_reserved_1y"   = 17
   "p5_48xlarge_reserved_1y"  = 12
   "p5_4xlarge_reserved_1y"   = 15
 }
@@ -29,8 +27,8 @@ reservation_end_month = {
 nodes = {
   "g6e_12xlarge_reserved_1y_kubernetes" = 1
   "g6e_12xlarge_on_demand_kubernetes"   = 0
-  "g6e_xlarge_reserved_1y_kubernetes"   = 2
-  "g6e_xlarge_on_demand_kubernetes"     = 0
+  "g6e_xlarge_reserved_1y_kubernetes"   = 1
+  "g6e_xlarge_on_demand_kubernetes"     = 1
   "p5_48xlarge_reserved_1y_kubernetes"  = 1
   "p5_4xlarge_reserved_1y_kubernetes"   = 2
 }

@@ -14,7 +14,6 @@ reserved_nodes = {
 # Nodes of each fixed instance set and node group (a node group with 0 does not exist).
 nodes = {
   "a3_ultragpu_8g_reserved_1y_kubernetes" = 1
-  "g2_standard_48_on_demand_kubernetes"   = 0
   "g2_standard_96_reserved_1y_kubernetes" = 2
   "g2_standard_96_on_demand_kubernetes"   = 0
 }
