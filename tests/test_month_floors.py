@@ -371,9 +371,9 @@ def test_the_largest_block_starts_first_and_each_floor_keeps_its_own_block(monke
         Constraint("cap[a@003]", "demand", (("y[a@003]", 1.0),), "<=", 2.0),))
     handed, real = [], month_floors_module.solve_all
 
-    def recording(jobs, left, workers=None):
+    def recording(jobs, left, workers=None, done=None):
         handed.extend(model.h.getNumRow() for model, _kw in jobs)
-        return real(jobs, left, workers)
+        return real(jobs, left, workers, done)
 
     monkeypatch.setattr(month_floors_module, "solve_all", recording)
     floors = month_floors(p, size=1)

@@ -196,10 +196,12 @@ class Block:
 
 def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, frozenset[int]], float],
                  max_nodes: int, seconds: float | None = None, settings: Settings = DEFAULT,
-                 say: Callable[[str], None] | None = None) -> list[Block]:
+                 say: Callable[[str], None] | None = None,
+                 on_block: Callable[[int], None] | None = None) -> list[Block]:
     """Each block of `cut` solved with the spanning variables costed at `weights` (F_B of the
     module's docstring), `max_nodes` at most a block, in the blocks' order. `say` hears each
-    block's search (its months, nodes and bound) as it moves."""
+    block's search (its months, nodes and bound) as it moves; `on_block(nodes)` is told as each
+    block ends how many nodes it took (on the thread that solved it)."""
     left = time_left(seconds)
     by_name = {v.name: v for v in problem.variables}
     subs = []
@@ -217,13 +219,19 @@ def solve_blocks(problem: Problem, cut: Split, weights: Mapping[tuple[str, froze
                                               "progress": _telling(say, block)})
             for block, _coef, sub in subs]
     first = sorted(range(len(subs)), key=lambda k: (-sum(len(c.terms) for c in subs[k][2].constraints), k))
-    by_block = dict(zip(first, solve_all([jobs[k] for k in first], left, settings.workers)))
+    done = None if on_block is None else (lambda model, _sol: on_block(_nodes(model)))
+    by_block = dict(zip(first, solve_all([jobs[k] for k in first], left, settings.workers, done)))
     out = []
     for (block, coef, _sub), (model, _kw), sol in zip(subs, jobs, (by_block[k] for k in range(len(subs)))):
         solved = sol.status in ("optimal", "feasible")
         out.append(Block(block, coef, sol.best_bound if solved else None, sol.values if solved else {},
-                         max(0, int(model.h.getInfo().mip_node_count))))
+                         _nodes(model)))
     return out
+
+
+def _nodes(model: HighsModel) -> int:
+    """The nodes the model's last search took (0 where it was closed without one)."""
+    return max(0, int(model.h.getInfo().mip_node_count))
 
 
 def _telling(say: Callable[[str], None] | None, block: frozenset[int]) -> Callable[[str], None] | None:
@@ -235,19 +243,19 @@ def _telling(say: Callable[[str], None] | None, block: frozenset[int]) -> Callab
 
 def month_floors(problem: Problem, size: int | None = None, max_nodes: int | None = None,
                  seconds: float | None = None, settings: Settings = DEFAULT,
-                 say: Callable[[str], None] | None = None) -> Floors:
+                 say: Callable[[str], None] | None = None, on_block: Callable[[int], None] | None = None) -> Floors:
     """The month_floor rows of every block of `size` months with a serving month (none for a
     block whose sub-problem proves no bound above 0), and the blocks' plans. `seconds`: the
     user's time limit for them all (--time-limit), where one is given: a block stopped by it
     gives the bound it proved, and blocks it leaves no time for give no floor (fewer valid rows).
     `size` and `max_nodes` replace settings.block_months and block_nodes; `say` hears each
-    block's search as it moves."""
+    block's search as it moves, `on_block` each block's nodes as it ends (solve_blocks)."""
     size = settings.block_months if size is None else size
     max_nodes = settings.block_nodes if max_nodes is None else max_nodes
     cut = split(problem, size)
     by_name = {v.name: v for v in problem.variables}
     out, plans, spanning = [], {}, {}
-    solved = solve_blocks(problem, cut, cut.weights, max_nodes, seconds, settings, say)
+    solved = solve_blocks(problem, cut, cut.weights, max_nodes, seconds, settings, say, on_block)
     for b in solved:
         if b.bound is None or not b.bound > 0:
             continue

@@ -96,17 +96,15 @@ class Settings:
     # cost, then shorter, since the dual function's steps oscillate once near its top
     reweigh_step: float = 1.0
     reweigh_shrink: float = 0.8
-    # months per block of the coarse floors, a second partition solved beside the month windows on
-    # the core they leave idle: a block a month longer makes each reserved term's choice agree over
+    # months per block of the coarse floors, a second partition solved beside the floors and the
+    # month windows on the core they leave idle: a block a month longer makes each reserved term's choice agree over
     # more months, where the floors' split lets each quarter buy its own (month_floors.py)
     coarse_block_months: int = 4
-    # the coarse floors run only where a block of the month floors took more nodes than this: where
+    # the coarse floors run only where a block of the month floors took more than this: where
     # every block closes at its root, the blocks' LPs already hold their integer plans, and the
-    # longer blocks find little and cost most (a long training window's blocks: benchmarks/LOG.md)
+    # longer blocks find little and cost most (a long training window's blocks: benchmarks/LOG.md).
+    # They start as soon as one block has, on the core the floors' last block leaves idle
     coarse_after_nodes: int = 1
-    # ... and no block more than this: longer blocks of such floors take longer still, and slow the
-    # windows on the core they share more than the bound they add is worth (the multi-region example)
-    coarse_upto_nodes: int = 2000
 
     # --- neighbourhood rounds (larger platforms; schedules.rounds on engine.py) ---
     # each round stops after this many nodes: its root; where the rounds end is then the same on

@@ -566,18 +566,25 @@ class HighsModel:
                         relative_gap(obj, bound), seconds, values)
 
 
-def solve_all(jobs, left, workers: int | None = None):
+def solve_all(jobs, left, workers: int | None = None, done=None):
     """Each (model, keyword arguments) solved, on threads where there are several (HiGHS
     releases the GIL while it runs): the same solves, and so the same plans, as one after
     another, in the time of the longest. `left()`: the seconds each may still take when it
-    starts; `workers`: at most that many at once, each thread taking the next job as it is free."""
+    starts; `workers`: at most that many at once, each thread taking the next job as it is free;
+    `done(model, solution)` is called as each job ends, on the thread that solved it."""
+    def one(model, kwargs):
+        sol = model.solve(time_limit=left(), **kwargs)
+        if done is not None:
+            done(model, sol)
+        return sol
+
     if len(jobs) == 1 or workers == 1:
-        return [model.solve(time_limit=left(), **kwargs) for model, kwargs in jobs]
+        return [one(model, kwargs) for model, kwargs in jobs]
     from concurrent.futures import ThreadPoolExecutor
 
     def every():
         with ThreadPoolExecutor(min(len(jobs), workers or len(jobs))) as pool:
-            futures = [pool.submit(lambda m=m, kw=kw: m.solve(time_limit=left(), **kw)) for m, kw in jobs]
+            futures = [pool.submit(one, m, kw) for m, kw in jobs]
             return [f.result() for f in futures]
 
     # Ctrl-C stops every job's solve (a pool's shutdown would wait for them to finish)

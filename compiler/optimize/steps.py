@@ -6,6 +6,7 @@ among plans of equal cost."""
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import replace
 from typing import Callable, Mapping
 
@@ -60,37 +61,60 @@ def first_plan(problem: Problem, given: Plan | None, models: Models) -> tuple[Pl
     return (None, "greedy start") if k is None else ((held, greedy)[k], ("given start", "greedy start")[k])
 
 
-def with_floors(problem: Problem, seconds: float | None, settings: Settings, say) -> tuple[Problem, Floors]:
-    """The problem with its month floors (month_floors.py), and the floors (the blocks' own plans)."""
+def with_floors(problem: Problem, seconds: float | None, settings: Settings,
+                say) -> tuple[Problem, Floors, Running | None]:
+    """The problem with its month floors (month_floors.py), the floors (the blocks' own plans), and
+    the coarse floors where they run (coarse_floors), started on a thread of their own as soon as
+    a block of the floors ends past settings.coarse_after_nodes nodes: the floors' last block
+    often runs alone for most of their time, and the coarse blocks take the core it leaves idle.
+    Whether they run is coarse_floors' rule either way; only when they start depends on timing."""
     say(f"month floors: blocks of {settings.block_months} months, {settings.workers} at a time")
-    floors = month_floors(problem, seconds=seconds, settings=settings, say=say)
+    wanted, started, lock = _other_partition(problem, settings), [], threading.Lock()
+
+    def on_block(nodes: int) -> None:
+        with lock:
+            if wanted and not started and nodes > settings.coarse_after_nodes:
+                started.append(_start_coarse(problem, seconds, settings, say))
+
+    floors = month_floors(problem, seconds=seconds, settings=settings, say=say, on_block=on_block)
     say(f"month floors: {len(floors.rows)} blocks")
-    return with_month_floors(problem, floors=floors), floors
+    coarse = started[0] if started else coarse_floors(problem, floors, seconds, settings, say)
+    return with_month_floors(problem, floors=floors), floors, coarse
 
 
 def coarse_floors(problem: Problem, floors: Floors, seconds: float | None, s: Settings, say) -> Running | None:
     """The month floors of blocks of settings.coarse_block_months months (month_floors.py) on
     `problem` (the model without the floors' rows), started on a thread of their own to run
     beside the month windows, one block at a time; None where they do not run: no block of
-    `floors` took more than settings.coarse_after_nodes nodes, one took more than
-    coarse_upto_nodes, or the longer blocks are no other partition of two or more. Nothing the
-    windows do reads them, so the plan does not depend on when they finish; with_coarse waits."""
-    size = s.coarse_block_months
-    coarse = blocks(problem, size)
-    if (not s.coarse_after_nodes < floors.most_nodes <= s.coarse_upto_nodes or len(coarse) < 2
-            or coarse == blocks(problem, s.block_months)):
+    `floors` took more than settings.coarse_after_nodes nodes, or the longer blocks are no other
+    partition of two or more. Nothing the windows do reads them, so the plan does not depend on
+    when they finish; with_coarse waits."""
+    if not floors.most_nodes > s.coarse_after_nodes or not _other_partition(problem, s):
         return None
-    say(f"coarse month floors: {len(coarse)} blocks of {size} months, beside the month windows")
+    return _start_coarse(problem, seconds, s, say)
+
+
+def _other_partition(problem: Problem, s: Settings) -> bool:
+    """Whether the coarse blocks are a partition of two or more other than the floors' own."""
+    coarse = blocks(problem, s.coarse_block_months)
+    return len(coarse) >= 2 and coarse != blocks(problem, s.block_months)
+
+
+def _start_coarse(problem: Problem, seconds: float | None, s: Settings, say) -> Running:
+    size = s.coarse_block_months
+    say(f"coarse month floors: {len(blocks(problem, size))} blocks of {size} months, on a thread of their own")
     return Running(lambda: month_floors(problem, size=size, seconds=seconds, settings=replace(s, workers=1)),
                    name="coarse floors")
 
 
-def with_coarse(problem: Problem, coarse: Running | None, bound: float | None, seed: int) -> float | None:
+def with_coarse(problem: Problem, coarse: Running | None, bound: float | None, seed: int,
+                say: Callable[[str], None] = lambda _m: None) -> float | None:
     """`bound` (the LP relaxation's with the month floors, or None), or the LP relaxation's of
     `problem` with the coarse floors' rows added too, where they ran and that is higher. A
     coarse block of the same months as a floor's is the same sub-problem, and its row is left out."""
     if coarse is None:
         return bound
+    say("coarse month floors: their last blocks")
     have = {c.name for c in problem.constraints}
     rows = tuple(c for c in coarse.result().rows if c.name not in have)
     if bound is None or not rows:

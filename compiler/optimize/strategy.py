@@ -3,9 +3,9 @@
     path          when (integer variables n; Settings)        steps
     search        n < min_integers, services in < 2 months    start, branch-and-bound, polish
     months        n < min_integers, services in 2+ months     start, month floors, coarse floors
-                                                              beside the windows where a block
-                                                              branched (Settings.coarse_*), month
-                                                              windows, branch-and-bound unless the
+                                                              beside them and the windows where a
+                                                              block branched (Settings.coarse_*),
+                                                              month windows, branch-and-bound unless the
                                                               windows' plan is proven within
                                                               months_gap (with both floors),
                                                               reweighed floors unless the plan is
@@ -45,7 +45,7 @@ from compiler.plan import SolvePath
 
 STEPS = {
     "search": ("greedy start", "branch-and-bound", "polish"),
-    "months": ("greedy start", "month floors", "coarse floors unless no block branched or one took long",
+    "months": ("greedy start", "month floors", "coarse floors unless no block branched",
                "month windows", "branch-and-bound unless within months_gap",
                "reweighed floors unless within months_gap", "polish"),
     "rounds": ("greedy start", "neighbourhood rounds", "branch-and-bound", "polish"),
@@ -119,8 +119,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
         half = time_left(None if time_limit is None else time_limit / 2)
         base = problem
         quarter = None if time_limit is None else time_limit / 4
-        problem, floors = steps.with_floors(problem, quarter, s, say)
-        coarse = steps.coarse_floors(base, floors, quarter, s, say)
+        problem, floors, coarse = steps.with_floors(problem, quarter, s, say)
         models = steps.Models(problem, s.seed)
         start, bound = steps.month_windows(problem, start, floors.block_plans, models, options, half, say)
     else:
@@ -132,7 +131,7 @@ def run(problem: Problem, strategy: Strategy, options: SolveOptions) -> tuple[Pr
             start = None              # HiGHS finds its own first plans without the rounds' bound
     # the bound with the coarse floors too, where they ran: it decides whether a search runs and is
     # the bound stated; the search itself is judged against the LP's own (bound), as before
-    proven = steps.with_coarse(problem, coarse, bound, s.seed)
+    proven = steps.with_coarse(problem, coarse, bound, s.seed, say)
     rounds_seconds = time.perf_counter() - t0
     if time_limit is not None and strategy.path != "search":
         time_limit = max(0.1, time_limit - rounds_seconds)
