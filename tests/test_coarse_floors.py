@@ -142,3 +142,33 @@ def test_a_seeded_small_spec_is_proven_within_one_percent_by_the_coarse_floors(t
     assert "coarse floors" in solver.strategy.steps and "branch-and-bound" not in solver.strategy.steps
     assert known["best_bound_usd"] * (1 + 1e-6) < solver.best_bound_usd <= known["cost_usd"] * (1 + 1e-9)
     assert solver.gap <= 0.01
+
+
+def test_the_coarse_floors_start_while_the_floors_still_run_and_bound_as_if_started_after(monkeypatch):
+    """with_floors starts the coarse floors from the floors' own threads as soon as a block ends
+    past settings.coarse_after_nodes nodes (here every block, at -1), before the last block is
+    done, and they give the same bound as coarse_floors started after the floors; where no block
+    ends past it, none start (the hand-worked blocks close at once: 0 or 1 node)."""
+    import compiler.optimize.steps as steps_module
+
+    p = _alternating()
+    events, real_start, real_floors = [], steps_module._start_coarse, steps_module.month_floors
+    monkeypatch.setattr(steps_module, "_start_coarse", lambda *a: events.append("coarse started") or real_start(*a))
+    def floors_then_say(*a, **k):
+        out = real_floors(*a, **k)
+        if "on_block" in k:           # the floors themselves, not the coarse ones on their thread
+            events.append("floors done")
+        return out
+
+    monkeypatch.setattr(steps_module, "month_floors", floors_then_say)
+    early = replace(ONE_AND_TWO, coarse_after_nodes=-1)
+    with_rows, floors, coarse = steps.with_floors(p, None, early, lambda _m: None)
+    assert events == ["coarse started", "floors done"]
+    lp = HighsModel(with_rows).solve(relax=True).objective
+    after = steps.coarse_floors(p, replace(floors, most_nodes=2), None, ONE_AND_TWO, lambda _m: None)
+    assert steps.with_coarse(with_rows, coarse, lp, early.seed) == pytest.approx(
+        steps.with_coarse(with_rows, after, lp, early.seed), rel=1e-9)
+    assert steps.with_coarse(with_rows, coarse, lp, early.seed) == pytest.approx(32.0, rel=1e-6)
+    events.clear()
+    assert steps.with_floors(p, None, ONE_AND_TWO, lambda _m: None)[2] is None
+    assert events == ["floors done"]
