@@ -154,6 +154,7 @@ def test_the_coarse_floors_start_while_the_floors_still_run_and_bound_as_if_star
     p = _alternating()
     events, real_start, real_floors = [], steps_module._start_coarse, steps_module.month_floors
     monkeypatch.setattr(steps_module, "_start_coarse", lambda *a: events.append("coarse started") or real_start(*a))
+
     def floors_then_say(*a, **k):
         out = real_floors(*a, **k)
         if "on_block" in k:           # the floors themselves, not the coarse ones on their thread

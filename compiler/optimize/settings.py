@@ -97,8 +97,9 @@ class Settings:
     reweigh_step: float = 1.0
     reweigh_shrink: float = 0.8
     # months per block of the coarse floors, a second partition solved beside the floors and the
-    # month windows on the core they leave idle: a block a month longer makes each reserved term's choice agree over
-    # more months, where the floors' split lets each quarter buy its own (month_floors.py)
+    # month windows on the core they leave idle: a block a month longer makes each reserved term's
+    # choice agree over more months, where the floors' split lets each quarter buy its own
+    # (month_floors.py)
     coarse_block_months: int = 4
     # the coarse floors run only where a block of the month floors took more than this: where
     # every block closes at its root, the blocks' LPs already hold their integer plans, and the
