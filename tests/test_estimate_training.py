@@ -204,6 +204,30 @@ def test_mfu_ceiling_bounds_every_larger_count(model, fabric, gbps, gpn):
                 assert best.mfu <= ceiling + 1e-12, (model, nodes, larger, best.mfu, ceiling)
 
 
+@pytest.mark.parametrize("model,gpu,gpn,seq", [("llama-3-70b", "L4", 4, 4096), ("llama-3-70b", "L4", 1, 4096),
+                                               ("llama-3-70b", "L4", 8, 8192), ("llama-3-70b", "A100-40GB", 8, 4096),
+                                               ("mixtral-8x7b", "L4", 8, 4096)])
+def test_mfu_ceiling_bounds_memory_bound_gpus(model, gpu, gpn, seq):
+    """Where memory forces full recompute or ZeRO-3 (a 70B model on 24 GB GPUs), the ceiling
+    reads the steps that can fit: it still bounds every larger count's best step, and it is
+    that step's MFU, not the selective ZeRO-1 step's a quarter above it (the count scan stops on
+    it: on these GPUs it used to run to the node cap)."""
+    from compiler.estimate.models import resolve_model
+    from compiler.estimate.training import Fabric, LayoutSearch
+
+    m = resolve_model(model, CAT)
+    search = LayoutSearch(m, CAT.gpus[gpu], Fabric("efa", 400, gpn), seq, "bf16", "adamw", CAT)
+    tight = 0
+    for nodes in (2, 5, 16, 64, 200, 400):
+        gpus = max(nodes * gpn, 2 * gpn)
+        ceiling = search.ceiling(gpus)
+        found = [best.mfu for larger in range(gpus, gpus + 40 * gpn, gpn)
+                 if (best := search.best(larger)[0]) is not None]
+        assert all(mfu <= ceiling + 1e-12 for mfu in found), (model, gpu, gpus, max(found), ceiling)
+        tight += bool(found) and max(found) >= ceiling * 0.98
+    assert tight >= 2, "the ceiling meets the best steps it bounds on the counts that fit"
+
+
 def test_every_node_count_until_larger_ones_are_dominated():
     """No powers of two, no 'three smallest': every whole-node count from the smallest that
     meets the deadline is a candidate, up to where every larger count is provably dominated

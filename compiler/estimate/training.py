@@ -326,9 +326,29 @@ class LayoutSearch:
             dp = max(-(-ep // (tp * cp)), -(-gpus // (tp * pp * cp)))
             mfu = self._ceiling_mfu.get((tp, pp, cp, ep, dp))
             if mfu is None:
-                terms = self.terms(self.shape(tp, pp, cp, ep), tp, pp, dp, ep, cp, 1 if dp > 1 else 0)
-                mfu = self._ceiling_mfu[(tp, pp, cp, ep, dp)] = terms[3]
+                mfu = self._ceiling_mfu[(tp, pp, cp, ep, dp)] = self._shape_ceiling(tp, pp, cp, ep, dp)
             best = max(best, mfu)
+        return best
+
+    def _shape_ceiling(self, tp: int, pp: int, cp: int, ep: int, dp: int) -> float:
+        """The most MFU a layout of this shape may reach at data-parallel degree dp or more, over
+        the (ZeRO stage, recompute) pairs that could fit memory at some such degree (0 if none).
+
+        A layout's memory is its states + activations[recompute] + buffer (_search_best), and its
+        states only shrink as dp grows: to the weights alone under ZeRO 1 and 2 (gradients and
+        optimizer states sharded away; stage 1 keeps the gradients too), to nothing under ZeRO-3.
+        So a pair whose activations, buffer and that limit pass the usable memory fits on no
+        count; a shape that needs full recompute or ZeRO-3 everywhere is bounded by those steps,
+        not by its selective, ZeRO-1 step (a 70B model on 24 GB GPUs: about a quarter lower)."""
+        sh = self.shape(tp, pp, cp, ep)
+        weights = (sh.dense + sh.experts) * self.per_param[0] / GB
+        best = 0.0
+        for recompute in self.recomputes:
+            for zero, least_states in ((1, weights), (3, 0.0)):
+                if least_states + sh.activations[recompute] + self.buffer_gb > self.cap:
+                    continue
+                terms = self.terms(sh, tp, pp, dp, ep, cp, zero if dp > 1 else 0, recompute)
+                best = max(best, terms[3])
         return best
 
 
@@ -413,10 +433,11 @@ def mfu_ceiling(model: Model, gpus: int, gpu: Gpu, fabric: Fabric, seq_len: int,
 
     For a fixed shape (tp, pp, cp, ep) step_time's terms scale with the micro-batches m, except
     the pipeline bubble, which grows as m = ceil(seqs / (dp * mb)) falls, and the DP all-reduce,
-    whose ring time grows with dp while the compute it may hide behind shrinks. So a shape's MFU
-    never rises with dp, and the best MFU on G >= gpus is at most the best over every shape at
-    the smallest dp that reaches `gpus` (memory ignored, ZeRO-3's extra traffic left out). The
-    test tests/test_estimate_training.py checks this against best_step."""
+    whose ring time grows with dp while the compute it may hide behind shrinks. So a shape's MFU,
+    at a given ZeRO stage and recompute, never rises with dp, and the best MFU on G >= gpus is at
+    most the best over every shape at the smallest dp that reaches `gpus`, over the stages and
+    recomputes that could fit memory at some larger dp (LayoutSearch._shape_ceiling). The tests
+    in tests/test_estimate_training.py check this against best_step, memory-bound GPUs included."""
     return LayoutSearch(model, gpu, fabric, seq_len, precision, optimizer, catalog).ceiling(gpus)
 
 
